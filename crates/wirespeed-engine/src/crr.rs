@@ -1,0 +1,342 @@
+//! Connect, request, response, close. Each client slot opens a connection,
+//! sends its data preamble with the request, reads the response and closes
+//! with an RST (SO_LINGER 0, so neither side piles up TIME_WAIT), then
+//! starts over. The server accepts on the test's data listener in every
+//! worker, checks the preamble and answers.
+
+use crate::harness::{Counters, Flow, Reg, Status, ThreadState};
+use crate::proto::{DATA_PREAMBLE_LEN, data_preamble, parse_data_preamble};
+use crate::result::TcpInfo;
+use crate::rr::{recv_part, send_part};
+use crate::sockets::{ResolvedPath, data_socket};
+use crate::sys::{self, EV_IN, EV_OUT};
+use socket2::{SockAddr, Socket};
+use std::io::{self, IoSlice};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One client slot: a chain of short connections.
+pub struct CrrClient {
+    id: u32,
+    path: ResolvedPath,
+    head: [u8; DATA_PREAMBLE_LEN],
+    counters: Arc<Counters>,
+    sock: Option<Socket>,
+    reg: Option<Reg>,
+    token: u64,
+    connecting: bool,
+    sent: u64,
+    left: u64,
+    started: Instant,
+}
+
+impl CrrClient {
+    /// A slot for roster flow `id` on `path`.
+    pub fn new(
+        id: u32,
+        path: ResolvedPath,
+        token: &[u8; 16],
+        counters: Arc<Counters>,
+    ) -> CrrClient {
+        CrrClient {
+            id,
+            path,
+            head: data_preamble(token, id),
+            counters,
+            sock: None,
+            reg: None,
+            token: 0,
+            connecting: false,
+            sent: 0,
+            left: 0,
+            started: Instant::now(),
+        }
+    }
+
+    fn open(&mut self, ts: &mut ThreadState) -> io::Result<()> {
+        self.started = Instant::now();
+        let sock = data_socket(&self.path, ts.spec).map_err(io::Error::other)?;
+        sock.set_nonblocking(true)?;
+        match sock.connect(&SockAddr::from(self.path.remote)) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(e) => return Err(e),
+        }
+        self.reg = Some(Reg::add(ts.epoll, sock.as_raw_fd(), self.token, EV_OUT)?);
+        self.sock = Some(sock);
+        self.connecting = true;
+        self.sent = 0;
+        self.left = ts.spec.response_size as u64;
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        if let Some(s) = self.sock.take() {
+            // RST instead of FIN: no TIME_WAIT on either side.
+            let _ = s.set_linger(Some(Duration::ZERO));
+        }
+        self.reg = None;
+    }
+
+    fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        let Some(sock) = self.sock.as_ref() else {
+            return Ok(Status::Active);
+        };
+        let fd = sock.as_raw_fd();
+        if self.connecting {
+            if let Some(e) = sock.take_error()? {
+                return Err(e);
+            }
+            self.connecting = false;
+        }
+        let total = DATA_PREAMBLE_LEN as u64 + ts.spec.request_size as u64;
+        while self.sent < total {
+            let n = if self.sent < DATA_PREAMBLE_LEN as u64 {
+                let rest = ((total - DATA_PREAMBLE_LEN as u64) as usize).min(ts.tx.len());
+                let bufs = [
+                    IoSlice::new(&self.head[self.sent as usize..]),
+                    IoSlice::new(&ts.tx[..rest]),
+                ];
+                match sock.send_vectored(&bufs) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                    Err(e) => return Err(e),
+                }
+            } else {
+                send_part(fd, ts, total - self.sent)?
+            };
+            if n == 0 {
+                self.reg
+                    .as_mut()
+                    .map(|r| r.want(ts.epoll, EV_OUT))
+                    .transpose()?;
+                return Ok(Status::Active);
+            }
+            self.sent += n as u64;
+            self.counters.add_sent(n);
+        }
+        self.reg
+            .as_mut()
+            .map(|r| r.want(ts.epoll, EV_IN))
+            .transpose()?;
+        while self.left > 0 {
+            match recv_part(fd, ts, self.left)? {
+                Some(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionReset,
+                        "server closed before answering",
+                    ));
+                }
+                Some(n) => {
+                    self.counters.add_received(n);
+                    self.left -= n as u64;
+                }
+                None => return Ok(Status::Active),
+            }
+        }
+        ts.record(self.started, false);
+        self.counters.add_transaction();
+        self.close();
+        if ts.stopping {
+            return Ok(Status::Done);
+        }
+        self.open(ts)?;
+        Ok(Status::Active)
+    }
+}
+
+impl Flow for CrrClient {
+    fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+        self.token = token;
+        self.open(ts)
+    }
+
+    fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
+        match self.step(ts) {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                self.close();
+                Err(e)
+            }
+        }
+    }
+
+    fn on_stop(&mut self, _ts: &mut ThreadState) -> io::Result<Status> {
+        self.close();
+        Ok(Status::Done)
+    }
+
+    fn report(&self) -> Option<(u32, Option<TcpInfo>)> {
+        Some((self.id, None))
+    }
+}
+
+/// The test's data listener inside one server worker.
+pub struct CrrListener {
+    listener: Arc<Socket>,
+    token: [u8; 16],
+    counters: Arc<Vec<Arc<Counters>>>,
+}
+
+impl CrrListener {
+    /// Accepts on `listener` for the test with `token`; counts into `counters[flow id]`.
+    pub fn new(
+        listener: Arc<Socket>,
+        token: [u8; 16],
+        counters: Arc<Vec<Arc<Counters>>>,
+    ) -> CrrListener {
+        CrrListener {
+            listener,
+            token,
+            counters,
+        }
+    }
+}
+
+impl Flow for CrrListener {
+    fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+        // EPOLLEXCLUSIVE: wake one worker per connection, not all of them.
+        ts.epoll.add(
+            self.listener.as_raw_fd(),
+            EV_IN | libc::EPOLLEXCLUSIVE as u32,
+            token,
+        )
+    }
+
+    fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
+        for _ in 0..64 {
+            match self.listener.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(true)?;
+                    ts.spawned.push(Box::new(CrrConn {
+                        sock: s,
+                        token: self.token,
+                        counters: self.counters.clone(),
+                        flow: None,
+                        head: [0; DATA_PREAMBLE_LEN],
+                        got: 0,
+                        sent: 0,
+                        reg: None,
+                    }));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e)
+                    if e.raw_os_error() == Some(libc::EMFILE)
+                        || e.raw_os_error() == Some(libc::ENFILE) =>
+                {
+                    ts.note("out of file descriptors while accepting crr connections".into());
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        Ok(Status::Active)
+    }
+
+    fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        let _ = ts.epoll.delete(self.listener.as_raw_fd());
+        Ok(Status::Done)
+    }
+
+    fn report(&self) -> Option<(u32, Option<TcpInfo>)> {
+        None
+    }
+}
+
+/// One accepted crr connection at the server.
+struct CrrConn {
+    sock: Socket,
+    token: [u8; 16],
+    counters: Arc<Vec<Arc<Counters>>>,
+    flow: Option<Arc<Counters>>,
+    head: [u8; DATA_PREAMBLE_LEN],
+    got: u64,
+    sent: u64,
+    reg: Option<Reg>,
+}
+
+impl Flow for CrrConn {
+    fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
+        match self.step(ts) {
+            // The client closes with an RST once answered.
+            Err(e) if crate::harness::is_peer_gone(&e) => Ok(Status::Done),
+            r => r,
+        }
+    }
+
+    fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+        self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_IN)?);
+        Ok(())
+    }
+
+    fn on_stop(&mut self, _ts: &mut ThreadState) -> io::Result<Status> {
+        Ok(Status::Done)
+    }
+
+    fn report(&self) -> Option<(u32, Option<TcpInfo>)> {
+        None
+    }
+}
+
+impl CrrConn {
+    fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        let fd = self.sock.as_raw_fd();
+        let req = ts.spec.request_size as u64;
+        let resp = ts.spec.response_size as u64;
+        while (self.got as usize) < DATA_PREAMBLE_LEN {
+            match sys::recv(fd, &mut self.head[self.got as usize..], false) {
+                Ok(0) => return Ok(Status::Done),
+                Ok(n) => self.got += n as u64,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Status::Active),
+                Err(e) => return Err(e),
+            }
+            if self.got as usize == DATA_PREAMBLE_LEN {
+                let id = parse_data_preamble(&self.head, &self.token);
+                match id.and_then(|i| self.counters.get(i as usize)) {
+                    Some(c) => self.flow = Some(c.clone()),
+                    // Not this test's connection: drop it.
+                    None => return Ok(Status::Done),
+                }
+            }
+        }
+        let Some(c) = self.flow.clone() else {
+            return Ok(Status::Done);
+        };
+        let head = DATA_PREAMBLE_LEN as u64;
+        while self.got < head + req {
+            match recv_part(fd, ts, head + req - self.got)? {
+                Some(0) => return Ok(Status::Done),
+                Some(n) => {
+                    self.got += n as u64;
+                    c.add_received(n);
+                }
+                None => return Ok(Status::Active),
+            }
+        }
+        if self.sent < resp {
+            while self.sent < resp {
+                let n = send_part(fd, ts, resp - self.sent)?;
+                if n == 0 {
+                    self.reg
+                        .as_mut()
+                        .map(|r| r.want(ts.epoll, EV_OUT))
+                        .transpose()?;
+                    return Ok(Status::Active);
+                }
+                self.sent += n as u64;
+                c.add_sent(n);
+            }
+            c.add_transaction();
+            self.reg
+                .as_mut()
+                .map(|r| r.want(ts.epoll, EV_IN))
+                .transpose()?;
+        }
+        // Answered: wait for the client's close.
+        match recv_part(fd, ts, u64::MAX)? {
+            Some(0) => Ok(Status::Done),
+            _ => Ok(Status::Active),
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! The shared flow and thread harness, in the way neper does it: each worker
+//! thread is one epoll loop owning a set of flows; workloads (stream, rr,
+//! crr) are small state machines implementing [`Flow`]. Counters are
+//! per-flow atomics written by the owning thread and sampled by the
+//! coordinator; latency goes into per-thread HDR histograms.
+
+use crate::result::{TcpInfo, finite};
+use crate::spec::TestSpec;
+use crate::sys::{self, Epoll, ZcDrain};
+use hdrhistogram::Histogram;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Traffic runs but is not counted yet.
+pub const PHASE_WARMUP: u8 = 0;
+/// Inside the measured window.
+pub const PHASE_MEASURE: u8 = 1;
+/// Window over: senders stop, receivers drain to EOF.
+pub const PHASE_STOP: u8 = 2;
+
+/// What the coordinator tells its workers.
+#[derive(Debug)]
+pub struct Control {
+    /// One of the PHASE_* values.
+    pub phase: AtomicU8,
+    /// Quit now without draining (peer gone, error).
+    pub abort: AtomicBool,
+    /// How long workers may drain after PHASE_STOP.
+    pub drain_timeout: Duration,
+    /// Workers still running.
+    pub running: AtomicUsize,
+}
+
+impl Control {
+    /// A control block in the warm-up phase.
+    pub fn new(drain_timeout: Duration) -> Arc<Control> {
+        Arc::new(Control {
+            phase: AtomicU8::new(PHASE_WARMUP),
+            abort: AtomicBool::new(false),
+            drain_timeout,
+            running: AtomicUsize::new(0),
+        })
+    }
+}
+
+/// Per-flow byte and transaction counters, sampled by the coordinator.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Bytes sent.
+    pub sent: AtomicU64,
+    /// Bytes received.
+    pub received: AtomicU64,
+    /// Transactions completed.
+    pub transactions: AtomicU64,
+}
+
+impl Counters {
+    /// Adds sent bytes.
+    #[inline]
+    pub fn add_sent(&self, n: usize) {
+        self.sent.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    /// Adds received bytes.
+    #[inline]
+    pub fn add_received(&self, n: usize) {
+        self.received.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    /// Counts one transaction.
+    #[inline]
+    pub fn add_transaction(&self) {
+        self.transactions.fetch_add(1, Ordering::Relaxed);
+    }
+    /// (sent, received, transactions) now.
+    pub fn read(&self) -> (u64, u64, u64) {
+        (
+            self.sent.load(Ordering::Relaxed),
+            self.received.load(Ordering::Relaxed),
+            self.transactions.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// A flow reports Active while it has work, Done when it can be dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Still running.
+    Active,
+    /// Finished; drop it.
+    Done,
+}
+
+/// Per-thread state flows use.
+pub struct ThreadState<'a> {
+    /// The thread's epoll.
+    pub epoll: &'a Epoll,
+    /// The test.
+    pub spec: &'a TestSpec,
+    /// Zeroed source bytes for sends.
+    pub tx: Vec<u8>,
+    /// Sink for receives.
+    pub rx: Vec<u8>,
+    /// Inside the measured window.
+    pub measuring: bool,
+    /// After PHASE_STOP.
+    pub stopping: bool,
+    /// Transaction latencies, nanoseconds.
+    pub hist: Histogram<u64>,
+    /// Probe latencies, nanoseconds.
+    pub probe: Histogram<u64>,
+    /// Zerocopy completions.
+    pub zc: ZcDrain,
+    /// New flows to add (a crr listener's accepted connections).
+    pub spawned: Vec<Box<dyn Flow>>,
+    /// Remarks for the report.
+    pub notes: Vec<String>,
+}
+
+impl ThreadState<'_> {
+    /// Records a transaction latency if inside the window.
+    pub fn record(&mut self, started: Instant, probe: bool) {
+        if !self.measuring {
+            return;
+        }
+        let ns = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+        let h = if probe {
+            &mut self.probe
+        } else {
+            &mut self.hist
+        };
+        h.saturating_record(ns.max(1));
+    }
+
+    /// Adds a note once (deduplicated, bounded).
+    pub fn note(&mut self, s: String) {
+        if self.notes.len() < 8 && !self.notes.contains(&s) {
+            self.notes.push(s);
+        }
+    }
+}
+
+/// One flow's epoll registration and its current interest.
+#[derive(Debug, Clone, Copy)]
+pub struct Reg {
+    /// The socket.
+    pub fd: RawFd,
+    /// Its token in the thread's slab.
+    pub token: u64,
+    /// Events asked for now.
+    pub interest: u32,
+}
+
+impl Reg {
+    /// Registers `fd` with `interest`.
+    pub fn add(ep: &Epoll, fd: RawFd, token: u64, interest: u32) -> io::Result<Reg> {
+        ep.add(fd, interest, token)?;
+        Ok(Reg {
+            fd,
+            token,
+            interest,
+        })
+    }
+
+    /// Changes the interest if it differs.
+    #[inline]
+    pub fn want(&mut self, ep: &Epoll, interest: u32) -> io::Result<()> {
+        if interest != self.interest {
+            ep.modify(self.fd, interest, self.token)?;
+            self.interest = interest;
+        }
+        Ok(())
+    }
+}
+
+/// A workload's per-connection state machine.
+pub trait Flow: Send {
+    /// Registers with the thread's epoll under `token`.
+    fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()>;
+    /// Handles readiness `events`.
+    fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status>;
+    /// The window is over: read TCP_INFO, stop sending, start draining.
+    fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status>;
+    /// Roster id and TCP_INFO taken at stop, if the flow is a roster flow.
+    fn report(&self) -> Option<(u32, Option<TcpInfo>)>;
+}
+
+/// What a worker thread hands back.
+#[derive(Debug)]
+pub struct WorkerOut {
+    /// Transaction latencies.
+    pub hist: Histogram<u64>,
+    /// Probe latencies.
+    pub probe: Histogram<u64>,
+    /// Zerocopy completions.
+    pub zc: ZcDrain,
+    /// Thread CPU microseconds inside the window.
+    pub cpu_window_us: u64,
+    /// Window length the thread saw, seconds.
+    pub window_s: f64,
+    /// TCP_INFO per roster flow.
+    pub tcp_info: Vec<(u32, Option<TcpInfo>)>,
+    /// Flows closed by force at the drain deadline.
+    pub forced: usize,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+impl WorkerOut {
+    /// The thread's CPU % of one core over its window.
+    pub fn cpu_pct(&self) -> f64 {
+        finite(self.cpu_window_us as f64 / 1e6 / self.window_s * 100.0)
+    }
+}
+
+/// A new latency histogram (1 ns .. 1 h, 3 significant digits).
+pub fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static histogram bounds are valid")
+}
+
+/// Largest single send or receive call, bytes.
+const MAX_IO: usize = 4 << 20;
+
+/// Spawns one worker thread running `flows` until the test stops.
+pub fn spawn_worker(
+    name: String,
+    flows: Vec<Box<dyn Flow>>,
+    spec: Arc<TestSpec>,
+    ctl: Arc<Control>,
+    cpu: Option<usize>,
+) -> io::Result<std::thread::JoinHandle<WorkerOut>> {
+    ctl.running.fetch_add(1, Ordering::SeqCst);
+    let c2 = ctl.clone();
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            let out = worker_main(flows, &spec, &c2, cpu);
+            c2.running.fetch_sub(1, Ordering::SeqCst);
+            out
+        })
+        .inspect_err(|_| {
+            ctl.running.fetch_sub(1, Ordering::SeqCst);
+        })
+}
+
+fn worker_main(
+    flows: Vec<Box<dyn Flow>>,
+    spec: &TestSpec,
+    ctl: &Control,
+    cpu: Option<usize>,
+) -> WorkerOut {
+    let mut notes = Vec::new();
+    if let Some(c) = cpu
+        && let Err(e) = sys::pin_thread(c)
+    {
+        notes.push(format!("could not pin a worker to CPU {c}: {e}"));
+    }
+    let mut out = WorkerOut {
+        hist: new_hist(),
+        probe: new_hist(),
+        zc: ZcDrain::default(),
+        cpu_window_us: 0,
+        window_s: 0.0,
+        tcp_info: Vec::new(),
+        forced: 0,
+        notes,
+    };
+    let epoll = match Epoll::new() {
+        Ok(e) => e,
+        Err(e) => {
+            out.notes
+                .push(format!("worker could not create epoll: {e}"));
+            return out;
+        }
+    };
+    let io_len =
+        (spec.msg_size.max(spec.request_size).max(spec.response_size) as usize).clamp(4096, MAX_IO);
+    let mut ts = ThreadState {
+        epoll: &epoll,
+        spec,
+        tx: vec![0u8; io_len],
+        rx: vec![0u8; io_len],
+        measuring: false,
+        stopping: false,
+        hist: new_hist(),
+        probe: new_hist(),
+        zc: ZcDrain::default(),
+        spawned: Vec::new(),
+        notes: std::mem::take(&mut out.notes),
+    };
+    let mut slab: Vec<Option<Box<dyn Flow>>> = Vec::with_capacity(flows.len());
+    let mut free: Vec<usize> = Vec::new();
+    let mut active = 0usize;
+    let mut tcp_info = Vec::new();
+
+    let insert = |slab: &mut Vec<Option<Box<dyn Flow>>>,
+                  free: &mut Vec<usize>,
+                  ts: &mut ThreadState,
+                  mut f: Box<dyn Flow>|
+     -> bool {
+        let idx = free.pop().unwrap_or_else(|| {
+            slab.push(None);
+            slab.len() - 1
+        });
+        match f.register(ts, idx as u64) {
+            Ok(()) => {
+                slab[idx] = Some(f);
+                true
+            }
+            Err(e) => {
+                ts.note(format!("could not register a flow with epoll: {e}"));
+                free.push(idx);
+                false
+            }
+        }
+    };
+    for f in flows {
+        if insert(&mut slab, &mut free, &mut ts, f) {
+            active += 1;
+        }
+    }
+
+    let mut events: Vec<libc::epoll_event> = Vec::with_capacity(256);
+    let mut measure_start: Option<(Instant, u64)> = None;
+    let mut deadline: Option<Instant> = None;
+    loop {
+        let phase = ctl.phase.load(Ordering::Acquire);
+        let abort = ctl.abort.load(Ordering::Acquire);
+        if phase >= PHASE_MEASURE && measure_start.is_none() && !ts.stopping {
+            ts.measuring = true;
+            measure_start = Some((Instant::now(), sys::thread_cpu_us()));
+        }
+        if (phase >= PHASE_STOP || abort) && !ts.stopping {
+            ts.stopping = true;
+            ts.measuring = false;
+            if let Some((t0, c0)) = measure_start {
+                out.window_s = t0.elapsed().as_secs_f64();
+                out.cpu_window_us = sys::thread_cpu_us().saturating_sub(c0);
+            }
+            deadline = Some(Instant::now() + ctl.drain_timeout);
+            for idx in 0..slab.len() {
+                let Some(f) = slab[idx].as_mut() else {
+                    continue;
+                };
+                let st = f.on_stop(&mut ts).unwrap_or(Status::Done);
+                if st == Status::Done {
+                    finish(&mut slab, &mut free, idx, &mut tcp_info);
+                    active -= 1;
+                }
+            }
+        }
+        if abort || active == 0 {
+            break;
+        }
+        if let Some(d) = deadline
+            && Instant::now() >= d
+        {
+            out.forced = active;
+            break;
+        }
+        match epoll.wait(&mut events, 10) {
+            Ok(_) => {}
+            Err(e) => {
+                ts.note(format!("epoll_wait failed: {e}"));
+                break;
+            }
+        }
+        for ev in events.iter() {
+            let (bits, token) = (ev.events, ev.u64 as usize);
+            let Some(f) = slab.get_mut(token).and_then(|s| s.as_mut()) else {
+                continue;
+            };
+            let st = match f.on_event(&mut ts, bits) {
+                Ok(s) => s,
+                Err(e) => {
+                    if !ts.stopping && !is_peer_gone(&e) {
+                        ts.note(format!("flow error: {e}"));
+                    } else if !ts.stopping {
+                        ts.note("the peer closed a flow before the test ended".to_string());
+                    }
+                    Status::Done
+                }
+            };
+            if st == Status::Done {
+                finish(&mut slab, &mut free, token, &mut tcp_info);
+                active -= 1;
+            }
+        }
+        for f in std::mem::take(&mut ts.spawned) {
+            let mut f = f;
+            if ts.stopping {
+                let _ = f.on_stop(&mut ts);
+                continue;
+            }
+            if insert(&mut slab, &mut free, &mut ts, f) {
+                active += 1;
+            }
+        }
+    }
+    if !ts.stopping
+        && let Some((t0, c0)) = measure_start
+    {
+        out.window_s = t0.elapsed().as_secs_f64();
+        out.cpu_window_us = sys::thread_cpu_us().saturating_sub(c0);
+    }
+    for idx in 0..slab.len() {
+        if slab[idx].is_some() {
+            finish(&mut slab, &mut free, idx, &mut tcp_info);
+        }
+    }
+    out.tcp_info = tcp_info;
+    out.hist = ts.hist;
+    out.probe = ts.probe;
+    out.zc = ts.zc;
+    out.notes = ts.notes;
+    out
+}
+
+fn finish(
+    slab: &mut [Option<Box<dyn Flow>>],
+    free: &mut Vec<usize>,
+    idx: usize,
+    tcp_info: &mut Vec<(u32, Option<TcpInfo>)>,
+) {
+    if let Some(f) = slab[idx].take() {
+        if let Some(r) = f.report() {
+            tcp_info.push(r);
+        }
+        free.push(idx);
+    }
+}
+
+/// Whether an error means the peer closed or reset the connection.
+pub fn is_peer_gone(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionAborted
+    )
+}
+
+/// Converts the kernel's TCP_INFO into the report's form.
+pub fn tcp_info_of(fd: RawFd) -> Option<TcpInfo> {
+    let i = sys::tcp_info(fd).ok()?;
+    Some(TcpInfo {
+        retransmits: i.total_retrans as u64,
+        rtt_us: i.rtt as u64,
+        rttvar_us: i.rttvar as u64,
+        min_rtt_us: i.min_rtt as u64,
+        cwnd: i.snd_cwnd as u64,
+        mss: i.snd_mss as u64,
+        pmtu: i.pmtu as u64,
+        delivery_rate_bps: i.delivery_rate.saturating_mul(8),
+        pacing_rate_bps: i.pacing_rate.saturating_mul(8),
+        rwnd_limited_us: i.rwnd_limited,
+        sndbuf_limited_us: i.sndbuf_limited,
+        dsack_dups: i.dsack_dups as u64,
+    })
+}

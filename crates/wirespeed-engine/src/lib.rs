@@ -1,0 +1,33 @@
+//! wirespeed's data plane and control protocol.
+//!
+//! A test is a [`TestSpec`]: a workload (stream, rr, crr) run by N threads
+//! over M flows striped across P paths. The client ([`client::run_test`])
+//! and the server ([`server::Server`]) agree on the spec over a versioned,
+//! optionally authenticated control connection, derive the same flow
+//! roster from it, run their workers for the same window and return both
+//! sides' figures as one [`TestResult`].
+//!
+//! This crate knows nothing of netlink, CLIs or rendering: it moves bytes
+//! and counts them.
+
+pub mod client;
+pub mod cpu;
+mod crr;
+pub mod error;
+pub mod harness;
+pub mod merge;
+pub mod proto;
+pub mod result;
+mod rr;
+pub mod server;
+pub mod side;
+pub mod sockets;
+pub mod spec;
+mod stream;
+pub mod sys;
+
+pub use client::{ClientConfig, DEFAULT_PORT, run_test};
+pub use error::EngineError;
+pub use result::{Report, SCHEMA_VERSION, TestResult};
+pub use server::{Server, ServerConfig};
+pub use spec::{Direction, Limits, PathSpec, TestSpec, Workload};

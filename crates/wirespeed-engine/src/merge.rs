@@ -1,0 +1,237 @@
+//! Joins the client's and the server's side reports into one
+//! [`TestResult`]: per flow, per path, per direction and in total.
+
+use crate::proto::SideReport;
+use crate::result::{
+    DirectionResult, FlowResult, IntervalSample, PathResult, SCHEMA_VERSION, TestResult, balance,
+    finite, jain,
+};
+use crate::spec::{FlowKind, TestSpec, Workload};
+
+fn bps(bytes: u64, secs: f64) -> f64 {
+    finite(bytes as f64 * 8.0 / secs)
+}
+
+/// Builds the result of a test from both sides' figures.
+pub fn merge(
+    spec: &TestSpec,
+    server: &str,
+    client: &SideReport,
+    remote: &SideReport,
+    intervals: Vec<IntervalSample>,
+    started_unix: f64,
+) -> TestResult {
+    let roster = spec.roster();
+    let (lw, rw) = (client.window_s, remote.window_s);
+    let mut flows = Vec::with_capacity(roster.len());
+    for plan in &roster {
+        let c = client
+            .flows
+            .get(plan.id as usize)
+            .cloned()
+            .unwrap_or_default();
+        let s = remote
+            .flows
+            .iter()
+            .find(|f| f.id == plan.id)
+            .cloned()
+            .unwrap_or_default();
+        let (local_bytes, remote_bytes, goodput_local, info) = match plan.kind {
+            FlowKind::Forward => (c.window_sent, s.window_received, false, c.tcp_info.clone()),
+            FlowKind::Reverse => (c.window_received, s.window_sent, true, s.tcp_info.clone()),
+            _ => (
+                c.window_sent + c.window_received,
+                s.window_sent + s.window_received,
+                true,
+                c.tcp_info.clone(),
+            ),
+        };
+        let (local_bps, remote_bps) = (bps(local_bytes, lw), bps(remote_bytes, rw));
+        flows.push(FlowResult {
+            id: plan.id,
+            path: plan.path,
+            thread: plan.thread,
+            kind: Some(plan.kind),
+            local_bytes,
+            remote_bytes,
+            local_bps,
+            remote_bps,
+            throughput_bps: if goodput_local { local_bps } else { remote_bps },
+            transactions: c.transactions,
+            client_sent_total: c.total_sent,
+            client_received_total: c.total_received,
+            server_sent_total: s.total_sent,
+            server_received_total: s.total_received,
+            tcp_info: info,
+        });
+    }
+    let main: Vec<&FlowResult> = flows
+        .iter()
+        .filter(|f| f.kind != Some(FlowKind::Probe))
+        .collect();
+    let sum = |f: &dyn Fn(&FlowResult) -> f64| main.iter().map(|x| f(x)).sum::<f64>();
+    let npaths = spec.paths.len().max(1);
+    let mut paths: Vec<PathResult> = (0..npaths)
+        .map(|i| PathResult {
+            index: i as u32,
+            label: spec
+                .paths
+                .get(i)
+                .map(|p| p.label())
+                .unwrap_or_else(|| server.to_string()),
+            ..PathResult::default()
+        })
+        .collect();
+    for f in &main {
+        let p = &mut paths[f.path as usize % npaths];
+        p.flows += 1;
+        p.throughput_bps += f.throughput_bps;
+        match f.kind {
+            Some(FlowKind::Reverse) => p.reverse_bps += f.throughput_bps,
+            _ => p.forward_bps += f.throughput_bps,
+        }
+    }
+    let total = sum(&|f| f.throughput_bps);
+    for p in &mut paths {
+        p.share = finite(p.throughput_bps / total);
+    }
+    let mut directions = Vec::new();
+    if spec.workload == Workload::Stream {
+        for (kind, name) in [
+            (FlowKind::Forward, "forward"),
+            (FlowKind::Reverse, "reverse"),
+        ] {
+            let fl: Vec<&&FlowResult> = main.iter().filter(|f| f.kind == Some(kind)).collect();
+            if fl.is_empty() {
+                continue;
+            }
+            let (sent, recv) = if kind == FlowKind::Forward {
+                (
+                    fl.iter().map(|f| f.local_bps).sum(),
+                    fl.iter().map(|f| f.remote_bps).sum(),
+                )
+            } else {
+                (
+                    fl.iter().map(|f| f.remote_bps).sum(),
+                    fl.iter().map(|f| f.local_bps).sum(),
+                )
+            };
+            directions.push(DirectionResult {
+                direction: name.into(),
+                sent_bps: sent,
+                received_bps: recv,
+                flows: fl.len() as u32,
+            });
+        }
+    }
+    let goodputs: Vec<f64> = main.iter().map(|f| f.throughput_bps).collect();
+    let path_tp: Vec<f64> = paths.iter().map(|p| p.throughput_bps).collect();
+    let transactions: u64 = main.iter().map(|f| f.transactions).sum();
+    let mut notes = client.notes.clone();
+    notes.extend(remote.notes.iter().map(|n| format!("server: {n}")));
+    TestResult {
+        schema_version: SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        spec: spec.clone(),
+        server: server.to_string(),
+        started_unix: finite(started_unix),
+        window_s: finite(lw),
+        congestion_control: client.congestion_control.clone(),
+        throughput_bps: total,
+        local_bps: sum(&|f| f.local_bps),
+        remote_bps: sum(&|f| f.remote_bps),
+        directions,
+        paths,
+        flows,
+        transactions_per_s: if spec.workload == Workload::Stream {
+            0.0
+        } else {
+            finite(transactions as f64 / lw)
+        },
+        latency: client.latency.clone(),
+        probe_latency: client.probe_latency.clone(),
+        fairness: jain(&goodputs),
+        path_balance: balance(&path_tp),
+        local_cpu: client.cpu.clone(),
+        remote_cpu: remote.cpu.clone(),
+        server_concurrent_tests: remote.concurrent_tests.max(1),
+        intervals,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::SideFlow;
+    use crate::spec::{Direction, parse_paths};
+    use proptest::prelude::*;
+
+    fn side(flows: &[(u64, u64)], secs: f64) -> SideReport {
+        SideReport {
+            window_s: secs,
+            flows: flows
+                .iter()
+                .enumerate()
+                .map(|(i, &(s, r))| SideFlow {
+                    id: i as u32,
+                    window_sent: s,
+                    window_received: r,
+                    total_sent: s,
+                    total_received: r,
+                    ..SideFlow::default()
+                })
+                .collect(),
+            ..SideReport::default()
+        }
+    }
+
+    #[test]
+    fn paths_sum_to_total_and_directions_split() {
+        let spec = TestSpec {
+            flows: 2,
+            direction: Direction::Bidir,
+            paths: parse_paths("a=b,c=d").unwrap(),
+            ..TestSpec::default()
+        };
+        // roster: f0 fwd p0, f1 rev p0, f2 fwd p1, f3 rev p1
+        let c = side(&[(100, 0), (0, 200), (300, 0), (0, 400)], 1.0);
+        let s = side(&[(0, 100), (200, 0), (0, 300), (400, 0)], 1.0);
+        let r = merge(&spec, "srv", &c, &s, vec![], 0.0);
+        assert_eq!(r.throughput_bps, 8.0 * 1000.0);
+        let psum: f64 = r.paths.iter().map(|p| p.throughput_bps).sum();
+        assert_eq!(psum, r.throughput_bps);
+        assert_eq!(r.directions.len(), 2);
+        assert_eq!(r.directions[0].received_bps, 8.0 * 400.0);
+        assert_eq!(r.directions[1].received_bps, 8.0 * 600.0);
+        assert_eq!(r.paths[0].forward_bps, 800.0);
+    }
+
+    proptest! {
+        #[test]
+        fn json_is_always_valid(
+            flows in proptest::collection::vec((any::<u64>(), any::<u64>()), 1..6),
+            secs in prop_oneof![Just(0.0), Just(f64::NAN), Just(f64::INFINITY), 0.0f64..100.0],
+        ) {
+            let spec = TestSpec { flows: flows.len() as u32, ..TestSpec::default() };
+            let c = side(&flows, secs);
+            let r = merge(&spec, "srv", &c, &c, vec![], secs);
+            let text = serde_json::to_string(&r).unwrap();
+            prop_assert!(!text.contains("null,") || !text.contains("NaN"));
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            fn no_bad_numbers(v: &serde_json::Value) -> bool {
+                match v {
+                    serde_json::Value::Number(n) => n.as_f64().is_some_and(f64::is_finite),
+                    serde_json::Value::Array(a) => a.iter().all(no_bad_numbers),
+                    serde_json::Value::Object(o) => o.iter().all(|(k, x)| {
+                        // Optional fields may be null; numbers must be finite.
+                        (x.is_null() && !["throughput_bps", "window_s", "fairness"].contains(&k.as_str()))
+                            || no_bad_numbers(x)
+                    }),
+                    _ => true,
+                }
+            }
+            prop_assert!(no_bad_numbers(&v));
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The control protocol (docs/protocol.md): a 4-byte preamble, then frames of
+//! a big-endian u32 length and a JSON message. Data connections start with a
+//! 24-byte preamble naming the test's token and the flow id.
+
+use crate::error::EngineError;
+use crate::result::{CpuUsage, LatencySummary, TcpInfo};
+use crate::spec::{Limits, TestSpec};
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+use std::io::{Read, Write};
+
+/// Version of the control protocol; both sides must speak the same one.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// First bytes of a control connection.
+pub const CONTROL_MAGIC: [u8; 4] = *b"WSPC";
+/// First bytes of a data connection.
+pub const DATA_MAGIC: [u8; 4] = *b"WSPD";
+/// Largest control frame accepted, bytes.
+pub const MAX_FRAME: usize = 1 << 20;
+/// Length of a data connection's preamble.
+pub const DATA_PREAMBLE_LEN: usize = 24;
+/// Domain separation for the authentication MAC.
+const AUTH_CONTEXT: &[u8] = b"wirespeed-auth-v1";
+
+/// Per-flow figures one side reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideFlow {
+    /// Roster id.
+    pub id: u32,
+    /// Bytes sent inside the measured window.
+    pub window_sent: u64,
+    /// Bytes received inside the measured window.
+    pub window_received: u64,
+    /// Bytes sent over the flow's life.
+    pub total_sent: u64,
+    /// Bytes received over the flow's life.
+    pub total_received: u64,
+    /// Transactions completed inside the window.
+    pub transactions: u64,
+    /// TCP_INFO at the end of the window.
+    pub tcp_info: Option<TcpInfo>,
+}
+
+/// One side's figures for a finished test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SideReport {
+    /// Measured window at this side, seconds.
+    pub window_s: f64,
+    /// Per flow.
+    pub flows: Vec<SideFlow>,
+    /// CPU over the window.
+    pub cpu: CpuUsage,
+    /// Most tests running at once on this side during the test.
+    pub concurrent_tests: u32,
+    /// Latency of rr/crr transactions (client side only).
+    pub latency: Option<LatencySummary>,
+    /// Latency of the probe flow (client side only).
+    pub probe_latency: Option<LatencySummary>,
+    /// Remarks (fallbacks, forced closes).
+    pub notes: Vec<String>,
+    /// Congestion control of the first flow.
+    pub congestion_control: String,
+}
+
+/// A control message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Msg {
+    /// Client: first message, with its protocol version.
+    Hello {
+        /// Protocol version the client speaks.
+        version: u32,
+        /// Free-form client name and version.
+        client: String,
+    },
+    /// Server: a nonce to prove the key against.
+    Challenge {
+        /// 32 random bytes, hex.
+        nonce: String,
+        /// Whether the server requires a key.
+        auth_required: bool,
+    },
+    /// Client: the proof, HMAC-SHA256(key, context || nonce), hex.
+    Auth {
+        /// The MAC, or None without a key.
+        mac: Option<String>,
+    },
+    /// Server: authenticated; here are my limits.
+    Welcome {
+        /// Server limits.
+        limits: Limits,
+    },
+    /// Client: run this test.
+    Spec {
+        /// The test.
+        spec: Box<TestSpec>,
+    },
+    /// Server: connect data flows to this port with this token.
+    Accepted {
+        /// 16 random bytes, hex.
+        token: String,
+        /// TCP port of the test's data listener.
+        data_port: u16,
+    },
+    /// Client: all flows are connected; start.
+    Start,
+    /// Server: all flows accepted; the test runs.
+    Started,
+    /// Client: the window is over; stop and report.
+    Stop,
+    /// Server: its figures.
+    Report {
+        /// The figures.
+        report: Box<SideReport>,
+    },
+    /// Either side: a failure, with a machine-readable code.
+    Error {
+        /// "version", "auth", "busy", "limits", "protocol", "timeout", "internal".
+        code: String,
+        /// Human-readable explanation.
+        message: String,
+    },
+}
+
+impl Msg {
+    /// Builds an error message.
+    pub fn error(code: &str, message: impl Into<String>) -> Msg {
+        Msg::Error {
+            code: code.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Writes one frame.
+pub fn write_msg(w: &mut impl Write, msg: &Msg) -> Result<(), EngineError> {
+    let body =
+        serde_json::to_vec(msg).map_err(|e| EngineError::Protocol(format!("encode: {e}")))?;
+    if body.len() > MAX_FRAME {
+        return Err(EngineError::Protocol(format!(
+            "message of {} bytes exceeds {MAX_FRAME}",
+            body.len()
+        )));
+    }
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&body);
+    w.write_all(&frame)
+        .map_err(|e| EngineError::io("send control message", e))?;
+    w.flush()
+        .map_err(|e| EngineError::io("send control message", e))
+}
+
+/// Reads one frame; rejects oversized lengths before allocating.
+pub fn read_msg(r: &mut impl Read) -> Result<Msg, EngineError> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)
+        .map_err(|e| EngineError::io("read control message", e))?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(EngineError::Protocol(format!(
+            "frame length {len} exceeds the limit of {MAX_FRAME} bytes"
+        )));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)
+        .map_err(|e| EngineError::io("read control message", e))?;
+    decode(&body)
+}
+
+/// Decodes a frame body.
+pub fn decode(body: &[u8]) -> Result<Msg, EngineError> {
+    serde_json::from_slice(body)
+        .map_err(|e| EngineError::Protocol(format!("unreadable control message: {e}")))
+}
+
+/// Lower-case hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses lower- or upper-case hex.
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Fills a buffer with random bytes from the OS.
+pub fn random_bytes<const N: usize>() -> Result<[u8; N], EngineError> {
+    let mut b = [0u8; N];
+    getrandom::fill(&mut b)
+        .map_err(|e| EngineError::Protocol(format!("no randomness from the OS: {e}")))?;
+    Ok(b)
+}
+
+/// The MAC a client sends for `nonce` with `key`.
+pub fn auth_mac(key: &[u8], nonce: &[u8]) -> String {
+    let mut m = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
+    m.update(AUTH_CONTEXT);
+    m.update(nonce);
+    hex(&m.finalize().into_bytes())
+}
+
+/// Checks a client's MAC in constant time.
+pub fn auth_verify(key: &[u8], nonce: &[u8], mac_hex: &str) -> bool {
+    let Some(mac) = unhex(mac_hex) else {
+        return false;
+    };
+    let mut m = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
+    m.update(AUTH_CONTEXT);
+    m.update(nonce);
+    m.verify_slice(&mac).is_ok()
+}
+
+/// Builds a data connection's preamble.
+pub fn data_preamble(token: &[u8; 16], flow: u32) -> [u8; DATA_PREAMBLE_LEN] {
+    let mut p = [0u8; DATA_PREAMBLE_LEN];
+    p[..4].copy_from_slice(&DATA_MAGIC);
+    p[4..20].copy_from_slice(token);
+    p[20..].copy_from_slice(&flow.to_be_bytes());
+    p
+}
+
+/// Checks a data preamble against the test's token; returns the flow id.
+pub fn parse_data_preamble(p: &[u8; DATA_PREAMBLE_LEN], token: &[u8; 16]) -> Option<u32> {
+    if p[..4] != DATA_MAGIC {
+        return None;
+    }
+    let mut diff = 0u8;
+    for (a, b) in p[4..20].iter().zip(token) {
+        diff |= a ^ b;
+    }
+    if diff != 0 {
+        return None;
+    }
+    Some(u32::from_be_bytes([p[20], p[21], p[22], p[23]]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn frames_round_trip() {
+        let mut buf = Vec::new();
+        let m = Msg::Hello {
+            version: 1,
+            client: "x".into(),
+        };
+        write_msg(&mut buf, &m).unwrap();
+        assert_eq!(read_msg(&mut buf.as_slice()).unwrap(), m);
+    }
+
+    #[test]
+    fn huge_length_is_rejected_without_allocating() {
+        let buf = [0xffu8, 0xff, 0xff, 0xff];
+        assert!(matches!(
+            read_msg(&mut buf.as_slice()),
+            Err(EngineError::Protocol(_))
+        ));
+    }
+
+    #[test]
+    fn auth_checks_key() {
+        let mac = auth_mac(b"secret", b"nonce");
+        assert!(auth_verify(b"secret", b"nonce", &mac));
+        assert!(!auth_verify(b"other", b"nonce", &mac));
+        assert!(!auth_verify(b"secret", b"nonce", "zz"));
+    }
+
+    #[test]
+    fn preamble_checks_token() {
+        let t = [7u8; 16];
+        let p = data_preamble(&t, 42);
+        assert_eq!(parse_data_preamble(&p, &t), Some(42));
+        assert_eq!(parse_data_preamble(&p, &[8u8; 16]), None);
+    }
+
+    proptest! {
+        #[test]
+        fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = read_msg(&mut bytes.as_slice());
+            let _ = decode(&bytes);
+        }
+    }
+}

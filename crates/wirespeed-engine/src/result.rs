@@ -1,0 +1,258 @@
+//! Result types: plain serde structs with a schema version. Their JSON is a
+//! stable interface (docs/json-schema.md); every float in them is finite.
+
+use crate::spec::{FlowKind, TestSpec};
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON result schema; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Replaces NaN and infinities by 0 so JSON output stays valid numbers.
+pub fn finite(x: f64) -> f64 {
+    if x.is_finite() { x } else { 0.0 }
+}
+
+/// Latency percentiles of a set of transactions, in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Transactions measured.
+    pub count: u64,
+    /// Minimum.
+    pub min_us: f64,
+    /// Mean.
+    pub mean_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Maximum.
+    pub max_us: f64,
+}
+
+/// TCP_INFO of one flow, read at the end of the measured window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpInfo {
+    /// Segments retransmitted over the connection's life.
+    pub retransmits: u64,
+    /// Smoothed RTT, microseconds.
+    pub rtt_us: u64,
+    /// RTT variance, microseconds.
+    pub rttvar_us: u64,
+    /// Minimum RTT seen, microseconds.
+    pub min_rtt_us: u64,
+    /// Congestion window, segments.
+    pub cwnd: u64,
+    /// Sender MSS, bytes.
+    pub mss: u64,
+    /// Path MTU, bytes.
+    pub pmtu: u64,
+    /// Latest delivery rate estimate, bits per second.
+    pub delivery_rate_bps: u64,
+    /// Pacing rate, bits per second.
+    pub pacing_rate_bps: u64,
+    /// Microseconds limited by the receive window.
+    pub rwnd_limited_us: u64,
+    /// Microseconds limited by the send buffer.
+    pub sndbuf_limited_us: u64,
+    /// Duplicate SACKs received (spurious retransmits).
+    pub dsack_dups: u64,
+}
+
+/// CPU use of one side over the measured window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// Process user time as % of one core.
+    pub user_pct: f64,
+    /// Process system time as % of one core.
+    pub system_pct: f64,
+    /// user + system, % of one core (200 = two cores busy).
+    pub total_pct: f64,
+    /// Busy % of each core of the machine, from /proc/stat.
+    pub per_core_pct: Vec<f64>,
+    /// The busiest core's busy %.
+    pub max_core_pct: f64,
+    /// CPU % of each worker thread (% of one core).
+    pub per_thread_pct: Vec<f64>,
+}
+
+/// One flow's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowResult {
+    /// Roster index.
+    pub id: u32,
+    /// Path index.
+    pub path: u32,
+    /// Worker thread index.
+    pub thread: u32,
+    /// Role of the flow.
+    pub kind: Option<FlowKind>,
+    /// Bytes the client moved (sent for forward, received for reverse) in the window.
+    pub local_bytes: u64,
+    /// Bytes the server moved in the window.
+    pub remote_bytes: u64,
+    /// Client-side rate, bits per second.
+    pub local_bps: f64,
+    /// Server-side rate, bits per second.
+    pub remote_bps: f64,
+    /// Goodput: the receiving side's rate, bits per second.
+    pub throughput_bps: f64,
+    /// Transactions completed in the window (rr, crr, probe).
+    pub transactions: u64,
+    /// Bytes the client sent over the flow's whole life.
+    pub client_sent_total: u64,
+    /// Bytes the client received over the flow's whole life.
+    pub client_received_total: u64,
+    /// Bytes the server sent over the flow's whole life.
+    pub server_sent_total: u64,
+    /// Bytes the server received over the flow's whole life.
+    pub server_received_total: u64,
+    /// TCP_INFO at the sender's end (client for forward, server for reverse).
+    pub tcp_info: Option<TcpInfo>,
+}
+
+/// Figures of one path, summed over its flows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathResult {
+    /// Index in the spec's path list.
+    pub index: u32,
+    /// `LOCAL=REMOTE` label.
+    pub label: String,
+    /// Flows on the path.
+    pub flows: u32,
+    /// Goodput of the path, bits per second (both directions summed).
+    pub throughput_bps: f64,
+    /// Client-to-server goodput, bits per second.
+    pub forward_bps: f64,
+    /// Server-to-client goodput, bits per second.
+    pub reverse_bps: f64,
+    /// Share of the total, 0..1.
+    pub share: f64,
+}
+
+/// One direction of a stream test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectionResult {
+    /// "forward" (client sends) or "reverse".
+    pub direction: String,
+    /// Sender-side rate, bits per second.
+    pub sent_bps: f64,
+    /// Receiver-side rate (goodput), bits per second.
+    pub received_bps: f64,
+    /// Flows in this direction.
+    pub flows: u32,
+}
+
+/// A progress sample at the client, over one interval.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSample {
+    /// Seconds since measuring began (negative during warm-up).
+    pub t_s: f64,
+    /// Length of the interval, seconds.
+    pub len_s: f64,
+    /// Client-side bits per second over the interval (sent plus received).
+    pub bps: f64,
+    /// Client-side transactions per second over the interval.
+    pub tps: f64,
+}
+
+/// The full result of one test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// See [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// wirespeed version that produced it.
+    pub tool_version: String,
+    /// The spec that ran.
+    pub spec: TestSpec,
+    /// Server control address.
+    pub server: String,
+    /// Unix time the measured window started.
+    pub started_unix: f64,
+    /// Measured window length at the client, seconds.
+    pub window_s: f64,
+    /// Congestion control read back from the first flow.
+    pub congestion_control: String,
+    /// Goodput summed over directions, bits per second.
+    pub throughput_bps: f64,
+    /// Client-side rate (neper's local_throughput), bits per second.
+    pub local_bps: f64,
+    /// Server-side rate (neper's remote_throughput), bits per second.
+    pub remote_bps: f64,
+    /// Per direction (stream only).
+    pub directions: Vec<DirectionResult>,
+    /// Per path.
+    pub paths: Vec<PathResult>,
+    /// Per flow.
+    pub flows: Vec<FlowResult>,
+    /// Transactions per second (rr, crr).
+    pub transactions_per_s: f64,
+    /// Latency (rr, crr).
+    pub latency: Option<LatencySummary>,
+    /// Latency of the probe flow under load (stream with --probe-rr).
+    pub probe_latency: Option<LatencySummary>,
+    /// Jain's fairness index over flow goodputs, 0..1 (1 = equal).
+    pub fairness: f64,
+    /// Weakest path's goodput over the strongest's, 0..1.
+    pub path_balance: f64,
+    /// Client CPU over the window.
+    pub local_cpu: CpuUsage,
+    /// Server CPU over the window.
+    pub remote_cpu: CpuUsage,
+    /// Most tests the server ran at once during this one (1 = alone).
+    pub server_concurrent_tests: u32,
+    /// Interval samples.
+    pub intervals: Vec<IntervalSample>,
+    /// Remarks: fallbacks, caveats.
+    pub notes: Vec<String>,
+}
+
+/// What `--json` prints: one or more results (a size sweep gives several).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// See [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Results, in run order.
+    pub results: Vec<TestResult>,
+}
+
+/// Jain's fairness index: (sum x)^2 / (n * sum x^2); 1 for empty or all-zero.
+pub fn jain(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if xs.is_empty() || s2 <= 0.0 {
+        1.0
+    } else {
+        finite((s * s) / (n * s2)).clamp(0.0, 1.0)
+    }
+}
+
+/// Weakest over strongest; 1 for fewer than two values or all zero.
+pub fn balance(xs: &[f64]) -> f64 {
+    let max = xs.iter().cloned().fold(0.0, f64::max);
+    let min = xs.iter().cloned().fold(f64::INFINITY, f64::min);
+    if xs.len() < 2 || max <= 0.0 {
+        1.0
+    } else {
+        finite(min / max).clamp(0.0, 1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_and_balance() {
+        assert_eq!(jain(&[1.0, 1.0, 1.0]), 1.0);
+        assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-9);
+        assert_eq!(jain(&[]), 1.0);
+        assert_eq!(balance(&[2.0, 1.0]), 0.5);
+        assert_eq!(balance(&[0.0, 0.0]), 1.0);
+        assert_eq!(finite(f64::NAN), 0.0);
+    }
+}

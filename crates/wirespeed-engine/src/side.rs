@@ -1,0 +1,358 @@
+//! One side of a running test, client or server: its flows spread over
+//! worker threads, the warm-up and measured window, and its [`SideReport`].
+
+use crate::cpu::CpuSnapshot;
+use crate::crr::{CrrClient, CrrListener};
+use crate::error::EngineError;
+use crate::harness::{
+    Control, Counters, Flow, PHASE_MEASURE, PHASE_STOP, WorkerOut, new_hist, spawn_worker,
+};
+use crate::proto::{SideFlow, SideReport};
+use crate::result::{LatencySummary, TcpInfo};
+use crate::rr::{RrClient, RrServer};
+use crate::sockets::{ResolvedPath, enable_zerocopy};
+use crate::spec::{FlowKind, FlowPlan, TestSpec};
+use crate::stream::StreamFlow;
+use hdrhistogram::Histogram;
+use socket2::Socket;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// What a side needs to start its workers.
+pub struct SideSetup {
+    /// The test.
+    pub spec: Arc<TestSpec>,
+    /// Client (true) or server.
+    pub client: bool,
+    /// Connected sockets by roster id (None for crr slots).
+    pub socks: Vec<Option<Socket>>,
+    /// Client: resolved paths for crr slots.
+    pub paths: Vec<ResolvedPath>,
+    /// Server: the data listener crr workers accept on.
+    pub listener: Option<Arc<Socket>>,
+    /// The test's token.
+    pub token: [u8; 16],
+}
+
+/// Counter readings per roster flow: (sent, received, transactions).
+pub type Sample = Vec<(u64, u64, u64)>;
+
+/// The measured window's marks.
+#[derive(Debug, Clone)]
+pub struct Window {
+    /// Counters when measuring began.
+    pub start: Sample,
+    /// Counters when it ended.
+    pub end: Sample,
+    /// Window length, seconds.
+    pub secs: f64,
+    /// Unix time measuring began.
+    pub started_unix: f64,
+    /// CPU at start and end.
+    cpu: (CpuSnapshot, CpuSnapshot),
+}
+
+/// Whether the timeline goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tick {
+    /// Keep going.
+    Continue,
+    /// End the window now (the peer stopped early).
+    EndNow,
+}
+
+/// A running side.
+pub struct Side {
+    /// Phase and abort flags shared with the workers.
+    pub ctl: Arc<Control>,
+    handles: Vec<JoinHandle<WorkerOut>>,
+    counters: Arc<Vec<Arc<Counters>>>,
+    roster: Vec<FlowPlan>,
+    client: bool,
+    notes: Vec<String>,
+}
+
+/// Time between timeline checks.
+const TICK: Duration = Duration::from_millis(50);
+
+impl Side {
+    /// Builds every flow and starts the worker threads.
+    pub fn start(mut setup: SideSetup, drain: Duration) -> Result<Side, EngineError> {
+        let spec = setup.spec.clone();
+        let roster = spec.roster();
+        let counters: Arc<Vec<Arc<Counters>>> =
+            Arc::new(roster.iter().map(|_| Arc::default()).collect());
+        let threads = spec.total_threads() as usize;
+        let mut lists: Vec<Vec<Box<dyn Flow>>> = (0..threads).map(|_| Vec::new()).collect();
+        let mut notes = Vec::new();
+        for plan in &roster {
+            let c = counters[plan.id as usize].clone();
+            let sock = setup.socks.get_mut(plan.id as usize).and_then(Option::take);
+            let flow: Box<dyn Flow> = match (plan.kind, setup.client, sock) {
+                (FlowKind::Crr, true, _) => {
+                    let path = setup
+                        .paths
+                        .get(plan.path as usize)
+                        .cloned()
+                        .ok_or_else(|| {
+                            EngineError::Spec(format!(
+                                "flow {} names path {} that does not exist",
+                                plan.id, plan.path
+                            ))
+                        })?;
+                    Box::new(CrrClient::new(plan.id, path, &setup.token, c))
+                }
+                (FlowKind::Crr, false, _) => continue,
+                (kind, client, Some(s)) => {
+                    let sender = (kind == FlowKind::Forward) == client;
+                    match kind {
+                        FlowKind::Forward | FlowKind::Reverse => {
+                            let mut zc = spec.zerocopy && sender;
+                            if zc && let Some(n) = enable_zerocopy(&s) {
+                                notes.push(n);
+                                zc = false;
+                            }
+                            Box::new(StreamFlow::new(plan.id, s, c, sender, zc))
+                        }
+                        FlowKind::Rr | FlowKind::Probe => {
+                            let probe = kind == FlowKind::Probe;
+                            let (q, r) = if probe {
+                                (1, 1)
+                            } else {
+                                (spec.request_size as u64, spec.response_size as u64)
+                            };
+                            if client {
+                                Box::new(RrClient::new(plan.id, s, c, q, r, probe))
+                            } else {
+                                Box::new(RrServer::new(plan.id, s, c, q, r))
+                            }
+                        }
+                        FlowKind::Crr => unreachable!("handled above"),
+                    }
+                }
+                (_, _, None) => {
+                    return Err(EngineError::Spec(format!(
+                        "flow {} has no connection",
+                        plan.id
+                    )));
+                }
+            };
+            lists[plan.thread as usize].push(flow);
+        }
+        if let Some(l) = &setup.listener {
+            for list in lists
+                .iter_mut()
+                .take(spec.threads.min(spec.flows).max(1) as usize)
+            {
+                list.push(Box::new(CrrListener::new(
+                    l.clone(),
+                    setup.token,
+                    counters.clone(),
+                )));
+            }
+        }
+        let cpus = if setup.client {
+            &spec.client_cpus
+        } else {
+            &spec.server_cpus
+        };
+        let ctl = Control::new(drain);
+        let mut side = Side {
+            ctl: ctl.clone(),
+            handles: Vec::new(),
+            counters,
+            roster,
+            client: setup.client,
+            notes,
+        };
+        let who = if setup.client {
+            "ws-client"
+        } else {
+            "ws-server"
+        };
+        for (i, flows) in lists.into_iter().enumerate() {
+            if flows.is_empty() {
+                continue;
+            }
+            let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+            match spawn_worker(format!("{who}-{i}"), flows, spec.clone(), ctl.clone(), cpu) {
+                Ok(h) => side.handles.push(h),
+                Err(e) => {
+                    side.abort();
+                    return Err(EngineError::io("start a worker thread", e));
+                }
+            }
+        }
+        Ok(side)
+    }
+
+    /// Reads every flow's counters.
+    pub fn sample(&self) -> Sample {
+        self.counters.iter().map(|c| c.read()).collect()
+    }
+
+    /// Runs warm-up then the measured window; `tick` runs every 50 ms.
+    /// Flows keep moving data afterwards until [`Side::finish`].
+    pub fn run_window(
+        &self,
+        spec: &TestSpec,
+        mut tick: impl FnMut(&Side, Instant) -> Result<Tick, EngineError>,
+    ) -> Result<Window, EngineError> {
+        let begin = Instant::now();
+        let warm_end = begin + Duration::from_secs_f64(spec.warmup_s);
+        self.wait_until(warm_end, &mut tick)?;
+        let start = self.sample();
+        let cpu0 = CpuSnapshot::take();
+        let t0 = Instant::now();
+        let started_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        self.ctl.phase.store(PHASE_MEASURE, Ordering::Release);
+        self.wait_until(t0 + Duration::from_secs_f64(spec.duration_s), &mut tick)?;
+        let end = self.sample();
+        let cpu1 = CpuSnapshot::take();
+        let secs = t0.elapsed().as_secs_f64();
+        // Traffic goes on until `finish`: the server must not stop its
+        // senders before the client's window, which ends a little later.
+        Ok(Window {
+            start,
+            end,
+            secs,
+            started_unix,
+            cpu: (cpu0, cpu1),
+        })
+    }
+
+    fn wait_until(
+        &self,
+        until: Instant,
+        tick: &mut impl FnMut(&Side, Instant) -> Result<Tick, EngineError>,
+    ) -> Result<(), EngineError> {
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                return Ok(());
+            }
+            std::thread::sleep((until - now).min(TICK));
+            if tick(self, Instant::now())? == Tick::EndNow {
+                return Ok(());
+            }
+            if self.ctl.running.load(Ordering::SeqCst) == 0 && !self.handles.is_empty() {
+                return Err(EngineError::Protocol(
+                    "every flow closed before the test ended: the peer went away".into(),
+                ));
+            }
+        }
+    }
+
+    /// Stops the workers at once, without draining.
+    pub fn abort(&mut self) {
+        self.ctl.abort.store(true, Ordering::Release);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+
+    /// Stops (if not yet), joins the workers and builds this side's report.
+    pub fn finish(mut self, w: &Window) -> SideReport {
+        self.ctl.phase.store(PHASE_STOP, Ordering::Release);
+        let mut hist = new_hist();
+        let mut probe = new_hist();
+        let mut info: Vec<Option<TcpInfo>> = vec![None; self.roster.len()];
+        let mut per_thread = Vec::new();
+        let mut notes = std::mem::take(&mut self.notes);
+        let mut forced = 0;
+        let (mut zc_done, mut zc_copied) = (0, 0);
+        for h in self.handles.drain(..) {
+            let Ok(out) = h.join() else {
+                notes.push("a worker thread panicked".into());
+                continue;
+            };
+            let _ = hist.add(&out.hist);
+            let _ = probe.add(&out.probe);
+            per_thread.push(out.cpu_pct());
+            for (id, i) in out.tcp_info.iter().cloned() {
+                if let Some(slot) = info.get_mut(id as usize) {
+                    *slot = i;
+                }
+            }
+            forced += out.forced;
+            zc_done += out.zc.completions;
+            zc_copied += out.zc.copied;
+            for n in out.notes {
+                if !notes.contains(&n) {
+                    notes.push(n);
+                }
+            }
+        }
+        if forced > 0 {
+            notes.push(format!(
+                "{forced} flows did not close within the drain time and were closed by force"
+            ));
+        }
+        if zc_copied > 0 {
+            notes.push(format!(
+                "zerocopy: the kernel copied {zc_copied} of {zc_done} sends (it always does over loopback and veth)"
+            ));
+        }
+        let totals = self.sample();
+        let flows = self
+            .roster
+            .iter()
+            .map(|p| {
+                let i = p.id as usize;
+                let (a, b, t) = (w.start[i], w.end[i], totals[i]);
+                SideFlow {
+                    id: p.id,
+                    window_sent: b.0.saturating_sub(a.0),
+                    window_received: b.1.saturating_sub(a.1),
+                    total_sent: t.0,
+                    total_received: t.1,
+                    transactions: b.2.saturating_sub(a.2),
+                    tcp_info: info[i].clone(),
+                }
+            })
+            .collect();
+        let mut cpu = w.cpu.0.usage_until(&w.cpu.1);
+        cpu.per_thread_pct = per_thread;
+        SideReport {
+            window_s: w.secs,
+            flows,
+            cpu,
+            concurrent_tests: 1,
+            latency: if self.client { summarize(&hist) } else { None },
+            probe_latency: if self.client { summarize(&probe) } else { None },
+            notes,
+            congestion_control: String::new(),
+        }
+    }
+}
+
+impl Drop for Side {
+    fn drop(&mut self) {
+        if !self.handles.is_empty() {
+            self.abort();
+        }
+    }
+}
+
+/// Percentiles of a latency histogram (ns) in microseconds; None when empty.
+pub fn summarize(h: &Histogram<u64>) -> Option<LatencySummary> {
+    if h.is_empty() {
+        return None;
+    }
+    let us = |ns: u64| ns as f64 / 1000.0;
+    Some(LatencySummary {
+        count: h.len(),
+        min_us: us(h.min()),
+        mean_us: crate::result::finite(h.mean() / 1000.0),
+        p50_us: us(h.value_at_quantile(0.50)),
+        p90_us: us(h.value_at_quantile(0.90)),
+        p99_us: us(h.value_at_quantile(0.99)),
+        p999_us: us(h.value_at_quantile(0.999)),
+        max_us: us(h.max()),
+    })
+}

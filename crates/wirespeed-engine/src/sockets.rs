@@ -1,0 +1,243 @@
+//! Data sockets: resolving paths, binding to an address or device, and
+//! applying the test's socket knobs the same way on both sides.
+
+use crate::error::EngineError;
+use crate::spec::{PathSpec, TestSpec};
+use crate::sys;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// Where a path's flows bind locally.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalBind {
+    /// Let the routing table choose.
+    Any,
+    /// Bind this source address.
+    Addr(IpAddr),
+    /// SO_BINDTODEVICE this interface.
+    Device(String),
+}
+
+/// A path with addresses resolved and the data port filled in.
+#[derive(Debug, Clone)]
+pub struct ResolvedPath {
+    /// Local binding.
+    pub local: LocalBind,
+    /// Remote data address.
+    pub remote: SocketAddr,
+}
+
+/// Splits `host`, `host:port`, `[v6]:port` or a bare IPv6 address.
+pub fn split_host_port(s: &str, default_port: u16) -> Result<(String, u16), EngineError> {
+    let s = s.trim();
+    let bad = || {
+        EngineError::Spec(format!(
+            "bad address {s:?}: use HOST, HOST:PORT or [IPV6]:PORT"
+        ))
+    };
+    if let Some(rest) = s.strip_prefix('[') {
+        let (host, tail) = rest.split_once(']').ok_or_else(bad)?;
+        let port = match tail.strip_prefix(':') {
+            Some(p) => p.parse().map_err(|_| bad())?,
+            None if tail.is_empty() => default_port,
+            None => return Err(bad()),
+        };
+        return Ok((host.to_string(), port));
+    }
+    if s.parse::<IpAddr>().is_ok() {
+        return Ok((s.to_string(), default_port));
+    }
+    match s.rsplit_once(':') {
+        Some((h, p)) if !h.is_empty() => Ok((h.to_string(), p.parse().map_err(|_| bad())?)),
+        Some(_) => Err(bad()),
+        None if s.is_empty() => Err(bad()),
+        None => Ok((s.to_string(), default_port)),
+    }
+}
+
+/// Resolves a host and port to the first address of the wanted family
+/// (any family when `family_of` is None).
+pub fn resolve(
+    host: &str,
+    port: u16,
+    family_of: Option<IpAddr>,
+) -> Result<SocketAddr, EngineError> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| EngineError::io(format!("resolve {host}"), e))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| family_of.is_none_or(|f| f.is_ipv4() == a.is_ipv4()))
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| EngineError::Spec(format!("{host} has no address")))
+}
+
+/// Resolves a path: local address or device, remote with the data port.
+pub fn resolve_path(p: &PathSpec, data_port: u16) -> Result<ResolvedPath, EngineError> {
+    let local = match p.local.as_deref() {
+        None | Some("*") => LocalBind::Any,
+        Some(l) => match l.trim_matches(|c| c == '[' || c == ']').parse::<IpAddr>() {
+            Ok(ip) => LocalBind::Addr(ip),
+            Err(_) => {
+                if l.len() > 15 || l.contains(['/', ' ', ':']) {
+                    return Err(EngineError::Spec(format!(
+                        "path local side {l:?} is neither an IP address nor an interface name"
+                    )));
+                }
+                LocalBind::Device(l.to_string())
+            }
+        },
+    };
+    let (host, _) = split_host_port(&p.remote, data_port)?;
+    let family = match &local {
+        LocalBind::Addr(ip) => Some(*ip),
+        _ => None,
+    };
+    let remote = resolve(&host, data_port, family)?;
+    if let LocalBind::Addr(ip) = &local
+        && ip.is_ipv4() != remote.is_ipv4()
+    {
+        return Err(EngineError::Spec(format!(
+            "path {}: local {ip} and remote {} are of different IP families",
+            p.label(),
+            remote.ip()
+        )));
+    }
+    Ok(ResolvedPath { local, remote })
+}
+
+/// Options every data socket of the test gets, before connect or listen.
+pub fn apply_common(sock: &Socket, spec: &TestSpec) -> Result<(), EngineError> {
+    fn ctx(what: &'static str) -> impl Fn(std::io::Error) -> EngineError {
+        move |e| EngineError::io(what, e)
+    }
+    if let Some(b) = spec.sndbuf {
+        sock.set_send_buffer_size(b as usize)
+            .map_err(ctx("set SO_SNDBUF"))?;
+    }
+    if let Some(b) = spec.rcvbuf {
+        sock.set_recv_buffer_size(b as usize)
+            .map_err(ctx("set SO_RCVBUF"))?;
+    }
+    if let Some(cc) = &spec.congestion {
+        sock.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
+            EngineError::io(
+                format!("set congestion control {cc:?} (see /proc/sys/net/ipv4/tcp_available_congestion_control)"),
+                e,
+            )
+        })?;
+    }
+    if spec.nodelay {
+        sock.set_tcp_nodelay(true).map_err(ctx("set TCP_NODELAY"))?;
+    }
+    if let Some(bps) = spec.pacing_bps {
+        sys::set_max_pacing_rate(sock.as_raw_fd(), bps / 8)
+            .map_err(ctx("set SO_MAX_PACING_RATE"))?;
+    }
+    Ok(())
+}
+
+/// Enables MSG_ZEROCOPY on a sending socket; returns a note when it cannot.
+pub fn enable_zerocopy(sock: &Socket) -> Option<String> {
+    sys::set_zerocopy(sock.as_raw_fd())
+        .err()
+        .map(|e| format!("zerocopy unavailable ({e}): sends are copied"))
+}
+
+/// A new TCP socket for `remote`, bound per `local`.
+pub fn data_socket(path: &ResolvedPath, spec: &TestSpec) -> Result<Socket, EngineError> {
+    let domain = if path.remote.is_ipv4() {
+        Domain::IPV4
+    } else {
+        Domain::IPV6
+    };
+    let sock = Socket::new(domain, Type::STREAM.cloexec(), Some(Protocol::TCP))
+        .map_err(|e| EngineError::io("create a TCP socket", e))?;
+    apply_common(&sock, spec)?;
+    match &path.local {
+        LocalBind::Any => {}
+        LocalBind::Addr(ip) => {
+            // Defer the port choice to connect(): with many flows from one
+            // address, bind() alone would exhaust the ephemeral ports.
+            sys::set_bind_address_no_port(sock.as_raw_fd())
+                .map_err(|e| EngineError::io("set IP_BIND_ADDRESS_NO_PORT", e))?;
+            sock.bind(&SockAddr::from(SocketAddr::new(*ip, 0)))
+                .map_err(|e| EngineError::io(format!("bind to local address {ip}"), e))?;
+        }
+        LocalBind::Device(dev) => {
+            sock.bind_device(Some(dev.as_bytes())).map_err(|e| {
+                EngineError::io(format!("bind to device {dev} (needs CAP_NET_RAW)"), e)
+            })?;
+        }
+    }
+    Ok(sock)
+}
+
+/// Connects a data socket, blocking up to `timeout`, and sends its preamble.
+pub fn connect_flow(
+    path: &ResolvedPath,
+    spec: &TestSpec,
+    preamble: &[u8],
+    timeout: Duration,
+) -> Result<Socket, EngineError> {
+    let sock = data_socket(path, spec)?;
+    sock.connect_timeout(&SockAddr::from(path.remote), timeout)
+        .map_err(|e| EngineError::io(format!("connect a data flow to {}", path.remote), e))?;
+    let mut sent = 0;
+    while sent < preamble.len() {
+        sent += sock
+            .send(&preamble[sent..])
+            .map_err(|e| EngineError::io(format!("send a data preamble to {}", path.remote), e))?;
+    }
+    sock.set_nonblocking(true)
+        .map_err(|e| EngineError::io("make a data socket non-blocking", e))?;
+    Ok(sock)
+}
+
+/// The congestion control a socket uses.
+pub fn congestion_of(sock: &Socket) -> String {
+    sock.tcp_congestion()
+        .map(|v| {
+            String::from_utf8_lossy(&v)
+                .trim_end_matches('\0')
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_port_forms() {
+        assert_eq!(split_host_port("h", 1).unwrap(), ("h".into(), 1));
+        assert_eq!(split_host_port("h:5", 1).unwrap(), ("h".into(), 5));
+        assert_eq!(split_host_port("[::1]:5", 1).unwrap(), ("::1".into(), 5));
+        assert_eq!(
+            split_host_port("fd00::2", 1).unwrap(),
+            ("fd00::2".into(), 1)
+        );
+        assert!(split_host_port("h:x", 1).is_err());
+        assert!(split_host_port("", 1).is_err());
+        assert!(split_host_port("[::1", 1).is_err());
+    }
+
+    #[test]
+    fn path_families_must_match() {
+        let p = PathSpec::parse("127.0.0.1=::1").unwrap();
+        assert!(resolve_path(&p, 1).is_err());
+        let p = PathSpec::parse("lo=127.0.0.1").unwrap();
+        assert_eq!(
+            resolve_path(&p, 1).unwrap().local,
+            LocalBind::Device("lo".into())
+        );
+    }
+}

@@ -1,0 +1,529 @@
+//! What a test is: the workload, its sizes, threads x flows x paths and the
+//! socket knobs. A `TestSpec` crosses the wire, so both sides derive the same
+//! flow roster from it.
+
+use crate::error::EngineError;
+use serde::{Deserialize, Serialize};
+
+/// The traffic pattern of a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// Bulk TCP.
+    Stream,
+    /// Request/response on persistent connections.
+    Rr,
+    /// Connect, request, response, close.
+    Crr,
+}
+
+/// Which way bulk data flows in a stream test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// The client sends.
+    Forward,
+    /// The server sends.
+    Reverse,
+    /// Both send, each direction on its own flows.
+    Bidir,
+}
+
+/// One (local, remote) pair that flows are striped over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathSpec {
+    /// Local address to bind, or a device name for SO_BINDTODEVICE; None = any.
+    pub local: Option<String>,
+    /// Remote address data connections go to.
+    pub remote: String,
+}
+
+impl PathSpec {
+    /// Parses `LOCAL=REMOTE` or a bare `REMOTE`.
+    pub fn parse(s: &str) -> Result<PathSpec, EngineError> {
+        let s = s.trim();
+        let (local, remote) = match s.split_once('=') {
+            Some((l, r)) => (Some(l.trim().to_string()), r.trim().to_string()),
+            None => (None, s.to_string()),
+        };
+        if remote.is_empty() || local.as_deref() == Some("") {
+            return Err(EngineError::Spec(format!(
+                "bad path {s:?}: expected LOCAL=REMOTE (LOCAL an address or device name), e.g. 10.0.0.1=10.0.0.2"
+            )));
+        }
+        Ok(PathSpec { local, remote })
+    }
+
+    /// The path as `LOCAL=REMOTE` text.
+    pub fn label(&self) -> String {
+        match &self.local {
+            Some(l) => format!("{l}={}", self.remote),
+            None => format!("*={}", self.remote),
+        }
+    }
+}
+
+/// Parses a comma list of paths.
+pub fn parse_paths(s: &str) -> Result<Vec<PathSpec>, EngineError> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(PathSpec::parse)
+        .collect()
+}
+
+/// Everything both sides need to run one test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestSpec {
+    /// The workload.
+    pub workload: Workload,
+    /// Stream direction (ignored by rr and crr).
+    pub direction: Direction,
+    /// Seconds measured.
+    pub duration_s: f64,
+    /// Seconds of traffic before measuring starts.
+    pub warmup_s: f64,
+    /// Worker threads per side.
+    pub threads: u32,
+    /// Flows per direction (stream) or concurrent transactions (rr, crr).
+    pub flows: u32,
+    /// Paths flows are striped over, round-robin.
+    pub paths: Vec<PathSpec>,
+    /// Bytes per send/recv call in stream tests.
+    pub msg_size: u32,
+    /// Request size in bytes (rr, crr).
+    pub request_size: u32,
+    /// Response size in bytes (rr, crr).
+    pub response_size: u32,
+    /// SO_SNDBUF to set, bytes.
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF to set, bytes.
+    pub rcvbuf: Option<u32>,
+    /// Congestion control to set on every flow.
+    pub congestion: Option<String>,
+    /// TCP_NODELAY.
+    pub nodelay: bool,
+    /// MSG_ZEROCOPY on sends.
+    pub zerocopy: bool,
+    /// Receive with MSG_TRUNC: the kernel discards instead of copying.
+    pub skip_rx_copy: bool,
+    /// SO_MAX_PACING_RATE per flow, bits per second.
+    pub pacing_bps: Option<u64>,
+    /// CPUs the client's workers are pinned to, round-robin.
+    pub client_cpus: Vec<usize>,
+    /// CPUs the server's workers are pinned to, round-robin.
+    pub server_cpus: Vec<usize>,
+    /// Interval between progress samples, seconds (0 = none).
+    pub interval_s: f64,
+    /// Run a 1-byte request/response probe flow beside a stream test.
+    pub probe_rr: bool,
+}
+
+impl Default for TestSpec {
+    fn default() -> Self {
+        TestSpec {
+            workload: Workload::Stream,
+            direction: Direction::Forward,
+            duration_s: 10.0,
+            warmup_s: 1.0,
+            threads: 1,
+            flows: 1,
+            paths: Vec::new(),
+            msg_size: 128 * 1024,
+            request_size: 1,
+            response_size: 1,
+            sndbuf: None,
+            rcvbuf: None,
+            congestion: None,
+            nodelay: false,
+            zerocopy: false,
+            skip_rx_copy: false,
+            pacing_bps: None,
+            client_cpus: Vec::new(),
+            server_cpus: Vec::new(),
+            interval_s: 0.0,
+            probe_rr: false,
+        }
+    }
+}
+
+/// The server's bounds on what a client may ask for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Longest warm-up plus duration, seconds.
+    pub max_duration_s: f64,
+    /// Most flows (connections) in one test.
+    pub max_flows: u32,
+    /// Most worker threads in one test.
+    pub max_threads: u32,
+    /// Largest message, request or response, bytes.
+    pub max_msg_size: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_duration_s: 3600.0,
+            max_flows: 20_000,
+            max_threads: 256,
+            max_msg_size: 64 << 20,
+        }
+    }
+}
+
+/// The role of one flow in the roster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowKind {
+    /// Client sends bulk data.
+    Forward,
+    /// Server sends bulk data.
+    Reverse,
+    /// Request/response.
+    Rr,
+    /// Connect/request/response slot.
+    Crr,
+    /// 1-byte request/response probe beside a stream test.
+    Probe,
+}
+
+/// One flow as both sides plan it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowPlan {
+    /// Index in the roster; the wire identifies a flow by it.
+    pub id: u32,
+    /// Index into `TestSpec::paths` (or 0 with no paths).
+    pub path: u32,
+    /// Worker thread owning it; the probe gets a thread of its own.
+    pub thread: u32,
+    /// Its role.
+    pub kind: FlowKind,
+}
+
+impl TestSpec {
+    /// Checks the spec against hard sanity bounds and the server's limits.
+    pub fn validate(&self, limits: &Limits) -> Result<(), EngineError> {
+        let bad = |m: String| Err(EngineError::Spec(m));
+        if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
+            return bad(format!("duration must be > 0 s, got {}", self.duration_s));
+        }
+        if !(self.warmup_s.is_finite() && self.warmup_s >= 0.0) {
+            return bad(format!("warmup must be >= 0 s, got {}", self.warmup_s));
+        }
+        if !(self.interval_s.is_finite() && self.interval_s >= 0.0) {
+            return bad(format!("interval must be >= 0 s, got {}", self.interval_s));
+        }
+        if self.duration_s + self.warmup_s > limits.max_duration_s {
+            return bad(format!(
+                "warmup + duration {} s exceeds the server's limit of {} s",
+                self.duration_s + self.warmup_s,
+                limits.max_duration_s
+            ));
+        }
+        if self.threads == 0 || self.flows == 0 {
+            return bad("threads and flows must be at least 1".into());
+        }
+        if self.threads > limits.max_threads {
+            return bad(format!(
+                "{} threads exceed the limit of {}",
+                self.threads, limits.max_threads
+            ));
+        }
+        if self.connections() > limits.max_flows as u64 {
+            return bad(format!(
+                "{} connections exceed the limit of {} flows",
+                self.connections(),
+                limits.max_flows
+            ));
+        }
+        for (what, v) in [
+            ("message size", self.msg_size),
+            ("request size", self.request_size),
+            ("response size", self.response_size),
+        ] {
+            if v == 0 || v > limits.max_msg_size {
+                return bad(format!(
+                    "{what} {v} must be between 1 and {} bytes",
+                    limits.max_msg_size
+                ));
+            }
+        }
+        if let Some(cc) = &self.congestion
+            && (cc.is_empty()
+                || cc.len() > 15
+                || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        {
+            return bad(format!("bad congestion control name {cc:?}"));
+        }
+        if self.paths.len() > 4096 {
+            return bad(format!(
+                "{} paths are too many (max 4096)",
+                self.paths.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Persistent connections the test opens (crr slots count once).
+    pub fn connections(&self) -> u64 {
+        let per_dir = self.flows as u64;
+        let main = match (self.workload, self.direction) {
+            (Workload::Stream, Direction::Bidir) => 2 * per_dir,
+            _ => per_dir,
+        };
+        main + u64::from(self.has_probe())
+    }
+
+    /// Whether a latency probe flow runs beside the main flows.
+    pub fn has_probe(&self) -> bool {
+        self.probe_rr && self.workload == Workload::Stream
+    }
+
+    /// Worker threads including the probe's own.
+    pub fn total_threads(&self) -> u32 {
+        self.threads.min(self.flows.max(1)) + u32::from(self.has_probe())
+    }
+
+    /// The flow roster both sides derive: ids, paths, threads and roles.
+    pub fn roster(&self) -> Vec<FlowPlan> {
+        let paths = self.paths.len().max(1) as u32;
+        let threads = self.threads.min(self.flows.max(1)).max(1);
+        let kinds: Vec<FlowKind> = match (self.workload, self.direction) {
+            (Workload::Stream, Direction::Forward) => vec![FlowKind::Forward],
+            (Workload::Stream, Direction::Reverse) => vec![FlowKind::Reverse],
+            (Workload::Stream, Direction::Bidir) => vec![FlowKind::Forward, FlowKind::Reverse],
+            (Workload::Rr, _) => vec![FlowKind::Rr],
+            (Workload::Crr, _) => vec![FlowKind::Crr],
+        };
+        let mut out = Vec::with_capacity(self.connections() as usize);
+        let mut id = 0u32;
+        for i in 0..self.flows {
+            for &kind in &kinds {
+                out.push(FlowPlan {
+                    id,
+                    path: i % paths,
+                    thread: i % threads,
+                    kind,
+                });
+                id += 1;
+            }
+        }
+        if self.has_probe() {
+            out.push(FlowPlan {
+                id,
+                path: 0,
+                thread: threads,
+                kind: FlowKind::Probe,
+            });
+        }
+        out
+    }
+}
+
+/// Parses a byte size: `80000`, `4k`, `64KiB`, `1m`, `4M` (k = 1024).
+pub fn parse_size(s: &str) -> Result<u64, EngineError> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: u64 = match unit.trim() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => {
+            return Err(EngineError::Spec(format!(
+                "bad size {s:?}: use bytes or a k/m/g suffix, e.g. 4k"
+            )));
+        }
+    };
+    let v: f64 = num.parse().map_err(|_| {
+        EngineError::Spec(format!(
+            "bad size {s:?}: use bytes or a k/m/g suffix, e.g. 4k"
+        ))
+    })?;
+    let bytes = v * mult as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 / 2.0 {
+        return Err(EngineError::Spec(format!("size {s:?} is out of range")));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Parses a comma list of sizes.
+pub fn parse_sizes(s: &str) -> Result<Vec<u64>, EngineError> {
+    let v: Vec<u64> = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(parse_size)
+        .collect::<Result<_, _>>()?;
+    if v.is_empty() {
+        return Err(EngineError::Spec(format!("no sizes in {s:?}")));
+    }
+    Ok(v)
+}
+
+/// Parses a duration: `10s`, `500ms`, `2m`, `1h` or plain seconds.
+pub fn parse_duration(s: &str) -> Result<f64, EngineError> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult = match unit {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 0.001,
+        "us" => 0.000_001,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return Err(EngineError::Spec(format!(
+                "bad duration {s:?}: use e.g. 10s, 500ms, 2m"
+            )));
+        }
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| EngineError::Spec(format!("bad duration {s:?}: use e.g. 10s, 500ms, 2m")))?;
+    let secs = v * mult;
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(EngineError::Spec(format!("duration {s:?} is out of range")));
+    }
+    Ok(secs)
+}
+
+/// Parses a rate in bits per second: `1gbit`, `500mbit`, `2.5g`, `100m`.
+pub fn parse_rate(s: &str) -> Result<u64, EngineError> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult = match unit
+        .trim_end_matches("/s")
+        .trim_end_matches("bit")
+        .trim_end_matches("bps")
+    {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        "t" => 1e12,
+        _ => {
+            return Err(EngineError::Spec(format!(
+                "bad rate {s:?}: use e.g. 1gbit, 500mbit"
+            )));
+        }
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| EngineError::Spec(format!("bad rate {s:?}: use e.g. 1gbit, 500mbit")))?;
+    let bps = v * mult;
+    if !bps.is_finite() || !(1.0..=1e15).contains(&bps) {
+        return Err(EngineError::Spec(format!("rate {s:?} is out of range")));
+    }
+    Ok(bps as u64)
+}
+
+/// Parses a CPU list: `0,2,4-7`.
+pub fn parse_cpus(s: &str) -> Result<Vec<usize>, EngineError> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let err = || EngineError::Spec(format!("bad CPU list {s:?}: use e.g. 0,2,4-7"));
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| err())?, b.parse().map_err(|_| err())?);
+                if a > b || b >= 1024 {
+                    return Err(err());
+                }
+                out.extend(a..=b);
+            }
+            None => {
+                let c: usize = part.parse().map_err(|_| err())?;
+                if c >= 1024 {
+                    return Err(err());
+                }
+                out.push(c)
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("80000").unwrap(), 80000);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("64KiB").unwrap(), 65536);
+        assert_eq!(parse_size("4m").unwrap(), 4 << 20);
+        assert_eq!(parse_sizes("1k,4k,64k").unwrap(), vec![1024, 4096, 65536]);
+        assert!(parse_size("4x").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("1e400").is_err());
+    }
+
+    #[test]
+    fn durations_and_rates_parse() {
+        assert_eq!(parse_duration("10s").unwrap(), 10.0);
+        assert_eq!(parse_duration("500ms").unwrap(), 0.5);
+        assert_eq!(parse_duration("2m").unwrap(), 120.0);
+        assert!(parse_duration("-1s").is_err());
+        assert_eq!(parse_rate("1gbit").unwrap(), 1_000_000_000);
+        assert_eq!(parse_rate("2.5g").unwrap(), 2_500_000_000);
+        assert!(parse_rate("fast").is_err());
+        assert_eq!(parse_cpus("0,2-3").unwrap(), vec![0, 2, 3]);
+        assert!(parse_cpus("3-1").is_err());
+    }
+
+    #[test]
+    fn paths_parse() {
+        let p = parse_paths("10.0.0.1=10.0.0.2, eth1=10.0.1.2").unwrap();
+        assert_eq!(p[1].local.as_deref(), Some("eth1"));
+        assert_eq!(p[1].remote, "10.0.1.2");
+        assert!(PathSpec::parse("=1.2.3.4").is_err());
+        assert!(PathSpec::parse("a=").is_err());
+    }
+
+    #[test]
+    fn roster_stripes_flows_over_paths_and_threads() {
+        let spec = TestSpec {
+            flows: 4,
+            threads: 2,
+            direction: Direction::Bidir,
+            paths: parse_paths("a=b,c=d").unwrap(),
+            probe_rr: true,
+            ..TestSpec::default()
+        };
+        let r = spec.roster();
+        assert_eq!(r.len(), 9);
+        assert_eq!(spec.connections(), 9);
+        assert_eq!(r.iter().filter(|f| f.kind == FlowKind::Reverse).count(), 4);
+        assert_eq!(r.iter().filter(|f| f.path == 1).count(), 4);
+        assert_eq!(r.last().unwrap().kind, FlowKind::Probe);
+        assert_eq!(r.last().unwrap().thread, 2);
+        assert!(r.iter().enumerate().all(|(i, f)| f.id == i as u32));
+    }
+
+    #[test]
+    fn limits_are_enforced() {
+        let lim = Limits {
+            max_flows: 10,
+            ..Limits::default()
+        };
+        let spec = TestSpec {
+            flows: 11,
+            ..TestSpec::default()
+        };
+        assert!(spec.validate(&lim).is_err());
+        let spec = TestSpec {
+            duration_s: f64::NAN,
+            ..TestSpec::default()
+        };
+        assert!(spec.validate(&lim).is_err());
+        assert!(TestSpec::default().validate(&lim).is_ok());
+    }
+}

@@ -1,0 +1,132 @@
+//! Bulk TCP: one side sends fixed-size messages as fast as the socket takes
+//! them, the other receives (optionally discarding in the kernel with
+//! MSG_TRUNC). At stop the sender shuts down its write side and both wait
+//! for the other's close, so every byte sent is counted as received.
+
+use crate::harness::{Counters, Flow, Reg, Status, ThreadState, tcp_info_of};
+use crate::result::TcpInfo;
+use crate::sys::{self, EV_ERR, EV_HUP, EV_IN, EV_OUT};
+use socket2::Socket;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+/// Sends or receives per call before yielding to other flows of the thread.
+const BUDGET: usize = 16;
+
+/// One bulk-TCP connection, sending or receiving.
+pub struct StreamFlow {
+    id: u32,
+    sock: Socket,
+    counters: Arc<Counters>,
+    sender: bool,
+    zerocopy: bool,
+    reg: Option<Reg>,
+    shut: bool,
+    info: Option<TcpInfo>,
+}
+
+impl StreamFlow {
+    /// A flow that sends (`sender`) or receives on `sock`.
+    pub fn new(
+        id: u32,
+        sock: Socket,
+        counters: Arc<Counters>,
+        sender: bool,
+        zerocopy: bool,
+    ) -> StreamFlow {
+        StreamFlow {
+            id,
+            sock,
+            counters,
+            sender,
+            zerocopy,
+            reg: None,
+            shut: false,
+            info: None,
+        }
+    }
+
+    fn send_some(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        let fd = self.sock.as_raw_fd();
+        let len = (ts.spec.msg_size as usize).min(ts.tx.len());
+        for _ in 0..BUDGET {
+            match sys::send(fd, &ts.tx[..len], self.zerocopy) {
+                Ok(n) => self.counters.add_sent(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if self.zerocopy && e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    // Too many zerocopy sends outstanding (optmem_max):
+                    // reap completions, then wait for EPOLLERR/OUT.
+                    self.reap(ts)?;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Status::Active)
+    }
+
+    fn recv_some(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        let fd = self.sock.as_raw_fd();
+        let discard = ts.spec.skip_rx_copy;
+        for _ in 0..BUDGET {
+            match sys::recv(fd, &mut ts.rx, discard) {
+                Ok(0) => return Ok(Status::Done),
+                Ok(n) => self.counters.add_received(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Status::Active)
+    }
+
+    fn reap(&mut self, ts: &mut ThreadState) -> io::Result<()> {
+        let d = sys::drain_zerocopy(self.sock.as_raw_fd())?;
+        ts.zc.completions += d.completions;
+        ts.zc.copied += d.copied;
+        Ok(())
+    }
+}
+
+impl Flow for StreamFlow {
+    fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+        let interest = if self.sender { EV_OUT | EV_IN } else { EV_IN };
+        self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, interest)?);
+        Ok(())
+    }
+
+    fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
+        if self.zerocopy && events & EV_ERR != 0 {
+            self.reap(ts)?;
+        }
+        if events & (EV_IN | EV_HUP) != 0 {
+            // A sender sees IN only when the peer closes; drain to learn it.
+            if self.recv_some(ts)? == Status::Done {
+                return Ok(Status::Done);
+            }
+        }
+        if self.sender && !self.shut && events & EV_OUT != 0 {
+            return self.send_some(ts);
+        }
+        Ok(Status::Active)
+    }
+
+    fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        self.info = tcp_info_of(self.sock.as_raw_fd());
+        if self.sender && !self.shut {
+            self.shut = true;
+            if self.zerocopy {
+                let _ = self.reap(ts);
+            }
+            self.sock.shutdown(std::net::Shutdown::Write)?;
+            if let Some(r) = self.reg.as_mut() {
+                r.want(ts.epoll, EV_IN)?;
+            }
+        }
+        Ok(Status::Active)
+    }
+
+    fn report(&self) -> Option<(u32, Option<TcpInfo>)> {
+        Some((self.id, self.info.clone()))
+    }
+}

@@ -1,0 +1,398 @@
+//! The one module of this crate with `unsafe`: thin wrappers over the
+//! socket and scheduler syscalls that no safe crate covers (epoll, TCP_INFO,
+//! MSG_ZEROCOPY and its error queue, MSG_TRUNC receive, integer socket
+//! options, CPU affinity). Each block states why it is sound.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// `SO_EE_ORIGIN_ZEROCOPY` from linux/errqueue.h (libc lacks it).
+const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
+/// `SO_EE_CODE_ZEROCOPY_COPIED`: the kernel copied instead of pinning pages.
+const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
+/// `SO_ZEROCOPY` socket option (linux/socket.h).
+const SO_ZEROCOPY: libc::c_int = 60;
+/// `SO_MAX_PACING_RATE` socket option (asm-generic/socket.h).
+const SO_MAX_PACING_RATE: libc::c_int = 47;
+
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn cvt_size(ret: libc::ssize_t) -> io::Result<usize> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// Sets an integer socket option.
+pub fn set_int_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, value: i32) -> io::Result<()> {
+    // SAFETY: the pointer and length describe a live i32 on our stack; the
+    // kernel only reads it.
+    let ret = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    cvt(ret).map(drop)
+}
+
+/// Lets `bind` to an address with port 0 defer the port choice to `connect`,
+/// so that many flows from one address do not exhaust ephemeral ports.
+pub fn set_bind_address_no_port(fd: RawFd) -> io::Result<()> {
+    set_int_opt(fd, libc::SOL_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)
+}
+
+/// Enables MSG_ZEROCOPY sends on the socket.
+pub fn set_zerocopy(fd: RawFd) -> io::Result<()> {
+    set_int_opt(fd, libc::SOL_SOCKET, SO_ZEROCOPY, 1)
+}
+
+/// Caps the socket's pacing rate, in bytes per second.
+pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
+    let v = bytes_per_sec.min(u32::MAX as u64 - 1);
+    set_int_opt(fd, libc::SOL_SOCKET, SO_MAX_PACING_RATE, v as i32)
+}
+
+/// Sends without blocking; with `zerocopy` the pages are pinned, not copied.
+pub fn send(fd: RawFd, buf: &[u8], zerocopy: bool) -> io::Result<usize> {
+    let mut flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+    if zerocopy {
+        flags |= libc::MSG_ZEROCOPY;
+    }
+    // SAFETY: buf is a valid readable slice for its length.
+    cvt_size(unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), flags) })
+}
+
+/// Receives without blocking; with `discard` (MSG_TRUNC) TCP drops the
+/// bytes in the kernel instead of copying them, and returns their count.
+pub fn recv(fd: RawFd, buf: &mut [u8], discard: bool) -> io::Result<usize> {
+    let mut flags = libc::MSG_DONTWAIT;
+    if discard {
+        flags |= libc::MSG_TRUNC;
+    }
+    // SAFETY: buf is a valid writable slice for its length; with MSG_TRUNC
+    // the kernel writes nothing but still bounds the count by len.
+    cvt_size(unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) })
+}
+
+/// Outcome of draining a socket's zerocopy completion notifications.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ZcDrain {
+    /// Completion notifications read.
+    pub completions: u64,
+    /// Of those, ones where the kernel fell back to copying.
+    pub copied: u64,
+}
+
+/// Reads every pending MSG_ZEROCOPY completion from the error queue.
+pub fn drain_zerocopy(fd: RawFd) -> io::Result<ZcDrain> {
+    let mut out = ZcDrain::default();
+    loop {
+        let mut control = [0u64; 16];
+        // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        // SAFETY: msg points at our control buffer, sized above; no iovecs.
+        let ret = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+        if ret < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock {
+                return Ok(out);
+            }
+            return Err(e);
+        }
+        // SAFETY: CMSG_* walk the control buffer the kernel just filled,
+        // bounded by msg_controllen.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            while !cmsg.is_null() {
+                let level = (*cmsg).cmsg_level;
+                let kind = (*cmsg).cmsg_type;
+                let is_recverr = (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+                    || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR);
+                if is_recverr {
+                    let ee = std::ptr::read_unaligned(
+                        libc::CMSG_DATA(cmsg) as *const libc::sock_extended_err
+                    );
+                    if ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY && ee.ee_errno == 0 {
+                        // ee_info..ee_data is an inclusive range of sends.
+                        let n = ee.ee_data.wrapping_sub(ee.ee_info) as u64 + 1;
+                        out.completions += n;
+                        if ee.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0 {
+                            out.copied += n;
+                        }
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+        }
+    }
+}
+
+/// The kernel's `struct tcp_info` (linux/tcp.h) up to `tcpi_snd_wnd`.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RawTcpInfo {
+    pub state: u8,
+    pub ca_state: u8,
+    pub retransmits: u8,
+    pub probes: u8,
+    pub backoff: u8,
+    pub options: u8,
+    pub wscale: u8,
+    pub app_limited: u8,
+    pub rto: u32,
+    pub ato: u32,
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    pub unacked: u32,
+    pub sacked: u32,
+    pub lost: u32,
+    pub retrans: u32,
+    pub fackets: u32,
+    pub last_data_sent: u32,
+    pub last_ack_sent: u32,
+    pub last_data_recv: u32,
+    pub last_ack_recv: u32,
+    pub pmtu: u32,
+    pub rcv_ssthresh: u32,
+    pub rtt: u32,
+    pub rttvar: u32,
+    pub snd_ssthresh: u32,
+    pub snd_cwnd: u32,
+    pub advmss: u32,
+    pub reordering: u32,
+    pub rcv_rtt: u32,
+    pub rcv_space: u32,
+    pub total_retrans: u32,
+    pub pacing_rate: u64,
+    pub max_pacing_rate: u64,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub segs_out: u32,
+    pub segs_in: u32,
+    pub notsent_bytes: u32,
+    pub min_rtt: u32,
+    pub data_segs_in: u32,
+    pub data_segs_out: u32,
+    pub delivery_rate: u64,
+    pub busy_time: u64,
+    pub rwnd_limited: u64,
+    pub sndbuf_limited: u64,
+    pub delivered: u32,
+    pub delivered_ce: u32,
+    pub bytes_sent: u64,
+    pub bytes_retrans: u64,
+    pub dsack_dups: u32,
+    pub reord_seen: u32,
+    pub rcv_ooopack: u32,
+    pub snd_wnd: u32,
+}
+
+/// Reads TCP_INFO; fields the kernel does not fill stay zero.
+pub fn tcp_info(fd: RawFd) -> io::Result<RawTcpInfo> {
+    let mut info = RawTcpInfo::default();
+    let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
+    // SAFETY: info is a repr(C) plain-data struct of `len` bytes; the kernel
+    // writes at most len bytes and updates len.
+    let ret = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut RawTcpInfo).cast(),
+            &mut len,
+        )
+    };
+    cvt(ret).map(|_| info)
+}
+
+/// An epoll instance (level-triggered), owning its descriptor.
+pub struct Epoll {
+    fd: OwnedFd,
+}
+
+/// Readable interest.
+pub const EV_IN: u32 = libc::EPOLLIN as u32;
+/// Writable interest.
+pub const EV_OUT: u32 = libc::EPOLLOUT as u32;
+/// Error condition (always reported).
+pub const EV_ERR: u32 = libc::EPOLLERR as u32;
+/// Hang-up (always reported).
+pub const EV_HUP: u32 = libc::EPOLLHUP as u32;
+
+impl Epoll {
+    /// Creates an epoll instance with close-on-exec.
+    pub fn new() -> io::Result<Epoll> {
+        // SAFETY: plain syscall; the returned fd is owned by us from here.
+        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: fd is a fresh descriptor nobody else owns.
+        Ok(Epoll {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: ev is a valid epoll_event on our stack.
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) }).map(drop)
+    }
+
+    /// Registers `fd` for `events`, reported with `token`.
+    pub fn add(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, events, token)
+    }
+
+    /// Changes the interest of a registered `fd`.
+    pub fn modify(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, events, token)
+    }
+
+    /// Removes `fd` from the set.
+    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
+    }
+
+    /// Waits up to `timeout_ms`; fills `out` with (events, token) pairs.
+    pub fn wait(&self, buf: &mut Vec<libc::epoll_event>, timeout_ms: i32) -> io::Result<usize> {
+        let cap = buf.capacity().max(1);
+        buf.clear();
+        // SAFETY: the kernel writes at most `cap` events into the vector's
+        // spare capacity; we set the length to what it reports.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr(),
+                cap as i32,
+                timeout_ms,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(0);
+            }
+            return Err(e);
+        }
+        // SAFETY: n <= cap entries were initialised by the kernel.
+        unsafe { buf.set_len(n as usize) };
+        Ok(n as usize)
+    }
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_thread(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET bounds-checks against its size
+    // only by our check below.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cpu index out of range",
+            ));
+        }
+        libc::CPU_SET(cpu, &mut set);
+        cvt(libc::sched_setaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        ))
+        .map(drop)
+    }
+}
+
+/// Clock ticks per second for /proc times.
+pub fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as u64 } else { 100 }
+}
+
+/// CPU time (user, system) of the whole process, in microseconds.
+pub fn process_cpu_us() -> (u64, u64) {
+    // SAFETY: rusage is plain data written by the kernel.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to our rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return (0, 0);
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    (us(ru.ru_utime), us(ru.ru_stime))
+}
+
+/// CPU time (user + system) of the calling thread, in microseconds.
+pub fn thread_cpu_us() -> u64 {
+    // SAFETY: rusage is plain data written by the kernel.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to our rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return 0;
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    us(ru.ru_utime) + us(ru.ru_stime)
+}
+
+/// Number of open file descriptors of this process.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Waits up to `timeout_ms` for `fd` to be readable (or closed).
+pub fn poll_readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd on our stack.
+    let n = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(e);
+    }
+    Ok(n > 0)
+}
+
+/// Raises the open-file limit as far as allowed (10,000 flows need 10,000
+/// descriptors per side): to 1 Mi with CAP_SYS_RESOURCE, else to the hard
+/// limit. Returns the soft limit now in force.
+pub fn raise_fd_limit() -> u64 {
+    // SAFETY: rlimit is plain data; get/setrlimit read or write only it.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        for want in [1 << 20, r.rlim_max] {
+            if want <= r.rlim_cur {
+                break;
+            }
+            let lim = libc::rlimit {
+                rlim_cur: want,
+                rlim_max: want.max(r.rlim_max),
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                return want;
+            }
+        }
+        r.rlim_cur
+    }
+}
