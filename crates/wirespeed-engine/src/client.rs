@@ -4,8 +4,8 @@
 use crate::error::EngineError;
 use crate::merge::merge;
 use crate::proto::{
-    self, CONTROL_MAGIC, Msg, PROTOCOL_VERSION, SideReport, auth_mac, data_preamble, read_msg,
-    unhex, write_msg,
+    self, CONTROL_MAGIC, MAX_REPORT_FRAME, Msg, PROTOCOL_VERSION, SideReport, auth_mac,
+    data_preamble, read_msg_max, unhex, write_msg,
 };
 use crate::result::{IntervalSample, TestResult, finite};
 use crate::side::{Side, SideSetup, Tick};
@@ -128,7 +128,7 @@ impl Control {
 
     /// Receives a message within the timeout.
     pub fn recv(&mut self) -> Result<Msg, EngineError> {
-        read_msg(&mut self.stream)
+        read_msg_max(&mut self.stream, MAX_REPORT_FRAME)
     }
 
     fn recv_within(&mut self, t: Duration) -> Result<Msg, EngineError> {
@@ -221,7 +221,7 @@ pub fn run_test(
     let window = side.run_window(&spec, |s, now| {
         if sys::poll_readable(ctl_fd, 0).unwrap_or(false) {
             // The server only speaks mid-test to report a failure.
-            let m = proto::read_msg(&mut &ctrl.stream)
+            let m = proto::read_msg_max(&mut &ctrl.stream, MAX_REPORT_FRAME)
                 .unwrap_or_else(|e| Msg::error("protocol", e.to_string()));
             server_error = Some(expect_error(m, "nothing during the test"));
             return Err(EngineError::Protocol(

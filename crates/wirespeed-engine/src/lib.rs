@@ -10,6 +10,8 @@
 //! This crate knows nothing of netlink, CLIs or rendering: it moves bytes
 //! and counts them.
 
+#![warn(missing_docs)]
+
 pub mod client;
 pub mod cpu;
 mod crr;

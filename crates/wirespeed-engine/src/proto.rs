@@ -16,8 +16,11 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub const CONTROL_MAGIC: [u8; 4] = *b"WSPC";
 /// First bytes of a data connection.
 pub const DATA_MAGIC: [u8; 4] = *b"WSPD";
-/// Largest control frame accepted, bytes.
+/// Largest control frame a server accepts from a client, bytes.
 pub const MAX_FRAME: usize = 1 << 20;
+/// Largest frame a client accepts from a server: a report of 20,000 flows
+/// with TCP_INFO each is several MiB.
+pub const MAX_REPORT_FRAME: usize = 64 << 20;
 /// Length of a data connection's preamble.
 pub const DATA_PREAMBLE_LEN: usize = 24;
 /// Domain separation for the authentication MAC.
@@ -137,9 +140,9 @@ impl Msg {
 pub fn write_msg(w: &mut impl Write, msg: &Msg) -> Result<(), EngineError> {
     let body =
         serde_json::to_vec(msg).map_err(|e| EngineError::Protocol(format!("encode: {e}")))?;
-    if body.len() > MAX_FRAME {
+    if body.len() > MAX_REPORT_FRAME {
         return Err(EngineError::Protocol(format!(
-            "message of {} bytes exceeds {MAX_FRAME}",
+            "message of {} bytes exceeds {MAX_REPORT_FRAME}",
             body.len()
         )));
     }
@@ -152,15 +155,21 @@ pub fn write_msg(w: &mut impl Write, msg: &Msg) -> Result<(), EngineError> {
         .map_err(|e| EngineError::io("send control message", e))
 }
 
-/// Reads one frame; rejects oversized lengths before allocating.
+/// Reads one frame of at most [`MAX_FRAME`] bytes (what a server reads).
 pub fn read_msg(r: &mut impl Read) -> Result<Msg, EngineError> {
+    read_msg_max(r, MAX_FRAME)
+}
+
+/// Reads one frame of at most `max` bytes; rejects oversized lengths
+/// before allocating.
+pub fn read_msg_max(r: &mut impl Read, max: usize) -> Result<Msg, EngineError> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)
         .map_err(|e| EngineError::io("read control message", e))?;
     let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_FRAME {
+    if len > max {
         return Err(EngineError::Protocol(format!(
-            "frame length {len} exceeds the limit of {MAX_FRAME} bytes"
+            "frame length {len} exceeds the limit of {max} bytes"
         )));
     }
     let mut body = vec![0u8; len];

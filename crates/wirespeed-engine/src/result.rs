@@ -21,6 +21,9 @@ pub struct LatencySummary {
     pub min_us: f64,
     /// Mean.
     pub mean_us: f64,
+    /// Standard deviation.
+    #[serde(default)]
+    pub stddev_us: f64,
     /// Median.
     pub p50_us: f64,
     /// 90th percentile.

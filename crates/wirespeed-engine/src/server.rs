@@ -18,6 +18,7 @@ use std::io::Read;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,6 +39,62 @@ pub struct ServerConfig {
     pub key: Option<Vec<u8>>,
     /// How long a silent client is waited for.
     pub idle_timeout: Duration,
+    /// Where to send a line per test started, finished or failed (the
+    /// server's log); None = silent.
+    pub events: Option<Sender<ServerEvent>>,
+}
+
+/// Something the server did, for its log.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    /// A test began its traffic.
+    Started {
+        /// The test's number on this server.
+        id: u64,
+        /// The client's control address.
+        peer: SocketAddr,
+        /// What runs, e.g. "stream forward, 4 flows, 2 threads, 10 s".
+        summary: String,
+    },
+    /// A test ended and its report was sent.
+    Finished {
+        /// The test's number.
+        id: u64,
+        /// The client's control address.
+        peer: SocketAddr,
+        /// Bytes this side moved in the window.
+        bytes: u64,
+    },
+    /// A control connection ended with an error (refused, aborted).
+    Failed {
+        /// The client's control address.
+        peer: SocketAddr,
+        /// What went wrong.
+        error: String,
+    },
+}
+
+impl std::fmt::Display for ServerEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerEvent::Started { id, peer, summary } => {
+                write!(f, "test {id} from {peer} started: {summary}")
+            }
+            ServerEvent::Finished { id, peer, bytes } => {
+                write!(
+                    f,
+                    "test {id} from {peer} finished: {bytes} bytes moved in the window"
+                )
+            }
+            ServerEvent::Failed { peer, error } => write!(f, "client {peer}: {error}"),
+        }
+    }
+}
+
+fn emit(cfg: &ServerConfig, ev: ServerEvent) {
+    if let Some(tx) = &cfg.events {
+        let _ = tx.send(ev);
+    }
 }
 
 impl Default for ServerConfig {
@@ -50,6 +107,7 @@ impl Default for ServerConfig {
             max_connections: 64,
             key: None,
             idle_timeout: Duration::from_secs(10),
+            events: None,
         }
     }
 }
@@ -192,7 +250,15 @@ impl Server {
             let spawned = std::thread::Builder::new()
                 .name("ws-control".into())
                 .spawn(move || {
-                    let _ = handle_control(stream, peer, &cfg, &reg);
+                    if let Err(e) = handle_control(stream, peer, &cfg, &reg) {
+                        emit(
+                            &cfg,
+                            ServerEvent::Failed {
+                                peer,
+                                error: e.to_string(),
+                            },
+                        );
+                    }
                     conns.fetch_sub(1, Ordering::SeqCst);
                 });
             if spawned.is_err() {
@@ -303,7 +369,7 @@ fn handle_control(
             Err(e) => return Err(fail(&mut stream, "protocol", e.to_string())),
         };
         match m {
-            Msg::Spec { spec } => run_test(&mut stream, *spec, cfg, reg)?,
+            Msg::Spec { spec } => run_test(&mut stream, peer, *spec, cfg, reg)?,
             other => {
                 return Err(fail(
                     &mut stream,
@@ -324,6 +390,7 @@ fn kind(m: &Msg) -> String {
 
 fn run_test(
     stream: &mut TcpStream,
+    peer: SocketAddr,
     spec: TestSpec,
     cfg: &ServerConfig,
     reg: &Registry,
@@ -421,6 +488,14 @@ fn run_test(
     let side = Side::start(setup, drain_time(&spec))
         .map_err(|e| fail(stream, "internal", e.to_string()))?;
     write_msg(stream, &Msg::Started)?;
+    emit(
+        cfg,
+        ServerEvent::Started {
+            id: admission.id,
+            peer,
+            summary: spec.summary(),
+        },
+    );
     let fd = stream.as_raw_fd();
     let mut stop_seen = false;
     let mut control_error: Option<EngineError> = None;
@@ -437,7 +512,11 @@ fn run_test(
                         kind(&other)
                     )))
                 }
-                Err(e) => control_error = Some(e),
+                Err(e) => {
+                    control_error = Some(EngineError::Protocol(format!(
+                        "the client went away mid-test ({e})"
+                    )))
+                }
             }
             return Err(EngineError::Protocol(
                 "the client went away mid-test".into(),
@@ -474,13 +553,21 @@ fn run_test(
     }
     let mut report: SideReport = side.finish(&window);
     report.concurrent_tests = admission.peak();
+    let id = admission.id;
     drop(admission);
+    let bytes = report
+        .flows
+        .iter()
+        .map(|f| f.window_sent + f.window_received)
+        .sum();
     write_msg(
         stream,
         &Msg::Report {
             report: Box::new(report),
         },
-    )
+    )?;
+    emit(cfg, ServerEvent::Finished { id, peer, bytes });
+    Ok(())
 }
 
 fn listen_data(addr: SocketAddr, backlog: i32, spec: &TestSpec) -> Result<Socket, EngineError> {

@@ -349,6 +349,7 @@ pub fn summarize(h: &Histogram<u64>) -> Option<LatencySummary> {
         count: h.len(),
         min_us: us(h.min()),
         mean_us: crate::result::finite(h.mean() / 1000.0),
+        stddev_us: crate::result::finite(h.stdev() / 1000.0),
         p50_us: us(h.value_at_quantile(0.50)),
         p90_us: us(h.value_at_quantile(0.90)),
         p99_us: us(h.value_at_quantile(0.99)),

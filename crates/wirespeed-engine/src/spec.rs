@@ -128,7 +128,7 @@ impl Default for TestSpec {
             threads: 1,
             flows: 1,
             paths: Vec::new(),
-            msg_size: 128 * 1024,
+            msg_size: 512 * 1024,
             request_size: 1,
             response_size: 1,
             sndbuf: None,
@@ -261,6 +261,22 @@ impl TestSpec {
             ));
         }
         Ok(())
+    }
+
+    /// A one-line description: "stream forward, 4 flows, 2 threads, 10 s".
+    pub fn summary(&self) -> String {
+        let what = match self.workload {
+            Workload::Stream => format!("stream {:?}", self.direction).to_lowercase(),
+            Workload::Rr => format!("rr {}/{} bytes", self.request_size, self.response_size),
+            Workload::Crr => format!("crr {}/{} bytes", self.request_size, self.response_size),
+        };
+        format!(
+            "{what}, {} flows, {} threads, {} paths, {} s",
+            self.flows,
+            self.threads,
+            self.paths.len().max(1),
+            self.duration_s
+        )
     }
 
     /// Persistent connections the test opens (crr slots count once).

@@ -141,7 +141,9 @@ pub fn drain_zerocopy(fd: RawFd) -> io::Result<ZcDrain> {
     }
 }
 
-/// The kernel's `struct tcp_info` (linux/tcp.h) up to `tcpi_snd_wnd`.
+/// The kernel's `struct tcp_info` (linux/tcp.h) up to `tcpi_snd_wnd`; each
+/// field is the `tcpi_` field of the same name, documented there.
+#[allow(missing_docs)]
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RawTcpInfo {

@@ -1,0 +1,654 @@
+//! Building and removing labs. A lab is built by a list of commands
+//! (`ip`, `tc`, `sysctl`, `ethtool`), computed first and shown on request,
+//! then run in order; a [`Lab`] guard removes every namespace when dropped,
+//! also on error and on panic, and `up` sweeps namespaces that earlier
+//! test processes left when they were killed.
+
+use crate::error::LabError;
+use crate::plan::{Addressing, Nic, address};
+use crate::spec::{CapKind, LabSpec, parse_prefix, parse_rate};
+use serde::{Deserialize, Serialize};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Whether the process runs with effective uid 0 (read from /proc).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// The namespace of `host` in lab `lab`.
+pub fn ns_name(lab: &str, host: &str) -> String {
+    format!("{lab}-{host}")
+}
+
+/// Token bucket sizes for a cap of `bps`: (burst bytes, queue limit bytes).
+pub fn tbf_sizes(bps: u64) -> (u64, u64) {
+    let bytes_per_ms = bps / 8 / 1000;
+    let burst = (bytes_per_ms * 2).max(64 * 1024);
+    let limit = (bytes_per_ms * 20).max(4 * burst);
+    (burst, limit)
+}
+
+fn s(x: impl ToString) -> String {
+    x.to_string()
+}
+
+/// Every command that builds `spec`, in order, as argument vectors.
+pub fn build_commands(spec: &LabSpec, plan: &Addressing) -> Vec<Vec<String>> {
+    let ns = |h: &str| ns_name(&spec.name, h);
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let ip = |n: &str, args: &[String]| -> Vec<String> {
+        let mut v = vec![s("ip"), s("-n"), s(n)];
+        v.extend_from_slice(args);
+        v
+    };
+    let exec = |n: &str, args: &[String]| -> Vec<String> {
+        let mut v = vec![s("ip"), s("netns"), s("exec"), s(n)];
+        v.extend_from_slice(args);
+        v
+    };
+    for h in &spec.hosts {
+        out.push(vec![s("ip"), s("netns"), s("add"), ns(&h.name)]);
+        out.push(ip(&ns(&h.name), &[s("link"), s("set"), s("lo"), s("up")]));
+        // Deterministic reverse-path filtering: off, so ECMP and source
+        // routing never drop packets that arrive on the "other" NIC.
+        for k in ["all", "default"] {
+            out.push(exec(
+                &ns(&h.name),
+                &[
+                    s("sysctl"),
+                    s("-q"),
+                    s("-w"),
+                    format!("net.ipv4.conf.{k}.rp_filter=0"),
+                ],
+            ));
+        }
+    }
+    let dev_sysctl = |k: &str| {
+        plan.links
+            .iter()
+            .chain(&plan.vxlans)
+            .any(|p| k.contains(&format!(".{}.", p.a.dev)) || k.contains(&format!(".{}.", p.b.dev)))
+    };
+    for h in &spec.hosts {
+        for (k, v) in h.sysctl.iter().filter(|(k, _)| !dev_sysctl(k)) {
+            out.push(exec(
+                &ns(&h.name),
+                &[s("sysctl"), s("-q"), s("-w"), format!("{k}={v}")],
+            ));
+        }
+    }
+    for (l, p) in spec.links.iter().zip(&plan.links) {
+        out.push(vec![
+            s("ip"),
+            s("link"),
+            s("add"),
+            p.a.dev.clone(),
+            s("netns"),
+            ns(&p.host_a),
+            s("type"),
+            s("veth"),
+            s("peer"),
+            s("name"),
+            p.b.dev.clone(),
+            s("netns"),
+            ns(&p.host_b),
+        ]);
+        for (host, nic) in [(&p.host_a, &p.a), (&p.host_b, &p.b)] {
+            let n = ns(host);
+            let mut set = vec![s("link"), s("set"), s("dev"), nic.dev.clone()];
+            if let Some(m) = l.mtu {
+                set.extend([s("mtu"), s(m)]);
+            }
+            if let Some(g) = l.gso_max_size {
+                set.extend([s("gso_max_size"), s(g)]);
+            }
+            if let Some(g) = l.gro_max_size {
+                set.extend([s("gro_max_size"), s(g)]);
+            }
+            if set.len() > 4 {
+                out.push(ip(&n, &set));
+            }
+            if let Some(g) = l.gro {
+                out.push(exec(
+                    &n,
+                    &[
+                        s("ethtool"),
+                        s("-K"),
+                        nic.dev.clone(),
+                        s("gro"),
+                        s(if g { "on" } else { "off" }),
+                    ],
+                ));
+            }
+            out.extend(addr_commands(&n, nic, &ip));
+            if let Some(bps) = l.rate.as_deref().and_then(parse_rate) {
+                out.extend(cap_commands(&n, &nic.dev, bps, l.cap));
+            }
+            out.push(ip(
+                &n,
+                &[s("link"), s("set"), s("dev"), nic.dev.clone(), s("up")],
+            ));
+        }
+    }
+    for (v, p) in spec.vxlans.iter().zip(&plan.vxlans) {
+        let under = &plan.links[v.link];
+        let umtu = spec.links[v.link].mtu.unwrap_or(1500);
+        let mtu = v.mtu.unwrap_or(umtu.saturating_sub(50).max(68));
+        for (host, nic) in [(&p.host_a, &p.a), (&p.host_b, &p.b)] {
+            let n = ns(host);
+            let (Some(me), Some(peer)) = (under.end(host), under.peer_of(host)) else {
+                continue;
+            };
+            out.push(ip(
+                &n,
+                &[
+                    s("link"),
+                    s("add"),
+                    nic.dev.clone(),
+                    s("type"),
+                    s("vxlan"),
+                    s("id"),
+                    s(v.id),
+                    s("local"),
+                    s(me.addr4),
+                    s("remote"),
+                    s(peer.addr4),
+                    s("dstport"),
+                    s(v.port),
+                    s("dev"),
+                    me.dev.clone(),
+                ],
+            ));
+            out.push(ip(
+                &n,
+                &[
+                    s("link"),
+                    s("set"),
+                    s("dev"),
+                    nic.dev.clone(),
+                    s("mtu"),
+                    s(mtu),
+                ],
+            ));
+            out.extend(addr_commands(&n, nic, &ip));
+            out.push(ip(
+                &n,
+                &[s("link"), s("set"), s("dev"), nic.dev.clone(), s("up")],
+            ));
+        }
+    }
+    for h in &spec.hosts {
+        let n = ns(&h.name);
+        for a in &h.loopback {
+            let mut v = vec![s("addr"), s("add"), a.clone(), s("dev"), s("lo")];
+            if a.contains(':') {
+                v.push(s("nodad"));
+            }
+            out.push(ip(&n, &v));
+        }
+        if h.source_routing {
+            let mine = plan.links.iter().filter_map(|p| p.end(&h.name));
+            for (k, nic) in mine.enumerate() {
+                let table = s(100 + k);
+                let prio = s(1000 + k);
+                out.push(ip(
+                    &n,
+                    &[
+                        s("rule"),
+                        s("add"),
+                        s("from"),
+                        s(nic.addr4),
+                        s("table"),
+                        table.clone(),
+                        s("priority"),
+                        prio.clone(),
+                    ],
+                ));
+                out.push(ip(
+                    &n,
+                    &[
+                        s("route"),
+                        s("add"),
+                        format!("{}/{}", nic.subnet4, nic.len4),
+                        s("dev"),
+                        nic.dev.clone(),
+                        s("src"),
+                        s(nic.addr4),
+                        s("table"),
+                        table.clone(),
+                    ],
+                ));
+                out.push(ip(
+                    &n,
+                    &[
+                        s("-6"),
+                        s("rule"),
+                        s("add"),
+                        s("from"),
+                        s(nic.addr6),
+                        s("table"),
+                        table.clone(),
+                        s("priority"),
+                        prio,
+                    ],
+                ));
+                out.push(ip(
+                    &n,
+                    &[
+                        s("-6"),
+                        s("route"),
+                        s("add"),
+                        nic.subnet6(),
+                        s("dev"),
+                        nic.dev.clone(),
+                        s("table"),
+                        table,
+                    ],
+                ));
+            }
+        }
+    }
+    for r in &spec.routes {
+        let n = ns(&r.host);
+        let v6 = parse_prefix(&r.dst).is_some_and(|(a, _)| a.is_ipv6());
+        let hop = |k: usize| -> Option<(String, String)> {
+            let p = plan.links.get(k)?;
+            let dev = p.end(&r.host)?.dev.clone();
+            let peer = p.peer_of(&r.host)?;
+            Some((dev, if v6 { s(peer.addr6) } else { s(peer.addr4) }))
+        };
+        let hops: Vec<(String, String)> = r.links.iter().filter_map(|&k| hop(k)).collect();
+        let mut v = vec![s("route"), s("add"), r.dst.clone()];
+        if v6 {
+            v.insert(0, s("-6"));
+        }
+        if hops.len() == 1 {
+            v.extend([s("via"), hops[0].1.clone(), s("dev"), hops[0].0.clone()]);
+        } else {
+            for (dev, via) in hops {
+                v.extend([s("nexthop"), s("via"), via, s("dev"), dev]);
+            }
+        }
+        out.push(ip(&n, &v));
+    }
+    for h in &spec.hosts {
+        for (k, v) in h.sysctl.iter().filter(|(k, _)| dev_sysctl(k)) {
+            out.push(exec(
+                &ns(&h.name),
+                &[s("sysctl"), s("-q"), s("-w"), format!("{k}={v}")],
+            ));
+        }
+    }
+    out
+}
+
+fn addr_commands(
+    n: &str,
+    nic: &Nic,
+    ip: &dyn Fn(&str, &[String]) -> Vec<String>,
+) -> Vec<Vec<String>> {
+    vec![
+        ip(
+            n,
+            &[
+                s("addr"),
+                s("add"),
+                format!("{}/{}", nic.addr4, nic.len4),
+                s("dev"),
+                nic.dev.clone(),
+            ],
+        ),
+        // nodad: usable at once, no 1-2 s duplicate address detection.
+        ip(
+            n,
+            &[
+                s("addr"),
+                s("add"),
+                format!("{}/64", nic.addr6),
+                s("dev"),
+                nic.dev.clone(),
+                s("nodad"),
+            ],
+        ),
+    ]
+}
+
+/// The qdisc commands that cap `dev`'s egress at `bps`.
+pub fn cap_commands(n: &str, dev: &str, bps: u64, kind: CapKind) -> Vec<Vec<String>> {
+    let (burst, limit) = tbf_sizes(bps);
+    let tc = |args: &[&str]| -> Vec<String> {
+        let mut v = vec![s("tc"), s("-n"), s(n)];
+        v.extend(args.iter().map(s));
+        v
+    };
+    let rate = format!("{bps}bit");
+    let (burst, limit) = (burst.to_string(), limit.to_string());
+    match kind {
+        CapKind::Tbf => vec![tc(&[
+            "qdisc", "add", "dev", dev, "root", "tbf", "rate", &rate, "burst", &burst, "limit",
+            &limit,
+        ])],
+        CapKind::Htb => vec![
+            tc(&[
+                "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+            ]),
+            tc(&[
+                "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rate,
+                "ceil", &rate, "burst", &burst, "cburst", &burst,
+            ]),
+        ],
+    }
+}
+
+/// Runs one command; a failure carries the command line and its stderr.
+pub fn run(argv: &[String]) -> Result<(), LabError> {
+    let out = Command::new(&argv[0])
+        .args(&argv[1..])
+        .output()
+        .map_err(|e| {
+            LabError::io(
+                format!(
+                    "run {} (is it installed? iproute2, procps and ethtool are needed)",
+                    argv[0]
+                ),
+                e,
+            )
+        })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(LabError::Command {
+            cmd: argv.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// What is needed to find and remove a lab later (`lab down`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabState {
+    /// Lab name.
+    pub name: String,
+    /// The spec it was built from.
+    pub spec: LabSpec,
+    /// Its addressing.
+    pub plan: Addressing,
+}
+
+impl LabState {
+    /// Namespace of a host of this lab.
+    pub fn ns(&self, host: &str) -> String {
+        ns_name(&self.name, host)
+    }
+}
+
+/// Removes every namespace of a lab; the veth pairs and overlays in them go
+/// with them. Namespaces already gone are not an error.
+pub fn destroy(state: &LabState) -> Result<(), LabError> {
+    let mut first_err = None;
+    for h in &state.spec.hosts {
+        let n = state.ns(&h.name);
+        if !Path::new("/run/netns").join(&n).exists() {
+            continue;
+        }
+        if let Err(e) = run(&[s("ip"), s("netns"), s("del"), n]) {
+            first_err.get_or_insert(e);
+        }
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+/// Writes a lab's state to `dir/NAME.json`.
+pub fn save_state(state: &LabState, dir: &Path) -> Result<PathBuf, LabError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| LabError::io(format!("create {}", dir.display()), e))?;
+    let path = dir.join(format!("{}.json", state.name));
+    let text = serde_json::to_string_pretty(state)
+        .map_err(|e| LabError::Spec(format!("encode lab state: {e}")))?;
+    std::fs::write(&path, text)
+        .map_err(|e| LabError::io(format!("write {}", path.display()), e))?;
+    Ok(path)
+}
+
+/// Reads a lab's state saved by [`save_state`].
+pub fn load_state(name: &str, dir: &Path) -> Result<LabState, LabError> {
+    if name.contains('/') || name.starts_with('.') {
+        return Err(LabError::Spec(format!("bad lab name {name:?}")));
+    }
+    let path = dir.join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        LabError::io(
+            format!(
+                "read {} (is lab {name} up? `wirespeed lab up FILE` makes it)",
+                path.display()
+            ),
+            e,
+        )
+    })?;
+    serde_json::from_str(&text)
+        .map_err(|e| LabError::Spec(format!("{} is not lab state: {e}", path.display())))
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A running lab; dropping it removes every namespace it made.
+#[derive(Debug)]
+pub struct Lab {
+    state: LabState,
+    armed: bool,
+}
+
+impl Lab {
+    /// A lab name unique to this process and call: `PREFIX-pPID-N`, which
+    /// lets a later run sweep what a killed run left.
+    pub fn unique(prefix: &str) -> String {
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        format!("{prefix}-p{}-{n}", std::process::id())
+    }
+
+    /// The commands `up` would run, without running them.
+    pub fn commands(spec: &LabSpec) -> Result<Vec<Vec<String>>, LabError> {
+        spec.validate()?;
+        let plan = address(spec).map_err(LabError::Spec)?;
+        Ok(build_commands(spec, &plan))
+    }
+
+    /// Builds the lab; on any failure removes what was built and says which
+    /// command failed.
+    pub fn up(spec: &LabSpec) -> Result<Lab, LabError> {
+        spec.validate()?;
+        if !is_root() {
+            return Err(LabError::NotRoot);
+        }
+        sweep_stale();
+        let plan = address(spec).map_err(LabError::Spec)?;
+        for h in &spec.hosts {
+            let n = ns_name(&spec.name, &h.name);
+            if Path::new("/run/netns").join(&n).exists() {
+                return Err(LabError::Spec(format!(
+                    "namespace {n} exists already: is lab {} up? (`wirespeed lab down {}`)",
+                    spec.name, spec.name
+                )));
+            }
+        }
+        let lab = Lab {
+            state: LabState {
+                name: spec.name.clone(),
+                spec: spec.clone(),
+                plan: plan.clone(),
+            },
+            armed: true,
+        };
+        for cmd in build_commands(spec, &plan) {
+            run(&cmd)?;
+        }
+        Ok(lab)
+    }
+
+    /// The lab's name.
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// The spec it was built from.
+    pub fn spec(&self) -> &LabSpec {
+        &self.state.spec
+    }
+
+    /// Its addressing.
+    pub fn plan(&self) -> &Addressing {
+        &self.state.plan
+    }
+
+    /// Namespace of `host`.
+    pub fn ns(&self, host: &str) -> String {
+        self.state.ns(host)
+    }
+
+    /// A command that runs `program` inside `host`'s namespace.
+    pub fn command(&self, host: &str, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(host), program]);
+        c
+    }
+
+    /// `host`'s NIC on link `link`.
+    pub fn nic(&self, host: &str, link: usize) -> Option<&Nic> {
+        self.state.plan.links.get(link)?.end(host)
+    }
+
+    /// `host`'s IPv4 address on link `link`.
+    pub fn addr4(&self, host: &str, link: usize) -> Option<Ipv4Addr> {
+        self.nic(host, link).map(|n| n.addr4)
+    }
+
+    /// `host`'s IPv6 address on link `link`.
+    pub fn addr6(&self, host: &str, link: usize) -> Option<Ipv6Addr> {
+        self.nic(host, link).map(|n| n.addr6)
+    }
+
+    /// `host`'s device name on link `link`.
+    pub fn dev(&self, host: &str, link: usize) -> Option<String> {
+        self.nic(host, link).map(|n| n.dev.clone())
+    }
+
+    /// `host`'s NIC on overlay `j`.
+    pub fn vxlan(&self, host: &str, j: usize) -> Option<&Nic> {
+        self.state.plan.vxlans.get(j)?.end(host)
+    }
+
+    /// Disarms the guard: the lab stays until [`destroy`] of the returned state.
+    pub fn keep(mut self) -> LabState {
+        self.armed = false;
+        self.state.clone()
+    }
+
+    /// Removes the lab now, reporting failures.
+    pub fn down(mut self) -> Result<(), LabError> {
+        self.armed = false;
+        destroy(&self.state)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = destroy(&self.state);
+        }
+    }
+}
+
+/// Removes namespaces of labs named by [`Lab::unique`] whose process is gone.
+pub fn sweep_stale() {
+    let Ok(dir) = std::fs::read_dir("/run/netns") else {
+        return;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if let Some(pid) = owner_pid(&name)
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = run(&[s("ip"), s("netns"), s("del"), name]);
+        }
+    }
+}
+
+/// The pid in a `...-pPID-N-host` namespace name.
+pub fn owner_pid(ns: &str) -> Option<u32> {
+    let parts: Vec<&str> = ns.split('-').collect();
+    parts.windows(2).find_map(|w| {
+        let pid = w[0].strip_prefix('p')?;
+        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        if w[1].is_empty() || !w[1].bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        pid.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_pid_is_found_only_in_unique_names() {
+        assert_eq!(owner_pid("t-caps-p1234-0-a"), Some(1234));
+        assert_eq!(owner_pid("ladder-a"), None);
+        assert_eq!(owner_pid("my-p-1-a"), None);
+        let u = Lab::unique("x");
+        assert_eq!(owner_pid(&format!("{u}-a")), Some(std::process::id()));
+    }
+
+    #[test]
+    fn commands_build_links_caps_routes_and_overlays() {
+        let mut spec = LabSpec::two_hosts("cmds", 2, Some("1gbit"));
+        spec.subnet_base = Some(61);
+        spec.vxlans.push(crate::spec::VxlanSpec {
+            link: 0,
+            id: 7,
+            port: 4789,
+            ..Default::default()
+        });
+        spec.hosts[0].loopback.push("10.200.0.1/32".into());
+        spec.routes.push(crate::spec::RouteSpec {
+            host: "b".into(),
+            dst: "10.200.0.1/32".into(),
+            links: vec![0, 1],
+        });
+        let cmds: Vec<String> = Lab::commands(&spec)
+            .unwrap()
+            .iter()
+            .map(|c| c.join(" "))
+            .collect();
+        let has = |x: &str| cmds.iter().any(|c| c.contains(x));
+        assert!(has(
+            "ip link add eth0 netns cmds-a type veth peer name eth0 netns cmds-b"
+        ));
+        assert!(has(
+            "tc -n cmds-a qdisc add dev eth1 root tbf rate 1000000000bit"
+        ));
+        assert!(has(
+            "ip -n cmds-b route add 10.200.0.1/32 nexthop via 10.61.0.1 dev eth0 nexthop via 10.61.1.1 dev eth1"
+        ));
+        assert!(has(
+            "type vxlan id 7 local 10.61.0.1 remote 10.61.0.2 dstport 4789 dev eth0"
+        ));
+        assert!(has("ip -n cmds-a link set dev vx0 mtu 1450"));
+        // Namespaces come first, routes after the links they use.
+        let pos = |x: &str| cmds.iter().position(|c| c.contains(x)).unwrap();
+        assert!(pos("netns add cmds-b") < pos("type veth"));
+        assert!(pos("type veth") < pos("nexthop"));
+    }
+}

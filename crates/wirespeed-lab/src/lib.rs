@@ -1,0 +1,23 @@
+//! Emulated hosts for wirespeed: network namespaces joined by veth pairs,
+//! with per-NIC rate caps (tbf or htb), VXLAN overlays, ECMP multipath
+//! routes (the stand-in for a bond's hash policy), per-NIC source routing
+//! and sysctls, described in TOML or in code.
+//!
+//! A [`Lab`] is a guard: dropping it removes every namespace it made, also
+//! when a test fails or panics. This crate builds topologies; it does not
+//! move traffic or inspect hosts.
+
+#![warn(missing_docs)]
+
+mod build;
+mod error;
+pub mod plan;
+pub mod spec;
+
+pub use build::{
+    Lab, LabState, build_commands, cap_commands, destroy, is_root, load_state, ns_name, owner_pid,
+    run, save_state, sweep_stale, tbf_sizes,
+};
+pub use error::LabError;
+pub use plan::{Addressing, Nic, Pair};
+pub use spec::{CapKind, HostSpec, LabSpec, LinkSpec, RouteSpec, VxlanSpec};

@@ -1,0 +1,560 @@
+//! What a lab is: hosts, veth links between them (MTU, GSO/GRO sizes, rate
+//! caps), VXLAN overlays on a link, static and ECMP multipath routes,
+//! per-NIC source routing and sysctls. Read from TOML (docs/lab-file.md) or
+//! built in code; validated before anything touches the kernel.
+
+use crate::error::LabError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+/// One emulated host: a network namespace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// Short name; the namespace is `LAB-NAME`.
+    pub name: String,
+    /// Sysctls written in the namespace, e.g. `"net.ipv4.tcp_rmem" = "4096 131072 16777216"`.
+    #[serde(default)]
+    pub sysctl: BTreeMap<String, String>,
+    /// Extra addresses on `lo` (service addresses reached over routes), e.g. `10.200.0.1/32`.
+    #[serde(default)]
+    pub loopback: Vec<String>,
+    /// Per-NIC source routing: one policy table per link address, so
+    /// traffic from a NIC's address leaves by that NIC.
+    #[serde(default)]
+    pub source_routing: bool,
+}
+
+/// How a link's rate cap is enforced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CapKind {
+    /// Token bucket filter at the root of each end.
+    #[default]
+    Tbf,
+    /// One HTB class at the root of each end.
+    Htb,
+}
+
+/// A veth pair joining two hosts: one NIC on each.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Host at one end.
+    pub a: String,
+    /// Host at the other end.
+    pub b: String,
+    /// MTU of both ends (default 1500).
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    /// Egress rate cap on each end, e.g. `1gbit` (None = uncapped).
+    #[serde(default)]
+    pub rate: Option<String>,
+    /// The qdisc that enforces `rate`.
+    #[serde(default)]
+    pub cap: CapKind,
+    /// IPv4 subnet, e.g. `10.61.0.0/24`; links naming the same subnet share
+    /// it (ends numbered .1, .2, .3 ... in link order), as NICs in one VPC
+    /// subnet do. Default: a /24 of its own.
+    #[serde(default)]
+    pub subnet: Option<String>,
+    /// gso_max_size of both ends.
+    #[serde(default)]
+    pub gso_max_size: Option<u32>,
+    /// gro_max_size of both ends.
+    #[serde(default)]
+    pub gro_max_size: Option<u32>,
+    /// Turn GRO on (veth has it off by default).
+    #[serde(default)]
+    pub gro: Option<bool>,
+}
+
+/// A VXLAN overlay between the two ends of a link.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VxlanSpec {
+    /// Device name on both hosts (default `vxN`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Index of the underlay link (0-based, in file order).
+    pub link: usize,
+    /// VXLAN network identifier.
+    #[serde(default = "default_vni")]
+    pub id: u32,
+    /// UDP port.
+    #[serde(default = "default_vxlan_port")]
+    pub port: u16,
+    /// MTU of the overlay (default: underlay MTU minus 50).
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    /// Overlay IPv4 subnet (default: a /24 of its own).
+    #[serde(default)]
+    pub subnet: Option<String>,
+}
+
+fn default_vni() -> u32 {
+    42
+}
+
+fn default_vxlan_port() -> u16 {
+    4789
+}
+
+/// A static route on one host to a destination via one link or, with
+/// several links, an ECMP multipath route (the stand-in for a bond).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    /// The host the route is added on.
+    pub host: String,
+    /// Destination prefix, e.g. `10.200.0.2/32`.
+    pub dst: String,
+    /// Links to reach it by (indices); the next hop is the peer's address on each.
+    pub links: Vec<usize>,
+}
+
+/// A whole lab.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabSpec {
+    /// Lab name: prefix of every namespace.
+    #[serde(default)]
+    pub name: String,
+    /// Second octet of the default IPv4 subnets `10.N.x.0/24` (default from the name).
+    #[serde(default)]
+    pub subnet_base: Option<u8>,
+    /// Hosts.
+    #[serde(default, rename = "host")]
+    pub hosts: Vec<HostSpec>,
+    /// Links.
+    #[serde(default, rename = "link")]
+    pub links: Vec<LinkSpec>,
+    /// Overlays.
+    #[serde(default, rename = "vxlan")]
+    pub vxlans: Vec<VxlanSpec>,
+    /// Routes.
+    #[serde(default, rename = "route")]
+    pub routes: Vec<RouteSpec>,
+}
+
+/// Parses a rate such as `1gbit`, `500mbit`, `2.5g` into bits per second.
+pub fn parse_rate(s: &str) -> Option<u64> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult = match unit.trim_end_matches("bit").trim_end_matches("bps") {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        "t" => 1e12,
+        _ => return None,
+    };
+    let v: f64 = num.parse().ok()?;
+    let bps = v * mult;
+    (bps.is_finite() && (8000.0..=1e13).contains(&bps)).then_some(bps as u64)
+}
+
+/// Parses `A.B.C.D/LEN` into (network, prefix length).
+pub fn parse_v4_prefix(s: &str) -> Option<(Ipv4Addr, u8)> {
+    let (a, l) = s.trim().split_once('/')?;
+    let addr: Ipv4Addr = a.parse().ok()?;
+    let len: u8 = l.parse().ok()?;
+    if len > 32 {
+        return None;
+    }
+    let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+    Some((Ipv4Addr::from(u32::from(addr) & mask), len))
+}
+
+/// Parses an address with a prefix length, IPv4 or IPv6.
+pub fn parse_prefix(s: &str) -> Option<(std::net::IpAddr, u8)> {
+    let (a, l) = s.trim().split_once('/')?;
+    let addr: std::net::IpAddr = a.parse().ok()?;
+    let len: u8 = l.parse().ok()?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    (len <= max).then_some((addr, len))
+}
+
+fn valid_name(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+}
+
+/// The 1-based line of `field` inside the `index`-th `[[table]]` of `text`
+/// (or of the table header, or of a top-level field), for error messages.
+pub fn locate(text: &str, table: Option<(&str, usize)>, field: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut start, end) = match table {
+        None => (
+            0,
+            lines
+                .iter()
+                .position(|l| l.trim_start().starts_with('['))
+                .unwrap_or(lines.len()),
+        ),
+        Some((name, idx)) => {
+            let header = format!("[[{name}]]");
+            let s = lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.trim() == header)
+                .nth(idx)?
+                .0;
+            let e = lines[s + 1..]
+                .iter()
+                .position(|l| l.trim_start().starts_with('['))
+                .map(|p| s + 1 + p)
+                .unwrap_or(lines.len());
+            (s, e)
+        }
+    };
+    let header_line = start;
+    while start < end {
+        let l = lines[start].trim_start();
+        if let Some(rest) = l.strip_prefix(field)
+            && rest.trim_start().starts_with('=')
+        {
+            return Some(start + 1);
+        }
+        start += 1;
+    }
+    table.map(|_| header_line + 1)
+}
+
+/// Where a validation error sits: a table entry and a field.
+struct At<'a> {
+    table: Option<(&'a str, usize)>,
+    field: &'a str,
+}
+
+impl LabSpec {
+    /// Parses and validates a lab file; errors name the line and the field.
+    pub fn from_toml_str(text: &str) -> Result<LabSpec, LabError> {
+        let spec: LabSpec = toml::from_str(text).map_err(|e| {
+            LabError::Spec(
+                e.to_string()
+                    .trim_end()
+                    .replace("TOML parse error", "lab file"),
+            )
+        })?;
+        spec.check().map_err(|(at, msg)| {
+            let what = match at.table {
+                Some((t, i)) => format!("[[{t}]] #{} field `{}`", i + 1, at.field),
+                None => format!("field `{}`", at.field),
+            };
+            match locate(text, at.table, at.field) {
+                Some(line) => LabError::Spec(format!("line {line}, {what}: {msg}")),
+                None => LabError::Spec(format!("{what}: {msg}")),
+            }
+        })?;
+        Ok(spec)
+    }
+
+    /// Validates a spec built in code.
+    pub fn validate(&self) -> Result<(), LabError> {
+        self.check().map_err(|(at, msg)| {
+            let what = match at.table {
+                Some((t, i)) => format!("{t} #{} field `{}`", i + 1, at.field),
+                None => format!("field `{}`", at.field),
+            };
+            LabError::Spec(format!("{what}: {msg}"))
+        })
+    }
+
+    fn check(&self) -> Result<(), (At<'static>, String)> {
+        let top = |field| At { table: None, field };
+        if !valid_name(&self.name, 40) {
+            return Err((
+                top("name"),
+                format!(
+                    "lab name {:?} must be 1-40 letters, digits, - or _",
+                    self.name
+                ),
+            ));
+        }
+        if self.hosts.is_empty() {
+            return Err((top("host"), "a lab needs at least one [[host]]".into()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, h) in self.hosts.iter().enumerate() {
+            let at = |field| At {
+                table: Some(("host", i)),
+                field,
+            };
+            if !valid_name(&h.name, 15) {
+                return Err((
+                    at("name"),
+                    format!(
+                        "host name {:?} must be 1-15 letters, digits, - or _",
+                        h.name
+                    ),
+                ));
+            }
+            if !seen.insert(h.name.as_str()) {
+                return Err((at("name"), format!("host {:?} is defined twice", h.name)));
+            }
+            for k in h.sysctl.keys() {
+                if k.is_empty()
+                    || k.contains("..")
+                    || !k
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b))
+                {
+                    return Err((at("sysctl"), format!("bad sysctl name {k:?}")));
+                }
+            }
+            for a in &h.loopback {
+                if parse_prefix(a).is_none() {
+                    return Err((
+                        at("loopback"),
+                        format!("{a:?} is not an address with a prefix length, e.g. 10.200.0.1/32"),
+                    ));
+                }
+            }
+        }
+        let host_ok = |n: &str| self.hosts.iter().any(|h| h.name == n);
+        if self.links.len() > 200 {
+            return Err((top("link"), "at most 200 links".into()));
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            let at = |field| At {
+                table: Some(("link", i)),
+                field,
+            };
+            for (field, h) in [("a", &l.a), ("b", &l.b)] {
+                if !host_ok(h) {
+                    return Err((at(field), format!("no host named {h:?}")));
+                }
+            }
+            if l.a == l.b {
+                return Err((at("b"), "a link joins two different hosts".into()));
+            }
+            if let Some(m) = l.mtu
+                && !(68..=65535).contains(&m)
+            {
+                return Err((at("mtu"), format!("MTU {m} must be between 68 and 65535")));
+            }
+            if let Some(r) = &l.rate
+                && parse_rate(r).is_none()
+            {
+                return Err((
+                    at("rate"),
+                    format!("bad rate {r:?}: use e.g. 1gbit or 500mbit"),
+                ));
+            }
+            if let Some(s) = &l.subnet {
+                match parse_v4_prefix(s) {
+                    Some((_, len)) if (8..=30).contains(&len) => {}
+                    _ => {
+                        return Err((
+                            at("subnet"),
+                            format!(
+                                "bad subnet {s:?}: use an IPv4 prefix from /8 to /30, e.g. 10.61.0.0/24"
+                            ),
+                        ));
+                    }
+                }
+            }
+            for (field, v) in [
+                ("gso_max_size", l.gso_max_size),
+                ("gro_max_size", l.gro_max_size),
+            ] {
+                if let Some(v) = v
+                    && !(1024..=524_280).contains(&v)
+                {
+                    return Err((
+                        at(field),
+                        format!("{v} must be between 1024 and 524280 (veth's tso_max_size)"),
+                    ));
+                }
+            }
+        }
+        for (i, v) in self.vxlans.iter().enumerate() {
+            let at = |field| At {
+                table: Some(("vxlan", i)),
+                field,
+            };
+            if v.link >= self.links.len() {
+                return Err((
+                    at("link"),
+                    format!(
+                        "link {} does not exist (there are {})",
+                        v.link,
+                        self.links.len()
+                    ),
+                ));
+            }
+            if let Some(n) = &v.name
+                && !valid_name(n, 15)
+            {
+                return Err((at("name"), format!("bad device name {n:?}")));
+            }
+            if v.id == 0 || v.id >= 1 << 24 {
+                return Err((at("id"), format!("VNI {} must be 1..16777215", v.id)));
+            }
+            if let Some(m) = v.mtu
+                && !(68..=65485).contains(&m)
+            {
+                return Err((at("mtu"), format!("MTU {m} out of range")));
+            }
+            if let Some(s) = &v.subnet
+                && parse_v4_prefix(s).is_none()
+            {
+                return Err((at("subnet"), format!("bad subnet {s:?}")));
+            }
+        }
+        for (i, r) in self.routes.iter().enumerate() {
+            let at = |field| At {
+                table: Some(("route", i)),
+                field,
+            };
+            if !host_ok(&r.host) {
+                return Err((at("host"), format!("no host named {:?}", r.host)));
+            }
+            if parse_prefix(&r.dst).is_none() {
+                return Err((at("dst"), format!("bad destination {:?}", r.dst)));
+            }
+            if r.links.is_empty() {
+                return Err((at("links"), "name at least one link".into()));
+            }
+            for &k in &r.links {
+                let Some(l) = self.links.get(k) else {
+                    return Err((at("links"), format!("link {k} does not exist")));
+                };
+                if l.a != r.host && l.b != r.host {
+                    return Err((
+                        at("links"),
+                        format!("link {k} does not touch host {:?}", r.host),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Two hosts `a` and `b` joined by `nics` links, each capped at `rate`.
+    pub fn two_hosts(name: &str, nics: usize, rate: Option<&str>) -> LabSpec {
+        LabSpec {
+            name: name.to_string(),
+            hosts: vec![
+                HostSpec {
+                    name: "a".into(),
+                    ..HostSpec::default()
+                },
+                HostSpec {
+                    name: "b".into(),
+                    ..HostSpec::default()
+                },
+            ],
+            links: (0..nics)
+                .map(|_| LinkSpec {
+                    a: "a".into(),
+                    b: "b".into(),
+                    rate: rate.map(str::to_string),
+                    ..LinkSpec::default()
+                })
+                .collect(),
+            ..LabSpec::default()
+        }
+    }
+
+    /// The second octet of default subnets: given, or derived from the name.
+    pub fn base(&self) -> u8 {
+        self.subnet_base.unwrap_or_else(|| {
+            let h = self
+                .name
+                .bytes()
+                .fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
+            (h % 200) as u8 + 20
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t1"
+
+[[host]]
+name = "a"
+sysctl = { "net.ipv4.tcp_rmem" = "4096 131072 16777216" }
+loopback = ["10.200.0.1/32"]
+
+[[host]]
+name = "b"
+source_routing = true
+
+[[link]]
+a = "a"
+b = "b"
+rate = "1gbit"
+mtu = 9000
+
+[[link]]
+a = "a"
+b = "b"
+subnet = "10.61.0.0/24"
+
+[[vxlan]]
+link = 0
+
+[[route]]
+host = "a"
+dst = "10.200.0.2/32"
+links = [0, 1]
+"#;
+
+    #[test]
+    fn a_good_file_parses() {
+        let s = LabSpec::from_toml_str(GOOD).unwrap();
+        assert_eq!(s.hosts.len(), 2);
+        assert_eq!(s.links[0].mtu, Some(9000));
+        assert_eq!(s.vxlans[0].id, 42);
+        assert_eq!(s.routes[0].links, vec![0, 1]);
+    }
+
+    fn err(text: &str) -> String {
+        LabSpec::from_toml_str(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn bad_files_name_the_line_and_field() {
+        let e = err(&GOOD.replace("mtu = 9000", "mtu = 99999"));
+        assert!(e.contains("line 17") && e.contains("`mtu`"), "{e}");
+        let e = err(&GOOD.replace("rate = \"1gbit\"", "rate = \"fast\""));
+        assert!(e.contains("line 16") && e.contains("`rate`"), "{e}");
+        let e = err(&GOOD.replace("b = \"b\"\nsubnet", "b = \"c\"\nsubnet"));
+        assert!(
+            e.contains("line 21") && e.contains("no host named \"c\""),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("mtu = 9000", "mtux = 9000"));
+        assert!(e.contains("line 17") && e.contains("mtux"), "{e}");
+        let e = err(&GOOD.replace("links = [0, 1]", "links = [0, 7]"));
+        assert!(e.contains("line 30") && e.contains("link 7"), "{e}");
+        let e = err(&GOOD.replace("mtu = 9000", "mtu = \"big\""));
+        assert!(e.contains("line 17"), "{e}");
+        assert!(err("name = \"x y\"\n[[host]]\nname=\"a\"").contains("line 1"));
+    }
+
+    #[test]
+    fn rates_and_prefixes() {
+        assert_eq!(parse_rate("1gbit"), Some(1_000_000_000));
+        assert_eq!(parse_rate("2.5g"), Some(2_500_000_000));
+        assert_eq!(parse_rate("x"), None);
+        assert_eq!(
+            parse_v4_prefix("10.61.0.7/24"),
+            Some(("10.61.0.0".parse().unwrap(), 24))
+        );
+        assert!(parse_v4_prefix("10.61.0.0/33").is_none());
+    }
+}

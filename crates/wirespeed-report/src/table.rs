@@ -1,0 +1,288 @@
+//! The terminal rendering: a summary block per stream test, one row per
+//! size for rr/crr sweeps, paths and (on request) flows as tables.
+
+use crate::units::{human_bps, human_count, human_size, human_us};
+use comfy_table::{CellAlignment, Table, presets};
+use std::fmt::Write;
+use wirespeed_engine::result::{CpuUsage, LatencySummary};
+use wirespeed_engine::spec::FlowKind;
+use wirespeed_engine::{TestResult, Workload};
+
+/// A new table in wirespeed's style, right-aligning numeric columns.
+pub fn new_table(header: &[&str], numeric_from: usize) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_HORIZONTAL_ONLY);
+    t.remove_style(comfy_table::TableComponent::HorizontalLines);
+    t.remove_style(comfy_table::TableComponent::MiddleIntersections);
+    t.remove_style(comfy_table::TableComponent::LeftBorderIntersections);
+    t.remove_style(comfy_table::TableComponent::RightBorderIntersections);
+    t.set_header(header.to_vec());
+    for i in numeric_from..header.len() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+fn workload_name(w: Workload) -> &'static str {
+    match w {
+        Workload::Stream => "stream",
+        Workload::Rr => "rr",
+        Workload::Crr => "crr",
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The one-line heading of a test.
+pub fn heading(r: &TestResult) -> String {
+    let s = &r.spec;
+    let mut h = workload_name(s.workload).to_string();
+    if s.workload == Workload::Stream {
+        let _ = write!(h, " {}", format!("{:?}", s.direction).to_lowercase());
+    } else {
+        let _ = write!(
+            h,
+            " {} / {}",
+            human_size(s.request_size as u64),
+            human_size(s.response_size as u64)
+        );
+    }
+    let _ = write!(
+        h,
+        " to {}: {}, {}, {}, {:.1} s",
+        r.server,
+        plural(s.flows as u64, "flow", "flows"),
+        plural(s.threads as u64, "thread", "threads"),
+        plural(r.paths.len() as u64, "path", "paths"),
+        r.window_s
+    );
+    if !r.congestion_control.is_empty() {
+        let _ = write!(h, ", cc {}", r.congestion_control);
+    }
+    h
+}
+
+fn cpu_text(c: &CpuUsage) -> String {
+    format!("{:.0}% (busiest core {:.0}%)", c.total_pct, c.max_core_pct)
+}
+
+fn latency_text(l: &LatencySummary) -> String {
+    format!(
+        "min {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+        human_us(l.min_us),
+        human_us(l.p50_us),
+        human_us(l.p90_us),
+        human_us(l.p99_us),
+        human_us(l.p999_us),
+        human_us(l.max_us)
+    )
+}
+
+/// A stream (or single rr/crr) result as a summary block and tables.
+pub fn render_one(r: &TestResult, per_flow: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", heading(r));
+    let mut kv: Vec<(&str, String)> = Vec::new();
+    if r.spec.workload == Workload::Stream {
+        kv.push((
+            "throughput",
+            format!(
+                "{}   (client {}, server {})",
+                human_bps(r.throughput_bps),
+                human_bps(r.local_bps),
+                human_bps(r.remote_bps)
+            ),
+        ));
+        for d in &r.directions {
+            let name = if d.direction == "forward" {
+                "  client->server"
+            } else {
+                "  server->client"
+            };
+            kv.push((
+                name,
+                format!(
+                    "{}   ({})",
+                    human_bps(d.received_bps),
+                    plural(d.flows as u64, "flow", "flows")
+                ),
+            ));
+        }
+        if let Some(l) = &r.probe_latency {
+            kv.push(("latency under load", latency_text(l)));
+        }
+    } else {
+        kv.push((
+            "transactions",
+            format!(
+                "{}/s   ({} goodput)",
+                human_count(r.transactions_per_s),
+                human_bps(r.throughput_bps)
+            ),
+        ));
+        if let Some(l) = &r.latency {
+            kv.push(("latency", latency_text(l)));
+        }
+    }
+    kv.push(("cpu client", cpu_text(&r.local_cpu)));
+    kv.push(("cpu server", cpu_text(&r.remote_cpu)));
+    let infos: Vec<_> = r.flows.iter().filter_map(|f| f.tcp_info.as_ref()).collect();
+    if !infos.is_empty() {
+        let n = infos.len() as u64;
+        let retrans: u64 = infos.iter().map(|i| i.retransmits).sum();
+        let rtt = infos.iter().map(|i| i.rtt_us).sum::<u64>() / n;
+        let cwnd = infos.iter().map(|i| i.cwnd).sum::<u64>() / n;
+        let mss = infos.iter().map(|i| i.mss).max().unwrap_or(0);
+        kv.push((
+            "tcp",
+            format!("retransmits {retrans}, mean rtt {rtt} us, mean cwnd {cwnd}, mss {mss}"),
+        ));
+    }
+    if r.flows.len() > 1 {
+        kv.push((
+            "fairness",
+            format!("{:.3} (Jain's index over flows)", r.fairness),
+        ));
+    }
+    if r.paths.len() > 1 {
+        kv.push((
+            "path balance",
+            format!("{:.3} (weakest path / strongest)", r.path_balance),
+        ));
+    }
+    if r.server_concurrent_tests > 1 {
+        kv.push((
+            "shared server",
+            format!(
+                "{} tests ran on the server at once: figures are shared",
+                r.server_concurrent_tests
+            ),
+        ));
+    }
+    let w = kv.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in kv {
+        let _ = writeln!(out, "  {k:<w$}  {v}");
+    }
+    if r.paths.len() > 1 {
+        let mut t = new_table(
+            &[
+                "path",
+                "local=remote",
+                "flows",
+                "throughput",
+                "forward",
+                "reverse",
+                "share",
+            ],
+            2,
+        );
+        for p in &r.paths {
+            t.add_row(vec![
+                p.index.to_string(),
+                p.label.clone(),
+                p.flows.to_string(),
+                human_bps(p.throughput_bps),
+                human_bps(p.forward_bps),
+                human_bps(p.reverse_bps),
+                format!("{:.1}%", p.share * 100.0),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    if per_flow {
+        let mut t = new_table(
+            &[
+                "flow",
+                "kind",
+                "path",
+                "thread",
+                "throughput",
+                "trans",
+                "retrans",
+                "rtt us",
+                "cwnd",
+            ],
+            2,
+        );
+        for f in &r.flows {
+            let i = f.tcp_info.clone().unwrap_or_default();
+            let kind = match f.kind {
+                Some(FlowKind::Forward) => "forward",
+                Some(FlowKind::Reverse) => "reverse",
+                Some(FlowKind::Rr) => "rr",
+                Some(FlowKind::Crr) => "crr",
+                Some(FlowKind::Probe) => "probe",
+                None => "?",
+            };
+            t.add_row(vec![
+                f.id.to_string(),
+                kind.to_string(),
+                f.path.to_string(),
+                f.thread.to_string(),
+                human_bps(f.throughput_bps),
+                f.transactions.to_string(),
+                i.retransmits.to_string(),
+                i.rtt_us.to_string(),
+                i.cwnd.to_string(),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
+    out
+}
+
+/// Several rr/crr results (a size sweep) as one row per size.
+pub fn render_sweep(rs: &[TestResult]) -> String {
+    let mut out = String::new();
+    if let Some(r) = rs.first() {
+        let s = &r.spec;
+        let _ = writeln!(
+            out,
+            "{} size sweep to {}: {}, {}, {:.1} s each",
+            workload_name(s.workload),
+            r.server,
+            plural(s.flows as u64, "flow", "flows"),
+            plural(s.threads as u64, "thread", "threads"),
+            r.window_s
+        );
+    }
+    let mut t = new_table(
+        &[
+            "request", "response", "trans/s", "goodput", "min", "p50", "p90", "p99", "p99.9", "max",
+        ],
+        0,
+    );
+    for r in rs {
+        let l = r.latency.clone().unwrap_or_default();
+        t.add_row(vec![
+            human_size(r.spec.request_size as u64),
+            human_size(r.spec.response_size as u64),
+            human_count(r.transactions_per_s),
+            human_bps(r.throughput_bps),
+            human_us(l.min_us),
+            human_us(l.p50_us),
+            human_us(l.p90_us),
+            human_us(l.p99_us),
+            human_us(l.p999_us),
+            human_us(l.max_us),
+        ]);
+    }
+    let _ = writeln!(out, "{t}");
+    let mut notes: Vec<&String> = Vec::new();
+    for n in rs.iter().flat_map(|r| &r.notes) {
+        if !notes.contains(&n) {
+            notes.push(n);
+        }
+    }
+    for n in notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
+    out
+}

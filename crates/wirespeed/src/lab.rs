@@ -1,0 +1,112 @@
+//! `wirespeed lab up|down|exec`: emulated hosts in network namespaces.
+
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+use wirespeed_lab::{Lab, LabSpec, destroy, load_state, save_state};
+
+/// Lab subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum LabCmd {
+    /// Build the lab a TOML file describes and keep it until `lab down`.
+    Up {
+        /// The lab file.
+        file: PathBuf,
+        /// Where lab state is kept.
+        #[arg(long, default_value = "/run/wirespeed/labs")]
+        state_dir: PathBuf,
+    },
+    /// Remove a lab built by `lab up`.
+    Down {
+        /// The lab's name.
+        name: String,
+        /// Where lab state is kept.
+        #[arg(long, default_value = "/run/wirespeed/labs")]
+        state_dir: PathBuf,
+    },
+    /// Run a command on one host of a lab.
+    Exec {
+        /// The lab's name.
+        name: String,
+        /// The host.
+        host: String,
+        /// The command and its arguments (after --).
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+        /// Where lab state is kept.
+        #[arg(long, default_value = "/run/wirespeed/labs")]
+        state_dir: PathBuf,
+    },
+}
+
+fn need_root() -> Result<()> {
+    if !wirespeed_lab::is_root() {
+        bail!("labs create network namespaces: run as root (or under sudo)");
+    }
+    Ok(())
+}
+
+/// Runs a lab subcommand.
+pub fn run(c: LabCmd) -> Result<()> {
+    match c {
+        LabCmd::Up { file, state_dir } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("read lab file {}", file.display()))?;
+            let spec =
+                LabSpec::from_toml_str(&text).with_context(|| format!("in {}", file.display()))?;
+            need_root()?;
+            let lab = Lab::up(&spec)?;
+            describe(&lab, &spec);
+            let state = lab.keep();
+            let path = save_state(&state, &state_dir)?;
+            println!(
+                "lab {} is up; state in {}; remove it with `wirespeed lab down {}`",
+                state.name,
+                path.display(),
+                state.name
+            );
+        }
+        LabCmd::Down { name, state_dir } => {
+            need_root()?;
+            let state = load_state(&name, &state_dir)?;
+            destroy(&state)?;
+            let _ = std::fs::remove_file(state_dir.join(format!("{name}.json")));
+            println!("lab {name} removed");
+        }
+        LabCmd::Exec {
+            name,
+            host,
+            cmd,
+            state_dir,
+        } => {
+            need_root()?;
+            let state = load_state(&name, &state_dir)?;
+            if !state.spec.hosts.iter().any(|h| h.name == host) {
+                bail!("lab {name} has no host {host:?}");
+            }
+            let ns = state.ns(&host);
+            let status = std::process::Command::new("ip")
+                .args(["netns", "exec", &ns])
+                .args(&cmd)
+                .status()
+                .with_context(|| format!("run {:?} in namespace {ns}", cmd))?;
+            std::process::exit(status.code().unwrap_or(1));
+        }
+    }
+    Ok(())
+}
+
+/// Prints each host's interfaces and addresses.
+pub fn describe(lab: &Lab, spec: &LabSpec) {
+    for h in &spec.hosts {
+        println!("host {} (namespace {})", h.name, lab.ns(&h.name));
+        for (i, _) in spec.links.iter().enumerate() {
+            if let (Some(dev), Some(a4), Some(a6)) = (
+                lab.dev(&h.name, i),
+                lab.addr4(&h.name, i),
+                lab.addr6(&h.name, i),
+            ) {
+                println!("  {dev}: {a4} {a6}");
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! The `wirespeed` binary: parse the command line, call the libraries,
+//! render. No logic of its own beyond wiring.
+
+mod bench;
+mod demo;
+mod lab;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use wirespeed_engine::spec::{parse_duration, parse_size};
+use wirespeed_engine::{Limits, Server, ServerConfig};
+
+/// Measure, explain and raise the bandwidth between Linux hosts.
+#[derive(Parser, Debug)]
+#[command(name = "wirespeed", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run a test against a `wirespeed serve` on HOST.
+    Bench(Box<bench::BenchArgs>),
+    /// Serve tests to wirespeed clients.
+    Serve(ServeArgs),
+    /// Emulated hosts in network namespaces (root).
+    #[command(subcommand)]
+    Lab(lab::LabCmd),
+    /// The demo: a 2-host, 2-NIC lab when root, loopback otherwise.
+    Demo(demo::DemoArgs),
+}
+
+/// Options of `wirespeed serve`.
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// Address to listen on (`::` takes IPv4 and IPv6).
+    #[arg(long, default_value = "::")]
+    bind: IpAddr,
+    /// Control port.
+    #[arg(short, long, default_value_t = wirespeed_engine::DEFAULT_PORT)]
+    port: u16,
+    /// Tests that may run at once; more get a "busy" answer.
+    #[arg(long, default_value_t = 4)]
+    max_tests: u32,
+    /// Only clients proving this key (HMAC challenge) may run tests.
+    #[arg(long)]
+    key_file: Option<PathBuf>,
+    /// Longest warm-up plus duration a client may ask for.
+    #[arg(long, default_value = "1h")]
+    max_duration: String,
+    /// Most connections in one test.
+    #[arg(long, default_value_t = 20_000)]
+    max_flows: u32,
+    /// Most worker threads in one test.
+    #[arg(long, default_value_t = 256)]
+    max_threads: u32,
+    /// Largest message, request or response size.
+    #[arg(long, default_value = "64m")]
+    max_msg_size: String,
+    /// How long a silent client is waited for.
+    #[arg(long, default_value = "10s")]
+    idle_timeout: String,
+}
+
+fn serve(a: ServeArgs) -> Result<()> {
+    let key = match &a.key_file {
+        Some(p) => Some(wirespeed_engine::server::read_key_file(p)?),
+        None => None,
+    };
+    let max_msg = parse_size(&a.max_msg_size)?;
+    let cfg = ServerConfig {
+        bind: a.bind,
+        port: a.port,
+        limits: Limits {
+            max_duration_s: parse_duration(&a.max_duration)?,
+            max_flows: a.max_flows,
+            max_threads: a.max_threads,
+            max_msg_size: u32::try_from(max_msg).context("--max-msg-size must be below 4 GiB")?,
+        },
+        max_tests: a.max_tests.max(1),
+        max_connections: (a.max_tests as usize).max(1) * 4 + 16,
+        key: key.clone(),
+        idle_timeout: Duration::from_secs_f64(parse_duration(&a.idle_timeout)?.max(0.1)),
+        events: None,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = Server::bind(ServerConfig {
+        events: Some(tx),
+        ..cfg
+    })?;
+    let addr = server.local_addr()?;
+    // The banner is the readiness signal scripts wait for; a closed stdout
+    // must not stop the server.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "wirespeed server listening on {addr} (protocol {})",
+        wirespeed_engine::proto::PROTOCOL_VERSION
+    );
+    if key.is_none() {
+        let _ = writeln!(
+            out,
+            "warning: no --key-file: anyone who reaches port {} can run tests on this host",
+            addr.port()
+        );
+    }
+    let _ = out.flush();
+    drop(out);
+    // One line per test started, finished or refused: the server's log.
+    std::thread::spawn(move || {
+        for ev in rx {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{ev}");
+            let _ = out.flush();
+        }
+    });
+    server.serve(Arc::new(AtomicBool::new(false)))?;
+    Ok(())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Bench(a) => bench::run(*a),
+        Cmd::Serve(a) => serve(a),
+        Cmd::Lab(c) => lab::run(c),
+        Cmd::Demo(a) => demo::run(a),
+    };
+    if let Err(e) = r {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

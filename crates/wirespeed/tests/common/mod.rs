@@ -1,0 +1,126 @@
+//! Shared by the binary's integration tests: the binary's path, a server
+//! child process killed on drop, and JSON helpers.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+/// Tests that measure throughput take this lock so they do not share the
+/// two cores with each other.
+pub static HEAVY: Mutex<()> = Mutex::new(());
+
+/// Takes the heavy-test lock, surviving a poisoned lock.
+pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Path of the wirespeed binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_wirespeed")
+}
+
+/// A child process killed (and reaped) on drop.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running `wirespeed serve`: its process and its log lines.
+pub struct ServerProc {
+    /// The process, killed on drop.
+    pub proc: Proc,
+    /// The listening line it printed first.
+    pub banner: String,
+    lines: Receiver<String>,
+}
+
+impl ServerProc {
+    /// Waits for a log line containing `needle` (the server's readiness
+    /// signal for test start, end and failure); panics after `secs`.
+    pub fn wait_for(&self, needle: &str, secs: u64) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return l,
+                Ok(_) => continue,
+                Err(_) => panic!("the server printed no line with {needle:?} within {secs} s"),
+            }
+        }
+    }
+}
+
+/// Starts `wirespeed serve` via `cmd`; returns once it prints its
+/// listening line (the readiness signal).
+pub fn serve(mut cmd: Command) -> ServerProc {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn server");
+    let out = child.stdout.take().unwrap();
+    let mut reader = BufReader::new(out);
+    let mut banner = String::new();
+    reader.read_line(&mut banner).unwrap();
+    assert!(
+        banner.contains("listening on"),
+        "server did not start: {banner:?}"
+    );
+    // Keep draining stdout so the server never blocks on a full pipe.
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for l in reader.lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    ServerProc {
+        proc: Proc(child),
+        banner,
+        lines,
+    }
+}
+
+/// Runs a command and returns its output.
+pub fn run(mut cmd: Command) -> Output {
+    cmd.output().expect("run command")
+}
+
+/// Parses `--json` output and returns the first result.
+pub fn first_result(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "bench failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(v["schema_version"], 1);
+    v["results"][0].clone()
+}
+
+/// A float field of a JSON value.
+pub fn f(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+/// Whether we may build namespaces; prints why a test is skipped if not.
+pub fn root_or_skip(test: &str) -> bool {
+    let root = wirespeed_lab::is_root();
+    if !root {
+        eprintln!("skipping {test}: needs root for network namespaces");
+    }
+    root
+}
