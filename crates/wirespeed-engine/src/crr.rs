@@ -104,7 +104,7 @@ impl CrrClient {
                     Err(e) => return Err(e),
                 }
             } else {
-                send_part(fd, ts, total - self.sent)?
+                send_part(fd, ts, total - self.sent, false)?
             };
             if n == 0 {
                 self.reg
@@ -121,7 +121,7 @@ impl CrrClient {
             .map(|r| r.want(ts.epoll, EV_IN))
             .transpose()?;
         while self.left > 0 {
-            match recv_part(fd, ts, self.left)? {
+            match recv_part(fd, ts, self.left, false)? {
                 Some(0) => {
                     return Err(io::Error::new(
                         io::ErrorKind::ConnectionReset,
@@ -305,7 +305,7 @@ impl CrrConn {
         };
         let head = DATA_PREAMBLE_LEN as u64;
         while self.got < head + req {
-            match recv_part(fd, ts, head + req - self.got)? {
+            match recv_part(fd, ts, head + req - self.got, false)? {
                 Some(0) => return Ok(Status::Done),
                 Some(n) => {
                     self.got += n as u64;
@@ -316,7 +316,7 @@ impl CrrConn {
         }
         if self.sent < resp {
             while self.sent < resp {
-                let n = send_part(fd, ts, resp - self.sent)?;
+                let n = send_part(fd, ts, resp - self.sent, false)?;
                 if n == 0 {
                     self.reg
                         .as_mut()
@@ -334,7 +334,7 @@ impl CrrConn {
                 .transpose()?;
         }
         // Answered: wait for the client's close.
-        match recv_part(fd, ts, u64::MAX)? {
+        match recv_part(fd, ts, u64::MAX, false)? {
             Some(0) => Ok(Status::Done),
             _ => Ok(Status::Active),
         }

@@ -96,6 +96,13 @@ pub enum Status {
 pub struct ThreadState<'a> {
     /// The thread's epoll.
     pub epoll: &'a Epoll,
+    /// The test's phase and abort flags.
+    pub ctl: &'a Control,
+    /// The phase the worker loop last acted on.
+    pub seen_phase: u8,
+    /// The thread owns a single flow: request/response flows then block in
+    /// send/recv (as sockperf does) instead of going through epoll.
+    pub solo: bool,
     /// The test.
     pub spec: &'a TestSpec,
     /// Zeroed source bytes for sends.
@@ -119,12 +126,29 @@ pub struct ThreadState<'a> {
 }
 
 impl ThreadState<'_> {
+    /// Whether the test moved to another phase (or aborted) since the
+    /// worker loop last looked: a flow looping on its own must return.
+    #[inline]
+    pub fn phase_changed(&self) -> bool {
+        self.ctl.phase.load(Ordering::Relaxed) != self.seen_phase
+            || self.ctl.abort.load(Ordering::Relaxed)
+    }
+
     /// Records a transaction latency if inside the window.
     pub fn record(&mut self, started: Instant, probe: bool) {
+        self.record_until(started, Instant::now(), probe);
+    }
+
+    /// Records `ended - started` if inside the window (one clock read
+    /// serves as this transaction's end and the next one's start).
+    pub fn record_until(&mut self, started: Instant, ended: Instant, probe: bool) {
         if !self.measuring {
             return;
         }
-        let ns = started.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+        let ns = ended
+            .saturating_duration_since(started)
+            .as_nanos()
+            .min(u64::MAX as u128) as u64;
         let h = if probe {
             &mut self.probe
         } else {
@@ -278,6 +302,9 @@ fn worker_main(
         (spec.msg_size.max(spec.request_size).max(spec.response_size) as usize).clamp(4096, MAX_IO);
     let mut ts = ThreadState {
         epoll: &epoll,
+        ctl,
+        seen_phase: PHASE_WARMUP,
+        solo: flows.len() == 1,
         spec,
         tx: vec![0u8; io_len],
         rx: vec![0u8; io_len],
@@ -327,6 +354,7 @@ fn worker_main(
     loop {
         let phase = ctl.phase.load(Ordering::Acquire);
         let abort = ctl.abort.load(Ordering::Acquire);
+        ts.seen_phase = phase;
         if phase >= PHASE_MEASURE && measure_start.is_none() && !ts.stopping {
             ts.measuring = true;
             measure_start = Some((Instant::now(), sys::thread_cpu_us()));

@@ -10,29 +10,55 @@ use socket2::Socket;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Round trips per readiness event before yielding to other flows.
 const BUDGET: usize = 8;
 
-/// Sends up to `left` bytes from the thread's zero buffer; Ok(0) = would block.
-pub(crate) fn send_part(fd: i32, ts: &ThreadState, left: u64) -> io::Result<usize> {
+/// How long a solo flow blocks in send/recv before it looks at the phase.
+const SOLO_WAIT: Duration = Duration::from_millis(10);
+
+/// Sends up to `left` bytes from the thread's zero buffer; Ok(0) = would
+/// block (or, with `wait`, timed out).
+pub(crate) fn send_part(fd: i32, ts: &ThreadState, left: u64, wait: bool) -> io::Result<usize> {
     let n = (left as usize).min(ts.tx.len());
-    match sys::send(fd, &ts.tx[..n], false) {
+    match sys::send_flags(fd, &ts.tx[..n], false, wait) {
         Ok(k) => Ok(k),
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
         Err(e) => Err(e),
     }
 }
 
-/// Receives up to `left` bytes; Ok(None) = would block, Ok(Some(0)) = EOF.
-pub(crate) fn recv_part(fd: i32, ts: &mut ThreadState, left: u64) -> io::Result<Option<usize>> {
+/// Receives up to `left` bytes; Ok(None) = would block (or, with `wait`,
+/// timed out), Ok(Some(0)) = EOF.
+pub(crate) fn recv_part(
+    fd: i32,
+    ts: &mut ThreadState,
+    left: u64,
+    wait: bool,
+) -> io::Result<Option<usize>> {
     let n = (left as usize).min(ts.rx.len());
     let discard = ts.spec.skip_rx_copy;
-    match sys::recv(fd, &mut ts.rx[..n], discard) {
+    match sys::recv_flags(fd, &mut ts.rx[..n], discard, wait) {
         Ok(k) => Ok(Some(k)),
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+/// Puts a thread's only flow in blocking mode with short timeouts: one
+/// recv per message instead of epoll_wait plus recv, as sockperf does.
+fn go_solo(sock: &Socket) -> io::Result<()> {
+    sock.set_nonblocking(false)?;
+    sock.set_read_timeout(Some(SOLO_WAIT))?;
+    sock.set_write_timeout(Some(SOLO_WAIT))
+}
+
+/// Changes a flow's epoll interest, if it has a registration.
+fn want(reg: &mut Option<Reg>, ts: &ThreadState, interest: u32) -> io::Result<()> {
+    match reg.as_mut() {
+        Some(r) => r.want(ts.epoll, interest),
+        None => Ok(()),
     }
 }
 
@@ -45,6 +71,7 @@ pub struct RrClient {
     request: u64,
     response: u64,
     reg: Option<Reg>,
+    solo: bool,
     sending: bool,
     left: u64,
     started: Instant,
@@ -71,6 +98,7 @@ impl RrClient {
             request,
             response,
             reg: None,
+            solo: false,
             sending: true,
             left: request,
             started: Instant::now(),
@@ -83,9 +111,7 @@ impl RrClient {
     fn shut(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         self.shut = true;
         self.sock.shutdown(std::net::Shutdown::Write)?;
-        if let Some(r) = self.reg.as_mut() {
-            r.want(ts.epoll, EV_IN)?;
-        }
+        want(&mut self.reg, ts, EV_IN)?;
         Ok(Status::Active)
     }
 
@@ -94,23 +120,21 @@ impl RrClient {
         if self.shut {
             // Drain whatever arrives until the server closes.
             loop {
-                match recv_part(fd, ts, u64::MAX)? {
+                match recv_part(fd, ts, u64::MAX, false)? {
                     Some(0) => return Ok(Status::Done),
                     Some(_) => continue,
                     None => return Ok(Status::Active),
                 }
             }
         }
+        let solo = self.solo;
         let mut rounds = 0;
         loop {
             if self.sending {
                 while self.left > 0 {
-                    let n = send_part(fd, ts, self.left)?;
+                    let n = send_part(fd, ts, self.left, solo)?;
                     if n == 0 {
-                        self.reg
-                            .as_mut()
-                            .map(|r| r.want(ts.epoll, EV_OUT))
-                            .transpose()?;
+                        want(&mut self.reg, ts, EV_OUT)?;
                         return Ok(Status::Active);
                     }
                     self.counters.add_sent(n);
@@ -118,25 +142,28 @@ impl RrClient {
                 }
                 self.sending = false;
                 self.left = self.response;
-                // Wait for the answer rather than trying a read that
-                // would almost always find nothing yet.
-                self.reg
-                    .as_mut()
-                    .map(|r| r.want(ts.epoll, EV_IN))
-                    .transpose()?;
-                return Ok(Status::Active);
+                if !solo {
+                    // Wait for the answer in epoll rather than try a read
+                    // that would almost always find nothing yet.
+                    want(&mut self.reg, ts, EV_IN)?;
+                    return Ok(Status::Active);
+                }
             }
             while self.left > 0 {
-                match recv_part(fd, ts, self.left)? {
+                match recv_part(fd, ts, self.left, solo)? {
                     Some(0) => return Ok(Status::Done),
                     Some(n) => {
                         self.counters.add_received(n);
                         self.left -= n as u64;
                     }
-                    None => return Ok(Status::Active),
+                    None => {
+                        want(&mut self.reg, ts, EV_IN)?;
+                        return Ok(Status::Active);
+                    }
                 }
             }
-            ts.record(self.started, self.probe);
+            let now = Instant::now();
+            ts.record_until(self.started, now, self.probe);
             self.counters.add_transaction();
             if self.stop_wanted {
                 return self.shut(ts);
@@ -144,12 +171,14 @@ impl RrClient {
             rounds += 1;
             self.sending = true;
             self.left = self.request;
-            self.started = Instant::now();
-            if rounds >= BUDGET {
-                self.reg
-                    .as_mut()
-                    .map(|r| r.want(ts.epoll, EV_OUT))
-                    .transpose()?;
+            self.started = now;
+            let yield_now = if solo {
+                ts.phase_changed()
+            } else {
+                rounds >= BUDGET
+            };
+            if yield_now {
+                want(&mut self.reg, ts, EV_OUT)?;
                 return Ok(Status::Active);
             }
         }
@@ -158,6 +187,10 @@ impl RrClient {
 
 impl Flow for RrClient {
     fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+        if ts.solo {
+            go_solo(&self.sock)?;
+            self.solo = true;
+        }
         self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_OUT)?);
         self.started = Instant::now();
         Ok(())
@@ -190,6 +223,7 @@ pub struct RrServer {
     request: u64,
     response: u64,
     reg: Option<Reg>,
+    solo: bool,
     sending: bool,
     left: u64,
     info: Option<TcpInfo>,
@@ -211,6 +245,7 @@ impl RrServer {
             request,
             response,
             reg: None,
+            solo: false,
             sending: false,
             left: request,
             info: None,
@@ -220,49 +255,54 @@ impl RrServer {
 
 impl Flow for RrServer {
     fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+        if ts.solo {
+            go_solo(&self.sock)?;
+            self.solo = true;
+        }
         self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_IN)?);
         Ok(())
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
         let fd = self.sock.as_raw_fd();
-        if !self.sending {
-            while self.left > 0 {
-                match recv_part(fd, ts, self.left)? {
-                    Some(0) => return Ok(Status::Done),
-                    Some(n) => {
-                        self.counters.add_received(n);
-                        self.left -= n as u64;
+        let solo = self.solo;
+        loop {
+            if !self.sending {
+                while self.left > 0 {
+                    match recv_part(fd, ts, self.left, solo)? {
+                        Some(0) => return Ok(Status::Done),
+                        Some(n) => {
+                            self.counters.add_received(n);
+                            self.left -= n as u64;
+                        }
+                        None => {
+                            want(&mut self.reg, ts, EV_IN)?;
+                            return Ok(Status::Active);
+                        }
                     }
-                    None => return Ok(Status::Active),
                 }
+                self.sending = true;
+                self.left = self.response;
             }
-            self.sending = true;
-            self.left = self.response;
-        }
-        while self.left > 0 {
-            let n = send_part(fd, ts, self.left)?;
-            if n == 0 {
-                self.reg
-                    .as_mut()
-                    .map(|r| r.want(ts.epoll, EV_OUT))
-                    .transpose()?;
+            while self.left > 0 {
+                let n = send_part(fd, ts, self.left, solo)?;
+                if n == 0 {
+                    want(&mut self.reg, ts, EV_OUT)?;
+                    return Ok(Status::Active);
+                }
+                self.counters.add_sent(n);
+                self.left -= n as u64;
+            }
+            self.counters.add_transaction();
+            self.sending = false;
+            self.left = self.request;
+            // Not solo: one transaction per event; the next request is
+            // rarely here yet, so wait for it in epoll (level-triggered).
+            if !solo || ts.phase_changed() {
+                want(&mut self.reg, ts, EV_IN)?;
                 return Ok(Status::Active);
             }
-            self.counters.add_sent(n);
-            self.left -= n as u64;
         }
-        self.counters.add_transaction();
-        self.sending = false;
-        self.left = self.request;
-        self.reg
-            .as_mut()
-            .map(|r| r.want(ts.epoll, EV_IN))
-            .transpose()?;
-        // One transaction per event: the next request is rarely here yet,
-        // so wait for it in epoll (level-triggered) rather than spend a
-        // read that finds nothing.
-        Ok(Status::Active)
     }
 
     fn on_stop(&mut self, _ts: &mut ThreadState) -> io::Result<Status> {

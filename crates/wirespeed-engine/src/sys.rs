@@ -66,7 +66,16 @@ pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
 
 /// Sends without blocking; with `zerocopy` the pages are pinned, not copied.
 pub fn send(fd: RawFd, buf: &[u8], zerocopy: bool) -> io::Result<usize> {
-    let mut flags = libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL;
+    send_flags(fd, buf, zerocopy, false)
+}
+
+/// Sends; with `wait` the call blocks (up to the socket's SO_SNDTIMEO) when
+/// the socket is in blocking mode, otherwise it never blocks.
+pub fn send_flags(fd: RawFd, buf: &[u8], zerocopy: bool, wait: bool) -> io::Result<usize> {
+    let mut flags = libc::MSG_NOSIGNAL;
+    if !wait {
+        flags |= libc::MSG_DONTWAIT;
+    }
     if zerocopy {
         flags |= libc::MSG_ZEROCOPY;
     }
@@ -77,7 +86,16 @@ pub fn send(fd: RawFd, buf: &[u8], zerocopy: bool) -> io::Result<usize> {
 /// Receives without blocking; with `discard` (MSG_TRUNC) TCP drops the
 /// bytes in the kernel instead of copying them, and returns their count.
 pub fn recv(fd: RawFd, buf: &mut [u8], discard: bool) -> io::Result<usize> {
-    let mut flags = libc::MSG_DONTWAIT;
+    recv_flags(fd, buf, discard, false)
+}
+
+/// Receives; with `wait` the call blocks (up to the socket's SO_RCVTIMEO)
+/// when the socket is in blocking mode, otherwise it never blocks.
+pub fn recv_flags(fd: RawFd, buf: &mut [u8], discard: bool, wait: bool) -> io::Result<usize> {
+    let mut flags = 0;
+    if !wait {
+        flags |= libc::MSG_DONTWAIT;
+    }
     if discard {
         flags |= libc::MSG_TRUNC;
     }

@@ -1,0 +1,236 @@
+//! Running wirespeed and its peers (iperf3, iperf2, sockperf) inside lab
+//! namespaces, timing their CPU, and reading their figures from their own
+//! output.
+
+use crate::sys::{proc_cpu_s, wait_cpu};
+use std::io::Read;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+use wirespeed_lab::Lab;
+
+/// A server process in a lab host, killed on drop.
+pub struct Server {
+    child: Child,
+    /// Its name, for messages.
+    pub name: String,
+}
+
+impl Server {
+    /// Starts `argv` in `host` and waits until TCP `port` listens there.
+    pub fn start(lab: &Lab, host: &str, argv: &[&str], port: u16) -> Result<Server, String> {
+        let mut cmd = lab.command(host, argv[0]);
+        cmd.args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("start {}: {e} (is it installed?)", argv[0]))?;
+        let mut s = Server {
+            child,
+            name: argv[0].to_string(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !listening(lab, host, port) {
+            if let Ok(Some(st)) = s.child.try_wait() {
+                return Err(format!("{} exited at start ({st})", s.name));
+            }
+            if Instant::now() > deadline {
+                return Err(format!("{} did not listen on port {port} in 10 s", s.name));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(s)
+    }
+
+    /// CPU seconds the server has used so far.
+    pub fn cpu_s(&self) -> f64 {
+        proc_cpu_s(self.child.id()).unwrap_or(0.0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether something listens on TCP `port` in `host` (the readiness signal
+/// for servers that print none we can rely on).
+fn listening(lab: &Lab, host: &str, port: u16) -> bool {
+    lab.command(host, "ss")
+        .args(["-Hltn", &format!("sport = :{port}")])
+        .output()
+        .map(|o| !String::from_utf8_lossy(&o.stdout).trim().is_empty())
+        .unwrap_or(false)
+}
+
+/// One client run: its output, wall time and CPU, and the server's CPU.
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    /// What the client printed.
+    pub stdout: String,
+    /// Wall seconds from spawn to exit.
+    pub wall_s: f64,
+    /// Client CPU seconds (user + system, all threads).
+    pub cpu_s: f64,
+    /// Server CPU seconds over the same span.
+    pub server_cpu_s: f64,
+}
+
+/// Runs a client to completion in `host`; `server` is charged its CPU.
+pub fn run_client(
+    lab: &Lab,
+    host: &str,
+    argv: &[String],
+    server: &Server,
+) -> Result<Measured, String> {
+    let mut cmd = lab.command(host, &argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let s0 = server.cpu_s();
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| format!("start {}: {e}", argv[0]))?;
+    let mut out = String::new();
+    let mut err = String::new();
+    let mut so = child.stdout.take().ok_or("no stdout")?;
+    let mut se = child.stderr.take().ok_or("no stderr")?;
+    let t = std::thread::spawn(move || {
+        let mut e = String::new();
+        let _ = se.read_to_string(&mut e);
+        e
+    });
+    let _ = so.read_to_string(&mut out);
+    if let Ok(e) = t.join() {
+        err = e;
+    }
+    let (code, cpu_s) = wait_cpu(child.id()).map_err(|e| format!("wait for {}: {e}", argv[0]))?;
+    // The child is reaped: keep std from trying again.
+    std::mem::forget(child);
+    let wall_s = t0.elapsed().as_secs_f64();
+    let server_cpu_s = server.cpu_s() - s0;
+    if code != 0 {
+        return Err(format!(
+            "`{}` exited with {code}: {}",
+            argv.join(" "),
+            err.trim()
+        ));
+    }
+    Ok(Measured {
+        stdout: out,
+        wall_s,
+        cpu_s,
+        server_cpu_s,
+    })
+}
+
+/// Figures read from a tool's output.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Figures {
+    /// Goodput, bits per second (stream).
+    pub bps: f64,
+    /// Transactions per second (rr).
+    pub tps: f64,
+    /// Median round trip, microseconds (rr).
+    pub p50_us: f64,
+}
+
+/// Reads wirespeed's `--json` output.
+pub fn parse_wirespeed(text: &str) -> Result<Figures, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("wirespeed JSON: {e}"))?;
+    let r = &v["results"][0];
+    Ok(Figures {
+        bps: r["throughput_bps"].as_f64().unwrap_or(0.0),
+        tps: r["transactions_per_s"].as_f64().unwrap_or(0.0),
+        p50_us: r["latency"]["p50_us"].as_f64().unwrap_or(0.0),
+    })
+}
+
+/// Reads `iperf3 -J`: the receiver's sum.
+pub fn parse_iperf3(text: &str) -> Result<Figures, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("iperf3 JSON: {e}"))?;
+    if let Some(e) = v["error"].as_str() {
+        return Err(format!("iperf3: {e}"));
+    }
+    let bps = v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .ok_or("iperf3 JSON has no end.sum_received")?;
+    Ok(Figures {
+        bps,
+        ..Figures::default()
+    })
+}
+
+/// Reads `iperf -y C` (iperf 2): the last line's rate, which is the sum
+/// line with -P. It is the sender's figure: iperf 2's client reports what
+/// it wrote.
+pub fn parse_iperf2(text: &str) -> Result<Figures, String> {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains(','))
+        .ok_or("iperf2 printed no CSV line")?;
+    let bps: f64 = line
+        .rsplit(',')
+        .next()
+        .and_then(|x| x.trim().parse().ok())
+        .ok_or_else(|| format!("iperf2 CSV line without a rate: {line}"))?;
+    Ok(Figures {
+        bps,
+        ..Figures::default()
+    })
+}
+
+/// Reads `sockperf ping-pong --full-rtt`: the median round trip and the
+/// messages per second of the valid (post warm-up) duration.
+pub fn parse_sockperf(text: &str) -> Result<Figures, String> {
+    let mut f = Figures::default();
+    for l in text.lines() {
+        if let Some(rest) = l.split("percentile 50.000 =").nth(1) {
+            f.p50_us = rest
+                .trim()
+                .parse()
+                .map_err(|_| format!("sockperf p50: {l}"))?;
+        }
+        if l.contains("[Valid Duration]") {
+            let num = |key: &str| -> Option<f64> {
+                let s = l.split(key).nth(1)?;
+                let end = s
+                    .find(|c: char| !c.is_ascii_digit() && c != '.')
+                    .unwrap_or(s.len());
+                s[..end].parse().ok()
+            };
+            let secs = num("RunTime=").ok_or("sockperf: no RunTime")?;
+            let msgs = num("ReceivedMessages=").ok_or("sockperf: no ReceivedMessages")?;
+            f.tps = msgs / secs;
+        }
+    }
+    if f.p50_us == 0.0 || f.tps == 0.0 {
+        return Err(format!("sockperf output not understood:\n{text}"));
+    }
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_output_parses() {
+        let sp = "sockperf: [Valid Duration] RunTime=2.550 sec; SentMessages=95766; ReceivedMessages=95766\n\
+                  sockperf: ---> percentile 50.000 =   25.527\n";
+        let f = parse_sockperf(sp).unwrap();
+        assert!((f.p50_us - 25.527).abs() < 1e-9);
+        assert!((f.tps - 95766.0 / 2.55).abs() < 1e-6);
+        let i2 = "20261123,10.0.0.1,1,10.0.0.2,5001,3,0.0-5.0,100,1000\n20261123,10.0.0.1,1,10.0.0.2,5001,-1,0.0-5.0,400,4000\n";
+        assert_eq!(parse_iperf2(i2).unwrap().bps, 4000.0);
+        let i3 = r#"{"end":{"sum_received":{"bits_per_second":2.5e10}}}"#;
+        assert_eq!(parse_iperf3(i3).unwrap().bps, 2.5e10);
+        assert!(parse_iperf3(r#"{"error":"busy"}"#).is_err());
+    }
+}
