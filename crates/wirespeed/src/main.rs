@@ -3,7 +3,10 @@
 
 mod bench;
 mod demo;
+mod host_cmd;
+mod host_render;
 mod lab;
+mod sys;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -35,6 +38,13 @@ enum Cmd {
     Lab(lab::LabCmd),
     /// The demo: a 2-host, 2-NIC lab when root, loopback otherwise.
     Demo(demo::DemoArgs),
+    /// Read every knob that limits bandwidth on this host.
+    Inspect(host_cmd::InspectArgs),
+    /// Find what limits bandwidth or latency here, with evidence and fixes.
+    Doctor(Box<host_cmd::DoctorArgs>),
+    /// Change the host reversibly: plan, apply, confirm, rollback.
+    #[command(subcommand)]
+    Tune(host_cmd::TuneCmd),
 }
 
 /// Options of `wirespeed serve`.
@@ -132,6 +142,9 @@ fn main() {
         Cmd::Serve(a) => serve(a),
         Cmd::Lab(c) => lab::run(c),
         Cmd::Demo(a) => demo::run(a),
+        Cmd::Inspect(a) => host_cmd::run_inspect(a),
+        Cmd::Doctor(a) => host_cmd::run_doctor(*a),
+        Cmd::Tune(c) => host_cmd::run_tune(c),
     };
     if let Err(e) = r {
         eprintln!("error: {e:#}");

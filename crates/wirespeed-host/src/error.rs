@@ -1,0 +1,72 @@
+//! The host crate's one error type.
+
+use std::io;
+
+/// What went wrong while reading or changing the host.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// A netlink request failed; `what` names the request.
+    #[error("netlink {what}: {source}")]
+    Netlink {
+        /// The request, e.g. "set mtu of eth1".
+        what: String,
+        /// The kernel's answer.
+        source: io::Error,
+    },
+    /// A netlink answer could not be decoded.
+    #[error("netlink {what}: cannot decode the kernel's answer: {detail}")]
+    Decode {
+        /// The request.
+        what: String,
+        /// The decoder's message.
+        detail: String,
+    },
+    /// A file under /proc or /sys could not be read or written.
+    #[error("{path}: {source}")]
+    File {
+        /// The file.
+        path: String,
+        /// The error.
+        source: io::Error,
+    },
+    /// No link of that name.
+    #[error("no network device named {0:?} in this namespace")]
+    NoSuchLink(String),
+    /// A value the user asked for is refused as unsafe or invalid.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// A value written did not read back as written.
+    #[error("verify failed for {what}: wrote {wanted}, reads {got}")]
+    Verify {
+        /// The setting.
+        what: String,
+        /// The value written.
+        wanted: String,
+        /// The value read back.
+        got: String,
+    },
+    /// A tuning journal or profile could not be parsed or stored.
+    #[error("{0}")]
+    State(String),
+    /// An unknown profile name.
+    #[error("unknown profile {0:?} (known: throughput, latency, tpu-multinic, bulk-multinic)")]
+    UnknownProfile(String),
+}
+
+impl HostError {
+    /// A netlink error for request `what`.
+    pub fn netlink(what: impl Into<String>, source: io::Error) -> Self {
+        HostError::Netlink {
+            what: what.into(),
+            source,
+        }
+    }
+
+    /// A file error on `path`.
+    pub fn file(path: impl AsRef<std::path::Path>, source: io::Error) -> Self {
+        HostError::File {
+            path: path.as_ref().display().to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The host side of wirespeed: read every knob that limits bandwidth
+//! (rtnetlink, the ethtool netlink family, /proc/sys, sysfs) into a
+//! [`Snapshot`]; turn it into [`Finding`]s with evidence and fixes
+//! ([`doctor`]); and change the host through a [`Plan`] of [`Action`]s,
+//! applied with a journal of old values, verified, and rolled back on
+//! failure, on request or when a confirmation deadline passes ([`tune`]).
+//!
+//! It never parses `ip` or `ethtool` output; it renders its actions as
+//! those commands so people can read them. It carries no traffic.
+#![warn(missing_docs)]
+
+pub mod doctor;
+mod error;
+pub mod ethtool;
+pub mod fsroot;
+pub mod inspect;
+mod nl;
+pub mod profiles;
+mod rtnl;
+pub mod snapshot;
+pub mod tune;
+
+pub use doctor::{Finding, Severity, diagnose};
+pub use error::HostError;
+pub use fsroot::Fs;
+pub use inspect::inspect;
+pub use snapshot::{Known, Snapshot};
+pub use tune::{Action, Plan};

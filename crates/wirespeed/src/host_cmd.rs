@@ -1,0 +1,601 @@
+//! `wirespeed inspect`, `doctor` and `tune`: wiring of the host crate,
+//! with `--netns` handled by re-running this binary under `ip netns exec`
+//! (which also remounts /sys for that namespace).
+
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+use std::time::Duration;
+use wirespeed_engine::spec::{PathSpec, parse_duration, parse_rate};
+use wirespeed_engine::{ClientConfig, TestSpec, run_test};
+use wirespeed_host::doctor::{Evidence, Goal};
+use wirespeed_host::tune::{self, Host, StateDir};
+use wirespeed_host::{Finding, Fs, Severity, Snapshot, diagnose, inspect, profiles};
+use wirespeed_report::human_bps;
+
+/// Environment variable naming the namespace after a `--netns` re-exec.
+const NETNS_ENV: &str = "WIRESPEED_NETNS";
+
+/// Options every host command takes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Where {
+    /// Run in this named network namespace (/run/netns/NAME).
+    #[arg(long)]
+    pub netns: Option<String>,
+    /// Read /proc and /sys under this directory instead of / (recorded trees).
+    #[arg(long, hide = true)]
+    pub root: Option<PathBuf>,
+}
+
+/// Options of `wirespeed inspect`.
+#[derive(clap::Args, Debug)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    at: Where,
+    /// Print the snapshot as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of `wirespeed doctor`.
+#[derive(clap::Args, Debug)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    at: Where,
+    #[command(flatten)]
+    goal: GoalArgs,
+    /// A `wirespeed serve` to measure against: one address per peer NIC,
+    /// comma-separated; a short test per path names the bottleneck.
+    #[arg(long)]
+    peer: Option<String>,
+    /// Control port of the peer.
+    #[arg(long, default_value_t = wirespeed_engine::DEFAULT_PORT)]
+    port: u16,
+    /// Key file when the peer requires one.
+    #[arg(long)]
+    key_file: Option<PathBuf>,
+    /// Length of each peer test.
+    #[arg(long, default_value = "2s")]
+    test_duration: String,
+    /// Print findings as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What doctor and tune size things for.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GoalArgs {
+    /// Wanted throughput (e.g. 40gbit); default: the sum of the NICs' speeds.
+    #[arg(long)]
+    goal: Option<String>,
+    /// Round-trip time to size socket buffers for.
+    #[arg(long, default_value = "500us")]
+    rtt: String,
+    /// The work is request/response (latency), not bulk.
+    #[arg(long)]
+    rr: bool,
+}
+
+impl GoalArgs {
+    fn goal(&self) -> Result<Goal> {
+        let bps = self
+            .goal
+            .as_deref()
+            .map(parse_rate)
+            .transpose()?
+            .map(|b| b as f64);
+        let rtt_us = parse_duration(&self.rtt)? * 1e6;
+        if rtt_us <= 0.0 {
+            bail!("--rtt must be above zero");
+        }
+        Ok(Goal {
+            bps,
+            rtt_us,
+            rr: self.rr,
+        })
+    }
+}
+
+/// `wirespeed tune` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum TuneCmd {
+    /// Print the actions as the commands a person would type.
+    Plan(TuneArgs),
+    /// Apply the plan, journaling old values first.
+    Apply(ApplyArgs),
+    /// Keep the last apply (cancel its automatic rollback).
+    Confirm(StateArgs),
+    /// Restore every value the journal holds.
+    Rollback(StateArgs),
+    /// Show the journal.
+    Status(StateArgs),
+    /// (internal) wait for the deadline and roll back unless confirmed.
+    #[command(hide = true)]
+    Watchdog(StateArgs),
+}
+
+/// Where the journal lives.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StateArgs {
+    #[command(flatten)]
+    at: Where,
+    /// Journal directory (default /var/lib/wirespeed/NETNS or .../host).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+}
+
+/// Options of `tune plan`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    state: StateArgs,
+    #[command(flatten)]
+    goal: GoalArgs,
+    /// A profile (throughput, latency, tpu-multinic, bulk-multinic) or a
+    /// profile file; default: the fixes of doctor's findings.
+    #[arg(long)]
+    profile: Option<String>,
+    /// NICs a profile's link settings apply to (repeat; default: all in use).
+    #[arg(long = "dev")]
+    devs: Vec<String>,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options of `tune apply`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    plan: TuneArgs,
+    /// Roll back automatically unless `wirespeed tune confirm` comes within this time.
+    #[arg(long)]
+    confirm_within: Option<String>,
+}
+
+/// Re-runs this process inside namespace `name` when asked to and not
+/// already there; returns only when no re-exec is needed.
+pub fn enter_netns(at: &Where) -> Result<()> {
+    let Some(name) = &at.netns else { return Ok(()) };
+    if std::env::var(NETNS_ENV).ok().as_deref() == Some(name.as_str()) {
+        return Ok(());
+    }
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        bail!("bad namespace name {name:?}");
+    }
+    if !std::path::Path::new("/run/netns").join(name).exists() {
+        bail!("no network namespace {name:?} (see `ip netns list`)");
+    }
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let mut args: Vec<String> = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        if a == "--netns" {
+            it.next();
+        } else if !a.starts_with("--netns=") {
+            args.push(a);
+        }
+    }
+    let status = std::process::Command::new("ip")
+        .args(["netns", "exec", name])
+        .arg(&exe)
+        .args(&args)
+        .env(NETNS_ENV, name)
+        .status()
+        .context("cannot run `ip netns exec` (is iproute2 installed?)")?;
+    std::process::exit(status.code().unwrap_or(1));
+}
+
+fn fs_of(at: &Where) -> Fs {
+    at.root.clone().map(Fs::at).unwrap_or_default()
+}
+
+fn snapshot(at: &Where) -> Result<Snapshot> {
+    let mut s = inspect(&fs_of(at)).context("cannot read the host")?;
+    s.netns = std::env::var(NETNS_ENV).ok();
+    Ok(s)
+}
+
+/// Runs `wirespeed inspect`.
+pub fn run_inspect(a: InspectArgs) -> Result<()> {
+    enter_netns(&a.at)?;
+    let s = snapshot(&a.at)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        print!("{}", crate::host_render::snapshot(&s));
+    }
+    Ok(())
+}
+
+/// One measured peer test.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PeerTest {
+    /// What was tried.
+    pub name: String,
+    /// Paths as LOCAL=REMOTE.
+    pub paths: Vec<String>,
+    /// Flows per path.
+    pub flows_per_path: u32,
+    /// Throughput in bit/s.
+    pub bps: f64,
+    /// Per path throughput in bit/s.
+    pub per_path_bps: Vec<f64>,
+}
+
+/// Doctor's JSON.
+#[derive(Debug, serde::Serialize)]
+struct DoctorReport {
+    schema_version: u32,
+    netns: Option<String>,
+    findings: Vec<Finding>,
+    peer_tests: Vec<PeerTest>,
+}
+
+/// Pairs each peer address with the local address in its subnet.
+fn local_for(s: &Snapshot, peers: &[String]) -> Vec<(String, String)> {
+    let mut used: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for p in peers {
+        let Ok(pip) = p.parse::<std::net::IpAddr>() else {
+            out.push((String::new(), p.clone()));
+            continue;
+        };
+        let mut pick = String::new();
+        for l in wirespeed_host::doctor::used_links(s) {
+            for cidr in &l.addresses {
+                let Some((ip, len)) = wirespeed_host::inspect::parse_cidr(cidr) else {
+                    continue;
+                };
+                if same_subnet(ip, pip, len) && !used.contains(&ip.to_string()) && pick.is_empty() {
+                    pick = ip.to_string();
+                }
+            }
+        }
+        used.push(pick.clone());
+        out.push((pick, p.clone()));
+    }
+    out
+}
+
+fn same_subnet(a: std::net::IpAddr, b: std::net::IpAddr, len: u8) -> bool {
+    match (a, b) {
+        (std::net::IpAddr::V4(a), std::net::IpAddr::V4(b)) => {
+            let m = u32::MAX.checked_shl(32 - len as u32).unwrap_or(0);
+            u32::from(a) & m == u32::from(b) & m
+        }
+        (std::net::IpAddr::V6(a), std::net::IpAddr::V6(b)) => {
+            let m = u128::MAX.checked_shl(128 - len as u32).unwrap_or(0);
+            u128::from(a) & m == u128::from(b) & m
+        }
+        _ => false,
+    }
+}
+
+fn peer_test(
+    a: &DoctorArgs,
+    pairs: &[(String, String)],
+    flows: u32,
+    name: &str,
+) -> Result<PeerTest> {
+    let mut cfg = ClientConfig::new(&pairs[0].1);
+    cfg.port = a.port;
+    if let Some(k) = &a.key_file {
+        cfg.key = Some(wirespeed_engine::server::read_key_file(k)?);
+    }
+    let paths: Vec<String> = pairs
+        .iter()
+        .map(|(l, r)| {
+            if l.is_empty() {
+                r.clone()
+            } else {
+                format!("{l}={r}")
+            }
+        })
+        .collect();
+    let spec = TestSpec {
+        duration_s: parse_duration(&a.test_duration)?.max(0.5),
+        warmup_s: 0.3,
+        threads: (pairs.len() as u32 * flows).min(4),
+        flows: pairs.len() as u32 * flows,
+        paths: paths
+            .iter()
+            .map(|p| PathSpec::parse(p))
+            .collect::<Result<_, _>>()?,
+        ..TestSpec::default()
+    };
+    let r = run_test(&cfg, &spec, &mut |_| {})
+        .with_context(|| format!("peer test {name:?} against {} failed", pairs[0].1))?;
+    Ok(PeerTest {
+        name: name.into(),
+        paths,
+        flows_per_path: flows,
+        bps: r.throughput_bps,
+        per_path_bps: r.paths.iter().map(|p| p.throughput_bps).collect(),
+    })
+}
+
+/// Runs the peer tests and turns them into findings.
+fn peer_findings(
+    a: &DoctorArgs,
+    s: &Snapshot,
+    peers: &str,
+) -> Result<(Vec<PeerTest>, Vec<Finding>)> {
+    let peers: Vec<String> = peers
+        .split(',')
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if peers.is_empty() {
+        bail!("--peer needs at least one address");
+    }
+    let pairs = local_for(s, &peers);
+    let mut tests = vec![peer_test(a, &pairs[..1], 1, "one flow, first path")?];
+    if pairs.len() > 1 {
+        for (i, p) in pairs.iter().enumerate().skip(1) {
+            tests.push(peer_test(
+                a,
+                std::slice::from_ref(p),
+                1,
+                &format!("one flow, path {}", i + 1),
+            )?);
+        }
+        tests.push(peer_test(a, &pairs, 1, "one flow per path, all paths")?);
+    }
+    tests.push(peer_test(a, &pairs, 4, "4 flows per path, all paths")?);
+    let evidence: Vec<Evidence> = tests
+        .iter()
+        .map(|t| Evidence {
+            name: t.name.clone(),
+            value: format!("{} over {}", human_bps(t.bps), t.paths.join(", ")),
+        })
+        .collect();
+    let base = tests[0].bps.max(1.0);
+    let best_single = tests
+        .iter()
+        .filter(|t| t.paths.len() == 1 && t.flows_per_path == 1)
+        .map(|t| t.bps)
+        .fold(0.0, f64::max);
+    let last = tests.last().expect("at least one test");
+    let all1 = tests
+        .iter()
+        .find(|t| t.paths.len() > 1 && t.flows_per_path == 1)
+        .map(|t| t.bps);
+    let mut findings = Vec::new();
+    let all_paths = last.paths.join(",");
+    if let Some(all1) = all1 {
+        let sum_single: f64 = tests
+            .iter()
+            .filter(|t| t.paths.len() == 1 && t.flows_per_path == 1)
+            .map(|t| t.bps)
+            .sum();
+        if all1 < 0.75 * sum_single {
+            findings.push(Finding {
+                id: "peer-nics-share-a-bottleneck".into(),
+                severity: Severity::Critical,
+                title: format!(
+                    "all {} paths together reach {} where each alone reaches up to {}: the NICs share one bottleneck",
+                    pairs.len(),
+                    human_bps(all1),
+                    human_bps(best_single)
+                ),
+                evidence: evidence.clone(),
+                why: "When the paths add nothing, their traffic leaves by the same NIC (no per-NIC source routing) or meets one cap; the second NIC is unused.".into(),
+                actions: vec![],
+                bench_flags: Some(format!("--paths {all_paths} after fixing the routing (tune apply)")),
+            });
+        } else {
+            findings.push(Finding {
+                id: "peer-use-all-nics".into(),
+                severity: if all1 > 1.3 * base { Severity::Warn } else { Severity::Info },
+                title: format!("one test over all {} paths reaches {} vs {} over one path", pairs.len(), human_bps(all1), human_bps(base)),
+                evidence: evidence.clone(),
+                why: "Each NIC adds its own bandwidth only when flows are spread over all of them in one test.".into(),
+                actions: vec![],
+                bench_flags: Some(format!("--paths {all_paths}")),
+            });
+        }
+    }
+    let with_flows = last.bps;
+    let ref_bps = all1.unwrap_or(base);
+    if with_flows > 1.2 * ref_bps {
+        findings.push(Finding {
+            id: "peer-flow-count".into(),
+            severity: Severity::Warn,
+            title: format!("4 flows per path reach {} against {} with one: the flow count is a bottleneck", human_bps(with_flows), human_bps(ref_bps)),
+            evidence,
+            why: "A single flow is bound by one core, one window or a per-flow cap; several flows per path lift it (report 2: 4 streams per NIC reached the cap).".into(),
+            actions: vec![],
+            bench_flags: Some(format!("--paths {all_paths} -F {}", 4 * pairs.len())),
+        });
+    }
+    Ok((tests, findings))
+}
+
+/// Runs `wirespeed doctor`.
+pub fn run_doctor(a: DoctorArgs) -> Result<()> {
+    enter_netns(&a.at)?;
+    let s = snapshot(&a.at)?;
+    let mut findings = diagnose(&s, &a.goal.goal()?);
+    let mut peer_tests = Vec::new();
+    if let Some(p) = &a.peer {
+        let (t, f) = peer_findings(&a, &s, p)?;
+        peer_tests = t;
+        findings.splice(0..0, f);
+    }
+    if a.json {
+        let r = DoctorReport {
+            schema_version: tune::TUNE_SCHEMA,
+            netns: s.netns.clone(),
+            findings,
+            peer_tests,
+        };
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", crate::host_render::findings(&findings, &peer_tests));
+    }
+    Ok(())
+}
+
+fn state_dir(a: &StateArgs) -> StateDir {
+    let dir = a.state_dir.clone().unwrap_or_else(|| {
+        let ns = std::env::var(NETNS_ENV)
+            .ok()
+            .or_else(|| a.at.netns.clone())
+            .unwrap_or_else(|| "host".into());
+        PathBuf::from("/var/lib/wirespeed").join(ns)
+    });
+    StateDir::new(dir)
+}
+
+fn open_host(at: &Where) -> Result<Host> {
+    Host::open(fs_of(at)).context("cannot open netlink")
+}
+
+fn make_plan(a: &TuneArgs) -> Result<(Host, tune::Plan)> {
+    let snap = snapshot(&a.state.at)?;
+    let (source, actions) = match &a.profile {
+        Some(p) => {
+            let prof = profiles::load(p)?;
+            (
+                format!("profile {p}"),
+                profiles::actions(&prof, &a.devs, &snap)?,
+            )
+        }
+        None => {
+            let f = diagnose(&snap, &a.goal.goal()?);
+            (
+                "doctor".to_string(),
+                f.into_iter().flat_map(|f| f.actions).collect(),
+            )
+        }
+    };
+    let mut host = open_host(&a.state.at)?;
+    let plan = host.plan(&source, actions, &snap)?;
+    Ok((host, plan))
+}
+
+/// Runs `wirespeed tune ...`.
+pub fn run_tune(c: TuneCmd) -> Result<()> {
+    match c {
+        TuneCmd::Plan(a) => {
+            enter_netns(&a.state.at)?;
+            let (_, plan) = make_plan(&a)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&plan)?);
+            } else {
+                print!("{}", crate::host_render::plan(&plan));
+            }
+        }
+        TuneCmd::Apply(a) => {
+            enter_netns(&a.plan.state.at)?;
+            let deadline = a
+                .confirm_within
+                .as_deref()
+                .map(parse_duration)
+                .transpose()?
+                .map(Duration::from_secs_f64);
+            if deadline.is_some_and(|d| d < Duration::from_secs(1)) {
+                bail!("--confirm-within must be at least 1s");
+            }
+            let (mut host, plan) = make_plan(&a.plan)?;
+            let st = state_dir(&a.plan.state);
+            if !a.plan.json {
+                print!("{}", crate::host_render::plan(&plan));
+            }
+            let done = tune::apply(&mut host, &st, &plan, deadline).context("tune apply failed")?;
+            if done.changed.is_empty() {
+                println!("nothing to change: every value is already set");
+                return Ok(());
+            }
+            if let Some(d) = deadline {
+                if let Err(e) = spawn_watchdog(&a.plan.state, &st) {
+                    let _ = tune::rollback(&mut host, &st);
+                    return Err(e.context("so the changes were rolled back at once"));
+                }
+                println!(
+                    "applied {} change(s); they roll back in {:.0} s unless `wirespeed tune confirm{}` runs",
+                    done.changed.len(),
+                    d.as_secs_f64(),
+                    state_flag(&a.plan.state)
+                );
+            } else {
+                println!(
+                    "applied {} change(s); journal in {} (undo: wirespeed tune rollback{})",
+                    done.changed.len(),
+                    st.dir().display(),
+                    state_flag(&a.plan.state)
+                );
+            }
+        }
+        TuneCmd::Confirm(a) => {
+            enter_netns(&a.at)?;
+            if tune::confirm(&state_dir(&a))? {
+                println!(
+                    "confirmed: the automatic rollback is cancelled (wirespeed tune rollback still restores)"
+                );
+            } else {
+                println!("nothing waits for confirmation");
+            }
+        }
+        TuneCmd::Rollback(a) => {
+            enter_netns(&a.at)?;
+            let mut host = open_host(&a.at)?;
+            let restored = tune::rollback(&mut host, &state_dir(&a))?;
+            if restored.is_empty() {
+                println!("nothing to roll back");
+            } else {
+                println!(
+                    "restored {} setting(s): {}",
+                    restored.len(),
+                    restored.join(", ")
+                );
+            }
+        }
+        TuneCmd::Status(a) => {
+            enter_netns(&a.at)?;
+            match state_dir(&a).load()? {
+                None => println!("no journal: wirespeed has changed nothing here"),
+                Some(j) => print!("{}", crate::host_render::journal(&j)),
+            }
+        }
+        TuneCmd::Watchdog(a) => {
+            crate::sys::detach();
+            let mut host = open_host(&a.at)?;
+            let st = state_dir(&a);
+            let log = st.dir().join("watchdog.log");
+            let line = match tune::watch(&mut host, &st) {
+                Ok(true) => "deadline passed without confirmation: rolled back".to_string(),
+                Ok(false) => "confirmed or rolled back by hand: nothing to do".to_string(),
+                Err(e) => format!("rollback failed: {e}"),
+            };
+            let _ = std::fs::write(log, format!("{line}\n"));
+        }
+    }
+    Ok(())
+}
+
+fn state_flag(a: &StateArgs) -> String {
+    let mut s = String::new();
+    if let Some(n) = std::env::var(NETNS_ENV).ok().or_else(|| a.at.netns.clone()) {
+        s.push_str(&format!(" --netns {n}"));
+    }
+    if let Some(d) = &a.state_dir {
+        s.push_str(&format!(" --state-dir {}", d.display()));
+    }
+    s
+}
+
+/// Starts the detached watchdog that rolls back at the deadline.
+fn spawn_watchdog(a: &StateArgs, st: &StateDir) -> Result<()> {
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["tune", "watchdog", "--state-dir"]).arg(st.dir());
+    if let Some(r) = &a.at.root {
+        cmd.arg("--root").arg(r);
+    }
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    cmd.spawn().context("cannot start the rollback watchdog")?;
+    Ok(())
+}

@@ -1,0 +1,839 @@
+//! inspect, doctor and tune, live in lab namespaces: what the lab sets
+//! reads back, planted problems are found, apply/rollback restores every
+//! value, a failure mid-plan changes nothing, the confirm deadline fires,
+//! and doctor's advice takes one flow on one of two 1 Gbit/s NICs to both.
+//! Needs root; skips (with a note) otherwise.
+
+mod common;
+use common::{bin, f, first_result, heavy, root_or_skip, run, serve};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::{Duration, Instant};
+use wirespeed_lab::{Lab, LabSpec};
+
+fn lab(name_prefix: &str, body: &str) -> Lab {
+    let name = Lab::unique(name_prefix);
+    let spec = LabSpec::from_toml_str(&format!("name = \"{name}\"\n{body}")).expect("lab spec");
+    Lab::up(&spec).expect("lab up")
+}
+
+fn ws(args: &[&str]) -> Output {
+    run({
+        let mut c = std::process::Command::new(bin());
+        c.args(args);
+        c
+    })
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "wirespeed failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_str(&ok(out)).expect("JSON output")
+}
+
+fn inspect(ns: &str) -> Value {
+    json(&ws(&["inspect", "--netns", ns, "--json"]))
+}
+
+fn link<'a>(snap: &'a Value, name: &str) -> &'a Value {
+    snap["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == name)
+        .unwrap_or_else(|| panic!("no link {name}"))
+}
+
+fn state_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ws-tune-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// The settings tune may change, from a snapshot: what must come back
+/// exactly after a rollback.
+fn tunables(snap: &Value) -> Value {
+    let links: Vec<Value> = snap["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            serde_json::json!([
+                l["name"],
+                l["mtu"],
+                l["gso_max_size"],
+                l["gro_max_size"],
+                l["gso_ipv4_max_size"],
+                l["gro_ipv4_max_size"],
+                l["features"]
+            ])
+        })
+        .collect();
+    serde_json::json!({"links": links, "sysctls": snap["sysctls"], "rules": snap["rules"], "routes": snap["routes"]})
+}
+
+#[test]
+fn inspect_reads_back_what_the_lab_set() {
+    if !root_or_skip("inspect_reads_back_what_the_lab_set") {
+        return;
+    }
+    let lab = lab(
+        "t-insp",
+        r#"
+[[host]]
+name = "a"
+sysctl = { "net.ipv4.tcp_rmem" = "4096 87380 12345678", "net.ipv4.fib_multipath_hash_policy" = "1" }
+loopback = ["10.231.0.1/32"]
+[[host]]
+name = "b"
+loopback = ["10.231.0.2/32"]
+[[link]]
+a = "a"
+b = "b"
+mtu = 9000
+gso_max_size = 185000
+gro_max_size = 150000
+[[link]]
+a = "a"
+b = "b"
+[[vxlan]]
+link = 0
+id = 77
+[[route]]
+host = "a"
+dst = "10.231.0.2/32"
+links = [0, 1]
+"#,
+    );
+    let ns = lab.ns("a");
+    // The IPv4 BIG TCP sizes: iproute2 here cannot set them, tune can.
+    let dir = state_dir("insp");
+    let prof = dir.with_extension("toml");
+    std::fs::write(
+        &prof,
+        "[link]\ngso_ipv4_max_size = 100000\ngro_ipv4_max_size = 110000\n",
+    )
+    .unwrap();
+    ok(&ws(&[
+        "tune",
+        "apply",
+        "--netns",
+        &ns,
+        "--state-dir",
+        dir.to_str().unwrap(),
+        "--profile",
+        prof.to_str().unwrap(),
+        "--dev",
+        "eth1",
+    ]));
+    let s = inspect(&ns);
+    assert_eq!(s["schema_version"], 1);
+    assert_eq!(s["netns"], ns.as_str());
+    let e0 = link(&s, "eth0");
+    assert_eq!(e0["kind"], "veth");
+    assert_eq!(e0["driver"], "veth");
+    assert_eq!(e0["mtu"], 9000);
+    assert_eq!(e0["gso_max_size"], 185000);
+    assert_eq!(e0["gro_max_size"], 150000);
+    assert_eq!(e0["tso_max_size"], 524280);
+    assert_eq!(e0["speed_mbps"], 10000, "veth reports 10 Gbit/s");
+    assert!(
+        e0["features"]["rx-gro"].is_object(),
+        "features read: {}",
+        e0["features"]
+    );
+    assert_eq!(e0["offloads"]["tso"], true);
+    let e1 = link(&s, "eth1");
+    assert_eq!(e1["mtu"], 1500);
+    assert_eq!(e1["gso_ipv4_max_size"], 100000);
+    assert_eq!(e1["gro_ipv4_max_size"], 110000);
+    let vx = link(&s, "vx0");
+    assert_eq!(vx["kind"], "vxlan");
+    assert_eq!(vx["vxlan"]["id"], 77);
+    assert_eq!(vx["vxlan"]["port"], 4789);
+    assert_eq!(vx["vxlan"]["underlay"], "eth0");
+    assert_eq!(vx["mtu"], 8950);
+    assert_eq!(s["sysctls"]["net.ipv4.tcp_rmem"], "4096 87380 12345678");
+    assert_eq!(s["sysctls"]["net.ipv4.fib_multipath_hash_policy"], "1");
+    // rmem_max cannot be read-only-ly unknown: it reads in a namespace.
+    assert!(s["sysctls"]["net.core.rmem_max"].is_string());
+    let mp = s["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["dst"] == "10.231.0.2/32")
+        .expect("multipath route");
+    let hops: Vec<&str> = mp["nexthops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["dev"].as_str().unwrap())
+        .collect();
+    assert_eq!(hops, ["eth0", "eth1"]);
+    let eg = s["egress"].as_array().unwrap();
+    assert!(
+        eg.iter()
+            .any(|e| e["dev"] == "eth1" && e["leaves_by"] == "eth1"),
+        "{eg:?}"
+    );
+    // The table form names the same things.
+    let table = ok(&ws(&["inspect", "--netns", &ns]));
+    for needle in [
+        "eth0",
+        "vxlan vx0: id 77",
+        "multipath: eth0 w1, eth1 w1",
+        "net.ipv4.tcp_rmem = 4096 87380 12345678",
+    ] {
+        assert!(table.contains(needle), "{needle:?} missing in\n{table}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&prof);
+    lab.down().unwrap();
+}
+
+#[test]
+fn doctor_finds_each_planted_problem() {
+    if !root_or_skip("doctor_finds_each_planted_problem") {
+        return;
+    }
+    let lab = lab(
+        "t-doc",
+        r#"
+[[host]]
+name = "a"
+sysctl = { "net.ipv4.tcp_rmem" = "4096 87380 1048576", "net.ipv4.fib_multipath_hash_policy" = "0" }
+loopback = ["10.232.0.1/32"]
+[[host]]
+name = "b"
+[[link]]
+a = "a"
+b = "b"
+subnet = "10.232.50.0/24"
+[[link]]
+a = "a"
+b = "b"
+subnet = "10.232.50.0/24"
+[[link]]
+a = "a"
+b = "b"
+[[vxlan]]
+link = 2
+[[route]]
+host = "a"
+dst = "10.232.9.9/32"
+links = [0, 2]
+"#,
+    );
+    let ns = lab.ns("a");
+    let out = json(&ws(&[
+        "doctor", "--netns", &ns, "--goal", "40gbit", "--rtt", "1ms", "--json",
+    ]));
+    let ids: Vec<&str> = out["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    for want in [
+        "second-nic-unused",
+        "ecmp-l3-hash",
+        "jumbo-frames",
+        "socket-buffers",
+        "offload-off",
+        "big-tcp",
+        "slow-start-after-idle",
+        "overlay",
+    ] {
+        assert!(ids.contains(&want), "doctor missed {want}: {ids:?}");
+    }
+    let find = |id: &str| {
+        out["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let sn = find("second-nic-unused");
+    assert_eq!(sn["severity"], "critical");
+    assert_eq!(sn["actions"][0]["setting"]["dev"], "eth1", "{sn}");
+    assert_eq!(find("ecmp-l3-hash")["actions"][0]["value"], "1");
+    // 40 Gbit/s over 1 ms needs 10 MB; tcp_rmem allows 1 MiB.
+    let sb = find("socket-buffers");
+    assert!(
+        sb["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["setting"]["key"] == "net.ipv4.tcp_rmem"),
+        "{sb}"
+    );
+    // vxlan's MTU is bounded by its underlay: no jumbo advice beyond it.
+    let jumbo: Vec<Value> = out["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "jumbo-frames")
+        .cloned()
+        .collect();
+    assert!(
+        jumbo
+            .iter()
+            .all(|j| j["title"].as_str().unwrap().contains("where 9000")
+                || j["title"].as_str().unwrap().starts_with("vx"))
+    );
+    // A clean host reports none of the fixable problems after tuning.
+    let dir = state_dir("doc");
+    ok(&ws(&[
+        "tune",
+        "apply",
+        "--netns",
+        &ns,
+        "--state-dir",
+        dir.to_str().unwrap(),
+        "--goal",
+        "40gbit",
+        "--rtt",
+        "1ms",
+    ]));
+    let after = json(&ws(&[
+        "doctor", "--netns", &ns, "--goal", "40gbit", "--rtt", "1ms", "--json",
+    ]));
+    let left: Vec<&str> = after["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !f["actions"].as_array().unwrap().is_empty())
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(left.is_empty(), "still fixable after tune apply: {left:?}");
+    ok(&ws(&[
+        "tune",
+        "rollback",
+        "--netns",
+        &ns,
+        "--state-dir",
+        dir.to_str().unwrap(),
+    ]));
+    let again = json(&ws(&[
+        "doctor", "--netns", &ns, "--goal", "40gbit", "--rtt", "1ms", "--json",
+    ]));
+    assert_eq!(
+        again["findings"], out["findings"],
+        "rollback did not bring back the same host"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    lab.down().unwrap();
+}
+
+const SHARED_PAIR: &str = r#"
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[link]]
+a = "a"
+b = "b"
+subnet = "SUBNET"
+[[link]]
+a = "a"
+b = "b"
+subnet = "SUBNET"
+"#;
+
+fn write_profile(tag: &str, text: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("ws-prof-{tag}-{}.toml", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const FULL_PROFILE: &str = r#"
+[sysctl]
+"net.ipv4.tcp_rmem" = "4096 131072 8388608"
+"net.ipv4.tcp_slow_start_after_idle" = "0"
+"net.ipv4.tcp_rto_min_us" = "5000"
+[link]
+mtu = 9000
+gso_max_size = 185000
+gro_max_size = 185000
+gso_ipv4_max_size = 185000
+gro_ipv4_max_size = 185000
+source_routing = true
+[link.features]
+"rx-gro" = "on"
+"#;
+
+#[test]
+fn apply_then_rollback_restores_every_value_and_apply_twice_is_a_no_op() {
+    if !root_or_skip("apply_then_rollback") {
+        return;
+    }
+    let lab = lab("t-roll", &SHARED_PAIR.replace("SUBNET", "10.233.50.0/24"));
+    let ns = lab.ns("a");
+    let dir = state_dir("roll");
+    let d = dir.to_str().unwrap();
+    let prof = write_profile("roll", FULL_PROFILE);
+    let before = inspect(&ns);
+    let plan = json(&ws(&[
+        "tune",
+        "plan",
+        "--netns",
+        &ns,
+        "--state-dir",
+        d,
+        "--profile",
+        prof.to_str().unwrap(),
+        "--dev",
+        "eth1",
+        "--json",
+    ]));
+    let steps = plan["steps"].as_array().unwrap();
+    assert!(steps.len() >= 9, "{plan}");
+    let cmds: Vec<&str> = steps
+        .iter()
+        .map(|s| s["command"].as_str().unwrap())
+        .collect();
+    assert!(cmds.contains(&"ip link set dev eth1 mtu 9000"), "{cmds:?}");
+    let gso = cmds
+        .iter()
+        .position(|c| c.contains(" gso_max_size"))
+        .unwrap();
+    let gso4 = cmds
+        .iter()
+        .position(|c| c.contains(" gso_ipv4_max_size"))
+        .unwrap();
+    assert!(
+        gso < gso4,
+        "IPv6 sizes must come before IPv4 ones: {cmds:?}"
+    );
+    let out = ok(&ws(&[
+        "tune",
+        "apply",
+        "--netns",
+        &ns,
+        "--state-dir",
+        d,
+        "--profile",
+        prof.to_str().unwrap(),
+        "--dev",
+        "eth1",
+    ]));
+    assert!(out.contains("applied"), "{out}");
+    let mid = inspect(&ns);
+    let e1 = link(&mid, "eth1");
+    assert_eq!(e1["mtu"], 9000);
+    assert_eq!(e1["gso_max_size"], 185000);
+    assert_eq!(e1["gso_ipv4_max_size"], 185000);
+    assert_eq!(e1["features"]["rx-gro"]["on"], true);
+    assert_eq!(mid["sysctls"]["net.ipv4.tcp_rto_min_us"], "5000");
+    assert!(
+        mid["egress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["dev"] == "eth1" && e["leaves_by"] == "eth1")
+    );
+    assert!(
+        before["egress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["dev"] == "eth1" && e["leaves_by"] == "eth0"),
+        "the lab's second NIC should start unused"
+    );
+    // Apply twice: nothing to do, journal unchanged.
+    let journal = std::fs::read(dir.join("journal.json")).unwrap();
+    let again = ok(&ws(&[
+        "tune",
+        "apply",
+        "--netns",
+        &ns,
+        "--state-dir",
+        d,
+        "--profile",
+        prof.to_str().unwrap(),
+        "--dev",
+        "eth1",
+    ]));
+    assert!(again.contains("nothing to change"), "{again}");
+    assert_eq!(std::fs::read(dir.join("journal.json")).unwrap(), journal);
+    let status = ok(&ws(&["tune", "status", "--netns", &ns, "--state-dir", d]));
+    assert!(status.contains("mtu of eth1: 1500 -> 9000"), "{status}");
+    let rb = ok(&ws(&["tune", "rollback", "--netns", &ns, "--state-dir", d]));
+    assert!(rb.contains("restored"), "{rb}");
+    assert_eq!(
+        tunables(&inspect(&ns)),
+        tunables(&before),
+        "rollback left a difference"
+    );
+    assert!(!dir.join("journal.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&prof);
+    lab.down().unwrap();
+}
+
+#[test]
+fn a_failure_mid_plan_leaves_nothing_changed() {
+    if !root_or_skip("a_failure_mid_plan") {
+        return;
+    }
+    let lab = lab("t-fail", &SHARED_PAIR.replace("SUBNET", "10.234.50.0/24"));
+    let ns = lab.ns("a");
+    let dir = state_dir("fail");
+    let d = dir.to_str().unwrap();
+    let prof = write_profile("fail", FULL_PROFILE);
+    let before = inspect(&ns);
+    // Plant a route (via the other NIC) in the table source routing will
+    // use: adding its own fails (EEXIST) at the last step, after sysctls,
+    // MTU and GSO sizes changed.
+    let idx = link(&before, "eth1")["index"].as_u64().unwrap();
+    let st = lab
+        .command("a", "ip")
+        .args([
+            "route",
+            "add",
+            "10.234.50.0/24",
+            "dev",
+            "eth0",
+            "table",
+            &(100 + idx).to_string(),
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let before = inspect(&ns);
+    let out = ws(&[
+        "tune",
+        "apply",
+        "--netns",
+        &ns,
+        "--state-dir",
+        d,
+        "--profile",
+        prof.to_str().unwrap(),
+        "--dev",
+        "eth1",
+    ]);
+    assert!(!out.status.success(), "apply should fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("every value changed before it was restored") && err.contains("File exists"),
+        "{err}"
+    );
+    assert_eq!(
+        tunables(&inspect(&ns)),
+        tunables(&before),
+        "a failed apply left changes"
+    );
+    assert!(
+        !dir.join("journal.json").exists(),
+        "a failed first apply leaves no journal"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&prof);
+    lab.down().unwrap();
+}
+
+fn wait_until(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cond()
+}
+
+#[test]
+fn the_confirm_deadline_rolls_back_and_confirm_keeps() {
+    if !root_or_skip("the_confirm_deadline") {
+        return;
+    }
+    let lab = lab("t-conf", &SHARED_PAIR.replace("SUBNET", "10.235.50.0/24"));
+    let ns = lab.ns("a");
+    let dir = state_dir("conf");
+    let d = dir.to_str().unwrap();
+    let prof = write_profile(
+        "conf",
+        "[sysctl]\n\"net.ipv4.tcp_rto_min_us\" = \"7000\"\n[link]\nmtu = 4000\n",
+    );
+    let p = prof.to_str().unwrap();
+    let rto = |ns: &str| {
+        inspect(ns)["sysctls"]["net.ipv4.tcp_rto_min_us"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let orig = rto(&ns);
+    // Not confirmed: the watchdog restores both values after 2 s.
+    let out = ok(&ws(&[
+        "tune",
+        "apply",
+        "--netns",
+        &ns,
+        "--state-dir",
+        d,
+        "--profile",
+        p,
+        "--dev",
+        "eth0",
+        "--confirm-within",
+        "2s",
+    ]));
+    assert!(out.contains("roll back in 2 s"), "{out}");
+    assert_eq!(rto(&ns), "7000");
+    let refused = ws(&[
+        "tune",
+        "apply",
+        "--netns",
+        &ns,
+        "--state-dir",
+        d,
+        "--profile",
+        p,
+        "--dev",
+        "eth1",
+    ]);
+    assert!(
+        !refused.status.success(),
+        "a second apply while one waits must be refused"
+    );
+    let status = ok(&ws(&["tune", "status", "--netns", &ns, "--state-dir", d]));
+    assert!(status.contains("rolls back in"), "{status}");
+    assert!(
+        wait_until(15, || dir.join("watchdog.log").exists()),
+        "the watchdog never finished"
+    );
+    let log = std::fs::read_to_string(dir.join("watchdog.log")).unwrap();
+    assert!(log.contains("rolled back"), "{log}");
+    assert_eq!(rto(&ns), orig);
+    assert_eq!(link(&inspect(&ns), "eth0")["mtu"], 1500);
+    std::fs::remove_file(dir.join("watchdog.log")).unwrap();
+    // Confirmed: the values stay after the deadline; rollback still restores.
+    ok(&ws(&[
+        "tune",
+        "apply",
+        "--netns",
+        &ns,
+        "--state-dir",
+        d,
+        "--profile",
+        p,
+        "--dev",
+        "eth0",
+        "--confirm-within",
+        "2s",
+    ]));
+    let c = ok(&ws(&["tune", "confirm", "--netns", &ns, "--state-dir", d]));
+    assert!(c.contains("confirmed"), "{c}");
+    assert!(
+        wait_until(15, || dir.join("watchdog.log").exists()),
+        "the watchdog never finished"
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("watchdog.log"))
+            .unwrap()
+            .contains("nothing to do")
+    );
+    assert_eq!(rto(&ns), "7000");
+    ok(&ws(&["tune", "rollback", "--netns", &ns, "--state-dir", d]));
+    assert_eq!(rto(&ns), orig);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&prof);
+    lab.down().unwrap();
+}
+
+#[test]
+fn refuses_unsafe_values_with_a_clear_message() {
+    if !root_or_skip("refuses_unsafe_values") {
+        return;
+    }
+    let lab = lab(
+        "t-unsafe",
+        "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"b\"\nmtu = 3000\n[[vxlan]]\nlink = 0\n",
+    );
+    let ns = lab.ns("a");
+    let dir = state_dir("unsafe");
+    let d = dir.to_str().unwrap();
+    for (text, dev, needle) in [
+        ("[link]\nmtu = 5000\n", "vx0", "lower link eth0"),
+        (
+            "[link]\ngso_max_size = 600000\n",
+            "eth0",
+            "tso_max_size of 524280",
+        ),
+        (
+            "[sysctl]\n\"net.ipv4.tcp_rmem\" = \"4096 131072 999999999999\"\n",
+            "eth0",
+            "of memory",
+        ),
+        ("[link]\nmtu = 70000\n", "eth0", "maximum"),
+        ("[link]\nmtuu = 9000\n", "eth0", "unknown field `mtuu`"),
+    ] {
+        let prof = write_profile("unsafe", text);
+        let out = ws(&[
+            "tune",
+            "apply",
+            "--netns",
+            &ns,
+            "--state-dir",
+            d,
+            "--profile",
+            prof.to_str().unwrap(),
+            "--dev",
+            dev,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(needle),
+            "{text}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        let _ = std::fs::remove_file(&prof);
+    }
+    assert!(!dir.join("journal.json").exists());
+    // In a namespace rmem_max is read-only: skipped with the reason, not failed.
+    let plan = ok(&ws(&[
+        "tune",
+        "plan",
+        "--netns",
+        &ns,
+        "--state-dir",
+        d,
+        "--profile",
+        "throughput",
+        "--dev",
+        "eth0",
+    ]));
+    assert!(
+        plan.contains("skipped: sysctl -w net.core.rmem_max")
+            && plan.contains("read-only inside a network namespace"),
+        "{plan}"
+    );
+    lab.down().unwrap();
+}
+
+#[test]
+fn doctor_peer_names_the_unused_nic_and_its_advice_fills_both() {
+    if !root_or_skip("doctor_peer_e2e") {
+        return;
+    }
+    let _g = heavy();
+    let body = SHARED_PAIR
+        .replace("SUBNET", "10.236.50.0/24")
+        .replace("subnet = ", "rate = \"1gbit\"\nsubnet = ");
+    let lab = lab("t-peer", &body);
+    let (a, b) = (lab.ns("a"), lab.ns("b"));
+    let mut cmd = lab.command("b", bin());
+    cmd.args(["serve", "--port", "5301"]);
+    let _server = serve(cmd);
+    let peers = format!(
+        "{},{}",
+        lab.addr4("b", 0).unwrap(),
+        lab.addr4("b", 1).unwrap()
+    );
+    let doc = json(&ws(&[
+        "doctor",
+        "--netns",
+        &a,
+        "--peer",
+        &peers,
+        "--port",
+        "5301",
+        "--test-duration",
+        "1.5s",
+        "--json",
+    ]));
+    let ids: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"peer-nics-share-a-bottleneck"),
+        "{ids:?}\n{doc}"
+    );
+    assert!(ids.contains(&"second-nic-unused"), "{ids:?}");
+    let tests = doc["peer_tests"].as_array().unwrap();
+    let base = f(&tests[0], "bps");
+    assert!(base < 1.0e9 * 1.02, "one flow on one capped NIC: {base}");
+    // Tune both hosts as doctor says, then bench with its flags.
+    let (da, db) = (state_dir("peer-a"), state_dir("peer-b"));
+    for (ns, dir) in [(&a, &da), (&b, &db)] {
+        ok(&ws(&[
+            "tune",
+            "apply",
+            "--netns",
+            ns,
+            "--state-dir",
+            dir.to_str().unwrap(),
+        ]));
+    }
+    let after = json(&ws(&[
+        "doctor",
+        "--netns",
+        &a,
+        "--peer",
+        &peers,
+        "--port",
+        "5301",
+        "--test-duration",
+        "1.5s",
+        "--json",
+    ]));
+    let flags = after["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "peer-use-all-nics" || f["id"] == "peer-flow-count")
+        .and_then(|f| f["bench_flags"].as_str())
+        .unwrap_or_else(|| panic!("no bench advice after tuning: {after}"))
+        .to_string();
+    assert!(flags.starts_with("--paths "), "{flags}");
+    let mut bench_args: Vec<String> = vec![
+        "bench".into(),
+        lab.addr4("b", 0).unwrap().to_string(),
+        "--port".into(),
+        "5301".into(),
+        "--json".into(),
+        "-d".into(),
+        "3s".into(),
+    ];
+    bench_args.extend(flags.split_whitespace().map(String::from));
+    if !flags.contains("-F") {
+        bench_args.extend(["-F".into(), "4".into()]);
+    }
+    let mut c = lab.command("a", bin());
+    c.args(&bench_args);
+    let r = first_result(&run(c));
+    let t = f(&r, "throughput_bps");
+    assert!(
+        t >= 0.9 * 2.0e9,
+        "after tuning and doctor's flags {bench_args:?}: {t}"
+    );
+    for (ns, dir) in [(&a, &da), (&b, &db)] {
+        ok(&ws(&[
+            "tune",
+            "rollback",
+            "--netns",
+            ns,
+            "--state-dir",
+            dir.to_str().unwrap(),
+        ]));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    drop(_server);
+    lab.down().unwrap();
+}
