@@ -213,6 +213,7 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
     }
 
     let nic_cap = nic_flag.or(p.nic_cap_gbit.map(|c| c * GBIT));
+    let nics_text = format!("{nics} NIC{}", if nics == 1 { "" } else { "s" });
     let split = if p.split_over_nics {
         network.map(|n| n / nics as f64)
     } else {
@@ -223,9 +224,10 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
         (Some(c), Some(s)) => note(
             "per_nic",
             format!(
-                "min(NIC cap {}, network {} / {nics} NICs = {}) Gbit/s",
+                "min(NIC cap {}, network {} / {} = {}) Gbit/s",
                 g(c),
                 g(network.unwrap_or(0.0)),
+                nics_text,
                 g(s)
             ),
         ),
@@ -244,8 +246,9 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
         (None, Some(s)) => note(
             "per_nic",
             format!(
-                "network {} / {nics} NICs = {} Gbit/s",
+                "network {} / {} = {} Gbit/s",
                 g(network.unwrap_or(0.0)),
+                nics_text,
                 g(s)
             ),
         ),
@@ -258,7 +261,8 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
         (Some(n), Some(a)) if a < n => note(
             "per_vm_one_way",
             format!(
-                "{nics} NICs x {} = {} Gbit/s (below the network's {})",
+                "{} x {} = {} Gbit/s (below the network's {})",
+                nics_text,
                 g(a / nics as f64),
                 g(a),
                 g(n)
@@ -267,7 +271,7 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
         (Some(n), _) => note("per_vm_one_way", format!("network {} Gbit/s", g(n))),
         (None, Some(a)) => note(
             "per_vm_one_way",
-            format!("{nics} NICs x {} = {} Gbit/s", g(a / nics as f64), g(a)),
+            format!("{nics_text} x {} = {} Gbit/s", g(a / nics as f64), g(a)),
         ),
         (None, None) => note("per_vm_one_way", "no VM or NIC cap in this profile".into()),
     }

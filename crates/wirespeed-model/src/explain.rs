@@ -12,8 +12,14 @@ use wirespeed_engine::{Direction, TestResult, Workload};
 
 /// A core this busy (%) or more is the limit of its side.
 pub const CPU_BUSY_PCT: f64 = 90.0;
+/// With per-thread figures, the busiest worker must use this much (% of a
+/// core) for a busy core to count against the test.
+pub const BUSY_THREAD_MIN: f64 = 25.0;
 /// At or above this fraction of a ceiling, the ceiling is reached.
 pub const AT_CAP: f64 = 0.9;
+/// Above this fraction of a ceiling, the ceiling does not hold: no rule
+/// blames it, and a note says so.
+pub const ABOVE_CAP: f64 = 1.1;
 /// Below this fraction of its cap a NIC counts as idle.
 pub const IDLE: f64 = 0.5;
 /// Retransmitted segments over segments sent at or above which loss is named.
@@ -131,6 +137,28 @@ pub struct Explanation {
     pub bottlenecks: Vec<Bottleneck>,
     /// One line: the findings, or that none was found.
     pub summary: String,
+    /// Caveats, e.g. a measurement above a ceiling (the profile's figure does not hold).
+    pub notes: Vec<String>,
+}
+
+/// One result with the ceilings it was set against and its explanation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExplainedResult {
+    /// The result's one-line heading (workload, server, flows, paths).
+    pub heading: String,
+    /// The ceilings used, when a profile was given.
+    pub ceilings: Option<Ceilings>,
+    /// The explanation.
+    pub explanation: Explanation,
+}
+
+/// What `wirespeed explain --json` prints: one entry per result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExplainReport {
+    /// See [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The results, in file order.
+    pub explanations: Vec<ExplainedResult>,
 }
 
 fn ev(name: impl Into<String>, value: f64, unit: &str) -> Evidence {
@@ -249,6 +277,18 @@ pub fn explain(r: &TestResult, c: Option<&Ceilings>, facts: &Facts) -> Explanati
         );
     }
 
+    let above: Vec<String> = out
+        .percent_of
+        .iter()
+        .filter(|p| p.percent > 100.0 * ABOVE_CAP)
+        .map(|p| format!("{} {:.0}%", p.ceiling, p.percent))
+        .collect();
+    if !above.is_empty() {
+        out.notes.push(format!(
+            "measured above the ceiling ({}): the profile's figure does not hold for this path (a larger machine, or traffic that bypasses the cap, e.g. loopback)",
+            above.join(", ")
+        ));
+    }
     let mut b = Vec::new();
     cpu_rule(r, &mut b);
     nic_rules(r, nic_cap, &mut b);
@@ -296,7 +336,11 @@ fn cpu_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
             total_pct,
             ..
         } = *cpu;
-        if max_core_pct < CPU_BUSY_PCT {
+        let busiest_thread = cpu.per_thread_pct.iter().cloned().fold(0.0, f64::max);
+        // A busy core that none of the workers is on much is someone else's.
+        if max_core_pct < CPU_BUSY_PCT
+            || !cpu.per_thread_pct.is_empty() && busiest_thread < BUSY_THREAD_MIN
+        {
             continue;
         }
         let one_way = stream && r.spec.direction != Direction::Bidir;
@@ -322,6 +366,7 @@ fn cpu_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
             evidence: vec![
                 ev(format!("{side}_max_core_pct"), max_core_pct, "%"),
                 ev(format!("{side}_process_cpu_pct"), total_pct, "%"),
+                ev(format!("{side}_busiest_thread_pct"), busiest_thread, "%"),
                 ev("threads", r.spec.threads as f64, "threads"),
             ],
             message: format!(
@@ -338,7 +383,7 @@ fn nic_rules(r: &TestResult, cap: Option<f64>, out: &mut Vec<Bottleneck>) {
     }
     let loads: Vec<f64> = r.paths.iter().map(path_load).collect();
     let at: Vec<usize> = (0..loads.len())
-        .filter(|&i| loads[i] >= AT_CAP * cap)
+        .filter(|&i| (AT_CAP * cap..=ABOVE_CAP * cap).contains(&loads[i]))
         .collect();
     let idle: Vec<usize> = (0..loads.len())
         .filter(|&i| loads[i] < IDLE * cap)
@@ -394,7 +439,7 @@ fn vm_rule(c: &Ceilings, one_way: f64, both: f64, bidir: bool, out: &mut Vec<Bot
         (true, Some(b)) => (both, b, "both ways"),
         _ => (one_way, vm, "one way"),
     };
-    if measured >= AT_CAP * cap {
+    if (AT_CAP * cap..=ABOVE_CAP * cap).contains(&measured) {
         let mut evidence = vec![
             ev("measured", measured, "bit/s"),
             ev("per_vm_ceiling", cap, "bit/s"),
@@ -439,7 +484,11 @@ fn flow_cap_rule(r: &TestResult, c: &Ceilings, fwd: f64, rev: f64, out: &mut Vec
     let upper = c
         .per_vm_one_way_bps
         .or(c.per_nic_bps.map(|x| x * c.nics as f64));
-    if measured < 0.85 * flows_cap || upper.is_some_and(|u| flows_cap >= 0.95 * u) {
+    // Well above flows x cap, the cap does not hold here: not this rule.
+    if measured < 0.85 * flows_cap
+        || measured > 1.15 * flows_cap
+        || upper.is_some_and(|u| flows_cap >= 0.95 * u)
+    {
         return;
     }
     let mut evidence = vec![

@@ -24,8 +24,9 @@ mod profile;
 pub use ceilings::{Ceilings, Query, ceilings, flows_needed};
 pub use error::ModelError;
 pub use explain::{
-    AT_CAP, BUFFER_LIMITED, Bottleneck, BottleneckKind, CPU_BUSY_PCT, Evidence, Explanation,
-    FAIRNESS_MIN, Facts, IDLE, PATH_BALANCE_MIN, PercentOf, RETRANS_RATE, encap_overhead, explain,
+    ABOVE_CAP, AT_CAP, BUFFER_LIMITED, BUSY_THREAD_MIN, Bottleneck, BottleneckKind, CPU_BUSY_PCT,
+    Evidence, ExplainReport, ExplainedResult, Explanation, FAIRNESS_MIN, Facts, IDLE,
+    PATH_BALANCE_MIN, PercentOf, RETRANS_RATE, encap_overhead, explain,
 };
 pub use price::{PriceInput, PriceRow, PriceTable, price_table};
 pub use profile::{Instance, Profile, SCHEMA_VERSION, builtin, builtin_names};

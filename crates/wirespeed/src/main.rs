@@ -4,6 +4,7 @@
 mod bench;
 mod demo;
 mod lab;
+mod model_cmd;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -35,6 +36,10 @@ enum Cmd {
     Lab(lab::LabCmd),
     /// The demo: a 2-host, 2-NIC lab when root, loopback otherwise.
     Demo(demo::DemoArgs),
+    /// A cloud profile's ceilings per flow, NIC and VM, and price per Gbit/s.
+    Model(model_cmd::ModelArgs),
+    /// Set bench results (JSON) against a profile and name the bottleneck.
+    Explain(model_cmd::ExplainArgs),
 }
 
 /// Options of `wirespeed serve`.
@@ -132,6 +137,8 @@ fn main() {
         Cmd::Serve(a) => serve(a),
         Cmd::Lab(c) => lab::run(c),
         Cmd::Demo(a) => demo::run(a),
+        Cmd::Model(a) => model_cmd::run_model(&a),
+        Cmd::Explain(a) => model_cmd::run_explain(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e:#}");
