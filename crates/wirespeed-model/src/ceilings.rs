@@ -268,7 +268,10 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
                 g(n)
             ),
         ),
-        (Some(n), _) => note("per_vm_one_way", format!("network {} Gbit/s", g(n))),
+        (Some(n), _) if p.network_share.is_some() => {
+            note("per_vm_one_way", format!("network {} Gbit/s", g(n)))
+        }
+        (Some(n), _) => note("per_vm_one_way", format!("VM total {} Gbit/s", g(n))),
         (None, Some(a)) => note(
             "per_vm_one_way",
             format!("{nics_text} x {} = {} Gbit/s", g(a / nics as f64), g(a)),

@@ -412,6 +412,23 @@ fn nic_rules(r: &TestResult, cap: Option<f64>, out: &mut Vec<Bottleneck>) {
                 pct(loads[i], cap)
             ),
         });
+    } else if at.is_empty() && loads.len() >= 2 && {
+        let sum: f64 = loads.iter().sum();
+        (AT_CAP * cap..=ABOVE_CAP * cap).contains(&sum)
+    } {
+        let sum: f64 = loads.iter().sum();
+        evidence.push(ev("paths_sum_bps", sum, "bit/s"));
+        out.push(Bottleneck {
+            kind: BottleneckKind::NicImbalance,
+            evidence,
+            message: format!(
+                "the {} paths together carry {} Gbit/s, {:.0}% of one NIC's {} Gbit/s cap, none of them near it alone: they likely leave by one NIC while the other idles; give each NIC a host route via its own interface, or per-NIC source routing (report 2)",
+                loads.len(),
+                gbits(sum),
+                pct(sum, cap),
+                gbits(cap)
+            ),
+        });
     } else if at.len() == loads.len() {
         out.push(Bottleneck {
             kind: BottleneckKind::NicCap,
@@ -592,7 +609,20 @@ fn hash_rule(r: &TestResult, nic_named: bool, out: &mut Vec<Bottleneck>) {
             ));
         }
         evidence.push(ev("path_balance", balance, "ratio"));
-        if hi > 0 && (lo == 0 || hi as f64 >= 1.5 * lo as f64) {
+        let total: u32 = counts.iter().sum();
+        if lo == 0 && (total as usize) < paths.len() {
+            // Not a hash at all: say only what to do about it.
+            out.push(Bottleneck {
+                kind: BottleneckKind::HashImbalance,
+                evidence,
+                message: format!(
+                    "fewer flows ({total}) than paths ({}): some paths carry nothing; use -F {} or more",
+                    paths.len(),
+                    paths.len()
+                ),
+            });
+            return;
+        } else if hi > 0 && (lo == 0 || hi as f64 >= 1.5 * lo as f64) {
             why = Some(format!(
                 "flows are spread unevenly over paths ({lo} to {hi} per path)"
             ));
@@ -661,10 +691,12 @@ fn buffer_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    // A set buffer allows at most buffer / RTT per flow.
+    // A set buffer allows at most buffer / RTT per flow; Linux doubles the
+    // value set (half of it for its own bookkeeping), so count it twice as
+    // the upper bound.
     let bound = buf
         .filter(|_| rtt_us > 0.0)
-        .map(|b| b as f64 * 8.0 / (rtt_us / 1e6));
+        .map(|b| 2.0 * b as f64 * 8.0 / (rtt_us / 1e6));
     let buffer_bound = bound.is_some_and(|x| mean_rate >= 0.7 * x);
     if snd_frac < BUFFER_LIMITED && rwnd_frac < BUFFER_LIMITED && !buffer_bound {
         return;
@@ -693,7 +725,8 @@ fn buffer_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
         evidence.push(ev("buffer_over_rtt", x, "bit/s"));
         if buffer_bound {
             parts.push(format!(
-                "a {b}-byte buffer over a {rtt_us:.0} us RTT allows {} Gbit/s per flow and they ran at {}",
+                "a {b}-byte buffer ({}, doubled by the kernel) over a {rtt_us:.0} us RTT allows at most {} Gbit/s per flow and they ran at {}",
+                2 * b as u64,
                 gbits(x),
                 gbits(mean_rate)
             ));

@@ -168,6 +168,17 @@ fn one_nic_at_cap_while_another_idles() {
 }
 
 #[test]
+fn paths_sharing_one_nic() {
+    // Report 2 before the host routes: both paths leave by NIC 0, so
+    // together they carry one NIC's 16 Gbit/s and NIC 1 idles.
+    let c = model("ibm-vpc", Some(32), 2);
+    let e = explain(&two_paths(7.9, 7.8, 1, 1), Some(&c), &Facts::default());
+    let b = find(&e, BottleneckKind::NicImbalance);
+    assert!((evidence(b, "paths_sum_bps") - 15.7e9).abs() < 1.0);
+    assert!(b.message.contains("host route"), "{}", b.message);
+}
+
+#[test]
 fn every_nic_at_cap_is_the_nic_limit() {
     // Report 2: 4 streams per NIC gave 32.0, the theoretical maximum.
     let c = model("ibm-vpc", Some(32), 2);
@@ -285,6 +296,10 @@ fn hash_imbalance_over_paths_and_links() {
     let b = find(&e, BottleneckKind::HashImbalance);
     assert_eq!(evidence(b, "path0_flows"), 3.0);
     assert!(b.message.contains("1 to 3"), "{}", b.message);
+    // Fewer flows than paths.
+    let e = explain(&two_paths(0.9, 0.0, 1, 0), None, &Facts::default());
+    let m = &find(&e, BottleneckKind::HashImbalance).message;
+    assert!(m.contains("fewer flows (1) than paths (2)"), "{m}");
     // Equal flows, unequal traffic, no caps known.
     let e = explain(&two_paths(6.0, 2.0, 2, 2), None, &Facts::default());
     assert!(
@@ -312,8 +327,9 @@ fn small_buffers_from_tcp_info_and_from_buffer_over_rtt() {
     let e = explain(&r, None, &Facts::default());
     let b = find(&e, BottleneckKind::SmallBuffers);
     assert!((evidence(b, "sndbuf_limited_pct") - 60.0).abs() < 1e-9);
-    // 256 KiB over 1 ms allows 2.1 Gbit/s per flow; flows ran at 2.0.
-    let mut r = stream(Direction::Forward, 2, 4.0);
+    // 256 KiB, doubled by the kernel, over 1 ms allows 4.2 Gbit/s per
+    // flow; flows ran at 3.2.
+    let mut r = stream(Direction::Forward, 2, 6.4);
     r.spec.sndbuf = Some(256 * 1024);
     r.spec.rcvbuf = Some(256 * 1024);
     for f in &mut r.flows {
@@ -321,9 +337,9 @@ fn small_buffers_from_tcp_info_and_from_buffer_over_rtt() {
     }
     let e = explain(&r, None, &Facts::default());
     let b = find(&e, BottleneckKind::SmallBuffers);
-    assert!((evidence(b, "buffer_over_rtt") - 2_097_152_000.0).abs() < 1.0);
+    assert!((evidence(b, "buffer_over_rtt") - 4_194_304_000.0).abs() < 1.0);
     assert!(b.message.contains("262144-byte"), "{}", b.message);
-    // The same buffer over a 100 us RTT allows 21 Gbit/s: not named.
+    // The same buffer over a 100 us RTT allows 42 Gbit/s: not named.
     for f in &mut r.flows {
         f.tcp_info.as_mut().unwrap().rtt_us = 100;
     }
