@@ -123,6 +123,9 @@ pub struct BenchArgs {
     /// Timeout for connecting and for each control answer.
     #[arg(long, default_value = "10s")]
     pub timeout: String,
+    /// Explain the result against a cloud profile (--profile P, --vcpus, --nics, ...).
+    #[command(flatten)]
+    pub model: crate::model_cmd::ExplainOpts,
 }
 
 fn opt_size(s: &Option<String>) -> Result<Option<u32>> {
@@ -232,6 +235,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
         a.format.parse().map_err(anyhow::Error::msg)?
     };
     let (spec, sizes) = spec_from(&a)?;
+    crate::model_cmd::check_bench_opts(&a.model)?;
     let mut cfg = ClientConfig::new(&a.host);
     cfg.port = a.port;
     cfg.timeout = Duration::from_secs_f64(parse_duration(&a.timeout)?.max(0.1));
@@ -280,5 +284,8 @@ pub fn run(a: BenchArgs) -> Result<()> {
         color: false,
     };
     print!("{}", render(&report, format, &opts));
+    for r in &report.results {
+        crate::model_cmd::explain_after_bench(r, &a.model, format == Format::Json)?;
+    }
     Ok(())
 }

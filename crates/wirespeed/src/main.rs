@@ -7,6 +7,7 @@ mod host_cmd;
 mod host_render;
 mod lab;
 mod sys;
+mod model_cmd;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -45,6 +46,10 @@ enum Cmd {
     /// Change the host reversibly: plan, apply, confirm, rollback.
     #[command(subcommand)]
     Tune(host_cmd::TuneCmd),
+    /// A cloud profile's ceilings per flow, NIC and VM, and price per Gbit/s.
+    Model(model_cmd::ModelArgs),
+    /// Set bench results (JSON) against a profile and name the bottleneck.
+    Explain(model_cmd::ExplainArgs),
 }
 
 /// Options of `wirespeed serve`.
@@ -145,6 +150,8 @@ fn main() {
         Cmd::Inspect(a) => host_cmd::run_inspect(a),
         Cmd::Doctor(a) => host_cmd::run_doctor(*a),
         Cmd::Tune(c) => host_cmd::run_tune(c),
+        Cmd::Model(a) => model_cmd::run_model(&a),
+        Cmd::Explain(a) => model_cmd::run_explain(&a),
     };
     if let Err(e) = r {
         eprintln!("error: {e:#}");

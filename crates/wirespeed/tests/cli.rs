@@ -2,25 +2,8 @@
 //! never a panic or a hang. Loopback only; no privileges needed.
 
 mod common;
-use common::{bin, first_result, run, serve};
+use common::{assert_clean_failure, bin, first_result, serve, ws};
 use std::process::Command;
-
-fn ws(args: &[&str]) -> std::process::Output {
-    let mut c = Command::new(bin());
-    c.args(args);
-    run(c)
-}
-
-fn assert_clean_failure(args: &[&str], needle: &str) {
-    let out = ws(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
-    assert!(
-        err.to_lowercase().contains(needle),
-        "{args:?}: expected {needle:?} in {err}"
-    );
-}
 
 #[test]
 fn bad_flags_get_clear_errors() {

@@ -96,6 +96,26 @@ pub fn run(mut cmd: Command) -> Output {
     cmd.output().expect("run command")
 }
 
+/// Runs the binary with these arguments.
+pub fn ws(args: &[&str]) -> Output {
+    let mut c = Command::new(bin());
+    c.args(args);
+    run(c)
+}
+
+/// Asserts that the binary fails on these arguments, without a panic, with
+/// `needle` (lower case) in its error.
+pub fn assert_clean_failure(args: &[&str], needle: &str) {
+    let out = ws(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    assert!(
+        err.to_lowercase().contains(needle),
+        "{args:?}: expected {needle:?} in {err}"
+    );
+}
+
 /// Parses `--json` output and returns the first result.
 pub fn first_result(out: &Output) -> Value {
     assert!(
