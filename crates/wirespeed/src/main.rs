@@ -3,7 +3,9 @@
 
 mod bench;
 mod demo;
+mod experiment;
 mod lab;
+mod report_cmd;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -35,6 +37,10 @@ enum Cmd {
     Lab(lab::LabCmd),
     /// The demo: a 2-host, 2-NIC lab when root, loopback otherwise.
     Demo(demo::DemoArgs),
+    /// Run an experiment file: cells against a baseline, repeated, in a lab (root).
+    Experiment(experiment::ExperimentArgs),
+    /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV.
+    Report(report_cmd::ReportArgs),
 }
 
 /// Options of `wirespeed serve`.
@@ -132,6 +138,8 @@ fn main() {
         Cmd::Serve(a) => serve(a),
         Cmd::Lab(c) => lab::run(c),
         Cmd::Demo(a) => demo::run(a),
+        Cmd::Experiment(a) => experiment::run(a),
+        Cmd::Report(a) => report_cmd::run(a),
     };
     if let Err(e) = r {
         eprintln!("error: {e:#}");
