@@ -410,6 +410,9 @@ fn describe_def(d: &CellDef) -> String {
     if let Some(s) = &d.sweep {
         parts.push(format!("sweep {} {}", s.arg, s.values.join(",")));
     }
+    if let Some(t) = &d.target {
+        parts.push(format!("target {t}"));
+    }
     if parts.is_empty() {
         "no change".into()
     } else {

@@ -1,14 +1,16 @@
 //! `wirespeed experiment` end to end in a lab (root only; skips otherwise):
 //! the effect of a second capped NIC has the right direction and size, the
-//! results file has every cell, a run resumes after its finished cells, and
+//! results file has every cell, Ctrl-C stops a run without losing finished
+//! cells or leaving namespaces, the next run resumes after them, and
 //! `wirespeed report` renders the results.
 
 mod chromium;
 mod common;
 use common::{bin, heavy, root_or_skip};
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 const EXPERIMENT: &str = r#"name = "two-links"
 repeats = 2
@@ -73,18 +75,52 @@ fn an_experiment_measures_resumes_and_reports() {
     assert_eq!(cells[1]["points"][0]["paths"].as_array().unwrap().len(), 2);
     assert!(!log.contains("skipping"), "{log}");
 
-    // A results file with only the baseline done: the next run measures
-    // only the remaining cell.
-    let mut partial = v.clone();
-    partial["cells"].as_array_mut().unwrap().truncate(1);
-    std::fs::write(&out, serde_json::to_string(&partial).unwrap()).unwrap();
+    // Ctrl-C while the second cell runs: the run stops after its current
+    // bench, keeps the finished baseline and removes its lab.
+    let mut child = Command::new(bin())
+        .args(["experiment", "--fresh", "--out"])
+        .args([&out, &file])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut log = String::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if line.contains("one link run 2/2") {
+            // The baseline's last run is done: interrupt the next cell.
+            let _ = Command::new("kill")
+                .args(["-INT", &pid.to_string()])
+                .status();
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("interrupted: 1 of 2 cells finished"), "{log}");
+    let left: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        !left.iter().any(|n| n.contains(&format!("-p{pid}-"))),
+        "namespaces left behind: {left:?}"
+    );
+    let partial: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(partial["cells"].as_array().unwrap().len(), 1, "{partial}");
+
+    // The next run measures only the remaining cell.
     let (v2, log2) = run_experiment(&file, &out);
     assert!(log2.contains("skipping finished cell one link"), "{log2}");
     assert!(!log2.contains("one link run"), "{log2}");
     assert!(log2.contains("both links run 2/2"), "{log2}");
     assert_eq!(v2["cells"].as_array().unwrap().len(), 2);
     assert_eq!(
-        v2["cells"][0], v["cells"][0],
+        v2["cells"][0], partial["cells"][0],
         "the finished cell is kept as it was"
     );
 
