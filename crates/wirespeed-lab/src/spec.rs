@@ -187,8 +187,9 @@ fn valid_name(s: &str, max: usize) -> bool {
         && s.as_bytes()[0].is_ascii_alphanumeric()
 }
 
-/// The 1-based line of `field` inside the `index`-th `[[table]]` of `text`
-/// (or of the table header, or of a top-level field), for error messages.
+/// The 1-based line of `field` inside the `index`-th `[[table]]` (or the
+/// one `[table]`) of `text` (or of the table header, or of a top-level
+/// field), for error messages.
 pub fn locate(text: &str, table: Option<(&str, usize)>, field: &str) -> Option<usize> {
     let lines: Vec<&str> = text.lines().collect();
     let (mut start, end) = match table {
@@ -200,11 +201,11 @@ pub fn locate(text: &str, table: Option<(&str, usize)>, field: &str) -> Option<u
                 .unwrap_or(lines.len()),
         ),
         Some((name, idx)) => {
-            let header = format!("[[{name}]]");
+            let (header, single) = (format!("[[{name}]]"), format!("[{name}]"));
             let s = lines
                 .iter()
                 .enumerate()
-                .filter(|(_, l)| l.trim() == header)
+                .filter(|(_, l)| l.trim() == header || l.trim() == single)
                 .nth(idx)?
                 .0;
             let e = lines[s + 1..]

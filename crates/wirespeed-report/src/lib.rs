@@ -1,14 +1,26 @@
 //! Renderings of wirespeed results: a terminal table, JSON (the versioned
-//! schema of docs/json-schema.md) and neper-style key=value lines.
+//! schema of docs/json-schema.md), neper-style key=value lines, and for
+//! experiments (repeated cells against a baseline) HTML with SVG charts,
+//! Markdown and CSV.
 //!
 //! This crate only formats: it takes finished result types and returns
 //! text. It never measures or touches the host.
 
 #![warn(missing_docs)]
 
+mod csv;
+pub mod experiment;
+pub mod fixtures;
+mod html;
 mod kv;
+mod md;
 mod table;
 mod units;
+
+pub use csv::{CSV_HEADER, csv_field, render_csv};
+pub use experiment::{ExperimentResults, Metric, Mode};
+pub use html::{esc, render_html};
+pub use md::{md_cell, render_md};
 
 pub use kv::render_kv;
 pub use table::{heading, new_table, render_one, render_sweep};

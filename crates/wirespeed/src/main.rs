@@ -3,11 +3,13 @@
 
 mod bench;
 mod demo;
+mod experiment;
 mod host_cmd;
 mod host_render;
 mod lab;
-mod sys;
 mod model_cmd;
+mod report_cmd;
+mod sys;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -50,6 +52,10 @@ enum Cmd {
     Model(model_cmd::ModelArgs),
     /// Set bench results (JSON) against a profile and name the bottleneck.
     Explain(model_cmd::ExplainArgs),
+    /// Run an experiment file: cells against a baseline, repeated, in a lab (root).
+    Experiment(experiment::ExperimentArgs),
+    /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV.
+    Report(report_cmd::ReportArgs),
 }
 
 /// Options of `wirespeed serve`.
@@ -152,6 +158,8 @@ fn main() {
         Cmd::Tune(c) => host_cmd::run_tune(c),
         Cmd::Model(a) => model_cmd::run_model(&a),
         Cmd::Explain(a) => model_cmd::run_explain(&a),
+        Cmd::Experiment(a) => experiment::run(a),
+        Cmd::Report(a) => report_cmd::run(a),
     };
     if let Err(e) = r {
         eprintln!("error: {e:#}");
