@@ -1,6 +1,10 @@
-//! `wirespeed demo`: the README's first command. As root it builds a
-//! 2-host lab with two 1 Gbit/s NICs and shows one flow on one NIC against
-//! four flows over both; otherwise it runs a short loopback test.
+//! `wirespeed lab demo` (also `wirespeed demo`): the README's first
+//! command. As root it builds report 2's lab (two hosts, two 1 Gbit/s
+//! NICs in one subnet, untuned buffers), measures one flow, runs doctor,
+//! applies its tuning, measures again with doctor's bench flags, rolls the
+//! tuning back, runs the multinic ladder experiment, prints its table and
+//! writes report.html; everything is torn down at the end, also on error.
+//! Without root it says why and runs a short loopback bench.
 
 use anyhow::{Context, Result, bail};
 use std::io::{BufRead, BufReader};
@@ -17,11 +21,14 @@ use wirespeed_report::{Format, RenderOpts, human_bps, render};
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
     /// Seconds each test measures.
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 2.0)]
     pub duration: f64,
     /// Use loopback even as root.
     #[arg(long)]
     pub loopback: bool,
+    /// Where the HTML report goes.
+    #[arg(long, default_value = "report.html")]
+    pub out: std::path::PathBuf,
 }
 
 /// A `wirespeed serve` child process, killed on drop.
@@ -60,10 +67,12 @@ pub fn spawn_server(mut cmd: Command) -> Result<ServerProc> {
 /// Runs the demo.
 pub fn run(a: DemoArgs) -> Result<()> {
     if wirespeed_lab::is_root() && !a.loopback {
-        lab_demo(a.duration)
+        lab_demo(a.duration, &a.out)
     } else {
         if !a.loopback {
-            println!("not root: no namespaces can be made, so this demo runs on loopback");
+            println!(
+                "not root: the lab demo needs network namespaces (run it with sudo); running a loopback bench instead"
+            );
         }
         loopback_demo(a.duration)
     }
@@ -114,70 +123,228 @@ fn loopback_demo(duration: f64) -> Result<()> {
     Ok(())
 }
 
-fn lab_demo(duration: f64) -> Result<()> {
-    let spec = LabSpec::two_hosts(&Lab::unique("demo"), 2, Some("1gbit"));
+/// The multinic-ladder scenario, embedded so the demo runs anywhere.
+const LADDER_LAB: &str = include_str!("../../../scenarios/multinic-ladder/lab.toml");
+/// Its experiment.
+const LADDER_EXPERIMENT: &str = include_str!("../../../scenarios/multinic-ladder/experiment.toml");
+
+/// Runs this binary with `args` and returns its stdout, or an error with its stderr.
+fn me(args: &[&str]) -> Result<String> {
+    let exe = std::env::current_exe().context("find the wirespeed binary")?;
+    let out = Command::new(exe)
+        .args(args)
+        .output()
+        .with_context(|| format!("run wirespeed {}", args.join(" ")))?;
+    if !out.status.success() {
+        bail!(
+            "wirespeed {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs a bench in host a of the lab and returns its first result.
+fn lab_bench(
+    lab: &Lab,
+    server: &str,
+    duration: f64,
+    extra: &[String],
+) -> Result<wirespeed_engine::TestResult> {
+    let exe = std::env::current_exe().context("find the wirespeed binary")?;
+    let d = format!("{duration}s");
+    let out = lab
+        .command("a", exe.to_str().context("binary path is not UTF-8")?)
+        .args([
+            "bench", server, "--port", "5300", "-d", &d, "--warmup", "0.5s", "--cc", "cubic",
+            "--json",
+        ])
+        .args(extra)
+        .output()
+        .context("run the client in the lab")?;
+    if !out.status.success() {
+        bail!("bench failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let report: Report = serde_json::from_slice(&out.stdout).context("parse bench JSON")?;
+    report
+        .results
+        .into_iter()
+        .next()
+        .context("the bench returned no result")
+}
+
+/// Tuning applied by the demo, rolled back on drop.
+struct Tuned(Vec<(String, std::path::PathBuf)>);
+
+impl Drop for Tuned {
+    fn drop(&mut self) {
+        for (ns, dir) in &self.0 {
+            let _ = me(&[
+                "tune",
+                "rollback",
+                "--netns",
+                ns,
+                "--state-dir",
+                dir.to_str().unwrap_or(""),
+            ]);
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn lab_demo(duration: f64, out: &std::path::Path) -> Result<()> {
+    let started = std::time::Instant::now();
+    let mut spec = LabSpec::from_toml_str(LADDER_LAB).context("the embedded lab")?;
+    spec.name = Lab::unique("demo");
     let lab = Lab::up(&spec)?;
+    println!(
+        "Report 2 in a lab: two hosts, two NICs in one subnet, each capped at 1 Gbit/s, untuned buffers."
+    );
     crate::lab::describe(&lab, &spec);
     let exe = std::env::current_exe().context("find the wirespeed binary")?;
     let mut cmd = lab.command("b", exe.to_str().context("binary path is not UTF-8")?);
     cmd.args(["serve", "--port", "5300"]);
-    let _server = spawn_server(cmd)?;
-    let (a0, a1) = (
-        lab.addr4("a", 0).context("address")?,
-        lab.addr4("a", 1).context("address")?,
-    );
-    let (b0, b1) = (
-        lab.addr4("b", 0).context("address")?,
-        lab.addr4("b", 1).context("address")?,
-    );
-    let d = format!("{duration}s");
-    let one = format!("{a0}={b0}");
-    let two = format!("{a0}={b0},{a1}={b1}");
-    let runs: [(&str, Vec<&str>); 2] = [
-        ("one flow on one NIC", vec!["--paths", &one]),
-        (
-            "4 flows over both NICs",
-            vec!["--paths", &two, "-F", "4", "-T", "2"],
-        ),
-    ];
-    println!("\nTwo hosts joined by two veth NICs, each capped at 1 Gbit/s by tbf.\n");
-    let mut figures = Vec::new();
-    for (title, extra) in runs {
-        let out = lab
-            .command("a", exe.to_str().unwrap_or("wirespeed"))
-            .args([
-                "bench",
-                &b0.to_string(),
-                "-d",
-                &d,
-                "--warmup",
-                "0.5s",
-                "--json",
-            ])
-            .args(&extra)
-            .output()
-            .context("run the client in the lab")?;
-        if !out.status.success() {
-            bail!("bench failed: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        let report: Report = serde_json::from_slice(&out.stdout).context("parse bench JSON")?;
-        println!("== {title}");
-        print!("{}", render(&report, Format::Table, &RenderOpts::default()));
-        figures.push(
-            report
-                .results
-                .first()
-                .map(|r| r.throughput_bps)
-                .unwrap_or(0.0),
+    let server = spawn_server(cmd)?;
+    let addr = |h: &str, i| {
+        lab.addr4(h, i)
+            .map(|a| a.to_string())
+            .context("lab address")
+    };
+    let (b0, b1) = (addr("b", 0)?, addr("b", 1)?);
+
+    println!("\n== 1. one flow on one NIC");
+    let base = lab_bench(
+        &lab,
+        &b0,
+        duration,
+        &["--paths".into(), format!("{}={b0}", addr("a", 0)?)],
+    )?;
+    println!("{}", human_bps(base.throughput_bps));
+
+    println!("\n== 2. wirespeed doctor --peer {b0},{b1} (on host a)");
+    let (ns_a, ns_b) = (lab.ns("a"), lab.ns("b"));
+    let peers = format!("{b0},{b1}");
+    let doc: serde_json::Value = serde_json::from_str(&me(&[
+        "doctor",
+        "--netns",
+        &ns_a,
+        "--peer",
+        &peers,
+        "--port",
+        "5300",
+        "--test-duration",
+        "1s",
+        "--json",
+    ])?)
+    .context("parse doctor JSON")?;
+    let findings = doc["findings"].as_array().cloned().unwrap_or_default();
+    for f in &findings {
+        println!(
+            "  [{}] {}",
+            f["severity"].as_str().unwrap_or("?"),
+            f["title"].as_str().unwrap_or("?")
         );
     }
+
+    println!("\n== 3. wirespeed tune apply (doctor's fixes, on both hosts)");
+    let tmp = std::env::temp_dir().join(format!("wirespeed-demo-{}", std::process::id()));
+    let mut tuned = Tuned(Vec::new());
+    for (h, ns) in [("a", &ns_a), ("b", &ns_b)] {
+        let dir = tmp.join(h);
+        tuned.0.push((ns.clone(), dir.clone()));
+        let text = me(&[
+            "tune",
+            "apply",
+            "--netns",
+            ns,
+            "--state-dir",
+            dir.to_str().context("temp path")?,
+        ])?;
+        let changed = text.lines().filter(|l| l.contains(" -> ")).count();
+        println!("  host {h}: {changed} change(s), e.g.");
+        for l in text.lines().filter(|l| l.contains(" -> ")).take(3) {
+            println!("   {}", l.trim());
+        }
+    }
+    let flags = findings
+        .iter()
+        .find_map(|f| {
+            let id = f["id"].as_str()?;
+            id.starts_with("peer-")
+                .then(|| f["bench_flags"].as_str())
+                .flatten()
+        })
+        .filter(|f| f.starts_with("--paths "))
+        .map(|f| {
+            f.split_whitespace()
+                .take(2)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_else(|| {
+            vec![
+                "--paths".into(),
+                format!(
+                    "{}={b0},{}={b1}",
+                    addr("a", 0).unwrap_or_default(),
+                    addr("a", 1).unwrap_or_default()
+                ),
+            ]
+        });
+    let mut extra = flags.clone();
+    extra.extend(["-F".into(), "8".into(), "-T".into(), "2".into()]);
     println!(
-        "\nOne flow on one NIC: {}; all NICs at once in one test: {} ({:.0}% of the 2 Gbit/s of caps).",
-        human_bps(figures[0]),
-        human_bps(figures[1]),
-        figures[1] / 2e9 * 100.0
+        "\n== 4. after tuning, with doctor's advice: {} -F 8",
+        flags.join(" ")
     );
-    drop(_server);
+    let after = lab_bench(&lab, &b0, duration, &extra)?;
+    let per: Vec<String> = after
+        .paths
+        .iter()
+        .map(|p| human_bps(p.throughput_bps))
+        .collect();
+    println!(
+        "{} ({}), {:.0}% of the 2 Gbit/s of caps, {:.1}x the one-flow baseline",
+        human_bps(after.throughput_bps),
+        per.join(" + "),
+        after.throughput_bps / 2e9 * 100.0,
+        after.throughput_bps / base.throughput_bps.max(1.0)
+    );
+    drop(tuned);
+    drop(server);
     lab.down()?;
+
+    println!("\n== 5. the ladder of report 2, one change at a time (wirespeed experiment)");
+    std::fs::create_dir_all(&tmp).context("temp dir")?;
+    std::fs::write(tmp.join("lab.toml"), LADDER_LAB).context("write the lab file")?;
+    let exp_file = tmp.join("experiment.toml");
+    std::fs::write(&exp_file, LADDER_EXPERIMENT).context("write the experiment file")?;
+    let results = out.with_extension("results.json");
+    let run = crate::experiment::run(crate::experiment::ExperimentArgs {
+        file: exp_file,
+        out: Some(results.clone()),
+        repeats: Some(1),
+        duration: Some(format!("{duration}s")),
+        warmup: Some("0.5s".into()),
+        resume: false,
+        fresh: true,
+        json: false,
+        dry_run: false,
+    });
+    let report = run.and_then(|_| {
+        crate::report_cmd::run(crate::report_cmd::ReportArgs {
+            results: results.clone(),
+            output: Some(out.to_path_buf()),
+            format: Some("html".into()),
+        })
+    });
+    let _ = std::fs::remove_dir_all(&tmp);
+    report?;
+    println!(
+        "\ndemo done in {:.0} s; open {} for the charts",
+        started.elapsed().as_secs_f64(),
+        out.display()
+    );
     Ok(())
 }

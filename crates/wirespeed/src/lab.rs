@@ -23,6 +23,8 @@ pub enum LabCmd {
         #[arg(long, default_value = "/run/wirespeed/labs")]
         state_dir: PathBuf,
     },
+    /// The demo: report 2's lab, doctor, tuning, the ladder, report.html.
+    Demo(crate::demo::DemoArgs),
     /// Run a command on one host of a lab.
     Exec {
         /// The lab's name.
@@ -65,6 +67,7 @@ pub fn run(c: LabCmd) -> Result<()> {
                 state.name
             );
         }
+        LabCmd::Demo(a) => return crate::demo::run(a),
         LabCmd::Down { name, state_dir } => {
             need_root()?;
             let state = load_state(&name, &state_dir)?;
