@@ -966,6 +966,9 @@ pub fn apply(
 fn restore_all(host: &mut Host, done: &[(Setting, String)]) -> Result<(), HostError> {
     let mut first_err = None;
     for (s, old) in done.iter().rev() {
+        if host.read(s).is_ok_and(|now| norm(&now) == norm(old)) {
+            continue;
+        }
         if let Err(e) = host.set(s, old) {
             first_err.get_or_insert(e);
         }

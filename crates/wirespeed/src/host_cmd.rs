@@ -447,6 +447,16 @@ fn state_dir(a: &StateArgs) -> StateDir {
     StateDir::new(dir)
 }
 
+/// Tune's changing commands need root (CAP_NET_ADMIN and /proc/sys writes).
+fn need_root() -> Result<()> {
+    if !wirespeed_lab::is_root() {
+        bail!(
+            "tune changes kernel settings: run it as root (or under sudo); `tune plan` works without"
+        );
+    }
+    Ok(())
+}
+
 fn open_host(at: &Where) -> Result<Host> {
     Host::open(fs_of(at)).context("cannot open netlink")
 }
@@ -487,6 +497,7 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
             }
         }
         TuneCmd::Apply(a) => {
+            need_root()?;
             enter_netns(&a.plan.state.at)?;
             let deadline = a
                 .confirm_within
@@ -538,6 +549,7 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
             }
         }
         TuneCmd::Rollback(a) => {
+            need_root()?;
             enter_netns(&a.at)?;
             let mut host = open_host(&a.at)?;
             let restored = tune::rollback(&mut host, &state_dir(&a))?;

@@ -837,3 +837,44 @@ fn doctor_peer_names_the_unused_nic_and_its_advice_fills_both() {
     drop(_server);
     lab.down().unwrap();
 }
+
+#[test]
+fn unprivileged_users_can_inspect_but_not_tune() {
+    if !root_or_skip("unprivileged_users") {
+        return;
+    }
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", bin()])
+            .args(args)
+            .output()
+    };
+    let Ok(out) = as_nobody(&["inspect", "--json"]) else {
+        eprintln!("skipping: no setpriv");
+        return;
+    };
+    if String::from_utf8_lossy(&out.stderr).contains("Permission denied") && !out.status.success() {
+        eprintln!("skipping: the binary is not reachable by nobody");
+        return;
+    }
+    let snap = json(&out);
+    assert!(
+        snap["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["kind"] == "loopback")
+    );
+    let out = as_nobody(&[
+        "tune",
+        "apply",
+        "--profile",
+        "latency",
+        "--state-dir",
+        "/tmp/ws-nobody-never",
+    ])
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("run it as root"));
+    assert!(!std::path::Path::new("/tmp/ws-nobody-never").exists());
+}
