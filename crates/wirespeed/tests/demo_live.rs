@@ -61,7 +61,29 @@ fn lab_demo_tunes_both_nics_writes_the_report_and_cleans_up() {
     assert!(pct >= 90.0, "after tuning only {pct}%: {line}");
     let page = std::fs::read_to_string(&html).expect("report.html written");
     assert!(page.contains("<svg") && page.contains("+ second NIC, source routing"));
-    assert!(html.with_extension("results.json").exists());
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(html.with_extension("results.json")).unwrap(),
+    )
+    .unwrap();
+    let cells = results["cells"].as_array().unwrap();
+    let median = |name: &str| {
+        let c = cells
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no cell {name}"));
+        c["stats"]["median"].as_f64().unwrap()
+    };
+    // The ladder: the second NIC doubles, the last one-way step reaches
+    // 95% of the two caps, both ways nearly doubles again.
+    let (base, second, last, both) = (
+        median("one flow, one NIC"),
+        median("+ second NIC, source routing"),
+        median("+ 4 flows per NIC"),
+        median("+ both ways (bidir)"),
+    );
+    assert!(second >= 1.8 * base, "second NIC {second} vs {base}");
+    assert!(last >= 0.95 * 2e9, "last one-way step {last}");
+    assert!(both >= 1.8 * last, "both ways {both} vs one way {last}");
     let ns = std::process::Command::new("ip")
         .args(["netns", "list"])
         .output()
