@@ -195,6 +195,9 @@ impl Drop for Tuned {
 
 fn lab_demo(duration: f64, out: &std::path::Path) -> Result<()> {
     let started = std::time::Instant::now();
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
     let mut spec = LabSpec::from_toml_str(LADDER_LAB).context("the embedded lab")?;
     spec.name = Lab::unique("demo");
     let lab = Lab::up(&spec)?;
