@@ -128,9 +128,9 @@ struct Config {
 
 /// A size as bench takes it: `512k`, `4m` or bytes.
 fn size_arg(v: u32) -> String {
-    if v % (1 << 20) == 0 {
+    if v.is_multiple_of(1 << 20) {
         format!("{}m", v >> 20)
-    } else if v % 1024 == 0 {
+    } else if v.is_multiple_of(1024) {
         format!("{}k", v >> 10)
     } else {
         v.to_string()
@@ -329,13 +329,13 @@ fn host_variables(snap: &Snapshot, devs: &[String]) -> Vec<Variable> {
     let mut out = Vec::new();
     let mut sys = Vec::new();
     for key in ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
-        if let Some(v) = snap.sysctl_ints(key).filter(|v| v.len() == 3) {
-            if v[2] < TCP_MEM_MAX {
-                sys.push(Action::sysctl(
-                    key,
-                    format!("{} {} {TCP_MEM_MAX}", v[0], v[1]),
-                ));
-            }
+        if let Some(v) = snap.sysctl_ints(key).filter(|v| v.len() == 3)
+            && v[2] < TCP_MEM_MAX
+        {
+            sys.push(Action::sysctl(
+                key,
+                format!("{} {} {TCP_MEM_MAX}", v[0], v[1]),
+            ));
         }
     }
     if !sys.is_empty() {
@@ -685,10 +685,10 @@ pub fn run(a: OptimizeArgs) -> Result<()> {
                     host_changes.extend(cmds);
                 }
             } else {
-                if let (Some((_, undo)), Some(h)) = (applied, host.as_mut()) {
-                    if let Err(e) = h.apply("optimize undo", undo) {
-                        notes.push(format!("undoing {} failed: {e:#}", var.name));
-                    }
+                if let (Some((_, undo)), Some(h)) = (applied, host.as_mut())
+                    && let Err(e) = h.apply("optimize undo", undo)
+                {
+                    notes.push(format!("undoing {} failed: {e:#}", var.name));
                 }
                 if var.monotonic {
                     break;
