@@ -3,27 +3,10 @@
 //! in the other. Needs root; skips (with a note) otherwise.
 
 mod common;
-use common::{bin, f, first_result, heavy, root_or_skip, run, serve};
+use common::{bin, f, first_result, heavy, lab_with_server, path, root_or_skip, run};
 use serde_json::Value;
 use std::process::Command;
-use wirespeed_lab::{Lab, LabSpec};
-
-/// A 2-host lab with `nics` links capped at `rate` (None: uncapped), and a server on b.
-fn lab_with_server(prefix: &str, nics: usize, rate: Option<&str>) -> (Lab, common::ServerProc) {
-    let spec = LabSpec::two_hosts(&Lab::unique(prefix), nics, rate);
-    let lab = Lab::up(&spec).expect("lab up");
-    let mut cmd = lab.command("b", bin());
-    cmd.args(["serve", "--port", "5300", "--idle-timeout", "5s"]);
-    (lab, serve(cmd))
-}
-
-fn path(lab: &Lab, link: usize) -> String {
-    format!(
-        "{}={}",
-        lab.addr4("a", link).unwrap(),
-        lab.addr4("b", link).unwrap()
-    )
-}
+use wirespeed_lab::Lab;
 
 fn server(lab: &Lab) -> String {
     lab.addr4("b", 0).unwrap().to_string()
