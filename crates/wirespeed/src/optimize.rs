@@ -13,8 +13,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use wirespeed_engine::spec::{PathSpec, parse_duration, parse_paths, parse_size};
 use wirespeed_engine::{ClientConfig, Direction, TestResult, TestSpec, Workload, run_test};
-use wirespeed_host::Snapshot;
+use wirespeed_host::doctor::Goal as DoctorGoal;
 use wirespeed_host::tune::{self, Action, Host, Setting, StateDir};
+use wirespeed_host::{Snapshot, diagnose};
 use wirespeed_model::optimize::{Better, Budget, Rules, Search, StepRecord, Verdict, needs_more};
 use wirespeed_report::experiment::{
     CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Mode, Point, finalize, pct_text,
@@ -142,6 +143,8 @@ struct Ctx {
     goal: Goal,
     rr_size: u32,
     paths: Vec<PathSpec>,
+    /// The local NIC of each candidate path, where known.
+    devs: Vec<Option<String>>,
     duration_s: f64,
     warmup_s: f64,
 }
@@ -219,11 +222,12 @@ fn path_arg(p: &PathSpec) -> String {
     }
 }
 
-/// One change to try on top of the best configuration.
+/// One change to try on top of the best configuration: a bench
+/// configuration and the host actions it needs (either may be as before).
 #[derive(Debug, Clone)]
-enum Change {
-    Bench(Config),
-    Host(Vec<Action>),
+struct Change {
+    conf: Config,
+    actions: Vec<Action>,
 }
 
 /// A variable and its candidate values; `monotonic` ones stop at the
@@ -234,12 +238,31 @@ struct Variable {
     candidates: Vec<(String, Change)>,
 }
 
-/// Bench-side variables, built from the best configuration when their turn comes.
-fn bench_variable(ctx: &Ctx, i: usize, best: &Config) -> Option<Variable> {
+/// Bench-side variables, built from the best configuration when their
+/// turn comes. A path added on a NIC that shares its subnet with another
+/// brings the doctor's per-NIC source routing along (`routes`), as report
+/// 2's second NIC needed its own route.
+fn bench_variable(ctx: &Ctx, i: usize, best: &Config, routes: &[Action]) -> Option<Variable> {
     let with = |f: &dyn Fn(&mut Config)| {
-        let mut c = best.clone();
-        f(&mut c);
-        Change::Bench(c)
+        let mut conf = best.clone();
+        f(&mut conf);
+        Change {
+            conf,
+            actions: Vec::new(),
+        }
+    };
+    let add_paths = |n: usize| {
+        let mut ch = with(&|c| c.npaths = n);
+        ch.actions = routes
+            .iter()
+            .filter(|r| {
+                r.setting
+                    .dev()
+                    .is_some_and(|d| ctx.devs.iter().take(n).any(|x| x.as_deref() == Some(d)))
+            })
+            .cloned()
+            .collect();
+        ch
     };
     let stream = ctx.goal != Goal::Rr;
     let v = match i {
@@ -247,7 +270,7 @@ fn bench_variable(ctx: &Ctx, i: usize, best: &Config) -> Option<Variable> {
             name: "paths used",
             monotonic: true,
             candidates: (best.npaths + 1..=ctx.paths.len())
-                .map(|n| (n.to_string(), with(&|c| c.npaths = n)))
+                .map(|n| (n.to_string(), add_paths(n)))
                 .collect(),
         },
         1 if stream => Variable {
@@ -298,7 +321,7 @@ fn bench_variable(ctx: &Ctx, i: usize, best: &Config) -> Option<Variable> {
     Some(v)
 }
 
-/// The NIC a path leaves by: LOCAL as a device, or the device holding LOCAL.
+/// The NIC of a path: LOCAL as a device, or the device holding LOCAL.
 fn dev_of(snap: &Snapshot, p: &PathSpec) -> Option<String> {
     let local = p.local.as_deref()?;
     if snap.link(local).is_some() {
@@ -308,7 +331,7 @@ fn dev_of(snap: &Snapshot, p: &PathSpec) -> Option<String> {
     snap.egress
         .iter()
         .find(|e| bare(&e.address) == local)
-        .map(|e| e.leaves_by.clone().unwrap_or_else(|| e.dev.clone()))
+        .map(|e| e.dev.clone())
         .or_else(|| {
             snap.links
                 .iter()
@@ -324,8 +347,15 @@ const JUMBO_MTU: u32 = 9000;
 /// GSO/GRO size the BIG TCP step offers (report 4), bounded by tso_max_size.
 const BIG_TCP_SIZE: u32 = 185_000;
 
+fn host_change(best: &Config, actions: Vec<Action>) -> Change {
+    Change {
+        conf: best.clone(),
+        actions,
+    }
+}
+
 /// Host-side variables for the NICs of the paths in use.
-fn host_variables(snap: &Snapshot, devs: &[String]) -> Vec<Variable> {
+fn host_variables(snap: &Snapshot, devs: &[String], best: &Config) -> Vec<Variable> {
     let mut out = Vec::new();
     let mut sys = Vec::new();
     for key in ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
@@ -342,7 +372,7 @@ fn host_variables(snap: &Snapshot, devs: &[String]) -> Vec<Variable> {
         out.push(Variable {
             name: "tcp buffer maxima",
             monotonic: true,
-            candidates: vec![(human_size(TCP_MEM_MAX), Change::Host(sys))],
+            candidates: vec![(human_size(TCP_MEM_MAX), host_change(best, sys))],
         });
     }
     let links: Vec<_> = devs.iter().filter_map(|d| snap.link(d)).collect();
@@ -360,7 +390,7 @@ fn host_variables(snap: &Snapshot, devs: &[String]) -> Vec<Variable> {
         out.push(Variable {
             name: "mtu",
             monotonic: true,
-            candidates: vec![(JUMBO_MTU.to_string(), Change::Host(mtu))],
+            candidates: vec![(JUMBO_MTU.to_string(), host_change(best, mtu))],
         });
     }
     let mut big = Vec::new();
@@ -394,7 +424,7 @@ fn host_variables(snap: &Snapshot, devs: &[String]) -> Vec<Variable> {
         out.push(Variable {
             name: "big tcp",
             monotonic: true,
-            candidates: vec![(size.to_string(), Change::Host(big))],
+            candidates: vec![(size.to_string(), host_change(best, big))],
         });
     }
     out
@@ -424,12 +454,18 @@ impl HostSide {
         let undo = plan
             .steps
             .iter()
+            .filter(|s| !s.no_op)
             .map(|s| Action {
                 setting: s.action.setting.clone(),
                 value: s.current.clone(),
             })
             .collect();
-        let cmds = plan.steps.iter().map(|s| s.command.clone()).collect();
+        let cmds = plan
+            .steps
+            .iter()
+            .filter(|s| !s.no_op)
+            .map(|s| s.command.clone())
+            .collect();
         self.touched = true;
         tune::apply(&mut self.host, &self.state, &plan, None)?;
         Ok((cmds, undo))
@@ -530,7 +566,8 @@ pub fn run(a: OptimizeArgs) -> Result<()> {
         parse_pct(&a.noise)?,
         goal.better(),
     );
-    let ctx = Ctx {
+    let mut ctx = Ctx {
+        devs: Vec::new(),
         goal,
         rr_size: u32::try_from(parse_size(&a.size)?).context("--size must be below 4 GiB")?,
         paths: a
@@ -567,6 +604,21 @@ pub fn run(a: OptimizeArgs) -> Result<()> {
     } else {
         open_host_side(&a, &mut notes)?
     };
+    // Per-NIC source routing the doctor asks for, brought in with the paths.
+    let mut routes = Vec::new();
+    if let Ok(snap) = crate::host_cmd::snapshot(&Where {
+        netns: None,
+        root: None,
+    }) {
+        ctx.devs = ctx.paths.iter().map(|p| dev_of(&snap, p)).collect();
+        if host.is_some() {
+            routes = diagnose(&snap, &DoctorGoal::default())
+                .into_iter()
+                .filter(|f| f.id == "second-nic-unused")
+                .flat_map(|f| f.actions)
+                .collect();
+        }
+    }
     crate::experiment::catch_signals();
 
     let mut search = Search::new(rules);
@@ -593,7 +645,7 @@ pub fn run(a: OptimizeArgs) -> Result<()> {
     let mut host_vars: Option<Vec<Variable>> = None;
     let mut bench_i = 0usize;
     loop {
-        let var = if let Some(v) = bench_variable(&ctx, bench_i, &best) {
+        let var = if let Some(v) = bench_variable(&ctx, bench_i, &best, &routes) {
             bench_i += 1;
             v
         } else if bench_i < 6 {
@@ -626,22 +678,30 @@ pub fn run(a: OptimizeArgs) -> Result<()> {
                 );
                 continue;
             }
-            let (conf, applied) = match &change {
-                Change::Bench(c) => (c.clone(), None),
-                Change::Host(actions) => {
-                    let Some(h) = host.as_mut() else { continue };
-                    let t = Instant::now();
-                    let r = h.apply(&format!("optimize {}", var.name), actions.clone());
-                    budget.spend(t.elapsed().as_secs_f64());
-                    match r {
-                        Ok(x) => (best.clone(), Some(x)),
-                        Err(e) => {
-                            search.skip(var.name, &setting, &format!("not applied: {e:#}"));
-                            continue;
-                        }
+            let conf = change.conf.clone();
+            let mut applied = None;
+            if !change.actions.is_empty() {
+                let t = Instant::now();
+                let r = match host.as_mut() {
+                    Some(h) => h.apply(&format!("optimize {}", var.name), change.actions.clone()),
+                    None => Err(anyhow::anyhow!(
+                        "host settings are off (--no-host or no rights)"
+                    )),
+                };
+                budget.spend(t.elapsed().as_secs_f64());
+                match r {
+                    Ok(x) => applied = Some(x),
+                    // A pure host step is pointless without its settings.
+                    Err(e) if conf == best => {
+                        search.skip(var.name, &setting, &format!("not applied: {e:#}"));
+                        continue;
                     }
+                    Err(e) => notes.push(format!(
+                        "{} {setting}: measured without its host settings: {e:#}",
+                        var.name
+                    )),
                 }
-            };
+            }
             let verdict = match ctx.spec(&conf) {
                 Err(e) => {
                     search.skip(var.name, &setting, &format!("{e:#}"));
@@ -776,8 +836,8 @@ fn host_snapshot_vars(ctx: &Ctx, best: &Config, notes: &mut Vec<String>) -> Vec<
         }
     };
     let mut devs = Vec::new();
-    for p in ctx.paths.iter().take(best.npaths) {
-        match dev_of(&snap, p) {
+    for (i, p) in ctx.paths.iter().enumerate().take(best.npaths) {
+        match ctx.devs.get(i).cloned().flatten() {
             Some(d) if !devs.contains(&d) => devs.push(d),
             Some(_) => {}
             None => notes.push(format!(
@@ -789,7 +849,7 @@ fn host_snapshot_vars(ctx: &Ctx, best: &Config, notes: &mut Vec<String>) -> Vec<
     if devs.is_empty() && ctx.paths.is_empty() {
         notes.push("no --paths: MTU and BIG TCP need LOCAL=REMOTE paths to know the NICs".into());
     }
-    host_variables(&snap, &devs)
+    host_variables(&snap, &devs, best)
 }
 
 /// The ladder as experiment results: the baseline and each kept step.
