@@ -270,7 +270,15 @@ fn bench_variable(ctx: &Ctx, i: usize, best: &Config, routes: &[Action]) -> Opti
             name: "paths used",
             monotonic: true,
             candidates: (best.npaths + 1..=ctx.paths.len())
-                .map(|n| (n.to_string(), add_paths(n)))
+                .map(|n| {
+                    let ch = add_paths(n);
+                    let label = if ch.actions.is_empty() {
+                        n.to_string()
+                    } else {
+                        format!("{n} + source routing")
+                    };
+                    (label, ch)
+                })
                 .collect(),
         },
         1 if stream => Variable {
@@ -554,6 +562,9 @@ fn measure(
 
 /// Runs `wirespeed optimize`.
 pub fn run(a: OptimizeArgs) -> Result<()> {
+    // Before a --netns re-exec too: on Ctrl-C the parent then waits for
+    // the child, which finishes its step and rolls back.
+    crate::experiment::catch_signals();
     enter_netns(&a.at)?;
     let goal = match a.goal.as_str() {
         "bidir" => Goal::Bidir,
@@ -619,7 +630,6 @@ pub fn run(a: OptimizeArgs) -> Result<()> {
                 .collect();
         }
     }
-    crate::experiment::catch_signals();
 
     let mut search = Search::new(rules);
     // Per ladder entry: the runs, the bench config and the host changes in force.
