@@ -263,8 +263,11 @@ impl Search {
         verdict
     }
 
-    /// Records a step that was not measured.
-    pub fn skip(&mut self, variable: &str, setting: &str, reason: &str) {
+    /// Records a step that was not measured; returns its verdict.
+    pub fn skip(&mut self, variable: &str, setting: &str, reason: &str) -> Verdict {
+        let verdict = Verdict::Skipped {
+            reason: reason.into(),
+        };
         self.steps.push(StepRecord {
             variable: variable.into(),
             setting: setting.into(),
@@ -273,10 +276,9 @@ impl Search {
             band_pct: self.rules.noise_pct,
             vs_previous_pct: None,
             vs_baseline_pct: None,
-            verdict: Verdict::Skipped {
-                reason: reason.into(),
-            },
+            verdict: verdict.clone(),
         });
+        verdict
     }
 
     /// The ladder: the baseline and every kept step, in order.

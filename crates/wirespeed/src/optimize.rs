@@ -504,15 +504,27 @@ impl Drop for HostSide {
 /// The `optimize` part of the results file, beside the experiment fields.
 #[derive(Debug, Serialize)]
 struct Summary {
+    /// What was raised.
     goal: Goal,
+    /// Repeats and noise band the steps were judged by.
     rules: Rules,
+    /// The time budget and what was spent.
     budget: Budget,
+    /// Every step: baseline, kept, rejected and skipped.
     steps: Vec<StepRecord>,
+    /// The best configuration's median (bit/s, or us p50 for rr).
     best_median: Option<f64>,
+    /// The `wirespeed bench` command of the best configuration.
     bench_command: String,
+    /// Host changes the best configuration needs, as commands.
     host_changes: Vec<String>,
+    /// Whether they were left in place (`--keep`).
     host_changes_kept: bool,
+    /// The journal's directory, when host settings were tried.
+    state_dir: Option<String>,
+    /// Settings restored at the end.
     rolled_back: Vec<String>,
+    /// What was left out and why.
     notes: Vec<String>,
 }
 
@@ -713,19 +725,11 @@ pub fn run(a: OptimizeArgs) -> Result<()> {
                 }
             }
             let verdict = match ctx.spec(&conf) {
-                Err(e) => {
-                    search.skip(var.name, &setting, &format!("{e:#}"));
-                    Verdict::Skipped {
-                        reason: String::new(),
-                    }
-                }
+                Err(e) => search.skip(var.name, &setting, &format!("{e:#}")),
                 Ok(spec) => {
                     let (vals, runs, err) = measure(&cfg, &spec, goal, &rules, &mut budget);
                     if let Some(e) = err {
-                        search.skip(var.name, &setting, &format!("test failed: {e}"));
-                        Verdict::Skipped {
-                            reason: String::new(),
-                        }
+                        search.skip(var.name, &setting, &format!("test failed: {e}"))
                     } else {
                         let v = search.judge(var.name, &setting, &vals);
                         if v == Verdict::Kept {
@@ -787,6 +791,7 @@ pub fn run(a: OptimizeArgs) -> Result<()> {
         ),
         host_changes,
         host_changes_kept: a.keep,
+        state_dir: host.as_ref().map(|h| h.state.dir().display().to_string()),
         rolled_back,
         notes,
         steps: search.steps.clone(),
@@ -960,10 +965,9 @@ fn render(s: &Summary, search: &Search, elapsed: f64, a: &OptimizeArgs) -> Strin
     ));
     o.push_str(&format!("best: {}\n", s.bench_command));
     if !s.host_changes.is_empty() {
-        let state = if a.keep {
-            "kept (undo: wirespeed tune rollback --state-dir DIR)"
-        } else {
-            "rolled back; apply them to keep the gain"
+        let state = match (&s.state_dir, a.keep) {
+            (Some(d), true) => format!("kept; undo: wirespeed tune rollback --state-dir {d}"),
+            _ => "rolled back; apply them to keep the gain".to_string(),
         };
         o.push_str(&format!("host changes ({state}):\n"));
         for c in &s.host_changes {

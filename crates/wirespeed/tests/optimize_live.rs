@@ -235,3 +235,16 @@ fn explain_names_the_planted_bottleneck() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bad_optimize_input_fails_cleanly() {
+    use common::assert_clean_failure;
+    assert_clean_failure(&["optimize", "127.0.0.1", "--noise", "abc"], "--noise");
+    assert_clean_failure(&["optimize", "127.0.0.1", "--noise", "150%"], "between");
+    assert_clean_failure(&["optimize", "127.0.0.1", "--budget", "xx"], "duration");
+    assert_clean_failure(&["optimize", "127.0.0.1", "--paths", "=x"], "bad path");
+    assert_clean_failure(
+        &["optimize", "127.0.0.1", "--port", "1", "--no-host"],
+        "baseline test",
+    );
+}
