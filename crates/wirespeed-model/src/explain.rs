@@ -291,7 +291,7 @@ pub fn explain(r: &TestResult, c: Option<&Ceilings>, facts: &Facts) -> Explanati
     }
     let mut b = Vec::new();
     cpu_rule(r, &mut b);
-    nic_rules(r, nic_cap, &mut b);
+    nic_rules(r, nic_cap, c.map(|c| c.nics), &mut b);
     if let Some(c) = c {
         vm_rule(
             c,
@@ -376,7 +376,8 @@ fn cpu_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
     }
 }
 
-fn nic_rules(r: &TestResult, cap: Option<f64>, out: &mut Vec<Bottleneck>) {
+/// NIC rules; `nics` is the machine's NIC count when a profile gives one.
+fn nic_rules(r: &TestResult, cap: Option<f64>, nics: Option<u32>, out: &mut Vec<Bottleneck>) {
     let Some(cap) = cap else { return };
     if r.paths.is_empty() {
         return;
@@ -426,6 +427,19 @@ fn nic_rules(r: &TestResult, cap: Option<f64>, out: &mut Vec<Bottleneck>) {
                 loads.len(),
                 gbits(sum),
                 pct(sum, cap),
+                gbits(cap)
+            ),
+        });
+    } else if at.len() == loads.len() && nics.is_some_and(|n| n as usize > loads.len()) {
+        let n = nics.unwrap_or_default();
+        evidence.push(ev("nics", n as f64, "nics"));
+        out.push(Bottleneck {
+            kind: BottleneckKind::NicImbalance,
+            evidence,
+            message: format!(
+                "the test used {} of the machine's {n} NICs and each one it used runs at {:.0}% or more of its {} Gbit/s cap: the other NICs idle; add a --paths pair per NIC (report 2)",
+                loads.len(),
+                AT_CAP * 100.0,
                 gbits(cap)
             ),
         });

@@ -179,6 +179,22 @@ fn paths_sharing_one_nic() {
 }
 
 #[test]
+fn one_used_nic_at_cap_while_the_others_are_not_in_the_test() {
+    let c = model("ibm-vpc", Some(32), 2);
+    let mut r = two_paths(15.8, 0.0, 4, 0);
+    r.paths.truncate(1);
+    let e = explain(&r, Some(&c), &Facts::default());
+    assert_eq!(kinds(&e), vec![BottleneckKind::NicImbalance]);
+    let b = find(&e, BottleneckKind::NicImbalance);
+    assert_eq!(evidence(b, "nics"), 2.0);
+    assert!(
+        b.message.contains("1 of the machine's 2 NICs"),
+        "{}",
+        b.message
+    );
+}
+
+#[test]
 fn every_nic_at_cap_is_the_nic_limit() {
     // Report 2: 4 streams per NIC gave 32.0, the theoretical maximum.
     let c = model("ibm-vpc", Some(32), 2);

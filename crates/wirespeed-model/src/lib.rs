@@ -18,6 +18,7 @@
 mod ceilings;
 mod error;
 mod explain;
+pub mod optimize;
 mod price;
 mod profile;
 

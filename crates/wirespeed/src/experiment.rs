@@ -733,7 +733,7 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn catch_signals() {
+pub(crate) fn catch_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: the handler only stores to an atomic, which is
         // async-signal-safe; `signal` has no other preconditions.
@@ -741,6 +741,11 @@ fn catch_signals() {
             libc::signal(sig, on_signal as *const () as libc::sighandler_t);
         }
     }
+}
+
+/// Whether SIGINT or SIGTERM asked to stop (after [`catch_signals`]).
+pub(crate) fn stopped() -> bool {
+    STOP.load(Ordering::SeqCst)
 }
 
 /// Writes `res` to `path` atomically: a temporary file, then a rename.

@@ -189,7 +189,7 @@ fn fs_of(at: &Where) -> Fs {
     at.root.clone().map(Fs::at).unwrap_or_default()
 }
 
-fn snapshot(at: &Where) -> Result<Snapshot> {
+pub(crate) fn snapshot(at: &Where) -> Result<Snapshot> {
     let mut s = inspect(&fs_of(at)).context("cannot read the host")?;
     s.netns = std::env::var(NETNS_ENV).ok();
     Ok(s)
@@ -457,7 +457,7 @@ fn need_root() -> Result<()> {
     Ok(())
 }
 
-fn open_host(at: &Where) -> Result<Host> {
+pub(crate) fn open_host(at: &Where) -> Result<Host> {
     Host::open(fs_of(at)).context("cannot open netlink")
 }
 

@@ -8,6 +8,7 @@ mod host_cmd;
 mod host_render;
 mod lab;
 mod model_cmd;
+mod optimize;
 mod report_cmd;
 mod sys;
 
@@ -54,6 +55,8 @@ enum Cmd {
     Explain(model_cmd::ExplainArgs),
     /// Run an experiment file: cells against a baseline, repeated, in a lab (root).
     Experiment(experiment::ExperimentArgs),
+    /// Search the bench and host settings that raise throughput or cut latency.
+    Optimize(Box<optimize::OptimizeArgs>),
     /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV.
     Report(report_cmd::ReportArgs),
 }
@@ -160,6 +163,7 @@ fn main() {
         Cmd::Explain(a) => model_cmd::run_explain(&a),
         Cmd::Experiment(a) => experiment::run(a),
         Cmd::Report(a) => report_cmd::run(a),
+        Cmd::Optimize(a) => optimize::run(*a),
     };
     if let Err(e) = r {
         eprintln!("error: {e:#}");

@@ -3,33 +3,16 @@
 //! the other. Needs root; skips (with a note) otherwise.
 
 mod common;
-use common::{bin, f, first_result, heavy, root_or_skip, run, serve};
+use common::{bin, f, first_result, heavy, lab_with_server, path, root_or_skip, run};
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use wirespeed_lab::{Lab, LabSpec};
-
-/// A 2-host lab with `nics` links capped at `rate`, and a server on host b.
-fn lab_with_server(prefix: &str, nics: usize, rate: Option<&str>) -> (Lab, common::ServerProc) {
-    let spec = LabSpec::two_hosts(&Lab::unique(prefix), nics, rate);
-    let lab = Lab::up(&spec).expect("lab up");
-    let mut cmd = lab.command("b", bin());
-    cmd.args(["serve", "--port", "5300", "--idle-timeout", "3s"]);
-    (lab, serve(cmd))
-}
+use wirespeed_lab::Lab;
 
 fn bench(lab: &Lab, args: &[&str]) -> std::process::Output {
     let server = lab.addr4("b", 0).unwrap().to_string();
     let mut cmd = lab.command("a", bin());
     cmd.args(["bench", &server, "--json"]).args(args);
     run(cmd)
-}
-
-fn path(lab: &Lab, link: usize) -> String {
-    format!(
-        "{}={}",
-        lab.addr4("a", link).unwrap(),
-        lab.addr4("b", link).unwrap()
-    )
 }
 
 #[test]

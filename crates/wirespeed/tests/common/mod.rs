@@ -144,3 +144,25 @@ pub fn root_or_skip(test: &str) -> bool {
     }
     root
 }
+
+/// A 2-host lab with `nics` links capped at `rate`, and a server on host b.
+pub fn lab_with_server(
+    prefix: &str,
+    nics: usize,
+    rate: Option<&str>,
+) -> (wirespeed_lab::Lab, ServerProc) {
+    let spec = wirespeed_lab::LabSpec::two_hosts(&wirespeed_lab::Lab::unique(prefix), nics, rate);
+    let lab = wirespeed_lab::Lab::up(&spec).expect("lab up");
+    let mut cmd = lab.command("b", bin());
+    cmd.args(["serve", "--port", "5300", "--idle-timeout", "3s"]);
+    (lab, serve(cmd))
+}
+
+/// The `LOCAL=REMOTE` path over link `link` from host a to host b.
+pub fn path(lab: &wirespeed_lab::Lab, link: usize) -> String {
+    format!(
+        "{}={}",
+        lab.addr4("a", link).unwrap(),
+        lab.addr4("b", link).unwrap()
+    )
+}
