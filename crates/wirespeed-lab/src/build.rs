@@ -6,7 +6,7 @@
 
 use crate::error::LabError;
 use crate::plan::{Addressing, Nic, address};
-use crate::spec::{CapKind, LabSpec, parse_prefix, parse_rate};
+use crate::spec::{CapKind, DEFAULT_FLOW_BUCKETS, LabSpec, parse_prefix, parse_rate};
 use serde::{Deserialize, Serialize};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
@@ -105,18 +105,29 @@ pub fn build_commands(spec: &LabSpec, plan: &Addressing) -> Vec<Vec<String>> {
         ]);
         for (host, nic) in [(&p.host_a, &p.a), (&p.host_b, &p.b)] {
             let n = ns(host);
-            let mut set = vec![s("link"), s("set"), s("dev"), nic.dev.clone()];
-            if let Some(m) = l.mtu {
-                set.extend([s("mtu"), s(m)]);
-            }
-            if let Some(g) = l.gso_max_size {
-                set.extend([s("gso_max_size"), s(g)]);
-            }
-            if let Some(g) = l.gro_max_size {
-                set.extend([s("gro_max_size"), s(g)]);
-            }
-            if set.len() > 4 {
-                out.push(ip(&n, &set));
+            // MTU and IPv6 sizes first: setting those at or below 64 KiB
+            // overwrites the IPv4 ones. `run` sets the IPv4 ones over netlink.
+            let groups: [&[(&str, Option<u32>)]; 2] = [
+                &[
+                    ("mtu", l.mtu),
+                    ("gso_max_size", l.gso_max_size),
+                    ("gro_max_size", l.gro_max_size),
+                ],
+                &[
+                    ("gso_ipv4_max_size", l.gso_ipv4_max_size),
+                    ("gro_ipv4_max_size", l.gro_ipv4_max_size),
+                ],
+            ];
+            for group in groups {
+                let mut set = vec![s("link"), s("set"), s("dev"), nic.dev.clone()];
+                for (attr, v) in group {
+                    if let Some(v) = v {
+                        set.extend([s(attr), s(v)]);
+                    }
+                }
+                if set.len() > 4 {
+                    out.push(ip(&n, &set));
+                }
             }
             if let Some(g) = l.gro {
                 out.push(exec(
@@ -131,8 +142,20 @@ pub fn build_commands(spec: &LabSpec, plan: &Addressing) -> Vec<Vec<String>> {
                 ));
             }
             out.extend(addr_commands(&n, nic, &ip));
-            if let Some(bps) = l.rate.as_deref().and_then(parse_rate) {
-                out.extend(cap_commands(&n, &nic.dev, bps, l.cap));
+            let rate = l.rate.as_deref().and_then(parse_rate);
+            match l.flow_rate.as_deref().and_then(parse_rate) {
+                Some(per_flow) => out.extend(flow_cap_commands(
+                    &n,
+                    &nic.dev,
+                    rate,
+                    per_flow,
+                    l.flows.unwrap_or(DEFAULT_FLOW_BUCKETS),
+                )),
+                None => {
+                    if let Some(bps) = rate {
+                        out.extend(cap_commands(&n, &nic.dev, bps, l.cap));
+                    }
+                }
             }
             out.push(ip(
                 &n,
@@ -350,8 +373,97 @@ pub fn cap_commands(n: &str, dev: &str, bps: u64, kind: CapKind) -> Vec<Vec<Stri
     }
 }
 
+/// Per-flow caps on `dev`: HTB with a parent class at `total` (the link's
+/// rate, or 100 Gbit/s when uncapped), a default class for what is not
+/// IPv4 TCP, and `buckets` classes at `per_flow` each. A u32 hash table
+/// spreads IPv4 TCP packets over the buckets by the client's port (its
+/// bits 1 to log2(buckets)): Linux gives connect() even ports and bind(0) (a listener's
+/// port) odd ones, so a packet with an even source port is hashed on its
+/// source port and one with an odd source port on its destination port,
+/// and both directions of one flow land in the same bucket. Consecutive
+/// connections to one server get ports 2-16 apart, so up to buckets / 8
+/// flows of one test never share a bucket. Assumes IPv4 headers without
+/// options (the ports at byte 20).
+pub fn flow_cap_commands(
+    n: &str,
+    dev: &str,
+    total: Option<u64>,
+    per_flow: u64,
+    buckets: u32,
+) -> Vec<Vec<String>> {
+    let tc = |args: &[&str]| -> Vec<String> {
+        let mut v = vec![s("tc"), s("-n"), s(n)];
+        v.extend(args.iter().map(s));
+        v
+    };
+    let total = total.unwrap_or(100_000_000_000);
+    // A class is assured `rate` and may borrow from its parent up to
+    // `ceil`; the assured rates of the buckets add up to the parent's, so
+    // only the parent's rate bounds their sum.
+    let class = |parent: &str, id: &str, rate: u64, ceil: u64| {
+        let (rate, ceil_s) = (format!("{rate}bit"), format!("{ceil}bit"));
+        let burst = tbf_sizes(ceil).0.to_string();
+        tc(&[
+            "class", "add", "dev", dev, "parent", parent, "classid", id, "htb", "rate", &rate,
+            "ceil", &ceil_s, "burst", &burst, "cburst", &burst, "quantum", "65536",
+        ])
+    };
+    let mut out = vec![
+        tc(&[
+            "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2",
+        ]),
+        class("1:", "1:1", total, total),
+        class("1:1", "1:2", 8000, total),
+    ];
+    let buckets = buckets.clamp(2, 256);
+    let flow_class = |k: u32| format!("1:{:x}", 0x100 + k);
+    let ceil = per_flow.min(total);
+    let assured = (total / u64::from(buckets)).clamp(8000, ceil);
+    for k in 0..buckets {
+        out.push(class("1:1", &flow_class(k), assured, ceil));
+    }
+    let filter = |extra: &[&str]| {
+        let mut v = vec![
+            "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip",
+        ];
+        v.extend_from_slice(extra);
+        tc(&v)
+    };
+    let divisor = buckets.to_string();
+    out.push(filter(&["handle", "2:", "u32", "divisor", &divisor]));
+    for k in 0..buckets {
+        let ht = format!("2:{k:x}:");
+        out.push(filter(&[
+            "u32",
+            "ht",
+            &ht,
+            "match",
+            "u32",
+            "0",
+            "0",
+            "flowid",
+            &flow_class(k),
+        ]));
+    }
+    // Port bits 1.. (bit 0 is the parity that tells client from server).
+    let bits = (buckets - 1) << 1;
+    let (smask, dmask) = (format!("0x{:08x}", bits << 16), format!("0x{bits:08x}"));
+    for (parity, mask) in [("0", &smask), ("1", &dmask)] {
+        out.push(filter(&[
+            "u32", "ht", "800::", "match", "ip", "protocol", "6", "0xff", "match", "ip", "sport",
+            parity, "0x1", "hashkey", "mask", mask, "at", "20", "link", "2:",
+        ]));
+    }
+    out
+}
+
 /// Runs one command; a failure carries the command line and its stderr.
+/// `ip -n NS link set dev DEV gso_ipv4_max_size N ...` (which iproute2
+/// before 6.3 cannot parse) is done over rtnetlink instead.
 pub fn run(argv: &[String]) -> Result<(), LabError> {
+    if let Some((ns, dev, pairs)) = crate::netns::ipv4_sizes(argv) {
+        return crate::netns::set_ipv4_sizes(ns, dev, &pairs);
+    }
     let out = Command::new(&argv[0])
         .args(&argv[1..])
         .output()
@@ -646,9 +758,45 @@ mod tests {
             "type vxlan id 7 local 10.61.0.1 remote 10.61.0.2 dstport 4789 dev eth0"
         ));
         assert!(has("ip -n cmds-a link set dev vx0 mtu 1450"));
+        assert!(!has("flowid"), "no per-flow caps unless asked");
         // Namespaces come first, routes after the links they use.
         let pos = |x: &str| cmds.iter().position(|c| c.contains(x)).unwrap();
         assert!(pos("netns add cmds-b") < pos("type veth"));
         assert!(pos("type veth") < pos("nexthop"));
+    }
+
+    #[test]
+    fn per_flow_caps_hash_tcp_ports_into_htb_classes() {
+        let mut spec = LabSpec::two_hosts("fc", 1, Some("1gbit"));
+        spec.links[0].flow_rate = Some("250mbit".into());
+        spec.links[0].flows = Some(16);
+        spec.links[0].gso_ipv4_max_size = Some(185000);
+        let cmds: Vec<String> = Lab::commands(&spec)
+            .unwrap()
+            .iter()
+            .map(|c| c.join(" "))
+            .collect();
+        let count = |x: &str| cmds.iter().filter(|c| c.contains(x)).count();
+        assert_eq!(count("tbf"), 0, "the htb parent enforces the link rate");
+        assert_eq!(count("htb rate 62500000bit ceil 250000000bit"), 2 * 16);
+        assert_eq!(count("classid 1:1 htb rate 1000000000bit"), 2);
+        assert_eq!(count("u32 divisor 16"), 2);
+        assert_eq!(count("u32 ht 2:f: match u32 0 0 flowid 1:10f"), 2);
+        assert_eq!(
+            count(
+                "u32 ht 800:: match ip protocol 6 0xff match ip sport 0 0x1 hashkey mask 0x001e0000 at 20 link 2:"
+            ),
+            2
+        );
+        assert_eq!(
+            count("match ip sport 1 0x1 hashkey mask 0x0000001e at 20"),
+            2
+        );
+        assert_eq!(
+            count("ip -n fc-b link set dev eth0 gso_ipv4_max_size 185000"),
+            1
+        );
+        let pos = |x: &str| cmds.iter().position(|c| c.contains(x)).unwrap();
+        assert!(pos("divisor") < pos("ht 2:0:") && pos("ht 2:f:") < pos("ht 800::"));
     }
 }

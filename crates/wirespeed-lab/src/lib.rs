@@ -11,12 +11,13 @@
 
 mod build;
 mod error;
+mod netns;
 pub mod plan;
 pub mod spec;
 
 pub use build::{
-    Lab, LabState, build_commands, cap_commands, destroy, is_root, load_state, ns_name, owner_pid,
-    run, save_state, sweep_stale, tbf_sizes,
+    Lab, LabState, build_commands, cap_commands, destroy, flow_cap_commands, is_root, load_state,
+    ns_name, owner_pid, run, save_state, sweep_stale, tbf_sizes,
 };
 pub use error::LabError;
 pub use plan::{Addressing, Nic, Pair};

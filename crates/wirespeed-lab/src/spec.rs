@@ -68,7 +68,23 @@ pub struct LinkSpec {
     /// Turn GRO on (veth has it off by default).
     #[serde(default)]
     pub gro: Option<bool>,
+    /// gso_ipv4_max_size of both ends (BIG TCP for IPv4), set over netlink.
+    #[serde(default)]
+    pub gso_ipv4_max_size: Option<u32>,
+    /// gro_ipv4_max_size of both ends, set over netlink.
+    #[serde(default)]
+    pub gro_ipv4_max_size: Option<u32>,
+    /// Per-flow egress cap on each end, e.g. `300mbit`: HTB with one class
+    /// per hash bucket of the TCP ports (IPv4), so each flow is capped alone.
+    #[serde(default)]
+    pub flow_rate: Option<String>,
+    /// Hash buckets (classes) for `flow_rate`: a power of two, 2-256 (default 64).
+    #[serde(default)]
+    pub flows: Option<u32>,
 }
+
+/// Default number of per-flow buckets of a link with `flow_rate`.
+pub const DEFAULT_FLOW_BUCKETS: u32 = 64;
 
 /// A VXLAN overlay between the two ends of a link.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -363,9 +379,30 @@ impl LabSpec {
                     }
                 }
             }
+            if let Some(r) = &l.flow_rate
+                && parse_rate(r).is_none()
+            {
+                return Err((at("flow_rate"), format!("bad rate {r:?}: use e.g. 300mbit")));
+            }
+            if let Some(n) = l.flows {
+                if l.flow_rate.is_none() {
+                    return Err((
+                        at("flows"),
+                        "`flows` sets the buckets of `flow_rate`: give a flow_rate too".into(),
+                    ));
+                }
+                if !(2..=256).contains(&n) || !n.is_power_of_two() {
+                    return Err((
+                        at("flows"),
+                        format!("{n} buckets: use a power of two from 2 to 256"),
+                    ));
+                }
+            }
             for (field, v) in [
                 ("gso_max_size", l.gso_max_size),
                 ("gro_max_size", l.gro_max_size),
+                ("gso_ipv4_max_size", l.gso_ipv4_max_size),
+                ("gro_ipv4_max_size", l.gro_ipv4_max_size),
             ] {
                 if let Some(v) = v
                     && !(1024..=524_280).contains(&v)
@@ -409,6 +446,25 @@ impl LabSpec {
                 && parse_v4_prefix(s).is_none()
             {
                 return Err((at("subnet"), format!("bad subnet {s:?}")));
+            }
+            let under = &self.links[v.link];
+            let clash = self.vxlans[..i].iter().position(|w| {
+                let other = &self.links[w.link];
+                let shared = [&other.a, &other.b]
+                    .iter()
+                    .any(|h| **h == under.a || **h == under.b);
+                shared && w.id == v.id && w.port == v.port
+            });
+            if let Some(j) = clash {
+                return Err((
+                    at("id"),
+                    format!(
+                        "VNI {} on port {} is taken by [[vxlan]] #{} on the same host: give each overlay its own id",
+                        v.id,
+                        v.port,
+                        j + 1
+                    ),
+                ));
             }
         }
         for (i, r) in self.routes.iter().enumerate() {
@@ -542,6 +598,28 @@ links = [0, 1]
         assert!(e.contains("line 17") && e.contains("mtux"), "{e}");
         let e = err(&GOOD.replace("links = [0, 1]", "links = [0, 7]"));
         assert!(e.contains("line 30") && e.contains("link 7"), "{e}");
+        let e = err(&GOOD.replace("mtu = 9000", "flow_rate = \"slow\""));
+        assert!(e.contains("line 17") && e.contains("`flow_rate`"), "{e}");
+        let e = err(&GOOD.replace("mtu = 9000", "flow_rate = \"300mbit\"\nflows = 12"));
+        assert!(e.contains("line 18") && e.contains("power of two"), "{e}");
+        let e = err(&GOOD.replace("mtu = 9000", "flows = 16"));
+        assert!(
+            e.contains("line 17") && e.contains("give a flow_rate"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("mtu = 9000", "gso_ipv4_max_size = 600000"));
+        assert!(
+            e.contains("line 17") && e.contains("`gso_ipv4_max_size`"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace(
+            "[[vxlan]]\nlink = 0",
+            "[[vxlan]]\nlink = 0\n\n[[vxlan]]\nlink = 1",
+        ));
+        assert!(
+            e.contains("[[vxlan]] #2 field `id`") && e.contains("line 27"),
+            "{e}"
+        );
         let e = err(&GOOD.replace("mtu = 9000", "mtu = \"big\""));
         assert!(e.contains("line 17"), "{e}");
         assert!(err("name = \"x y\"\n[[host]]\nname=\"a\"").contains("line 1"));

@@ -113,6 +113,17 @@ fn default_client() -> String {
     "a".into()
 }
 
+/// A tuning profile applied with `wirespeed tune apply` on one host after
+/// each lab build, rolled back before the lab is removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TuneDef {
+    host: String,
+    profile: String,
+    #[serde(default)]
+    devs: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ExperimentFile {
@@ -137,6 +148,8 @@ struct ExperimentFile {
     cells: Vec<CellDef>,
     #[serde(default, rename = "step")]
     steps: Vec<CellDef>,
+    #[serde(default, rename = "tune")]
+    tunes: Vec<TuneDef>,
 }
 
 /// One setting a cell changes in place: a sysctl on a host or a link
@@ -169,6 +182,7 @@ struct Plan {
     repeats: u32,
     duration: String,
     warmup: String,
+    tunes: Vec<TuneDef>,
     cells: Vec<Planned>,
 }
 
@@ -526,6 +540,30 @@ fn load(path: &Path, a: &ExperimentArgs) -> Result<Plan> {
         std::iter::once((Some(("baseline", 0)), &file.baseline))
             .chain(defs.iter().enumerate().map(|(i, d)| (Some((kind, i)), d)))
             .collect();
+    let plan0 = address(&base).map_err(|e| at(None, "lab", e))?;
+    let mut tunes = Vec::new();
+    for (i, t) in file.tunes.iter().enumerate() {
+        let here = Some(("tune", i));
+        if !base.hosts.iter().any(|x| x.name == t.host) {
+            return Err(at(
+                here,
+                "host",
+                format!("the lab has no host {:?}", t.host),
+            ));
+        }
+        let mut t = t.clone();
+        if t.profile.contains('/') || t.profile.ends_with(".toml") {
+            let p = path.parent().unwrap_or(Path::new(".")).join(&t.profile);
+            let p = p
+                .canonicalize()
+                .map_err(|e| at(here, "profile", format!("{}: {e}", p.display())))?;
+            t.profile = p.display().to_string();
+        }
+        for d in &mut t.devs {
+            *d = resolve(d, &plan0).map_err(|e| at(here, "devs", e))?;
+        }
+        tunes.push(t);
+    }
     let mut names = std::collections::HashSet::new();
     let mut cells = Vec::new();
     for (idx, (table, def)) in all.iter().enumerate() {
@@ -614,6 +652,7 @@ fn load(path: &Path, a: &ExperimentArgs) -> Result<Plan> {
         repeats,
         duration,
         warmup,
+        tunes,
         cells,
     })
 }
@@ -757,24 +796,91 @@ fn save(res: &ExperimentResults, path: &Path) -> Result<()> {
         .with_context(|| format!("rename {} to {}", tmp.display(), path.display()))
 }
 
-/// The lab of the cells being run and its server.
+/// Tuning profiles applied to a running lab; rolled back on drop.
+struct Tuned {
+    exe: String,
+    done: Vec<(String, PathBuf)>,
+}
+
+impl Tuned {
+    /// Runs `wirespeed tune apply` for each `[[tune]]` on its host.
+    fn apply(lab: &Lab, tunes: &[TuneDef], exe: &str) -> Result<Tuned> {
+        let mut t = Tuned {
+            exe: exe.to_string(),
+            done: Vec::new(),
+        };
+        for (i, d) in tunes.iter().enumerate() {
+            let ns = lab.ns(&d.host);
+            let dir = std::env::temp_dir().join(format!("wirespeed-tune-{}-{i}", lab.name()));
+            let mut cmd = std::process::Command::new(exe);
+            cmd.args(["tune", "apply", "--netns", &ns, "--profile", &d.profile]);
+            for dev in &d.devs {
+                cmd.args(["--dev", dev]);
+            }
+            cmd.arg("--state-dir").arg(&dir);
+            let out = cmd.output().context("run wirespeed tune apply")?;
+            if !out.status.success() {
+                bail!(
+                    "`wirespeed tune apply --netns {ns} --profile {} --dev {}` failed: {}",
+                    d.profile,
+                    d.devs.join(" --dev "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            eprintln!(
+                "tuned host {} with {}: {}",
+                d.host,
+                d.profile,
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            );
+            t.done.push((ns, dir));
+        }
+        Ok(t)
+    }
+}
+
+impl Drop for Tuned {
+    fn drop(&mut self) {
+        while let Some((ns, dir)) = self.done.pop() {
+            let ok = std::process::Command::new(&self.exe)
+                .args(["tune", "rollback", "--netns", &ns, "--state-dir"])
+                .arg(&dir)
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if !ok {
+                eprintln!("warning: could not roll back the tuning of {ns}");
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// The lab of the cells being run and its server. Fields drop in order:
+/// the tuning is rolled back and the server stopped before the lab goes.
 struct Running {
     spec: LabSpec,
+    _tuned: Tuned,
     _server: crate::demo::ServerProc,
     lab: Lab,
 }
 
 impl Running {
-    fn start(spec: &LabSpec, server: &str, exe: &str) -> Result<Running> {
+    fn start(spec: &LabSpec, plan: &Plan, exe: &str) -> Result<Running> {
         let mut s = spec.clone();
         s.name = Lab::unique("exp");
         let lab = Lab::up(&s)?;
+        let server = &plan.server;
         let mut cmd = lab.command(server, exe);
         cmd.arg("serve");
         let srv = crate::demo::spawn_server(cmd)
             .with_context(|| format!("start wirespeed serve on host {server}"))?;
+        let tuned = Tuned::apply(&lab, &plan.tunes, exe)?;
         Ok(Running {
             spec: spec.clone(),
+            _tuned: tuned,
             _server: srv,
             lab,
         })
@@ -949,6 +1055,17 @@ fn print_plan(plan: &Plan) {
         plan.server,
         plan.client
     );
+    for t in &plan.tunes {
+        println!(
+            "after each lab build, on {}: wirespeed tune apply --profile {}{} (rolled back after)",
+            t.host,
+            t.profile,
+            t.devs
+                .iter()
+                .map(|d| format!(" --dev {d}"))
+                .collect::<String>()
+        );
+    }
     for (i, c) in plan.cells.iter().enumerate() {
         let rebuild = if i > 0 && c.lab != plan.cells[i - 1].lab {
             " [new lab build]"
@@ -1038,7 +1155,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
             // The old lab (and its server) goes before the new one is built.
             drop(running.take());
             eprintln!("building the lab for cell {}", c.name);
-            running = Some(Running::start(&c.lab, &plan.server, &exe)?);
+            running = Some(Running::start(&c.lab, &plan, &exe)?);
         }
         let Some(r) = running.as_ref() else { continue };
         let cell = match run_cell(r, &plan, c, &exe, &format!("[{}/{n}]", i + 1)) {
@@ -1222,6 +1339,29 @@ bench = ["-F", "8", "-T", "2"]
         assert!(!p.cells[0].lab.hosts[0].source_routing);
         assert_eq!(p.cells[0].target, "10.70.0.2");
         assert_eq!(p.cells[2].lab, p.cells[1].lab);
+    }
+
+    #[test]
+    fn tune_entries_resolve_devices_and_name_bad_hosts() {
+        let text = LADDER.replace(
+            "[baseline]",
+            "[[tune]]\nhost = \"b\"\nprofile = \"tpu-multinic\"\ndevs = [\"{b.dev1}\"]\n\n[baseline]",
+        );
+        let p = load_text(&text).unwrap();
+        assert_eq!(p.tunes.len(), 1);
+        assert_eq!(p.tunes[0].devs, v(&["eth1"]));
+        assert_eq!(p.tunes[0].profile, "tpu-multinic");
+        let e = load_text(&text.replace("host = \"b\"", "host = \"z\""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 12") && e.contains("[[tune]] #1 field `host`"),
+            "{e}"
+        );
+        let e = load_text(&text.replace("{b.dev1}", "{b.dev9}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 14") && e.contains("`devs`"), "{e}");
     }
 
     #[test]
