@@ -81,9 +81,10 @@ impl GoalArgs {
             .goal
             .as_deref()
             .map(parse_rate)
-            .transpose()?
+            .transpose()
+            .context("--goal")?
             .map(|b| b as f64);
-        let rtt_us = parse_duration(&self.rtt)? * 1e6;
+        let rtt_us = parse_duration(&self.rtt).context("--rtt")? * 1e6;
         if rtt_us <= 0.0 {
             bail!("--rtt must be above zero");
         }
@@ -503,7 +504,8 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
                 .confirm_within
                 .as_deref()
                 .map(parse_duration)
-                .transpose()?
+                .transpose()
+                .context("--confirm-within")?
                 .map(Duration::from_secs_f64);
             if deadline.is_some_and(|d| d < Duration::from_secs(1)) {
                 bail!("--confirm-within must be at least 1s");
