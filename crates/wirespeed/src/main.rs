@@ -40,7 +40,7 @@ enum Cmd {
     /// Emulated hosts in network namespaces (root).
     #[command(subcommand)]
     Lab(lab::LabCmd),
-    /// The demo: a 2-host, 2-NIC lab when root, loopback otherwise.
+    /// The demo (same as `lab demo`): report 2's lab, doctor, tune, the ladder, report.html; loopback without root.
     Demo(demo::DemoArgs),
     /// Read every knob that limits bandwidth on this host.
     Inspect(host_cmd::InspectArgs),
