@@ -3,7 +3,7 @@
 //! [`Action`]s (and bench flags where the fix is in how one tests).
 //! Pure: no I/O.
 
-use crate::inspect::parse_cidr;
+use crate::inspect::{network, parse_cidr};
 use crate::snapshot::{Link, Snapshot};
 use crate::tune::{Action, Setting};
 use serde::{Deserialize, Serialize};
@@ -109,23 +109,21 @@ pub fn diagnose(s: &Snapshot, goal: &Goal) -> Vec<Finding> {
     out
 }
 
-fn v4_subnet(cidr: &str) -> Option<(IpAddr, u32)> {
-    let (ip, len) = parse_cidr(cidr)?;
-    match ip {
-        IpAddr::V4(a) if len < 32 => Some((
-            ip,
-            u32::from(a) & u32::MAX.checked_shl(32 - len as u32).unwrap_or(0),
-        )),
+/// An IPv4 CIDR's network address (None for IPv6 and host routes).
+fn v4_subnet(cidr: &str) -> Option<IpAddr> {
+    match parse_cidr(cidr)? {
+        (ip @ IpAddr::V4(_), len) if len < 32 => Some(network(ip, len)),
         _ => None,
     }
 }
 
 fn second_nic_unused(s: &Snapshot, out: &mut Vec<Finding>) {
     let links = used_links(s);
-    let mut by_subnet: std::collections::BTreeMap<u32, Vec<(&Link, String)>> = Default::default();
+    let mut by_subnet: std::collections::BTreeMap<IpAddr, Vec<(&Link, String)>> =
+        Default::default();
     for l in &links {
         for a in &l.addresses {
-            if let Some((_, net)) = v4_subnet(a) {
+            if let Some(net) = v4_subnet(a) {
                 by_subnet.entry(net).or_default().push((l, a.clone()));
             }
         }

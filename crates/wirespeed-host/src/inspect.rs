@@ -441,6 +441,24 @@ fn egress_of(rt: &mut Rtnl, links: &[Link]) -> Vec<Egress> {
     out
 }
 
+/// The network address of `ip/len` (`len` clamped to the family's width).
+pub fn network(ip: IpAddr, len: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(a) => {
+            let mask = u32::MAX
+                .checked_shl(32 - u32::from(len.min(32)))
+                .unwrap_or(0);
+            IpAddr::V4((u32::from(a) & mask).into())
+        }
+        IpAddr::V6(a) => {
+            let mask = u128::MAX
+                .checked_shl(128 - u32::from(len.min(128)))
+                .unwrap_or(0);
+            IpAddr::V6((u128::from(a) & mask).into())
+        }
+    }
+}
+
 /// Splits "addr/len".
 pub fn parse_cidr(s: &str) -> Option<(IpAddr, u8)> {
     let (a, l) = s.split_once('/')?;
@@ -497,5 +515,15 @@ mod tests {
             Some("fd00::ffff:ffff:ffff:fffe")
         );
         assert_eq!(n("fe80::1", 64), None);
+    }
+
+    #[test]
+    fn networks_mask_the_host_bits() {
+        let net = |s: &str, l| network(s.parse().unwrap(), l).to_string();
+        assert_eq!(net("10.1.2.3", 24), "10.1.2.0");
+        assert_eq!(net("10.1.2.3", 0), "0.0.0.0");
+        assert_eq!(net("10.1.2.3", 32), "10.1.2.3");
+        assert_eq!(net("10.1.2.3", 40), "10.1.2.3");
+        assert_eq!(net("fd00:1::7", 64), "fd00:1::");
     }
 }

@@ -272,7 +272,9 @@ impl Link {
     /// A link with nothing read yet: every optional field empty, every
     /// ethtool value unknown.
     pub fn new(index: u32, name: &str, kind: &str) -> Link {
-        let not_read = || Known::unknown("not read");
+        fn not_read<T>() -> Known<T> {
+            Known::unknown("not read")
+        }
         Link {
             index,
             name: name.into(),
@@ -280,7 +282,7 @@ impl Link {
             driver: not_read(),
             state: "UNKNOWN".into(),
             up: false,
-            speed_mbps: Known::unknown("not read"),
+            speed_mbps: not_read(),
             mtu: 0,
             max_mtu: None,
             gso_max_size: None,
@@ -292,10 +294,10 @@ impl Link {
             rx_queues: None,
             qdisc: None,
             offloads: Offloads::default(),
-            features: Known::unknown("not read"),
-            rings: Known::unknown("not read"),
-            channels: Known::unknown("not read"),
-            private_flags: Known::unknown("not read"),
+            features: not_read(),
+            rings: not_read(),
+            channels: not_read(),
+            private_flags: not_read(),
             addresses: Vec::new(),
             master: None,
             slaves: Vec::new(),

@@ -7,7 +7,7 @@
 use crate::HostError;
 use crate::ethtool::Ethtool;
 use crate::fsroot::{Fs, sysctl_path};
-use crate::inspect::parse_cidr;
+use crate::inspect::{network, parse_cidr};
 use crate::rtnl::{RouteSpec, Rtnl, RuleSpec};
 use crate::snapshot::Snapshot;
 use netlink_packet_route::link::LinkAttribute;
@@ -212,18 +212,10 @@ impl Setting {
     }
 }
 
-/// Network address of a CIDR as "net/len".
+/// A CIDR as (address, prefix length, network address).
 fn subnet_of(cidr: &str) -> Option<(IpAddr, u8, IpAddr)> {
     let (ip, len) = parse_cidr(cidr)?;
-    let net = match ip {
-        IpAddr::V4(a) => {
-            IpAddr::V4((u32::from(a) & u32::MAX.checked_shl(32 - len as u32).unwrap_or(0)).into())
-        }
-        IpAddr::V6(a) => IpAddr::V6(
-            (u128::from(a) & u128::MAX.checked_shl(128 - len as u32).unwrap_or(0)).into(),
-        ),
-    };
-    Some((ip, len, net))
+    Some((ip, len, network(ip, len)))
 }
 
 impl Action {

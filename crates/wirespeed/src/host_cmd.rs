@@ -232,44 +232,25 @@ struct DoctorReport {
     peer_tests: Vec<PeerTest>,
 }
 
-/// Pairs each peer address with the local address in its subnet.
+/// Pairs each peer address with a local address in its subnet, each local
+/// address used once (empty when none is found).
 fn local_for(s: &Snapshot, peers: &[String]) -> Vec<(String, String)> {
-    let mut used: Vec<String> = Vec::new();
+    use wirespeed_host::inspect::{network, parse_cidr};
+    let mut used: Vec<std::net::IpAddr> = Vec::new();
     let mut out = Vec::new();
     for p in peers {
-        let Ok(pip) = p.parse::<std::net::IpAddr>() else {
-            out.push((String::new(), p.clone()));
-            continue;
-        };
-        let mut pick = String::new();
-        for l in wirespeed_host::doctor::used_links(s) {
-            for cidr in &l.addresses {
-                let Some((ip, len)) = wirespeed_host::inspect::parse_cidr(cidr) else {
-                    continue;
-                };
-                if same_subnet(ip, pip, len) && !used.contains(&ip.to_string()) && pick.is_empty() {
-                    pick = ip.to_string();
-                }
-            }
-        }
-        used.push(pick.clone());
-        out.push((pick, p.clone()));
+        let pick = p.parse::<std::net::IpAddr>().ok().and_then(|pip| {
+            wirespeed_host::doctor::used_links(s)
+                .iter()
+                .flat_map(|l| l.addresses.iter())
+                .filter_map(|cidr| parse_cidr(cidr))
+                .find(|(ip, len)| network(*ip, *len) == network(pip, *len) && !used.contains(ip))
+                .map(|(ip, _)| ip)
+        });
+        used.extend(pick);
+        out.push((pick.map(|ip| ip.to_string()).unwrap_or_default(), p.clone()));
     }
     out
-}
-
-fn same_subnet(a: std::net::IpAddr, b: std::net::IpAddr, len: u8) -> bool {
-    match (a, b) {
-        (std::net::IpAddr::V4(a), std::net::IpAddr::V4(b)) => {
-            let m = u32::MAX.checked_shl(32 - len as u32).unwrap_or(0);
-            u32::from(a) & m == u32::from(b) & m
-        }
-        (std::net::IpAddr::V6(a), std::net::IpAddr::V6(b)) => {
-            let m = u128::MAX.checked_shl(128 - len as u32).unwrap_or(0);
-            u128::from(a) & m == u128::from(b) & m
-        }
-        _ => false,
-    }
 }
 
 fn peer_test(
