@@ -174,25 +174,6 @@ fn lab_bench(
         .context("the bench returned no result")
 }
 
-/// Tuning applied by the demo, rolled back on drop.
-struct Tuned(Vec<(String, std::path::PathBuf)>);
-
-impl Drop for Tuned {
-    fn drop(&mut self) {
-        for (ns, dir) in &self.0 {
-            let _ = me(&[
-                "tune",
-                "rollback",
-                "--netns",
-                ns,
-                "--state-dir",
-                dir.to_str().unwrap_or(""),
-            ]);
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-}
-
 fn lab_demo(duration: f64, out: &std::path::Path) -> Result<()> {
     let started = std::time::Instant::now();
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -252,18 +233,10 @@ fn lab_demo(duration: f64, out: &std::path::Path) -> Result<()> {
 
     println!("\n== 3. wirespeed tune apply (doctor's fixes, on both hosts)");
     let tmp = std::env::temp_dir().join(format!("wirespeed-demo-{}", std::process::id()));
-    let mut tuned = Tuned(Vec::new());
+    let mut tuned =
+        crate::experiment::Tuned::new(exe.to_str().context("binary path is not UTF-8")?);
     for (h, ns) in [("a", &ns_a), ("b", &ns_b)] {
-        let dir = tmp.join(h);
-        tuned.0.push((ns.clone(), dir.clone()));
-        let text = me(&[
-            "tune",
-            "apply",
-            "--netns",
-            ns,
-            "--state-dir",
-            dir.to_str().context("temp path")?,
-        ])?;
+        let text = tuned.apply_in(ns, tmp.join(h), &[])?;
         let changed = text.lines().filter(|l| l.contains(" -> ")).count();
         println!("  host {h}: {changed} change(s), e.g.");
         for l in text.lines().filter(|l| l.contains(" -> ")).take(3) {

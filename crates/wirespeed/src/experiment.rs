@@ -796,47 +796,59 @@ fn save(res: &ExperimentResults, path: &Path) -> Result<()> {
         .with_context(|| format!("rename {} to {}", tmp.display(), path.display()))
 }
 
-/// Tuning profiles applied to a running lab; rolled back on drop.
-struct Tuned {
+/// Tuning applied with `wirespeed tune apply` in lab namespaces, each with
+/// its own journal directory; rolled back (newest first) on drop.
+pub(crate) struct Tuned {
     exe: String,
     done: Vec<(String, PathBuf)>,
 }
 
 impl Tuned {
-    /// Runs `wirespeed tune apply` for each `[[tune]]` on its host.
-    fn apply(lab: &Lab, tunes: &[TuneDef], exe: &str) -> Result<Tuned> {
-        let mut t = Tuned {
+    /// Nothing applied yet; `exe` is the wirespeed binary.
+    pub(crate) fn new(exe: &str) -> Tuned {
+        Tuned {
             exe: exe.to_string(),
             done: Vec::new(),
-        };
+        }
+    }
+
+    /// Runs `wirespeed tune apply --netns NS --state-dir DIR ARGS...` and
+    /// returns its output; a failed apply has restored itself already.
+    pub(crate) fn apply_in(&mut self, ns: &str, dir: PathBuf, args: &[&str]) -> Result<String> {
+        let out = std::process::Command::new(&self.exe)
+            .args(["tune", "apply", "--netns", ns])
+            .args(args)
+            .arg("--state-dir")
+            .arg(&dir)
+            .output()
+            .context("run wirespeed tune apply")?;
+        if !out.status.success() {
+            bail!(
+                "`wirespeed tune apply --netns {ns} {}` failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        self.done.push((ns.to_string(), dir));
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Runs `wirespeed tune apply` for each `[[tune]]` on its host.
+    fn apply(lab: &Lab, tunes: &[TuneDef], exe: &str) -> Result<Tuned> {
+        let mut t = Tuned::new(exe);
         for (i, d) in tunes.iter().enumerate() {
-            let ns = lab.ns(&d.host);
             let dir = std::env::temp_dir().join(format!("wirespeed-tune-{}-{i}", lab.name()));
-            let mut cmd = std::process::Command::new(exe);
-            cmd.args(["tune", "apply", "--netns", &ns, "--profile", &d.profile]);
+            let mut args = vec!["--profile", d.profile.as_str()];
             for dev in &d.devs {
-                cmd.args(["--dev", dev]);
+                args.extend(["--dev", dev.as_str()]);
             }
-            cmd.arg("--state-dir").arg(&dir);
-            let out = cmd.output().context("run wirespeed tune apply")?;
-            if !out.status.success() {
-                bail!(
-                    "`wirespeed tune apply --netns {ns} --profile {} --dev {}` failed: {}",
-                    d.profile,
-                    d.devs.join(" --dev "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-            }
+            let out = t.apply_in(&lab.ns(&d.host), dir, &args)?;
             eprintln!(
                 "tuned host {} with {}: {}",
                 d.host,
                 d.profile,
-                String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
+                out.lines().last().unwrap_or("")
             );
-            t.done.push((ns, dir));
         }
         Ok(t)
     }
