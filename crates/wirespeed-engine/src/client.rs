@@ -7,7 +7,7 @@ use crate::proto::{
     self, CONTROL_MAGIC, MAX_REPORT_FRAME, Msg, PROTOCOL_VERSION, SideReport, auth_mac,
     data_preamble, read_msg_max, unhex, write_msg,
 };
-use crate::result::{IntervalSample, TestResult, finite};
+use crate::result::{IntervalSample, TestResult};
 use crate::side::{Side, SideSetup, Tick};
 use crate::sockets::{
     ResolvedPath, congestion_of, connect_flow, resolve, resolve_path, split_host_port,
@@ -18,7 +18,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Default control port of `wirespeed serve`.
 pub const DEFAULT_PORT: u16 = 5300;
@@ -214,8 +214,8 @@ pub fn run_test(
     let side = Side::start(setup, drain_time(&spec))?;
     let ctl_fd = ctrl.stream.as_raw_fd();
     let mut intervals = Vec::new();
-    let mut last = (Instant::now(), 0u64, 0u64);
-    let begin = last.0;
+    let mut last = side.mark();
+    let begin = last.at;
     let every = spec.interval_s;
     let mut server_error: Option<EngineError> = None;
     let window = side.run_window(&spec, |s, now| {
@@ -228,20 +228,12 @@ pub fn run_test(
                 "the server ended the test early".into(),
             ));
         }
-        if every > 0.0 && now.duration_since(last.0).as_secs_f64() >= every {
-            let smp = s.sample();
-            let bytes: u64 = smp.iter().map(|x| x.0 + x.1).sum();
-            let trans: u64 = smp.iter().map(|x| x.2).sum();
-            let len = now.duration_since(last.0).as_secs_f64();
-            let sample = IntervalSample {
-                t_s: finite(now.duration_since(begin).as_secs_f64() - spec.warmup_s),
-                len_s: len,
-                bps: finite((bytes - last.1) as f64 * 8.0 / len),
-                tps: finite((trans - last.2) as f64 / len),
-            };
+        if every > 0.0 && now.duration_since(last.at).as_secs_f64() >= every {
+            let mark = s.mark();
+            let sample = mark.since(&last, begin, spec.warmup_s);
             on_interval(&sample);
             intervals.push(sample);
-            last = (now, bytes, trans);
+            last = mark;
         }
         Ok(Tick::Continue)
     });
@@ -252,6 +244,13 @@ pub fn run_test(
             return Err(server_error.unwrap_or(e));
         }
     };
+    // The window's last part, unless it is a sliver of an interval.
+    if every > 0.0 && last.at.elapsed().as_secs_f64() >= every / 2.0 {
+        let mark = side.mark();
+        let sample = mark.since(&last, begin, spec.warmup_s);
+        on_interval(&sample);
+        intervals.push(sample);
+    }
     ctrl.send(&Msg::Stop)?;
     let mut mine = side.finish(&window);
     mine.congestion_control = cc;
@@ -271,14 +270,18 @@ pub fn run_test(
         ctrl.host,
         split_host_port(&cfg.server, cfg.port)?.1
     );
-    Ok(merge(
+    let mut res = merge(
         &spec,
         &server,
         &mine,
         &theirs,
         intervals,
         window.started_unix,
-    ))
+    );
+    if let Ok(a) = ctrl.stream.local_addr() {
+        res.client = a.ip().to_string();
+    }
+    Ok(res)
 }
 
 /// How long each side may drain after the window.

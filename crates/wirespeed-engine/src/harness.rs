@@ -4,7 +4,7 @@
 //! per-flow atomics written by the owning thread and sampled by the
 //! coordinator; latency goes into per-thread HDR histograms.
 
-use crate::result::{TcpInfo, finite};
+use crate::result::{IntervalLatency, TcpInfo, finite};
 use crate::spec::TestSpec;
 use crate::sys::{self, Epoll, ZcDrain};
 use hdrhistogram::Histogram;
@@ -83,6 +83,109 @@ impl Counters {
     }
 }
 
+/// Bits of sub-bucket index per power of two in [`LatencyBuckets`].
+const SUB_BITS: u32 = 4;
+/// Sub-buckets per power of two: 16, so a bucket spans at most 1/16 of its value.
+const SUB: usize = 1 << SUB_BITS;
+/// Buckets of [`LatencyBuckets`]: exact below 16 ns, log-linear up to
+/// 2^40 ns (about 18 minutes); longer latencies land in the last bucket.
+pub const LATENCY_BUCKETS: usize = SUB + (40 - SUB_BITS as usize) * SUB;
+
+/// The bucket of a latency in nanoseconds.
+#[inline]
+pub fn latency_bucket(ns: u64) -> usize {
+    if ns < SUB as u64 {
+        return ns as usize;
+    }
+    let e = 63 - ns.leading_zeros();
+    let sub = (ns >> (e - SUB_BITS)) as usize & (SUB - 1);
+    (SUB + (e - SUB_BITS) as usize * SUB + sub).min(LATENCY_BUCKETS - 1)
+}
+
+/// The lowest value of bucket `i` and the bucket's width, nanoseconds.
+pub fn latency_bucket_range(i: usize) -> (u64, u64) {
+    if i < SUB {
+        return (i as u64, 1);
+    }
+    let e = ((i - SUB) / SUB) as u32 + SUB_BITS;
+    let width = 1u64 << (e - SUB_BITS);
+    ((1u64 << e) + ((i - SUB) % SUB) as u64 * width, width)
+}
+
+/// A log-linear latency histogram that one worker thread writes and the
+/// coordinator reads every interval: per-interval percentiles at the cost
+/// of one uncontended counter increment per transaction, without locks.
+#[derive(Debug)]
+pub struct LatencyBuckets {
+    counts: Box<[AtomicU64]>,
+}
+
+impl Default for LatencyBuckets {
+    fn default() -> Self {
+        LatencyBuckets {
+            counts: (0..LATENCY_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl LatencyBuckets {
+    /// Counts one latency of `ns` nanoseconds. Only the owning worker
+    /// writes, so a load and a store suffice (no locked read-modify-write).
+    #[inline]
+    pub fn record(&self, ns: u64) {
+        let c = &self.counts[latency_bucket(ns)];
+        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Adds the counts so far to `acc` (of [`LATENCY_BUCKETS`] entries).
+    pub fn add_to(&self, acc: &mut [u64]) {
+        for (a, c) in acc.iter_mut().zip(self.counts.iter()) {
+            *a += c.load(Ordering::Relaxed);
+        }
+    }
+}
+
+/// A worker's interval latency histograms: request/response and probe.
+#[derive(Debug, Default)]
+pub struct ThreadLatency {
+    /// rr and crr transactions.
+    pub rr: LatencyBuckets,
+    /// Probe transactions.
+    pub probe: LatencyBuckets,
+}
+
+/// Percentiles of bucket counts (the difference of two readings), in
+/// microseconds; None when no transaction was counted.
+pub fn interval_latency(counts: &[u64]) -> Option<IntervalLatency> {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let mid = |i: usize| {
+        let (lo, w) = latency_bucket_range(i);
+        (lo as f64 + (w as f64 - 1.0) / 2.0) / 1000.0
+    };
+    let at = |q: f64| {
+        let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+        let mut seen = 0;
+        for (i, &c) in counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return mid(i);
+            }
+        }
+        0.0
+    };
+    let max = counts.iter().rposition(|&c| c > 0).map_or(0.0, mid);
+    Some(IntervalLatency {
+        count: total,
+        p50_us: at(0.50),
+        p90_us: at(0.90),
+        p99_us: at(0.99),
+        max_us: max,
+    })
+}
+
 /// A flow reports Active while it has work, Done when it can be dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -117,6 +220,8 @@ pub struct ThreadState<'a> {
     pub hist: Histogram<u64>,
     /// Probe latencies, nanoseconds.
     pub probe: Histogram<u64>,
+    /// The same latencies, for the coordinator's interval samples.
+    pub lat: Arc<ThreadLatency>,
     /// Zerocopy completions.
     pub zc: ZcDrain,
     /// New flows to add (a crr listener's accepted connections).
@@ -149,12 +254,13 @@ impl ThreadState<'_> {
             .saturating_duration_since(started)
             .as_nanos()
             .min(u64::MAX as u128) as u64;
-        let h = if probe {
-            &mut self.probe
+        let (h, b) = if probe {
+            (&mut self.probe, &self.lat.probe)
         } else {
-            &mut self.hist
+            (&mut self.hist, &self.lat.rr)
         };
         h.saturating_record(ns.max(1));
+        b.record(ns);
     }
 
     /// Adds a note once (deduplicated, bounded).
@@ -246,20 +352,22 @@ pub fn new_hist() -> Histogram<u64> {
 /// Largest single send or receive call, bytes.
 const MAX_IO: usize = 4 << 20;
 
-/// Spawns one worker thread running `flows` until the test stops.
+/// Spawns one worker thread running `flows` until the test stops; it
+/// records latencies into `lat` too.
 pub fn spawn_worker(
     name: String,
     flows: Vec<Box<dyn Flow>>,
     spec: Arc<TestSpec>,
     ctl: Arc<Control>,
     cpu: Option<usize>,
+    lat: Arc<ThreadLatency>,
 ) -> io::Result<std::thread::JoinHandle<WorkerOut>> {
     ctl.running.fetch_add(1, Ordering::SeqCst);
     let c2 = ctl.clone();
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
-            let out = worker_main(flows, &spec, &c2, cpu);
+            let out = worker_main(flows, &spec, &c2, cpu, lat);
             c2.running.fetch_sub(1, Ordering::SeqCst);
             out
         })
@@ -273,6 +381,7 @@ fn worker_main(
     spec: &TestSpec,
     ctl: &Control,
     cpu: Option<usize>,
+    lat: Arc<ThreadLatency>,
 ) -> WorkerOut {
     let mut notes = Vec::new();
     if let Some(c) = cpu
@@ -312,6 +421,7 @@ fn worker_main(
         stopping: false,
         hist: new_hist(),
         probe: new_hist(),
+        lat,
         zc: ZcDrain::default(),
         spawned: Vec::new(),
         notes: std::mem::take(&mut out.notes),
@@ -486,4 +596,50 @@ pub fn tcp_info_of(fd: RawFd) -> Option<TcpInfo> {
         sndbuf_limited_us: i.sndbuf_limited,
         dsack_dups: i.dsack_dups as u64,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_contiguous_and_tight() {
+        let mut prev = (0u64, 0u64);
+        for i in 0..LATENCY_BUCKETS {
+            let (lo, w) = latency_bucket_range(i);
+            if i > 0 {
+                assert_eq!(lo, prev.0 + prev.1, "bucket {i}");
+            }
+            assert_eq!(latency_bucket(lo), i);
+            assert_eq!(latency_bucket(lo + w - 1), i);
+            assert!(
+                w == 1 || (w as f64) <= lo as f64 / 16.0 * 1.0001,
+                "bucket {i}"
+            );
+            prev = (lo, w);
+        }
+        assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS - 1);
+    }
+
+    #[test]
+    fn interval_percentiles_are_within_the_bucket_error() {
+        let b = LatencyBuckets::default();
+        // 1..=1000 us: p50 500 us, p90 900, p99 990, max 1000.
+        for us in 1..=1000u64 {
+            b.record(us * 1000);
+        }
+        let mut counts = vec![0; LATENCY_BUCKETS];
+        b.add_to(&mut counts);
+        let l = interval_latency(&counts).unwrap();
+        assert_eq!(l.count, 1000);
+        for (got, want) in [
+            (l.p50_us, 500.0),
+            (l.p90_us, 900.0),
+            (l.p99_us, 990.0),
+            (l.max_us, 1000.0),
+        ] {
+            assert!((got / want - 1.0).abs() < 0.035, "{got} vs {want}");
+        }
+        assert_eq!(interval_latency(&[0; 4]), None);
+    }
 }

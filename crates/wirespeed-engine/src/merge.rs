@@ -134,6 +134,7 @@ pub fn merge(
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         spec: spec.clone(),
         server: server.to_string(),
+        client: String::new(),
         started_unix: finite(started_unix),
         window_s: finite(lw),
         congestion_control: client.congestion_control.clone(),

@@ -149,10 +149,27 @@ pub struct DirectionResult {
     pub flows: u32,
 }
 
+/// Latency percentiles of the transactions of one interval, in
+/// microseconds, from a log-linear histogram (16 buckets per power of two:
+/// each figure is within about 3% of the exact one).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalLatency {
+    /// Transactions measured in the interval.
+    pub count: u64,
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// Maximum.
+    pub max_us: f64,
+}
+
 /// A progress sample at the client, over one interval.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IntervalSample {
-    /// Seconds since measuring began (negative during warm-up).
+    /// Seconds since measuring began at the interval's end (negative during warm-up).
     pub t_s: f64,
     /// Length of the interval, seconds.
     pub len_s: f64,
@@ -160,6 +177,20 @@ pub struct IntervalSample {
     pub bps: f64,
     /// Client-side transactions per second over the interval.
     pub tps: f64,
+    /// Client-side bits per second of each flow (sent plus received),
+    /// indexed like `flows`; empty in results of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow_bps: Vec<f64>,
+    /// Transactions per second of each flow, indexed like `flows`; empty
+    /// when no flow completed a transaction in the interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow_tps: Vec<f64>,
+    /// Latency of the interval's rr or crr transactions (measured window only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<IntervalLatency>,
+    /// Latency of the interval's probe transactions (stream with --probe-rr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_latency: Option<IntervalLatency>,
 }
 
 /// The full result of one test.
@@ -173,6 +204,10 @@ pub struct TestResult {
     pub spec: TestSpec,
     /// Server control address.
     pub server: String,
+    /// The client's address on the control connection (empty in results
+    /// of older versions).
+    #[serde(default)]
+    pub client: String,
     /// Unix time the measured window started.
     pub started_unix: f64,
     /// Measured window length at the client, seconds.
@@ -257,5 +292,22 @@ mod tests {
         assert_eq!(balance(&[2.0, 1.0]), 0.5);
         assert_eq!(balance(&[0.0, 0.0]), 1.0);
         assert_eq!(finite(f64::NAN), 0.0);
+    }
+
+    #[test]
+    fn results_without_the_newer_fields_still_load() {
+        let old: IntervalSample =
+            serde_json::from_str(r#"{"t_s": 0.5, "len_s": 0.5, "bps": 1e9, "tps": 0}"#).unwrap();
+        assert!(old.flow_bps.is_empty() && old.latency.is_none());
+        let mut v = serde_json::to_value(TestResult::default()).unwrap();
+        v.as_object_mut().unwrap().remove("client");
+        let r: TestResult = serde_json::from_value(v).unwrap();
+        assert_eq!(r.client, "");
+        // Empty per-flow series stay out of the JSON.
+        let text = serde_json::to_string(&IntervalSample::default()).unwrap();
+        assert!(
+            !text.contains("flow_bps") && !text.contains("latency"),
+            "{text}"
+        );
     }
 }

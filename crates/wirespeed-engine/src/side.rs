@@ -5,10 +5,11 @@ use crate::cpu::CpuSnapshot;
 use crate::crr::{CrrClient, CrrListener};
 use crate::error::EngineError;
 use crate::harness::{
-    Control, Counters, Flow, PHASE_MEASURE, PHASE_STOP, WorkerOut, new_hist, spawn_worker,
+    Control, Counters, Flow, LATENCY_BUCKETS, PHASE_MEASURE, PHASE_STOP, ThreadLatency, WorkerOut,
+    interval_latency, new_hist, spawn_worker,
 };
 use crate::proto::{SideFlow, SideReport};
-use crate::result::{LatencySummary, TcpInfo};
+use crate::result::{IntervalSample, LatencySummary, TcpInfo, finite};
 use crate::rr::{RrClient, RrServer};
 use crate::sockets::{ResolvedPath, enable_zerocopy};
 use crate::spec::{FlowKind, FlowPlan, TestSpec};
@@ -54,6 +55,59 @@ pub struct Window {
     cpu: (CpuSnapshot, CpuSnapshot),
 }
 
+/// Every counter of a side at one instant, for interval samples.
+#[derive(Debug, Clone)]
+pub struct Mark {
+    /// When it was read.
+    pub at: Instant,
+    /// Counters per roster flow.
+    pub flows: Sample,
+    /// rr/crr latency bucket counts, summed over workers.
+    pub rr: Vec<u64>,
+    /// Probe latency bucket counts, summed over workers.
+    pub probe: Vec<u64>,
+}
+
+impl Mark {
+    /// The interval sample from `prev` to this mark, timed from `begin`
+    /// (the warm-up's start) less `warmup_s`: seconds into the window.
+    pub fn since(&self, prev: &Mark, begin: Instant, warmup_s: f64) -> IntervalSample {
+        let t_s = self.at.duration_since(begin).as_secs_f64() - warmup_s;
+        let len = self.at.duration_since(prev.at).as_secs_f64();
+        let rate = |n: u64| finite(n as f64 / len);
+        let d: Vec<(u64, u64)> = self
+            .flows
+            .iter()
+            .zip(&prev.flows)
+            .map(|(a, b)| {
+                (
+                    (a.0 + a.1).saturating_sub(b.0 + b.1),
+                    a.2.saturating_sub(b.2),
+                )
+            })
+            .collect();
+        let bytes: u64 = d.iter().map(|x| x.0).sum();
+        let trans: u64 = d.iter().map(|x| x.1).sum();
+        let diff = |a: &[u64], b: &[u64]| -> Vec<u64> {
+            a.iter().zip(b).map(|(x, y)| x.saturating_sub(*y)).collect()
+        };
+        IntervalSample {
+            t_s: finite(t_s),
+            len_s: len,
+            bps: rate(bytes * 8),
+            tps: rate(trans),
+            flow_bps: d.iter().map(|x| rate(x.0 * 8)).collect(),
+            flow_tps: if trans > 0 {
+                d.iter().map(|x| rate(x.1)).collect()
+            } else {
+                Vec::new()
+            },
+            latency: interval_latency(&diff(&self.rr, &prev.rr)),
+            probe_latency: interval_latency(&diff(&self.probe, &prev.probe)),
+        }
+    }
+}
+
 /// Whether the timeline goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tick {
@@ -69,6 +123,7 @@ pub struct Side {
     pub ctl: Arc<Control>,
     handles: Vec<JoinHandle<WorkerOut>>,
     counters: Arc<Vec<Arc<Counters>>>,
+    lat: Vec<Arc<ThreadLatency>>,
     roster: Vec<FlowPlan>,
     client: bool,
     notes: Vec<String>,
@@ -163,6 +218,7 @@ impl Side {
             ctl: ctl.clone(),
             handles: Vec::new(),
             counters,
+            lat: Vec::new(),
             roster,
             client: setup.client,
             notes,
@@ -177,7 +233,10 @@ impl Side {
                 continue;
             }
             let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
-            match spawn_worker(format!("{who}-{i}"), flows, spec.clone(), ctl.clone(), cpu) {
+            let lat = Arc::new(ThreadLatency::default());
+            side.lat.push(lat.clone());
+            let name = format!("{who}-{i}");
+            match spawn_worker(name, flows, spec.clone(), ctl.clone(), cpu, lat) {
                 Ok(h) => side.handles.push(h),
                 Err(e) => {
                     side.abort();
@@ -191,6 +250,22 @@ impl Side {
     /// Reads every flow's counters.
     pub fn sample(&self) -> Sample {
         self.counters.iter().map(|c| c.read()).collect()
+    }
+
+    /// Reads every counter and latency bucket now.
+    pub fn mark(&self) -> Mark {
+        let mut rr = vec![0; LATENCY_BUCKETS];
+        let mut probe = vec![0; LATENCY_BUCKETS];
+        for l in &self.lat {
+            l.rr.add_to(&mut rr);
+            l.probe.add_to(&mut probe);
+        }
+        Mark {
+            at: Instant::now(),
+            flows: self.sample(),
+            rr,
+            probe,
+        }
     }
 
     /// Runs warm-up then the measured window; `tick` runs every 50 ms.
