@@ -1,5 +1,7 @@
-//! The CSV report: one row per measured point (a cell, or one sweep value
-//! of a cell), quoted per RFC 4180, for spreadsheets and scripts.
+//! The CSV report, quoted per RFC 4180, for spreadsheets and scripts: for
+//! an experiment one row per measured point (a cell, or one sweep value of
+//! a cell); for bench results one row per test (per size in a sweep), per
+//! interval (total, each path, each flow), per flow and per side's CPU.
 
 use crate::experiment::ExperimentResults;
 use std::fmt::Write;
@@ -62,6 +64,184 @@ pub fn render_csv(res: &ExperimentResults) -> String {
                 opt(p.latency.as_ref().map(|l| l.p99_us)),
             ];
             let _ = writeln!(o, "{}", fields.join(","));
+        }
+    }
+    o
+}
+
+/// The header of [`render_page_csv`]'s output: one table for every kind
+/// of row, columns left empty where a row has no such figure.
+pub const PAGE_CSV_HEADER: &str = "result,test,row,series,x,x_unit,throughput_bps,transactions_per_s,latency_count,latency_min_us,latency_p50_us,latency_p90_us,latency_p99_us,latency_p999_us,latency_max_us,retransmits,rtt_us,cwnd,delivery_rate_bps,cpu_pct,busiest_core_pct";
+
+/// One row of the page CSV; None leaves a column empty.
+#[derive(Default)]
+struct PageRow {
+    row: &'static str,
+    series: String,
+    x: Option<f64>,
+    x_unit: &'static str,
+    bps: Option<f64>,
+    tps: Option<f64>,
+    lat: [Option<f64>; 7],
+    tcp: [Option<f64>; 4],
+    cpu: [Option<f64>; 2],
+}
+
+fn cell(x: Option<f64>) -> String {
+    x.map(num).unwrap_or_default()
+}
+
+/// Renders these sources as CSV, one row per test (per size in a sweep),
+/// per interval (total, each path, each flow), per flow and per side's
+/// CPU, every row naming its result and test. A single experiment keeps
+/// its own per-point layout ([`render_csv`]).
+pub fn render_page_csv(sources: &[crate::Source]) -> String {
+    use crate::source::{Content, all_series, describe, interval_latency, latency_of, main_flows};
+    if let [one] = sources
+        && let Content::Experiment(e) = &one.content
+    {
+        return render_csv(e);
+    }
+    let mut o = String::from(PAGE_CSV_HEADER);
+    o.push('\n');
+    for s in all_series(sources) {
+        for p in &s.points {
+            let r = p.run;
+            let mut rows: Vec<PageRow> = Vec::new();
+            let size = matches!(s.x_title.as_str(), "request size");
+            let l = latency_of(r);
+            let infos: Vec<_> = main_flows(r).filter_map(|f| f.tcp_info.as_ref()).collect();
+            rows.push(PageRow {
+                row: "test",
+                series: "total".into(),
+                x: p.x.as_ref().map(|x| x.1),
+                x_unit: if p.x.is_some() && size { "bytes" } else { "" },
+                bps: Some(r.throughput_bps),
+                tps: Some(r.transactions_per_s),
+                lat: l.map_or([None; 7], |l| {
+                    [
+                        Some(l.count as f64),
+                        Some(l.min_us),
+                        Some(l.p50_us),
+                        Some(l.p90_us),
+                        Some(l.p99_us),
+                        Some(l.p999_us),
+                        Some(l.max_us),
+                    ]
+                }),
+                tcp: if infos.is_empty() {
+                    [None; 4]
+                } else {
+                    let k = infos.len() as f64;
+                    [
+                        Some(infos.iter().map(|i| i.retransmits as f64).sum()),
+                        Some(infos.iter().map(|i| i.rtt_us as f64).sum::<f64>() / k),
+                        Some(infos.iter().map(|i| i.cwnd as f64).sum::<f64>() / k),
+                        Some(infos.iter().map(|i| i.delivery_rate_bps as f64).sum()),
+                    ]
+                },
+                ..PageRow::default()
+            });
+            for x in &r.intervals {
+                let il = interval_latency(x);
+                rows.push(PageRow {
+                    row: "interval",
+                    series: "total".into(),
+                    x: Some(x.t_s),
+                    x_unit: "s",
+                    bps: Some(x.bps),
+                    tps: Some(x.tps),
+                    lat: il.map_or([None; 7], |l| {
+                        [
+                            Some(l.count as f64),
+                            None,
+                            Some(l.p50_us),
+                            Some(l.p90_us),
+                            Some(l.p99_us),
+                            None,
+                            Some(l.max_us),
+                        ]
+                    }),
+                    ..PageRow::default()
+                });
+                if r.paths.len() > 1 && !x.flow_bps.is_empty() {
+                    for path in &r.paths {
+                        let ids = main_flows(r).filter(|f| f.path == path.index);
+                        let (b, t) = ids.fold((0.0, 0.0), |(b, t), f| {
+                            let i = f.id as usize;
+                            (
+                                b + x.flow_bps.get(i).copied().unwrap_or(0.0),
+                                t + x.flow_tps.get(i).copied().unwrap_or(0.0),
+                            )
+                        });
+                        rows.push(PageRow {
+                            row: "interval",
+                            series: format!("path {}", path.index),
+                            x: Some(x.t_s),
+                            x_unit: "s",
+                            bps: Some(b),
+                            tps: Some(t),
+                            ..PageRow::default()
+                        });
+                    }
+                }
+                for f in r.flows.iter() {
+                    let i = f.id as usize;
+                    let Some(b) = x.flow_bps.get(i) else { continue };
+                    rows.push(PageRow {
+                        row: "interval",
+                        series: format!("flow {}", f.id),
+                        x: Some(x.t_s),
+                        x_unit: "s",
+                        bps: Some(*b),
+                        tps: Some(x.flow_tps.get(i).copied().unwrap_or(0.0)),
+                        ..PageRow::default()
+                    });
+                }
+            }
+            for f in &r.flows {
+                let i = f.tcp_info.as_ref();
+                rows.push(PageRow {
+                    row: "flow",
+                    series: format!("flow {}", f.id),
+                    bps: Some(f.throughput_bps),
+                    tps: Some(finite(f.transactions as f64 / r.window_s)),
+                    tcp: i.map_or([None; 4], |i| {
+                        [
+                            Some(i.retransmits as f64),
+                            Some(i.rtt_us as f64),
+                            Some(i.cwnd as f64),
+                            Some(i.delivery_rate_bps as f64),
+                        ]
+                    }),
+                    ..PageRow::default()
+                });
+            }
+            for (side, c) in [("client", &r.local_cpu), ("server", &r.remote_cpu)] {
+                rows.push(PageRow {
+                    row: "cpu",
+                    series: side.into(),
+                    cpu: [Some(c.total_pct), Some(c.max_core_pct)],
+                    ..PageRow::default()
+                });
+            }
+            let test = describe(r);
+            for row in rows {
+                let mut f = vec![
+                    csv_field(&s.label),
+                    csv_field(&test),
+                    row.row.to_string(),
+                    csv_field(&row.series),
+                    cell(row.x),
+                    row.x_unit.to_string(),
+                    cell(row.bps),
+                    cell(row.tps),
+                ];
+                f.extend(row.lat.iter().map(|v| cell(*v)));
+                f.extend(row.tcp.iter().map(|v| cell(*v)));
+                f.extend(row.cpu.iter().map(|v| cell(*v)));
+                let _ = writeln!(o, "{}", f.join(","));
+            }
         }
     }
     o

@@ -1,401 +1,557 @@
 //! The HTML report: one self-contained file (inline CSS, inline SVG drawn
-//! here, one tiny inline self-check script; nothing fetched from a network).
-//! Charts: a bar per configuration with the baseline marked, throughput or
-//! transactions vs the sweep variable, latency percentiles per
-//! configuration, per-NIC (per-path) bars, and the tuning ladder.
+//! by [`crate::chart`], one small inline self-check script; nothing is
+//! fetched from a network and no font is needed beyond the browser's own).
 //!
-//! Every chart is `<svg class="chart" data-chart=KIND data-points=N>` and
-//! draws N elements of class `mark`; the self-check script counts them and
-//! writes the result into `#selfcheck`, so a headless browser can prove
-//! that every chart has data.
+//! Pages, by what was given:
+//! - one test: what ran, the key figures, throughput over time per flow,
+//!   per path and in total with latency under it on the same time axis
+//!   (the RRUL picture), latency percentiles, flows with TCP_INFO and
+//!   fairness, paths, CPU per side;
+//! - one size sweep: transactions/s, goodput and p50/p99 latency against
+//!   size, one table row per size, percentiles per size;
+//! - several results: the same chart kinds with one series per result;
+//! - an experiment: its summary and charts, then each cell as a test or sweep.
+//!
+//! The self-check script writes into the hidden `#selfcheck` element how
+//! many charts drew the marks they announce (`data-points`), where each
+//! chart's plot area is on the page, and any script error, so a headless
+//! browser can prove every chart has data and a screenshot can be checked.
 
+use crate::chart::{
+    Axis, Bar, CLOSE_SVG, Line, LineChart, W, abbr, bps_ticks, color, count_ticks, esc,
+    grouped_chart, hbar_chart, n, nice_max, open_svg, plot_rect, series_legend, short,
+};
 use crate::experiment::{CellResult, ExperimentResults, Metric, Mode, pct_text};
-use crate::{human_bps, human_count, human_us};
+use crate::figures::{self, Figure, Rate, table};
+use crate::source::{
+    Content, Series, Source, all_series, experiment_series, is_probe_latency, latency_of,
+    main_flows, shape, what,
+};
+use crate::units::{human_bps, human_pct, human_size, human_us, plural, trim_num, utc_time};
 use std::fmt::Write;
+use wirespeed_engine::TestResult;
 use wirespeed_engine::result::finite;
 
-/// Escapes text for HTML element content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
-}
+const STYLE: &str = r#"body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:0 auto;padding:20px 24px 40px;max-width:1040px;color:#1d1d1d;background:#fff}
+h1{font-size:24px;margin:6px 0 2px}h2{font-size:19px;margin:34px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}h3{font-size:16px;margin:22px 0 6px}
+.sub{color:#555;margin:0 0 10px}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:12px 0;font-size:14px}dl.facts dt{color:#666}dl.facts dd{margin:0}
+.kpis{display:flex;flex-wrap:wrap;gap:10px;margin:14px 0}.kpi{border:1px solid #e2e2e2;border-radius:6px;padding:6px 11px;min-width:108px}
+.kpi b{display:block;font-size:20px;font-variant-numeric:tabular-nums}.kpi span{color:#666;font-size:12.5px}
+figure{margin:28px 0;break-inside:avoid;page-break-inside:avoid}figcaption{margin-bottom:6px}
+figcaption .ft{font-weight:600}figcaption .fq{color:#1f4f8f;font-weight:600}
+.legend{display:flex;flex-wrap:wrap;gap:2px 16px;font-size:12.5px;margin:4px 0}
+.legend i.sw{display:inline-block;width:20px;border-top:3px solid;vertical-align:middle;margin-right:6px}.legend i.dash{border-top-style:dashed}
+svg.chart{display:block;width:100%;max-width:760px;height:auto;margin:2px 0}
+svg.chart text{font-family:inherit;font-size:11px;fill:#333}svg.chart .tick{fill:#555}svg.chart .axis-title{fill:#777;font-size:10.5px}
+svg.chart .grid{stroke:#e9e9e9}svg.chart .axis{stroke:#9a9a9a}svg.chart rect.plot{fill:none}
+svg.chart .shade{fill:#f1f1f1}svg.chart .shade-label{fill:#888;font-size:10px}
+svg.chart path.line{fill:none;stroke-linejoin:round;stroke-linecap:round}svg.chart .pt{opacity:.85}
+svg.chart .baseline-line{stroke:#555;stroke-dasharray:4 3}svg.chart .whisker{stroke:#222;fill:none}
+table{border-collapse:collapse;margin:8px 0;font-size:13.5px}td,th{padding:3px 8px;border-bottom:1px solid #e6e6e6;text-align:left;vertical-align:top;white-space:nowrap}
+th{font-weight:600;background:#f7f7f7;white-space:normal;vertical-align:bottom}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.tw{overflow-x:auto;max-width:100%}.fn{color:#555;font-size:13px;margin:6px 0;max-width:760px}
+ul.notes li{color:#7a4b00}code{background:#f3f3f3;padding:0 3px;border-radius:3px}.hint{color:#555}
+footer{margin-top:36px;color:#888;font-size:12px}
+@media print{body{max-width:none;padding:0;font-size:12px}h2,h3{break-after:avoid}.tw{overflow:visible}figure,table,dl,.kpis{break-inside:avoid}svg.chart{max-width:100%}}
+@media (max-width:640px){body{padding:12px}dl.facts{grid-template-columns:1fr}dl.facts dt{margin-top:4px}}"#;
 
-const W: f64 = 760.0;
-const LABEL_W: f64 = 230.0;
-const PALETTE: [&str; 8] = [
-    "#3b6fb6", "#e08a2c", "#4a9d5b", "#c0504d", "#8064a2", "#2aa4b5", "#a5762f", "#7f7f7f",
-];
+const CHECK_SCRIPT: &str = "<script>
+(function(){var p=document.getElementById('selfcheck');
+window.addEventListener('error',function(){p.setAttribute('data-errors',(+p.getAttribute('data-errors')||0)+1);});
+var cs=document.querySelectorAll('svg.chart'),ok=0,regions=[];
+for(var i=0;i<cs.length;i++){var c=cs[i],want=+c.getAttribute('data-points'),got=c.querySelectorAll('.mark').length;if(want>0&&got===want){ok++;}
+var pl=c.querySelector('rect.plot'),b=(pl||c).getBoundingClientRect();
+regions.push(c.getAttribute('data-chart')+':'+Math.round(b.left+window.scrollX)+','+Math.round(b.top+window.scrollY)+','+Math.round(b.width)+','+Math.round(b.height));}
+p.setAttribute('data-charts',cs.length);p.setAttribute('data-charts-with-data',ok);p.setAttribute('data-regions',regions.join(' '));
+p.setAttribute('data-height',Math.ceil(document.documentElement.scrollHeight));})();
+</script>";
 
-/// Rounds up to 1, 2 or 5 times a power of ten (1 for nothing positive).
-fn nice_max(v: f64) -> f64 {
-    let v = finite(v);
-    if v <= 0.0 {
-        return 1.0;
-    }
-    let e = 10f64.powf(v.log10().floor());
-    let f = v / e;
-    let n = if f <= 1.0 {
-        1.0
-    } else if f <= 2.0 {
-        2.0
-    } else if f <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    n * e
-}
-
-/// A number for SVG attributes: finite, two decimals.
-fn n(x: f64) -> String {
-    format!("{:.2}", finite(x))
-}
-
-fn short(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let t: String = s.chars().take(max.saturating_sub(1)).collect();
-        format!("{t}…")
-    }
-}
-
-fn open_svg(kind: &str, title: &str, h: f64, points: usize) -> String {
+fn page(title: &str, body: &str) -> String {
     format!(
-        "<figure><figcaption>{}</figcaption>\n<svg class=\"chart\" data-chart=\"{kind}\" data-points=\"{points}\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{t}\">\n",
-        esc(title),
-        w = n(W),
-        h = n(h),
-        t = esc(title)
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>wirespeed: {}</title><style>{STYLE}</style></head><body>\n{body}<footer>wirespeed report</footer>\n<p id=\"selfcheck\" hidden></p>\n{CHECK_SCRIPT}\n</body></html>\n",
+        esc(title)
     )
 }
 
-const CLOSE_SVG: &str = "</svg></figure>\n";
-
-/// Vertical grid lines and tick labels of a horizontal value axis.
-fn x_axis(
-    o: &mut String,
-    x0: f64,
-    x1: f64,
-    top: f64,
-    bottom: f64,
-    max: f64,
-    fmt: &dyn Fn(f64) -> String,
-) {
-    for i in 0..=4 {
-        let v = max * i as f64 / 4.0;
-        let x = x0 + (x1 - x0) * i as f64 / 4.0;
-        let _ = writeln!(
-            o,
-            "<line class=\"grid\" x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{bottom}\"/><text class=\"tick\" x=\"{x}\" y=\"{ty}\" text-anchor=\"middle\">{}</text>",
-            esc(&fmt(v)),
-            x = n(x),
-            top = n(top),
-            bottom = n(bottom),
-            ty = n(bottom + 14.0)
-        );
-    }
-}
-
-/// One horizontal bar row: a label, a bar and (optionally) a min-max whisker.
-struct Row {
-    label: String,
-    value: f64,
-    range: Option<(f64, f64)>,
-    note: String,
-    baseline: bool,
-}
-
-fn hbar_chart(kind: &str, title: &str, rows: &[Row], fmt: &dyn Fn(f64) -> String) -> String {
-    let row_h = 26.0;
-    let top = 10.0;
-    let h = top + row_h * rows.len() as f64 + 30.0;
-    let (x0, x1) = (LABEL_W + 10.0, W - 150.0);
-    let max = nice_max(
-        rows.iter()
-            .map(|r| r.range.map_or(r.value, |(_, hi)| hi.max(r.value)))
-            .fold(0.0, f64::max),
-    );
-    let sx = |v: f64| x0 + (x1 - x0) * (finite(v).max(0.0) / max).min(1.0);
-    let bottom = top + row_h * rows.len() as f64;
-    let mut o = open_svg(kind, title, h, rows.len());
-    x_axis(&mut o, x0, x1, top, bottom, max, fmt);
-    if let Some(b) = rows.iter().find(|r| r.baseline) {
-        let _ = writeln!(
-            o,
-            "<line class=\"baseline-line\" x1=\"{x}\" y1=\"{t}\" x2=\"{x}\" y2=\"{b}\"/>",
-            x = n(sx(b.value)),
-            t = n(top),
-            b = n(bottom)
-        );
-    }
-    for (i, r) in rows.iter().enumerate() {
-        let y = top + row_h * i as f64 + 4.0;
-        let cls = if r.baseline { "mark baseline" } else { "mark" };
-        let label = if r.baseline {
-            format!("{} (baseline)", r.label)
-        } else {
-            r.label.clone()
-        };
-        let _ = writeln!(
-            o,
-            "<text class=\"label\" x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\">{}<title>{}</title></text>",
-            esc(&short(&label, 34)),
-            esc(&label),
-            lx = n(LABEL_W),
-            ty = n(y + 13.0)
-        );
-        let _ = writeln!(
-            o,
-            "<rect class=\"{cls}\" x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"18\" data-value=\"{v}\"><title>{t}: {val}</title></rect>",
-            x = n(x0),
-            y = n(y),
-            w = n((sx(r.value) - x0).max(1.0)),
-            v = n(r.value),
-            t = esc(&label),
-            val = esc(&fmt(r.value))
-        );
-        if let Some((lo, hi)) = r.range {
-            let ym = y + 9.0;
-            let _ = writeln!(
-                o,
-                "<path class=\"whisker\" d=\"M{a} {ym}H{b}M{a} {y1}V{y2}M{b} {y1}V{y2}\"/>",
-                a = n(sx(lo)),
-                b = n(sx(hi)),
-                ym = n(ym),
-                y1 = n(ym - 5.0),
-                y2 = n(ym + 5.0)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "<text class=\"value\" x=\"{x}\" y=\"{y}\">{} {}</text>",
-            esc(&fmt(r.value)),
-            esc(&r.note),
-            x = n(x1 + 6.0),
-            y = n(y + 13.0)
-        );
-    }
-    o.push_str(CLOSE_SVG);
-    o
-}
-
-/// Grouped horizontal bars: per group (configuration), one bar per series.
-fn grouped_chart(
-    kind: &str,
-    title: &str,
-    series: &[String],
-    groups: &[(String, Vec<Option<f64>>)],
-    fmt: &dyn Fn(f64) -> String,
-) -> String {
-    let bar_h = 12.0;
-    let gap = 12.0;
-    let top = 30.0;
-    let group_h = |g: &(String, Vec<Option<f64>>)| g.1.len() as f64 * (bar_h + 2.0) + gap;
-    let total: f64 = groups.iter().map(group_h).sum();
-    let h = top + total + 30.0;
-    let (x0, x1) = (LABEL_W + 10.0, W - 110.0);
-    let max = nice_max(
-        groups
-            .iter()
-            .flat_map(|g| g.1.iter().flatten())
-            .copied()
-            .fold(0.0, f64::max),
-    );
-    let sx = |v: f64| x0 + (x1 - x0) * (finite(v).max(0.0) / max).min(1.0);
-    let points: usize = groups.iter().map(|g| g.1.iter().flatten().count()).sum();
-    let mut o = open_svg(kind, title, h, points);
-    for (k, s) in series.iter().enumerate() {
-        let x = x0 + k as f64 * 110.0;
-        let _ = writeln!(
-            o,
-            "<rect x=\"{x}\" y=\"6\" width=\"12\" height=\"12\" fill=\"{c}\"/><text class=\"tick\" x=\"{tx}\" y=\"16\">{}</text>",
-            esc(&short(s, 14)),
-            x = n(x),
-            tx = n(x + 16.0),
-            c = PALETTE[k % PALETTE.len()]
-        );
-    }
-    x_axis(&mut o, x0, x1, top, top + total, max, fmt);
-    let mut y = top + gap / 2.0;
-    for g in groups {
-        let _ = writeln!(
-            o,
-            "<text class=\"label\" x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\">{}<title>{}</title></text>",
-            esc(&short(&g.0, 34)),
-            esc(&g.0),
-            lx = n(LABEL_W),
-            ty = n(y + 10.0)
-        );
-        for (k, v) in g.1.iter().enumerate() {
-            if let Some(v) = v {
-                let name = series.get(k).map(String::as_str).unwrap_or("");
-                let _ = writeln!(
-                    o,
-                    "<rect class=\"mark\" x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{bh}\" style=\"fill:{c}\" data-value=\"{dv}\"><title>{g} {s}: {val}</title></rect><text class=\"value\" x=\"{vx}\" y=\"{vy}\">{val}</text>",
-                    x = n(x0),
-                    y = n(y),
-                    w = n((sx(*v) - x0).max(1.0)),
-                    bh = n(bar_h),
-                    c = PALETTE[k % PALETTE.len()],
-                    dv = n(*v),
-                    g = esc(&g.0),
-                    s = esc(name),
-                    val = esc(&fmt(*v)),
-                    vx = n(sx(*v) + 4.0),
-                    vy = n(y + 10.0)
-                );
+/// Renders these sources as one page: a test, a sweep, an experiment, or
+/// (several sources) a comparison on shared axes.
+pub fn render_page(sources: &[Source]) -> String {
+    if let [one] = sources {
+        match &one.content {
+            Content::Experiment(e) => return render_html(e),
+            Content::Bench(r) => {
+                let series = all_series(sources);
+                if let [s] = series.as_slice() {
+                    let mut o = String::new();
+                    let title = one.label.clone();
+                    let _ = writeln!(o, "<h1>{}</h1>", esc(&title));
+                    if s.is_sweep() {
+                        sweep_section(&mut o, s, &one.origin);
+                    } else {
+                        test_section(&mut o, s.run(), &one.origin);
+                    }
+                    return page(&title, &o);
+                }
+                if r.results.is_empty() {
+                    return page(&one.label, "<h1>No results</h1>\n");
+                }
             }
-            y += bar_h + 2.0;
         }
-        y += gap;
     }
-    o.push_str(CLOSE_SVG);
+    compare_page(sources)
+}
+
+fn facts(rows: &[(&str, String)]) -> String {
+    let mut o = String::from("<dl class=\"facts\">");
+    for (k, v) in rows.iter().filter(|r| !r.1.is_empty()) {
+        let _ = write!(o, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+    }
+    o.push_str("</dl>\n");
     o
 }
 
-/// One line per sweeping cell: the metric against the sweep value.
-fn sweep_chart(cells: &[&CellResult], metric: Metric) -> String {
-    let h = 340.0;
-    let (x0, x1, top, bottom) = (80.0, W - 170.0, 20.0, h - 50.0);
-    let xs: Vec<f64> = cells
-        .iter()
-        .flat_map(|c| c.points.iter().filter_map(|p| p.x_value))
-        .filter(|x| x.is_finite())
-        .collect();
-    let (lo, hi) = xs
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-            (a.min(x), b.max(x))
-        });
-    let log = lo > 0.0 && hi / lo >= 8.0;
-    let tx = |x: f64| if log { x.log2() } else { x };
-    let (tlo, thi) = if xs.is_empty() {
-        (0.0, 1.0)
-    } else if tx(hi) > tx(lo) {
-        (tx(lo), tx(hi))
+fn kpis(items: &[(String, String)]) -> String {
+    let mut o = String::from("<div class=\"kpis\">");
+    for (v, k) in items {
+        let _ = write!(
+            o,
+            "<div class=\"kpi\"><b>{}</b><span>{}</span></div>",
+            esc(v),
+            esc(k)
+        );
+    }
+    o.push_str("</div>\n");
+    o
+}
+
+/// The options of a test that differ from the defaults, in words.
+fn options(r: &TestResult) -> String {
+    let s = &r.spec;
+    let mut o = Vec::new();
+    if s.workload == wirespeed_engine::Workload::Stream {
+        o.push(format!("{} messages", human_size(s.msg_size as u64)));
+    }
+    match (s.sndbuf, s.rcvbuf) {
+        (Some(a), Some(b)) if a == b => o.push(format!("socket buffers {}", human_size(a as u64))),
+        (a, b) => {
+            if let Some(a) = a {
+                o.push(format!("send buffer {}", human_size(a as u64)));
+            }
+            if let Some(b) = b {
+                o.push(format!("receive buffer {}", human_size(b as u64)));
+            }
+        }
+    }
+    if s.nodelay {
+        o.push("TCP_NODELAY".into());
+    }
+    if s.zerocopy {
+        o.push("zero-copy send".into());
+    }
+    if s.skip_rx_copy {
+        o.push("receive without copy".into());
+    }
+    if let Some(p) = s.pacing_bps {
+        o.push(format!("pacing {} per flow", human_bps(p as f64)));
+    }
+    if !s.client_cpus.is_empty() {
+        o.push(format!("client pinned to CPUs {:?}", s.client_cpus));
+    }
+    if !s.server_cpus.is_empty() {
+        o.push(format!("server pinned to CPUs {:?}", s.server_cpus));
+    }
+    o.join(", ")
+}
+
+fn hosts(r: &TestResult) -> String {
+    if r.client.is_empty() {
+        format!("server {}", r.server)
     } else {
-        (tx(lo) - 1.0, tx(hi) + 1.0)
-    };
-    let sx = |x: f64| x0 + (x1 - x0) * finite((tx(x) - tlo) / (thi - tlo));
-    let max = nice_max(
-        cells
-            .iter()
-            .flat_map(|c| c.points.iter().map(|p| p.stats.max.max(p.stats.median)))
-            .fold(0.0, f64::max),
-    );
-    let sy = |v: f64| bottom - (bottom - top) * (finite(v).max(0.0) / max).min(1.0);
-    let points: usize = cells
-        .iter()
-        .map(|c| c.points.iter().filter(|p| p.x_value.is_some()).count())
-        .sum();
-    let sweep_name = cells
-        .iter()
-        .find_map(|c| c.sweep_arg.clone())
-        .unwrap_or_else(|| "sweep".into());
-    let title = format!("{} vs {sweep_name}", metric.label());
-    let mut o = open_svg("sweep", &title, h, points);
-    for i in 0..=4 {
-        let v = max * i as f64 / 4.0;
-        let _ = writeln!(
-            o,
-            "<line class=\"grid\" x1=\"{x0}\" y1=\"{y}\" x2=\"{x1}\" y2=\"{y}\"/><text class=\"tick\" x=\"{tx}\" y=\"{ty}\" text-anchor=\"end\">{}</text>",
-            esc(&axis_fmt(metric)(v)),
-            x0 = n(x0),
-            x1 = n(x1),
-            y = n(sy(v)),
-            tx = n(x0 - 6.0),
-            ty = n(sy(v) + 4.0)
-        );
+        format!("client {} → server {}", r.client, r.server)
     }
-    let mut labelled: Vec<f64> = Vec::new();
-    for c in cells {
-        for p in &c.points {
-            if let (Some(x), Some(l)) = (p.x_value, &p.x)
-                && !labelled.contains(&x)
-            {
-                labelled.push(x);
-                let _ = writeln!(
-                    o,
-                    "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-                    n(sx(x)),
-                    n(bottom + 16.0),
-                    esc(l)
+}
+
+fn window_text(r: &TestResult, each: bool) -> String {
+    let s = &r.spec;
+    let mut t = format!(
+        "{} s measured{}",
+        trim_num(r.window_s, 2),
+        if each { " per test" } else { "" }
+    );
+    if s.warmup_s > 0.0 {
+        let _ = write!(t, " after {} s of warm-up", trim_num(s.warmup_s, 2));
+    }
+    if s.interval_s > 0.0 && !r.intervals.is_empty() {
+        let _ = write!(t, ", sampled every {} s", trim_num(s.interval_s, 2));
+    }
+    t
+}
+
+fn path_list(r: &TestResult) -> String {
+    if r.paths.len() < 2 {
+        return String::new();
+    }
+    r.paths
+        .iter()
+        .map(|p| format!("{}: {}", p.index, p.label))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn notes(o: &mut String, notes: &[&String]) {
+    if notes.is_empty() {
+        return;
+    }
+    o.push_str("<h3>Notes</h3><ul class=\"notes\">");
+    for n in notes {
+        let _ = write!(o, "<li>{}</li>", esc(n));
+    }
+    o.push_str("</ul>\n");
+}
+
+/// The key figures of one test.
+fn test_kpis(r: &TestResult) -> Vec<(String, String)> {
+    let mut k = Vec::new();
+    if r.spec.workload == wirespeed_engine::Workload::Stream {
+        k.push((human_bps(r.throughput_bps), "goodput".into()));
+        for d in r.directions.iter().filter(|_| r.directions.len() > 1) {
+            k.push((
+                human_bps(d.received_bps),
+                if d.direction == "forward" {
+                    "client → server".into()
+                } else {
+                    "server → client".into()
+                },
+            ));
+        }
+    } else {
+        k.push((
+            format!("{}", crate::human_count(r.transactions_per_s)),
+            "transactions/s".into(),
+        ));
+        k.push((human_bps(r.throughput_bps), "goodput".into()));
+    }
+    if let Some(l) = latency_of(r) {
+        let what = if is_probe_latency(r) {
+            "under load"
+        } else {
+            "latency"
+        };
+        k.push((human_us(l.p50_us), format!("p50 {what}")));
+        k.push((human_us(l.p99_us), format!("p99 {what}")));
+    }
+    k.push((
+        human_pct(r.local_cpu.total_pct),
+        "client CPU (of one core)".into(),
+    ));
+    k.push((
+        human_pct(r.remote_cpu.total_pct),
+        "server CPU (of one core)".into(),
+    ));
+    let infos: Vec<_> = main_flows(r).filter_map(|f| f.tcp_info.as_ref()).collect();
+    if !infos.is_empty() {
+        let retr: u64 = infos.iter().map(|i| i.retransmits).sum();
+        k.push((retr.to_string(), "retransmits".into()));
+        let rtt = infos.iter().map(|i| i.rtt_us as f64).sum::<f64>() / infos.len() as f64;
+        k.push((human_us(rtt), "mean smoothed RTT".into()));
+    }
+    if main_flows(r).count() > 1 {
+        k.push((
+            format!("{:.3}", finite(r.fairness)),
+            "fairness (Jain)".into(),
+        ));
+    }
+    k
+}
+
+/// One test, as what it is.
+fn test_section(o: &mut String, r: &TestResult, origin: &str) {
+    let mut rows = vec![
+        ("test", what(r)),
+        ("flows", shape(r)),
+        ("window", window_text(r, false)),
+        ("hosts", hosts(r)),
+        ("paths", path_list(r)),
+        ("congestion control", r.congestion_control.clone()),
+        ("options", options(r)),
+        ("started", utc_time(r.started_unix)),
+    ];
+    let mut from = String::new();
+    if !origin.is_empty() {
+        from = origin.to_string();
+    }
+    if !r.tool_version.is_empty() {
+        from = format!("{from} (wirespeed {})", r.tool_version)
+            .trim()
+            .to_string();
+    }
+    rows.push(("results", from));
+    if r.server_concurrent_tests > 1 {
+        rows.push((
+            "shared server",
+            format!(
+                "{} tests ran on the server at once: its figures are shared",
+                r.server_concurrent_tests
+            ),
+        ));
+    }
+    o.push_str(&facts(&rows));
+    o.push_str(&kpis(&test_kpis(r)));
+    let series = [Series::single(r)];
+    let mut figs = Vec::new();
+    match figures::over_time(&series, Rate::of(r), &[0]) {
+        Some(mut f) => {
+            if let Some(t) = figures::interval_table(&series) {
+                f.table = format!(
+                    "<details><summary>Every interval</summary>{}</details>\n",
+                    t.html()
                 );
             }
+            figs.push(f)
         }
+        None => o.push_str(
+            "<p class=\"hint\">This result has no interval samples: run <code>wirespeed bench</code> with <code>-i 0.5s</code> to see throughput and latency over time.</p>\n",
+        ),
+    }
+    figs.extend(figures::percentiles(&series, &[0]));
+    figs.extend(figures::flows(r));
+    figs.extend(figures::paths(r));
+    figs.extend(figures::cpu(&series, true));
+    for f in figs {
+        o.push_str(&f.html());
+    }
+    notes(o, &r.notes.iter().collect::<Vec<_>>());
+}
+
+/// A size sweep: the curve, the table, the percentiles.
+fn sweep_section(o: &mut String, s: &Series, origin: &str) {
+    let r = s.run();
+    let sizes: Vec<String> = s
+        .points
+        .iter()
+        .filter_map(|p| p.x.as_ref().map(|x| x.0.clone()))
+        .collect();
+    let rows = vec![
+        (
+            "test",
+            format!(
+                "{} sweep over {}",
+                match r.spec.workload {
+                    wirespeed_engine::Workload::Crr => "crr",
+                    wirespeed_engine::Workload::Rr => "rr",
+                    wirespeed_engine::Workload::Stream => "stream",
+                },
+                s.x_title
+            ),
+        ),
+        ("sizes", sizes.join(", ")),
+        ("flows", shape(r)),
+        ("window", window_text(r, true)),
+        ("hosts", hosts(r)),
+        ("congestion control", r.congestion_control.clone()),
+        ("started", utc_time(r.started_unix)),
+        (
+            "results",
+            format!("{origin} (wirespeed {})", r.tool_version)
+                .trim()
+                .to_string(),
+        ),
+    ];
+    o.push_str(&facts(&rows));
+    let series = std::slice::from_ref(s);
+    let figs = figures::sweep(series, &[0]);
+    let mut it = figs.into_iter();
+    if let Some(f) = it.next() {
+        o.push_str(&f.html());
     }
     let _ = writeln!(
         o,
-        "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}{}</text>",
-        n((x0 + x1) / 2.0),
-        n(bottom + 36.0),
-        esc(&sweep_name),
-        if log { " (log scale)" } else { "" }
+        "<h3>One row per size</h3>\n{}",
+        figures::sweep_table(series).html()
     );
-    for (k, c) in cells.iter().enumerate() {
-        let color = PALETTE[k % PALETTE.len()];
-        let pts: Vec<(f64, f64, &str)> = c
-            .points
-            .iter()
-            .filter_map(|p| {
-                p.x_value
-                    .map(|x| (sx(x), sy(p.stats.median), p.x.as_deref().unwrap_or("")))
-            })
-            .collect();
-        let d: Vec<String> = pts
-            .iter()
-            .enumerate()
-            .map(|(i, (x, y, _))| format!("{}{} {}", if i == 0 { "M" } else { "L" }, n(*x), n(*y)))
-            .collect();
-        let _ = writeln!(
-            o,
-            "<path class=\"series\" d=\"{}\" stroke=\"{color}\"/>",
-            d.join("")
-        );
-        for ((x, y, xl), p) in pts
-            .iter()
-            .zip(c.points.iter().filter(|p| p.x_value.is_some()))
-        {
-            let _ = writeln!(
-                o,
-                "<circle class=\"mark\" cx=\"{}\" cy=\"{}\" r=\"4\" style=\"fill:{color}\" data-value=\"{}\"><title>{} at {}: {}</title></circle>",
-                n(*x),
-                n(*y),
-                n(p.stats.median),
-                esc(&c.name),
-                esc(xl),
-                esc(&metric.human(p.stats.median))
-            );
+    for f in it {
+        o.push_str(&f.html());
+    }
+    if let Some(mut f) = figures::percentiles(series, &[0]) {
+        // The table above has every size's percentiles already.
+        f.table = String::new();
+        o.push_str(&f.html());
+    }
+    let mut ns: Vec<&String> = Vec::new();
+    for n in s.points.iter().flat_map(|p| &p.run.notes) {
+        if !ns.contains(&n) {
+            ns.push(n);
         }
-        let ly = top + 16.0 * k as f64;
+    }
+    notes(o, &ns);
+}
+
+/// Several results on shared axes, one series per result.
+fn compare_page(sources: &[Source]) -> String {
+    let series = all_series(sources);
+    let colors: Vec<usize> = (0..series.len()).collect();
+    let mut o = String::new();
+    let title = format!(
+        "Comparison of {}",
+        plural(series.len() as u64, "result", "results")
+    );
+    let _ = writeln!(o, "<h1>{}</h1>", esc(&title));
+    let _ = writeln!(
+        o,
+        "<p class=\"sub\">{}</p>",
+        esc(&sources
+            .iter()
+            .map(|s| if s.origin.is_empty() || s.origin == s.label {
+                s.label.clone()
+            } else {
+                format!("{} ({})", s.label, s.origin)
+            })
+            .collect::<Vec<_>>()
+            .join(" · "))
+    );
+    o.push_str(&figures::compare_table(&series).html());
+    let mut figs: Vec<Figure> = Vec::new();
+    for m in [Metric::ThroughputBps, Metric::TransactionsPerS] {
+        figs.extend(figures::headline_bars(&series, &colors, m));
+    }
+    for rate in [Rate::Bps, Rate::Tps] {
+        if let Some(mut f) = figures::over_time(&series, rate, &colors) {
+            let same: Vec<Series> = series
+                .iter()
+                .filter(|s| !s.is_sweep() && Rate::of(s.run()) == rate)
+                .cloned()
+                .collect();
+            if let Some(t) = figures::interval_table(&same) {
+                f.table = format!(
+                    "<details><summary>Every interval</summary>{}</details>\n",
+                    t.html()
+                );
+            }
+            figs.push(f);
+        }
+    }
+    let sweeps = figures::sweep(&series, &colors);
+    let has_sweeps = !sweeps.is_empty();
+    figs.extend(sweeps);
+    figs.extend(figures::percentiles(&series, &colors));
+    figs.extend(figures::cpu(&series, false));
+    for f in figs {
+        o.push_str(&f.html());
+    }
+    if has_sweeps {
         let _ = writeln!(
             o,
-            "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{color}\"/><text class=\"tick\" x=\"{}\" y=\"{}\">{}</text>",
-            n(x1 + 14.0),
-            n(ly),
-            n(x1 + 30.0),
-            n(ly + 10.0),
-            esc(&short(&c.name, 20))
+            "<h3>One row per size</h3>\n{}",
+            figures::sweep_table(&series).html()
         );
     }
-    o.push_str(CLOSE_SVG);
-    o
+    page(&title, &o)
+}
+
+fn axis_fmt(metric: Metric) -> Box<dyn Fn(f64) -> String> {
+    match metric {
+        Metric::ThroughputBps => Box::new(human_bps),
+        Metric::TransactionsPerS => Box::new(|v| crate::human_count(v)),
+    }
+}
+
+fn tick_fmt(metric: Metric, max: f64) -> Box<dyn Fn(f64) -> String> {
+    match metric {
+        Metric::ThroughputBps => Box::new(bps_ticks(max)),
+        Metric::TransactionsPerS => Box::new(count_ticks),
+    }
+}
+
+/// The metric most cells use (throughput when tied or empty).
+fn main_metric(res: &ExperimentResults) -> Metric {
+    let tps = res
+        .cells
+        .iter()
+        .filter(|c| c.metric == Metric::TransactionsPerS)
+        .count();
+    if tps * 2 > res.cells.len() {
+        Metric::TransactionsPerS
+    } else {
+        Metric::ThroughputBps
+    }
+}
+
+/// One line per sweeping cell: the median metric against the sweep value.
+fn sweep_figure(cells: &[&CellResult], metric: Metric) -> Figure {
+    let mut ticks: Vec<(f64, String)> = Vec::new();
+    for p in cells.iter().flat_map(|c| &c.points) {
+        if let (Some(v), Some(l)) = (p.x_value, &p.x)
+            && v.is_finite()
+            && !ticks.iter().any(|t| t.0 == v)
+        {
+            ticks.push((v, l.clone()));
+        }
+    }
+    ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let lo = ticks.first().map_or(1.0, |t| t.0);
+    let hi = ticks.last().map_or(1.0, |t| t.0);
+    let log = lo > 0.0 && hi / lo >= 8.0;
+    let name = cells
+        .iter()
+        .find_map(|c| c.sweep_arg.clone())
+        .unwrap_or_else(|| "sweep value".into());
+    let name = if name == "--size" {
+        "request size".to_string()
+    } else {
+        name.trim_start_matches('-').to_string()
+    };
+    let mut ymax: f64 = 0.0;
+    let lines: Vec<Line> = cells
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let pts: Vec<(f64, f64)> = c
+                .points
+                .iter()
+                .filter_map(|p| {
+                    Some((p.x_value.filter(|v| v.is_finite())?, finite(p.stats.median)))
+                })
+                .collect();
+            ymax = pts.iter().map(|p| p.1).fold(ymax, f64::max);
+            Line::new(c.name.clone(), color(k), pts).width(2.5)
+        })
+        .collect();
+    let tick = tick_fmt(metric, ymax);
+    let label_of = |x: f64| {
+        ticks
+            .iter()
+            .find(|t| t.0 == x)
+            .map_or(String::new(), |t| t.1.clone())
+    };
+    let hover = |x: f64, y: f64| format!("{} at {}", metric.human(y), label_of(x));
+    let chart = LineChart {
+        kind: "sweep",
+        title: format!("median {} vs {name}", metric.label()),
+        x: Axis::explicit(ticks.clone(), log).titled(&if log {
+            format!("{name} (log scale)")
+        } else {
+            name.clone()
+        }),
+        y: Axis::from_zero(ymax, &*tick),
+        lines,
+        shade_before: None,
+        height: 300.0,
+        hover: &hover,
+    };
+    Figure {
+        title: format!("Median {} vs {name}", metric.label()),
+        quote: String::new(),
+        legend: chart.legend(),
+        panels: vec![chart.svg()],
+        note: String::new(),
+        table: String::new(),
+    }
 }
 
 /// The ladder: one vertical bar per step, each labelled with its gain over
 /// the previous step.
-fn ladder_chart(cells: &[CellResult], metric: Metric) -> String {
+fn ladder_chart(cells: &[&CellResult], metric: Metric) -> String {
     let h = 340.0;
     let (x0, x1, top, bottom) = (80.0, W - 20.0, 30.0, h - 60.0);
     let max = nice_max(
@@ -413,6 +569,8 @@ fn ladder_chart(cells: &[CellResult], metric: Metric) -> String {
         h,
         cells.len(),
     );
+    plot_rect(&mut o, x0, x1, top, bottom);
+    let tick = tick_fmt(metric, max);
     for i in 0..=4 {
         let v = max * i as f64 / 4.0;
         let _ = writeln!(
@@ -422,17 +580,21 @@ fn ladder_chart(cells: &[CellResult], metric: Metric) -> String {
             n(x1),
             n(x0 - 6.0),
             n(sy(v) + 4.0),
-            esc(&axis_fmt(metric)(v)),
+            esc(&tick(v)),
             y = n(sy(v))
         );
     }
     for (i, c) in cells.iter().enumerate() {
         let cx = x0 + slot * (i as f64 + 0.5);
         let v = c.stats.median;
-        let cls = if i == 0 { "mark baseline" } else { "mark" };
+        let (cls, fill) = if i == 0 {
+            ("mark baseline", "#9a9a9a")
+        } else {
+            ("mark", color(0))
+        };
         let _ = writeln!(
             o,
-            "<rect class=\"{cls}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" data-value=\"{}\"><title>{}: {}</title></rect>",
+            "<rect class=\"{cls}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" style=\"fill:{fill}\" data-value=\"{}\"><title>{}: {}</title></rect>",
             n(cx - bw / 2.0),
             n(sy(v)),
             n(bw),
@@ -470,57 +632,61 @@ fn ladder_chart(cells: &[CellResult], metric: Metric) -> String {
     o
 }
 
-fn axis_fmt(metric: Metric) -> Box<dyn Fn(f64) -> String> {
-    match metric {
-        Metric::ThroughputBps => Box::new(human_bps),
-        Metric::TransactionsPerS => Box::new(human_count),
-    }
-}
-
-/// The metric most cells use (throughput when tied or empty).
-fn main_metric(res: &ExperimentResults) -> Metric {
-    let tps = res
-        .cells
-        .iter()
-        .filter(|c| c.metric == Metric::TransactionsPerS)
-        .count();
-    if tps * 2 > res.cells.len() {
-        Metric::TransactionsPerS
-    } else {
-        Metric::ThroughputBps
-    }
-}
-
-/// The charts this result has data for, in page order.
-pub fn charts(res: &ExperimentResults) -> Vec<String> {
+/// The experiment's summary figures, in page order.
+pub fn charts(res: &ExperimentResults) -> Vec<Figure> {
     let metric = main_metric(res);
     let mut out = Vec::new();
     let cells: Vec<&CellResult> = res.cells.iter().filter(|c| c.metric == metric).collect();
+    let repeated = cells.iter().any(|c| c.stats.n > 1);
     if !cells.is_empty() {
-        let rows: Vec<Row> = cells
+        let rows: Vec<Bar> = cells
             .iter()
-            .enumerate()
-            .map(|(i, c)| Row {
-                label: c.name.clone(),
-                value: c.stats.median,
-                range: (c.stats.n > 1).then_some((c.stats.min, c.stats.max)),
-                note: if i == 0 && c.name == res.baseline {
-                    String::new()
-                } else {
-                    pct_text(c.vs_baseline_pct)
-                },
-                baseline: c.name == res.baseline,
+            .map(|c| {
+                let base = c.name == res.baseline;
+                Bar {
+                    label: c.name.clone(),
+                    value: c.stats.median,
+                    range: (c.stats.n > 1).then_some((c.stats.min, c.stats.max)),
+                    note: if base {
+                        "baseline".into()
+                    } else {
+                        pct_text(c.vs_baseline_pct)
+                    },
+                    baseline: base,
+                    ..Bar::default()
+                }
             })
             .collect();
-        out.push(hbar_chart(
-            "configurations",
-            &format!(
-                "median {} per configuration (whiskers: min-max)",
-                metric.label()
-            ),
-            &rows,
-            &*axis_fmt(metric),
-        ));
+        let max = rows.iter().map(|r| r.value).fold(0.0, f64::max);
+        let best = cells
+            .iter()
+            .max_by(|a, b| a.stats.median.total_cmp(&b.stats.median));
+        let fmt = axis_fmt(metric);
+        out.push(Figure {
+            title: format!("Median {} per configuration", metric.label()),
+            quote: best.map_or(String::new(), |b| {
+                let vs = if b.name == res.baseline {
+                    String::new()
+                } else {
+                    format!(" ({} vs baseline)", pct_text(b.vs_baseline_pct))
+                };
+                format!("best: {} {}{vs}", b.name, metric.human(b.stats.median))
+            }),
+            panels: vec![hbar_chart(
+                "configurations",
+                "per configuration",
+                &rows,
+                &|v| metric.human(v),
+                &*tick_fmt(metric, max),
+            )],
+            note: if repeated {
+                "Whiskers: min to max over the repeats; the dashed line marks the baseline.".into()
+            } else {
+                String::new()
+            },
+            ..Figure::default()
+        });
+        let _ = fmt;
     }
     let sweeping: Vec<&CellResult> = cells
         .iter()
@@ -528,7 +694,7 @@ pub fn charts(res: &ExperimentResults) -> Vec<String> {
         .filter(|c| c.points.iter().any(|p| p.x_value.is_some()))
         .collect();
     if !sweeping.is_empty() {
-        out.push(sweep_chart(&sweeping, metric));
+        out.push(sweep_figure(&sweeping, metric));
     }
     let mut lat_groups = Vec::new();
     for c in &res.cells {
@@ -543,13 +709,24 @@ pub fn charts(res: &ExperimentResults) -> Vec<String> {
         }
     }
     if !lat_groups.is_empty() {
-        out.push(grouped_chart(
-            "latency",
-            "latency percentiles per configuration (medians over repeats)",
-            &["p50".into(), "p90".into(), "p99".into()],
-            &lat_groups,
-            &human_us,
-        ));
+        let names = vec!["p50".to_string(), "p90".into(), "p99".into()];
+        out.push(Figure {
+            title: "Latency percentiles per configuration".into(),
+            quote: if repeated {
+                "medians over the repeats".into()
+            } else {
+                String::new()
+            },
+            legend: series_legend(&names),
+            panels: vec![grouped_chart(
+                "latency",
+                "latency percentiles",
+                &names,
+                &lat_groups,
+                &human_us,
+            )],
+            ..Figure::default()
+        });
     }
     let npaths = res
         .cells
@@ -558,7 +735,7 @@ pub fn charts(res: &ExperimentResults) -> Vec<String> {
         .map(|p| p.paths.len())
         .max()
         .unwrap_or(0);
-    if npaths > 0 {
+    if npaths > 1 {
         let groups: Vec<(String, Vec<Option<f64>>)> = res
             .cells
             .iter()
@@ -574,74 +751,95 @@ pub fn charts(res: &ExperimentResults) -> Vec<String> {
             })
             .collect();
         if !groups.is_empty() {
-            let series: Vec<String> = (0..npaths).map(|i| format!("path {i}")).collect();
-            out.push(grouped_chart(
-                "paths",
-                "goodput per NIC (path) per configuration",
-                &series,
-                &groups,
-                &human_bps,
-            ));
+            let names: Vec<String> = (0..npaths).map(|i| format!("path {i}")).collect();
+            out.push(Figure {
+                title: "Goodput per NIC (path) per configuration".into(),
+                legend: series_legend(&names),
+                panels: vec![grouped_chart(
+                    "paths",
+                    "goodput per path",
+                    &names,
+                    &groups,
+                    &human_bps,
+                )],
+                ..Figure::default()
+            });
         }
     }
     if res.mode == Mode::Ladder && cells.len() > 1 {
-        let steps: Vec<CellResult> = cells.iter().map(|c| (*c).clone()).collect();
-        out.push(ladder_chart(&steps, metric));
+        let last = cells[cells.len() - 1];
+        out.push(Figure {
+            title: "The tuning ladder: each step adds to the previous".into(),
+            quote: format!(
+                "{} at the top step, {} over the baseline",
+                metric.human(last.stats.median),
+                pct_text(last.vs_baseline_pct)
+            ),
+            panels: vec![ladder_chart(&cells, metric)],
+            ..Figure::default()
+        });
     }
     out
 }
 
-const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:960px}
-h1{font-size:22px}table{border-collapse:collapse;margin:12px 0}td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}figure{margin:18px 0}figcaption{font-weight:600;margin-bottom:4px}
-svg.chart text{font:11px system-ui,sans-serif;fill:#333}svg.chart .grid{stroke:#e4e4e4}svg.chart rect.mark{fill:#3b6fb6}
-svg.chart rect.mark.baseline{fill:#9a9a9a}svg.chart .baseline-line{stroke:#555;stroke-dasharray:4 3}
-svg.chart .whisker{stroke:#222;fill:none}svg.chart .series{fill:none;stroke-width:2}code{background:#f3f3f3;padding:0 3px}
-#selfcheck{color:#888;font-size:12px}";
-
-const CHECK_SCRIPT: &str = "<script>
-window.addEventListener('error',function(){var p=document.getElementById('selfcheck');p.setAttribute('data-errors',(+p.getAttribute('data-errors')||0)+1);});
-(function(){var cs=document.querySelectorAll('svg.chart'),ok=0;
-for(var i=0;i<cs.length;i++){var want=+cs[i].getAttribute('data-points');var got=cs[i].querySelectorAll('.mark').length;if(want>0&&got===want){ok++;}}
-var p=document.getElementById('selfcheck');p.setAttribute('data-charts',cs.length);p.setAttribute('data-charts-with-data',ok);
-p.textContent=ok+' of '+cs.length+' charts have data';})();
-</script>";
-
-/// Renders the whole report page.
+/// Renders an experiment's page: its summary, charts, and each cell.
 pub fn render_html(res: &ExperimentResults) -> String {
     let mut o = String::new();
-    let _ = write!(
-        o,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>wirespeed: {}</title><style>{STYLE}</style></head><body>\n",
-        esc(&res.name)
-    );
+    let _ = writeln!(o, "<h1>{}</h1>", esc(&res.name));
+    let repeats = plural(res.repeats as u64, "repeat", "repeats");
     let _ = writeln!(
         o,
-        "<h1>{}</h1>\n<p>mode <b>{}</b>, baseline <b>{}</b>, {} repeat(s) per configuration, {} configuration(s); wirespeed {}</p>",
-        esc(&res.name),
-        res.mode.as_str(),
+        "<p class=\"sub\">{}, {} per configuration, {}; baseline <b>{}</b>{}</p>",
+        match res.mode {
+            Mode::Ladder => "Tuning ladder",
+            Mode::OneAtATime => "One change at a time",
+        },
+        repeats,
+        plural(res.cells.len() as u64, "configuration", "configurations"),
         esc(&res.baseline),
-        res.repeats,
-        res.cells.len(),
-        esc(&res.tool_version)
+        if res.tool_version.is_empty() {
+            String::new()
+        } else {
+            format!("; wirespeed {}", esc(&res.tool_version))
+        }
     );
-    o.push_str("<table><tr><th>configuration</th><th>change</th><th class=\"num\">median</th><th class=\"num\">min - max</th><th class=\"num\">spread</th><th class=\"num\">vs baseline</th>");
+    let repeated = res.cells.iter().any(|c| c.stats.n > 1);
+    o.push_str("<div class=\"tw\"><table><thead><tr><th>configuration</th><th>change</th><th class=\"num\">median</th>");
+    if repeated {
+        o.push_str("<th class=\"num\">min - max</th><th class=\"num\">spread</th>");
+    }
+    o.push_str("<th class=\"num\">vs baseline</th>");
     if res.mode == Mode::Ladder {
         o.push_str("<th class=\"num\">vs previous</th>");
     }
-    o.push_str("</tr>\n");
+    o.push_str("</tr></thead><tbody>\n");
     for c in &res.cells {
         let _ = write!(
             o,
-            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{} - {}</td><td class=\"num\">{:.1}%</td><td class=\"num\">{}</td>",
-            esc(&c.name),
-            esc(&c.change),
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td>",
+            abbr(&c.name, 40),
+            abbr(&c.change, 60),
             esc(&c.metric.human(c.stats.median)),
-            esc(&c.metric.human(c.stats.min)),
-            esc(&c.metric.human(c.stats.max)),
-            finite(c.stats.spread_pct),
-            esc(&pct_text(c.vs_baseline_pct))
         );
+        if repeated {
+            if c.stats.n > 1 {
+                let _ = write!(
+                    o,
+                    "<td class=\"num\">{} - {}</td><td class=\"num\">{:.1}%</td>",
+                    esc(&c.metric.human(c.stats.min)),
+                    esc(&c.metric.human(c.stats.max)),
+                    finite(c.stats.spread_pct)
+                );
+            } else {
+                o.push_str("<td class=\"num\">-</td><td class=\"num\">-</td>");
+            }
+        }
+        let vs = if c.name == res.baseline {
+            "baseline".to_string()
+        } else {
+            pct_text(c.vs_baseline_pct)
+        };
+        let _ = write!(o, "<td class=\"num\">{}</td>", esc(&vs));
         if res.mode == Mode::Ladder {
             let _ = write!(
                 o,
@@ -651,24 +849,54 @@ pub fn render_html(res: &ExperimentResults) -> String {
         }
         o.push_str("</tr>\n");
     }
-    o.push_str("</table>\n");
-    for chart in charts(res) {
-        o.push_str(&chart);
+    o.push_str("</tbody></table></div>\n");
+    for f in charts(res) {
+        o.push_str(&f.html());
     }
-    o.push_str("<h2>What each configuration ran</h2>\n<table><tr><th>configuration</th><th>bench arguments</th><th>lab changes</th></tr>\n");
-    for c in &res.cells {
-        let _ = writeln!(
-            o,
-            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
-            esc(&c.name),
-            esc(&c.bench_args.join(" ")),
-            esc(&c.lab_changes.join("; "))
-        );
+    if res
+        .cells
+        .iter()
+        .any(|c| !c.bench_args.is_empty() || !c.lab_changes.is_empty())
+    {
+        let rows: Vec<Vec<String>> = res
+            .cells
+            .iter()
+            .map(|c| {
+                let dash = |s: String| if s.is_empty() { "-".into() } else { s };
+                vec![
+                    c.name.clone(),
+                    dash(c.bench_args.join(" ")),
+                    dash(c.lab_changes.join("; ")),
+                ]
+            })
+            .collect();
+        o.push_str("<h2>What each configuration ran</h2>\n");
+        o.push_str(&table(
+            &["configuration", "wirespeed bench arguments", "lab changes"],
+            &rows,
+            3,
+        ));
     }
-    o.push_str("</table>\n<p id=\"selfcheck\"></p>\n");
-    o.push_str(CHECK_SCRIPT);
-    o.push_str("\n</body></html>\n");
-    o
+    for (c, s) in res.cells.iter().zip(experiment_series(None, res)) {
+        let _ = writeln!(o, "<h2>{}</h2>", esc(&c.name));
+        if !c.change.is_empty() {
+            let _ = writeln!(o, "<p class=\"sub\">{}</p>", esc(&c.change));
+        }
+        if s.is_sweep() {
+            sweep_section(&mut o, &s, "");
+        } else {
+            let p = &s.points[0];
+            if p.repeats > 1 {
+                let _ = writeln!(
+                    o,
+                    "<p class=\"hint\">The run nearest the median of {}.</p>",
+                    plural(p.repeats as u64, "repeat", "repeats")
+                );
+            }
+            test_section(&mut o, p.run, "");
+        }
+    }
+    page(&res.name, &o)
 }
 
 #[cfg(test)]
@@ -693,7 +921,8 @@ mod tests {
         res
     }
 
-    fn marks(html: &str) -> Vec<(String, usize, usize)> {
+    /// (kind, announced marks, drawn marks) of every chart.
+    pub(crate) fn marks(html: &str) -> Vec<(String, usize, usize)> {
         html.split("<svg class=\"chart\"")
             .skip(1)
             .map(|s| {
@@ -734,7 +963,7 @@ mod tests {
         let html = render_html(&ladder());
         let m = marks(&html);
         let kinds: Vec<&str> = m.iter().map(|x| x.0.as_str()).collect();
-        assert_eq!(kinds, ["configurations", "paths", "ladder"]);
+        assert_eq!(kinds[..3], ["configurations", "paths", "ladder"]);
         for (k, want, got) in &m {
             assert!(*want > 0 && want == got, "{k}: {want} vs {got}");
         }
@@ -758,18 +987,37 @@ mod tests {
         finalize(&mut sweep);
         let m = marks(&render_html(&sweep));
         let kinds: Vec<&str> = m.iter().map(|x| x.0.as_str()).collect();
-        assert_eq!(kinds, ["configurations", "sweep", "latency"]);
+        assert_eq!(kinds[..3], ["configurations", "sweep", "latency"]);
         for (k, want, got) in &m {
             assert!(*want > 0 && want == got, "{k}: {want} vs {got}");
         }
     }
 
     #[test]
-    fn nice_axis_maxima() {
-        assert_eq!(nice_max(0.0), 1.0);
-        assert_eq!(nice_max(1.7e9), 2e9);
-        assert_eq!(nice_max(3.1), 5.0);
-        assert_eq!(nice_max(7.0), 10.0);
-        assert_eq!(nice_max(f64::NAN), 1.0);
+    fn a_single_result_reads_as_a_test_without_experiment_words() {
+        let mut r = stream(9.41e9, 1);
+        r.spec.flows = 1;
+        let src = Source::new(
+            "one.json",
+            Content::Bench(wirespeed_engine::Report {
+                schema_version: 1,
+                results: vec![r],
+            }),
+            None,
+        );
+        let html = render_page(&[src]);
+        assert!(html.contains("<h1>stream forward, 1 flow</h1>"), "{html}");
+        assert!(html.contains("1 flow, 1 thread, 1 path"), "{html}");
+        for bad in [
+            "1 flows",
+            "1 threads",
+            "1 paths",
+            "spread",
+            "vs baseline",
+            "charts have data",
+        ] {
+            assert!(!html.contains(bad), "{bad} in {html}");
+        }
+        assert!(html.contains("-i 0.5s"), "no hint for missing intervals");
     }
 }

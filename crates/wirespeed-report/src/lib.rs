@@ -1,30 +1,36 @@
 //! Renderings of wirespeed results: a terminal table, JSON (the versioned
-//! schema of docs/json-schema.md), neper-style key=value lines, and for
-//! experiments (repeated cells against a baseline) HTML with SVG charts,
-//! Markdown and CSV.
+//! schema of docs/json-schema.md), neper-style key=value lines, and the
+//! report (`wirespeed report`) as HTML with SVG charts, Markdown and CSV:
+//! of one test, one size sweep, several results compared, or an
+//! experiment (repeated cells against a baseline).
 //!
 //! This crate only formats: it takes finished result types and returns
 //! text. It never measures or touches the host.
 
 #![warn(missing_docs)]
 
+pub mod chart;
 mod csv;
 pub mod experiment;
+pub mod figures;
 pub mod fixtures;
 mod html;
 mod kv;
 mod md;
+pub mod source;
 mod table;
 mod units;
 
-pub use csv::{CSV_HEADER, csv_field, render_csv};
+pub use chart::esc;
+pub use csv::{CSV_HEADER, PAGE_CSV_HEADER, csv_field, render_csv, render_page_csv};
 pub use experiment::{ExperimentResults, Metric, Mode};
-pub use html::{esc, render_html};
-pub use md::{md_cell, render_md};
+pub use html::{render_html, render_page};
+pub use md::{md_cell, render_md, render_page_md};
+pub use source::{Content, Source};
 
 pub use kv::render_kv;
 pub use table::{heading, new_table, render_one, render_sweep};
-pub use units::{human_bps, human_count, human_size, human_us};
+pub use units::{human_bps, human_count, human_size, human_us, plural};
 
 use wirespeed_engine::result::IntervalSample;
 use wirespeed_engine::{Report, Workload};

@@ -1,9 +1,17 @@
-//! The Markdown report: the summary table, then per-sweep and latency
-//! tables, for pasting into issues and docs.
+//! The Markdown report, for pasting into issues and docs: the same
+//! series as the HTML page, as tables. One test: what ran, its key
+//! figures, one row per interval, latency percentiles, flows with
+//! TCP_INFO, CPU. A sweep: one row per size. Several results: one row per
+//! result and per interval. An experiment: its summary, sweeps and
+//! latency, then each cell.
 
 use crate::experiment::{ExperimentResults, Mode, pct_text};
-use crate::human_us;
+use crate::figures::{self, Table};
+use crate::source::{Content, Series, Source, all_series, experiment_series, shape, what};
+use crate::units::{human_pct, plural, trim_num};
+use crate::{Metric, human_us};
 use std::fmt::Write;
+use wirespeed_engine::TestResult;
 use wirespeed_engine::result::finite;
 
 /// Makes text safe inside a Markdown table cell.
@@ -90,6 +98,142 @@ pub fn render_md(res: &ExperimentResults) -> String {
             );
         }
     }
+    for (c, s) in res.cells.iter().zip(experiment_series(None, res)) {
+        let _ = writeln!(o, "\n## {}\n", md_cell(&c.name));
+        if s.is_sweep() {
+            sweep_md(&mut o, &s);
+        } else {
+            test_md(&mut o, s.run());
+        }
+    }
+    o
+}
+
+fn section(o: &mut String, title: &str, t: &Table) {
+    if !t.rows.is_empty() {
+        let _ = writeln!(o, "\n### {title}\n\n{}", t.md());
+    }
+}
+
+fn test_md(o: &mut String, r: &TestResult) {
+    let _ = writeln!(
+        o,
+        "{}; {}; {} s measured; {}{}.\n",
+        what(r),
+        shape(r),
+        trim_num(r.window_s, 2),
+        if r.client.is_empty() {
+            format!("server {}", r.server)
+        } else {
+            format!("client {} to server {}", r.client, r.server)
+        },
+        if r.congestion_control.is_empty() {
+            String::new()
+        } else {
+            format!(", cc {}", r.congestion_control)
+        }
+    );
+    let mut k = Table::new(&["figure", "value"], 1);
+    k.rows.push(vec![
+        Metric::of(r).label().to_string(),
+        Metric::of(r).human(crate::source::headline(r)),
+    ]);
+    if let Some(l) = crate::source::latency_of(r) {
+        let w = if crate::source::is_probe_latency(r) {
+            "latency under load"
+        } else {
+            "latency"
+        };
+        k.rows.push(vec![format!("{w} p50"), human_us(l.p50_us)]);
+        k.rows.push(vec![format!("{w} p99"), human_us(l.p99_us)]);
+    }
+    k.rows.push(vec![
+        "client CPU (of one core)".into(),
+        human_pct(r.local_cpu.total_pct),
+    ]);
+    k.rows.push(vec![
+        "server CPU (of one core)".into(),
+        human_pct(r.remote_cpu.total_pct),
+    ]);
+    if crate::source::main_flows(r).count() > 1 {
+        k.rows.push(vec![
+            "fairness (Jain)".into(),
+            format!("{:.3}", finite(r.fairness)),
+        ]);
+    }
+    o.push_str(&k.md());
+    let series = [Series::single(r)];
+    if let Some(t) = figures::interval_table(&series) {
+        section(o, "Over time, one row per interval", &t);
+    }
+    section(
+        o,
+        "Latency percentiles",
+        &figures::percentile_table(&figures::latency_lines(&series, &[0])),
+    );
+    section(o, "Flows, with TCP_INFO", &figures::flow_table(r));
+    section(
+        o,
+        "CPU per side",
+        &figures::cpu_table(&series.iter().collect::<Vec<_>>(), true),
+    );
+    for n in &r.notes {
+        let _ = writeln!(o, "\nNote: {}", crate::md_cell(n));
+    }
+}
+
+fn sweep_md(o: &mut String, s: &Series) {
+    let r = s.run();
+    let _ = writeln!(
+        o,
+        "{} sweep over {}; {}; {} s measured per test.",
+        what(r),
+        s.x_title,
+        shape(r),
+        trim_num(r.window_s, 2)
+    );
+    let one = std::slice::from_ref(s);
+    section(o, "One row per size", &figures::sweep_table(one));
+}
+
+/// Renders these sources as Markdown: a test, a sweep, an experiment, or a
+/// comparison (one row per result, and per interval).
+pub fn render_page_md(sources: &[Source]) -> String {
+    if let [one] = sources
+        && let Content::Experiment(e) = &one.content
+    {
+        return render_md(e);
+    }
+    let series = all_series(sources);
+    let mut o = String::new();
+    if let ([src], [s]) = (sources, series.as_slice()) {
+        let _ = writeln!(o, "# {}\n", crate::md_cell(&src.label));
+        if s.is_sweep() {
+            sweep_md(&mut o, s);
+        } else {
+            test_md(&mut o, s.run());
+        }
+        return o;
+    }
+    let _ = writeln!(
+        o,
+        "# Comparison of {}\n",
+        plural(series.len() as u64, "result", "results")
+    );
+    let t = figures::compare_table(&series);
+    o.push_str(&t.md());
+    if let Some(t) = figures::interval_table(&series) {
+        section(&mut o, "Over time, one row per interval", &t);
+    }
+    section(&mut o, "One row per size", &figures::sweep_table(&series));
+    let colors: Vec<usize> = (0..series.len()).collect();
+    section(
+        &mut o,
+        "Latency percentiles",
+        &figures::percentile_table(&figures::latency_lines(&series, &colors)),
+    );
+    let singles: Vec<&Series> = series.iter().filter(|s| !s.is_sweep()).collect();
+    section(&mut o, "CPU per side", &figures::cpu_table(&singles, false));
     o
 }
 
@@ -116,7 +260,8 @@ mod tests {
         assert!(md.contains("| base\\|line |"), "{md}");
         assert!(md.contains("+100.0%"), "{md}");
         assert!(!md.contains("NaN"));
-        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+        let summary = md.split("\n## ").next().unwrap();
+        let rows: Vec<&str> = summary.lines().filter(|l| l.starts_with("| ")).collect();
         assert_eq!(rows.len(), 3);
         for r in rows {
             assert_eq!(r.matches(" | ").count() + 2, 8, "{r}");

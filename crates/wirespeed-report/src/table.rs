@@ -1,7 +1,7 @@
 //! The terminal rendering: a summary block per stream test, one row per
 //! size for rr/crr sweeps, paths and (on request) flows as tables.
 
-use crate::units::{human_bps, human_count, human_size, human_us};
+use crate::units::{human_bps, human_count, human_size, human_us, plural};
 use comfy_table::{CellAlignment, Table, presets};
 use std::fmt::Write;
 use wirespeed_engine::result::{CpuUsage, LatencySummary};
@@ -31,10 +31,6 @@ fn workload_name(w: Workload) -> &'static str {
         Workload::Rr => "rr",
         Workload::Crr => "crr",
     }
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The one-line heading of a test.

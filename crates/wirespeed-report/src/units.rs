@@ -70,6 +70,82 @@ pub fn human_count(x: f64) -> String {
     out
 }
 
+/// A count with its noun: `1 flow`, `4 flows`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A number with at most `decimals` decimals and no trailing zeros: `2.5`, `10`.
+pub fn trim_num(v: f64, decimals: usize) -> String {
+    let s = format!("{:.*}", decimals, if v.is_finite() { v } else { 0.0 });
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// The unit an axis of bit rates up to `max` is labelled in: (divisor, unit).
+pub fn bps_unit(max: f64) -> (f64, &'static str) {
+    if max >= 1e12 {
+        (1e12, "Tbit/s")
+    } else if max >= 1e9 {
+        (1e9, "Gbit/s")
+    } else if max >= 1e6 {
+        (1e6, "Mbit/s")
+    } else if max >= 1e3 {
+        (1e3, "kbit/s")
+    } else {
+        (1.0, "bit/s")
+    }
+}
+
+/// A latency tick: `50 us`, `1.5 ms`.
+pub fn tick_us(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{} s", trim_num(us / 1e6, 2))
+    } else if us >= 1e3 {
+        format!("{} ms", trim_num(us / 1e3, 2))
+    } else {
+        format!("{} us", trim_num(us, 2))
+    }
+}
+
+/// A percentage for people: `97%`, `4.5%`, `0.3%`.
+pub fn human_pct(p: f64) -> String {
+    let p = if p.is_finite() { p } else { 0.0 };
+    if p.abs() >= 10.0 {
+        format!("{p:.0}%")
+    } else {
+        format!("{}%", trim_num(p, 1))
+    }
+}
+
+/// A Unix time as `2026-11-23 14:05:09 UTC` (empty for 0 or nonsense).
+pub fn utc_time(unix: f64) -> String {
+    if !(unix.is_finite() && unix > 0.0 && unix < 1e11) {
+        return String::new();
+    }
+    let secs = unix.floor() as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +162,17 @@ mod tests {
         assert_eq!(human_us(1250.0), "1.25 ms");
         assert_eq!(human_count(25310.4), "25,310");
         assert_eq!(human_count(999.0), "999");
+        assert_eq!(plural(1, "flow", "flows"), "1 flow");
+        assert_eq!(plural(4, "flow", "flows"), "4 flows");
+        assert_eq!(trim_num(2.50, 2), "2.5");
+        assert_eq!(trim_num(10.0, 2), "10");
+        assert_eq!(tick_us(1500.0), "1.5 ms");
+        assert_eq!(tick_us(50.0), "50 us");
+        assert_eq!(human_pct(97.4), "97%");
+        assert_eq!(human_pct(4.56), "4.6%");
+        assert_eq!(bps_unit(9.4e9), (1e9, "Gbit/s"));
+        assert_eq!(utc_time(0.0), "");
+        assert_eq!(utc_time(951_782_400.5), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc_time(1_795_000_000.0), "2026-11-18 11:06:40 UTC");
     }
 }

@@ -310,7 +310,8 @@ fn lab_demo(duration: f64, out: &std::path::Path) -> Result<()> {
     });
     let report = run.and_then(|_| {
         crate::report_cmd::run(crate::report_cmd::ReportArgs {
-            results: results.clone(),
+            results: vec![results.clone()],
+            labels: Vec::new(),
             output: Some(out.to_path_buf()),
             format: Some("html".into()),
         })

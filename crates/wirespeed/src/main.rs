@@ -57,7 +57,7 @@ enum Cmd {
     Experiment(experiment::ExperimentArgs),
     /// Search the bench and host settings that raise throughput or cut latency.
     Optimize(Box<optimize::OptimizeArgs>),
-    /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV.
+    /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared.
     Report(report_cmd::ReportArgs),
 }
 

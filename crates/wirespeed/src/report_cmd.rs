@@ -1,18 +1,26 @@
-//! `wirespeed report RESULTS.json`: an experiment's results (or a plain
-//! `bench --json` report) as one self-contained HTML page with SVG charts,
-//! Markdown or CSV.
+//! `wirespeed report FILE...`: experiment results or `bench --json`
+//! reports as one self-contained HTML page with SVG charts, Markdown or
+//! CSV. One file renders as what it holds (a test, a size sweep, an
+//! experiment); several are compared on shared axes, one series per file.
 
 use anyhow::{Context, Result, bail};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use wirespeed_engine::Report;
-use wirespeed_report::experiment::{ExperimentResults, finalize, from_report};
-use wirespeed_report::{render_csv, render_html, render_md};
+use wirespeed_report::experiment::{ExperimentResults, finalize};
+use wirespeed_report::source::distinct_labels;
+use wirespeed_report::{Content, Source, render_page, render_page_csv, render_page_md};
 
 /// Options of `wirespeed report`.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// Results of `wirespeed experiment`, or the output of `wirespeed bench --json`.
-    pub results: PathBuf,
+    /// Results of `wirespeed experiment`, or outputs of `wirespeed bench --json`;
+    /// several are compared on shared axes, one series per file.
+    #[arg(required = true, value_name = "RESULTS.json")]
+    pub results: Vec<PathBuf>,
+    /// A name for each file, in order (repeat the flag: `--label cubic --label bbr`);
+    /// unnamed files are labelled by their test's own description.
+    #[arg(short, long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
     /// Write here instead of stdout.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -22,7 +30,7 @@ pub struct ReportArgs {
 }
 
 /// Reads either kind of results file.
-pub fn read_results(path: &std::path::Path) -> Result<ExperimentResults> {
+pub fn read_content(path: &Path) -> Result<Content> {
     let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
@@ -30,19 +38,14 @@ pub fn read_results(path: &std::path::Path) -> Result<ExperimentResults> {
         let mut res: ExperimentResults = serde_json::from_value(v)
             .with_context(|| format!("{} is not valid experiment results", path.display()))?;
         finalize(&mut res);
-        Ok(res)
+        Ok(Content::Experiment(res))
     } else if v.get("results").is_some() {
         let report: Report = serde_json::from_value(v)
             .with_context(|| format!("{} is not a valid bench report", path.display()))?;
         if report.results.is_empty() {
             bail!("{} holds no results", path.display());
         }
-        let name = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("bench")
-            .to_string();
-        Ok(from_report(&report, &name))
+        Ok(Content::Bench(report))
     } else {
         bail!(
             "{} is neither experiment results (`cells`) nor a bench report (`results`)",
@@ -51,9 +54,38 @@ pub fn read_results(path: &std::path::Path) -> Result<ExperimentResults> {
     }
 }
 
+/// Reads every file under its label.
+pub fn read_sources(paths: &[PathBuf], labels: &[String]) -> Result<Vec<Source>> {
+    if labels.len() > paths.len() {
+        bail!(
+            "{} labels for {} results files: give at most one --label per file",
+            labels.len(),
+            paths.len()
+        );
+    }
+    let mut sources = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let origin = p
+                .file_name()
+                .and_then(|s| s.to_str())
+                .unwrap_or("results")
+                .to_string();
+            Ok(Source::new(
+                &origin,
+                read_content(p)?,
+                labels.get(i).cloned(),
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    distinct_labels(&mut sources);
+    Ok(sources)
+}
+
 /// Runs `wirespeed report`.
 pub fn run(a: ReportArgs) -> Result<()> {
-    let res = read_results(&a.results)?;
+    let sources = read_sources(&a.results, &a.labels)?;
     let ext = a
         .output
         .as_ref()
@@ -65,9 +97,9 @@ pub fn run(a: ReportArgs) -> Result<()> {
         _ => None,
     });
     let text = match format.unwrap_or("html") {
-        "md" => render_md(&res),
-        "csv" => render_csv(&res),
-        _ => render_html(&res),
+        "md" => render_page_md(&sources),
+        "csv" => render_page_csv(&sources),
+        _ => render_page(&sources),
     };
     match &a.output {
         Some(p) => {
