@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use wirespeed_engine::Report;
 use wirespeed_report::experiment::{ExperimentResults, finalize};
 use wirespeed_report::source::distinct_labels;
-use wirespeed_report::{Content, Source, render_page, render_page_csv, render_page_md};
+use wirespeed_report::{Content, Source, plural, render_page, render_page_csv, render_page_md};
 
 /// Options of `wirespeed report`.
 #[derive(clap::Args, Debug)]
@@ -58,9 +58,9 @@ pub fn read_content(path: &Path) -> Result<Content> {
 pub fn read_sources(paths: &[PathBuf], labels: &[String]) -> Result<Vec<Source>> {
     if labels.len() > paths.len() {
         bail!(
-            "{} labels for {} results files: give at most one --label per file",
-            labels.len(),
-            paths.len()
+            "{} for {}: give at most one --label per file",
+            plural(labels.len() as u64, "label", "labels"),
+            plural(paths.len() as u64, "results file", "results files")
         );
     }
     let mut sources = paths
