@@ -547,14 +547,13 @@ pub struct Bar {
 const LABEL_W: f64 = 210.0;
 
 /// Vertical grid lines and tick labels of a horizontal value axis.
-fn x_axis(o: &mut String, x0: f64, x1: f64, top: f64, bottom: f64, max: f64, fmt: Fmt) {
-    for i in 0..=4 {
-        let v = max * i as f64 / 4.0;
-        let x = x0 + (x1 - x0) * i as f64 / 4.0;
+fn x_axis(o: &mut String, x0: f64, x1: f64, top: f64, bottom: f64, axis: &Axis) {
+    for (v, label) in &axis.ticks {
+        let x = axis.pos(*v, x0, x1);
         let _ = writeln!(
             o,
             "<line class=\"grid\" x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{bottom}\"/><text class=\"tick\" x=\"{x}\" y=\"{ty}\" text-anchor=\"middle\">{}</text>",
-            esc(&fmt(v)),
+            esc(label),
             x = n(x),
             top = n(top),
             bottom = n(bottom),
@@ -585,15 +584,17 @@ pub fn hbar_chart(kind: &str, title: &str, rows: &[Bar], fmt: Fmt, tick: Fmt) ->
         label_w + 10.0,
         W - text_w(value_chars.unwrap_or(0), 80.0, 310.0),
     );
-    let max = nice_max(
+    let axis = Axis::from_zero(
         rows.iter()
             .map(|r| r.range.map_or(r.value, |(_, hi)| hi.max(r.value)))
             .fold(0.0, f64::max),
+        tick,
     );
+    let max = axis.hi;
     let sx = |v: f64| x0 + (x1 - x0) * (finite(v).max(0.0) / max).min(1.0);
     let mut o = open_svg(kind, title, h, rows.len());
     plot_rect(&mut o, x0, x1, top, bottom);
-    x_axis(&mut o, x0, x1, top, bottom, max, tick);
+    x_axis(&mut o, x0, x1, top, bottom, &axis);
     if let Some(b) = rows.iter().find(|r| r.baseline) {
         let _ = writeln!(
             o,
@@ -665,6 +666,7 @@ pub fn grouped_chart(
     series: &[String],
     groups: &[(String, Vec<Option<f64>>)],
     fmt: Fmt,
+    tick: Fmt,
 ) -> String {
     let bar_h = 12.0;
     let gap = 12.0;
@@ -676,18 +678,20 @@ pub fn grouped_chart(
     let label_chars = groups.iter().map(|g| g.0.chars().count().min(32)).max();
     let label_w = text_w(label_chars.unwrap_or(0), 60.0, LABEL_W);
     let (x0, x1) = (label_w + 10.0, W - 110.0);
-    let max = nice_max(
+    let axis = Axis::from_zero(
         groups
             .iter()
             .flat_map(|g| g.1.iter().flatten())
             .copied()
             .fold(0.0, f64::max),
+        tick,
     );
+    let max = axis.hi;
     let sx = |v: f64| x0 + (x1 - x0) * (finite(v).max(0.0) / max).min(1.0);
     let points: usize = groups.iter().map(|g| g.1.iter().flatten().count()).sum();
     let mut o = open_svg(kind, title, h, points);
     plot_rect(&mut o, x0, x1, top, bottom);
-    x_axis(&mut o, x0, x1, top, bottom, max, fmt);
+    x_axis(&mut o, x0, x1, top, bottom, &axis);
     let mut y = top + gap / 2.0;
     for g in groups {
         let gh = g.1.len() as f64 * (bar_h + 2.0);

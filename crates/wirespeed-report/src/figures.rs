@@ -403,7 +403,12 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
             format!("highest: {} {}", b.label, rate.human(headline(b.run())))
         })
     };
-    let len = picked[0].1.run().spec.interval_s;
+    let r0 = picked[0].1.run();
+    let len = if r0.spec.interval_s > 0.0 {
+        r0.spec.interval_s
+    } else {
+        r0.intervals.first().map_or(0.0, |x| x.len_s)
+    };
     let mut note = format!(
         "Each point is one {} s interval as the client counted it (sent plus received), drawn at the interval's middle",
         trim_num(len, 2)
@@ -869,7 +874,14 @@ pub fn cpu(series: &[Series], single: bool) -> Option<Figure> {
         "wirespeed process (% of one core)".to_string(),
         "busiest core (% busy)".to_string(),
     ];
-    let svg = grouped_chart("cpu", "CPU per side", &series_names, &groups, &pct_ticks);
+    let svg = grouped_chart(
+        "cpu",
+        "CPU per side",
+        &series_names,
+        &groups,
+        &|v| human_pct(v),
+        &pct_ticks,
+    );
     let quote = if single {
         let r = picked[0].run();
         format!(

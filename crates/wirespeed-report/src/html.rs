@@ -27,7 +27,9 @@ use crate::source::{
     Content, Series, Source, all_series, experiment_series, is_probe_latency, latency_of,
     main_flows, shape, what,
 };
-use crate::units::{human_bps, human_pct, human_size, human_us, plural, trim_num, utc_time};
+use crate::units::{
+    human_bps, human_pct, human_size, human_us, plural, tick_us, trim_num, utc_time,
+};
 use std::fmt::Write;
 use wirespeed_engine::TestResult;
 use wirespeed_engine::result::finite;
@@ -199,6 +201,16 @@ fn path_list(r: &TestResult) -> String {
         .join("; ")
 }
 
+/// Where a result came from: `stream.json (wirespeed 0.1.0)`.
+fn provenance(origin: &str, r: &TestResult) -> String {
+    match (origin.is_empty(), r.tool_version.is_empty()) {
+        (false, false) => format!("{origin} (wirespeed {})", r.tool_version),
+        (false, true) => origin.to_string(),
+        (true, false) => format!("wirespeed {}", r.tool_version),
+        (true, true) => String::new(),
+    }
+}
+
 fn notes(o: &mut String, notes: &[&String]) {
     if notes.is_empty() {
         return;
@@ -227,7 +239,7 @@ fn test_kpis(r: &TestResult) -> Vec<(String, String)> {
         }
     } else {
         k.push((
-            format!("{}", crate::human_count(r.transactions_per_s)),
+            crate::human_count(r.transactions_per_s),
             "transactions/s".into(),
         ));
         k.push((human_bps(r.throughput_bps), "goodput".into()));
@@ -277,16 +289,7 @@ fn test_section(o: &mut String, r: &TestResult, origin: &str) {
         ("options", options(r)),
         ("started", utc_time(r.started_unix)),
     ];
-    let mut from = String::new();
-    if !origin.is_empty() {
-        from = origin.to_string();
-    }
-    if !r.tool_version.is_empty() {
-        from = format!("{from} (wirespeed {})", r.tool_version)
-            .trim()
-            .to_string();
-    }
-    rows.push(("results", from));
+    rows.push(("results", provenance(origin, r)));
     if r.server_concurrent_tests > 1 {
         rows.push((
             "shared server",
@@ -351,12 +354,7 @@ fn sweep_section(o: &mut String, s: &Series, origin: &str) {
         ("hosts", hosts(r)),
         ("congestion control", r.congestion_control.clone()),
         ("started", utc_time(r.started_unix)),
-        (
-            "results",
-            format!("{origin} (wirespeed {})", r.tool_version)
-                .trim()
-                .to_string(),
-        ),
+        ("results", provenance(origin, r)),
     ];
     o.push_str(&facts(&rows));
     let series = std::slice::from_ref(s);
@@ -447,13 +445,6 @@ fn compare_page(sources: &[Source]) -> String {
         );
     }
     page(&title, &o)
-}
-
-fn axis_fmt(metric: Metric) -> Box<dyn Fn(f64) -> String> {
-    match metric {
-        Metric::ThroughputBps => Box::new(human_bps),
-        Metric::TransactionsPerS => Box::new(|v| crate::human_count(v)),
-    }
 }
 
 fn tick_fmt(metric: Metric, max: f64) -> Box<dyn Fn(f64) -> String> {
@@ -622,7 +613,7 @@ fn ladder_chart(cells: &[&CellResult], metric: Metric) -> String {
             o,
             "<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}. {}<title>{}</title></text>",
             n(cx),
-            n(bottom + 16.0 + 13.0 * (i % 2) as f64),
+            n(bottom + 16.0 + 13.0 * ((i % 2) * usize::from(cells.len() > 5)) as f64),
             i,
             esc(&short(&c.name, 22)),
             esc(&c.name)
@@ -661,7 +652,6 @@ pub fn charts(res: &ExperimentResults) -> Vec<Figure> {
         let best = cells
             .iter()
             .max_by(|a, b| a.stats.median.total_cmp(&b.stats.median));
-        let fmt = axis_fmt(metric);
         out.push(Figure {
             title: format!("Median {} per configuration", metric.label()),
             quote: best.map_or(String::new(), |b| {
@@ -686,7 +676,6 @@ pub fn charts(res: &ExperimentResults) -> Vec<Figure> {
             },
             ..Figure::default()
         });
-        let _ = fmt;
     }
     let sweeping: Vec<&CellResult> = cells
         .iter()
@@ -724,6 +713,7 @@ pub fn charts(res: &ExperimentResults) -> Vec<Figure> {
                 &names,
                 &lat_groups,
                 &human_us,
+                &tick_us,
             )],
             ..Figure::default()
         });
@@ -761,6 +751,12 @@ pub fn charts(res: &ExperimentResults) -> Vec<Figure> {
                     &names,
                     &groups,
                     &human_bps,
+                    &bps_ticks(
+                        groups
+                            .iter()
+                            .flat_map(|g| g.1.iter().flatten())
+                            .fold(0.0, |a: f64, b| a.max(*b)),
+                    ),
                 )],
                 ..Figure::default()
             });

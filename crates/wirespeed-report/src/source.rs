@@ -274,7 +274,7 @@ pub fn experiment_series<'a>(prefix: Option<&str>, e: &'a ExperimentResults) -> 
                         "--size" => "request size".to_string(),
                         other => other.trim_start_matches('-').to_string(),
                     })
-                    .unwrap_or_default(),
+                    .unwrap_or_else(|| "sweep value".into()),
                 points,
             })
         })
