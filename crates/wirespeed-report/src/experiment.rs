@@ -305,7 +305,7 @@ pub fn from_report(report: &Report, name: &str) -> ExperimentResults {
     let sweep = rs.len() > 1 && rs.iter().all(|r| r.spec.workload != Workload::Stream);
     let cells = if sweep {
         vec![CellResult {
-            name: rs[0].spec.summary(),
+            name: crate::source::bench_description(report),
             change: "size sweep".into(),
             sweep_arg: Some("--size".into()),
             points: rs
@@ -323,8 +323,8 @@ pub fn from_report(report: &Report, name: &str) -> ExperimentResults {
         rs.iter()
             .enumerate()
             .map(|(i, r)| CellResult {
-                name: format!("#{} {}", i + 1, r.spec.summary()),
-                change: r.spec.summary(),
+                name: format!("#{} {}", i + 1, crate::source::describe(r)),
+                change: crate::source::describe(r),
                 points: vec![Point {
                     runs: vec![r.clone()],
                     ..Point::default()

@@ -536,6 +536,10 @@ pub fn latency_lines<'a>(
     let mut rows: Vec<(String, usize, &TestResult)> = Vec::new();
     let one_sweep = series.len() == 1 && series[0].is_sweep();
     for (i, s) in series.iter().enumerate() {
+        if s.is_sweep() && !one_sweep {
+            // Compared with others, a sweep's latency is in its own chart.
+            continue;
+        }
         for (k, p) in s.points.iter().enumerate() {
             if latency_of(p.run).is_none() {
                 continue;
@@ -1017,7 +1021,8 @@ pub fn sweep(series: &[Series], colors: &[usize]) -> Vec<Figure> {
         return Vec::new();
     }
     let only: Vec<&Series> = sweeps.iter().map(|x| x.1).collect();
-    let single = sweeps.len() == 1;
+    // A sweep's own page: one colour, quotes of its end points.
+    let single = series.len() == 1;
     let mut out = Vec::new();
     let metric = Metric::of(sweeps[0].1.run());
     let figures: Vec<(&str, Metric)> = match metric {
@@ -1384,10 +1389,14 @@ pub fn compare_table(series: &[Series]) -> Table {
         t.rows.push(vec![
             s.label.clone(),
             if s.is_sweep() {
+                let x = |p: Option<&SeriesPoint>| p.and_then(|p| p.x.clone()).map(|x| x.0);
                 format!(
-                    "{} sweep over {} sizes, {}",
-                    what(r),
+                    "{} sweep over {} {}s ({} to {}), {}",
+                    crate::source::workload_word(r.spec.workload),
                     s.points.len(),
+                    s.x_title,
+                    x(s.points.first()).unwrap_or_default(),
+                    x(s.points.last()).unwrap_or_default(),
                     shape_short(r)
                 )
             } else {

@@ -990,6 +990,66 @@ mod tests {
     }
 
     #[test]
+    fn a_mixed_comparison_draws_every_series_it_announces() {
+        let mut st = stream(2e9, 2);
+        st.spec.flows = 2;
+        st.flows = (0..2)
+            .map(|i| wirespeed_engine::result::FlowResult {
+                id: i,
+                path: i,
+                kind: Some(wirespeed_engine::spec::FlowKind::Forward),
+                throughput_bps: 1e9,
+                ..Default::default()
+            })
+            .collect();
+        st.intervals = (1..=3)
+            .map(|i| wirespeed_engine::result::IntervalSample {
+                t_s: i as f64,
+                len_s: 1.0,
+                bps: 2e9,
+                flow_bps: vec![1e9, 1e9],
+                ..Default::default()
+            })
+            .collect();
+        let bench = |results| {
+            Content::Bench(wirespeed_engine::Report {
+                schema_version: 1,
+                results,
+            })
+        };
+        let sources = [
+            Source::new("s.json", bench(vec![st.clone()]), None),
+            Source::new(
+                "r.json",
+                bench(vec![rr(9000.0, 30.0, 1024)]),
+                Some("rr".into()),
+            ),
+            Source::new(
+                "w.json",
+                bench(vec![rr(9000.0, 30.0, 1024), rr(500.0, 900.0, 1 << 20)]),
+                None,
+            ),
+        ];
+        let html = render_page(&sources);
+        let m = marks(&html);
+        for (k, want, got) in &m {
+            assert!(*want > 0 && want == got, "{k}: {want} vs {got}");
+        }
+        let kinds: Vec<&str> = m.iter().map(|x| x.0.as_str()).collect();
+        for k in ["over-time", "sweep-rate", "sweep-latency", "percentiles"] {
+            assert!(kinds.contains(&k), "no {k} in {kinds:?}");
+        }
+        assert!(html.contains("Comparison of 3 results"));
+        // The single stream test alone is drawn per path and per flow.
+        let one = render_page(&sources[..1]);
+        let ot = marks(&one)
+            .into_iter()
+            .find(|x| x.0 == "over-time")
+            .unwrap();
+        assert_eq!(ot.1, 1 + 2 + 2);
+    }
+
+    #[test]
     fn a_single_result_reads_as_a_test_without_experiment_words() {
         let mut r = stream(9.41e9, 1);
         r.spec.flows = 1;

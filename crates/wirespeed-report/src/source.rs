@@ -75,7 +75,8 @@ pub fn bench_description(r: &Report) -> String {
     }
 }
 
-fn workload_word(w: Workload) -> &'static str {
+/// The workload's name: `stream`, `rr`, `crr`.
+pub fn workload_word(w: Workload) -> &'static str {
     match w {
         Workload::Stream => "stream",
         Workload::Rr => "rr",

@@ -234,6 +234,34 @@ fn a_four_flow_stream_with_intervals_shows_each_flow_over_time() {
         r.intervals.len(),
         "{csv}"
     );
+    // Two paths (two loopback source addresses): each path over time too.
+    let json = d.join("paths.json");
+    bench(
+        &addr,
+        &[
+            "-F",
+            "4",
+            "--paths",
+            "127.0.0.1=127.0.0.1,127.0.0.2=127.0.0.1",
+            "-i",
+            "0.5s",
+            "-d",
+            "1s",
+            "--warmup",
+            "0.3s",
+        ],
+        &json,
+    );
+    let html = d.join("paths.html");
+    let page = report(&[&json], &[], &html);
+    assert!(page.contains("4 flows, 1 thread, 2 paths"));
+    // Total, two paths, four flows; a bar per path.
+    assert_eq!(points(&page, "over-time"), 7);
+    assert_eq!(points(&page, "paths"), 2);
+    assert!(page.contains("path 1 (127.0.0.2=127.0.0.1)"));
+    browser_check(&html, &page, "paths");
+    let csv = run(&["report", p(&json), "--format", "csv"]);
+    assert!(csv.contains(",interval,path 1,"), "{csv}");
 }
 
 #[test]
