@@ -307,6 +307,29 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
                 );
             }
         }
+        let both_ways = [FlowKind::Forward, FlowKind::Reverse]
+            .iter()
+            .all(|k| flows.iter().any(|f| f.kind == Some(*k)));
+        if both_ways && has_flow_data {
+            for (k, name, c) in [
+                (FlowKind::Forward, "client → server", "#1b5e20"),
+                (FlowKind::Reverse, "server → client", "#8e2a8c"),
+            ] {
+                let pts = r
+                    .intervals
+                    .iter()
+                    .map(|x| {
+                        let v: f64 = flows
+                            .iter()
+                            .filter(|f| f.kind == Some(k))
+                            .filter_map(|f| rate.flow(x, f.id as usize))
+                            .sum();
+                        (mid(x), finite(v))
+                    })
+                    .collect();
+                lines.push(Line::new(name, c, pts).dashed().width(2.0));
+            }
+        }
         if flows.len() > 1 && has_flow_data {
             let many = flows.len() > 8;
             for (k, f) in flows.iter().enumerate() {

@@ -110,12 +110,22 @@ pub fn what(r: &TestResult) -> String {
     }
 }
 
+/// The flow count in words: `1 flow`, `4 flows`, `2 flows each way`.
+pub fn flows_text(r: &TestResult) -> String {
+    let s = &r.spec;
+    if s.workload == Workload::Stream && s.direction == Direction::Bidir {
+        plural(s.flows as u64, "flow each way", "flows each way")
+    } else {
+        plural(s.flows as u64, "flow", "flows")
+    }
+}
+
 /// Flows, threads and paths with their plurals: `4 flows, 1 thread, 1 path`.
 pub fn shape(r: &TestResult) -> String {
     let s = &r.spec;
     format!(
         "{}, {}, {}",
-        plural(s.flows as u64, "flow", "flows"),
+        flows_text(r),
         plural(s.threads.min(s.flows).max(1) as u64, "thread", "threads"),
         plural(r.paths.len().max(1) as u64, "path", "paths")
     )
@@ -124,7 +134,7 @@ pub fn shape(r: &TestResult) -> String {
 /// Flows, and threads and paths when there are several: `4 flows, 2 threads`.
 pub fn shape_short(r: &TestResult) -> String {
     let s = &r.spec;
-    let mut t = plural(s.flows as u64, "flow", "flows");
+    let mut t = flows_text(r);
     let threads = s.threads.min(s.flows).max(1);
     if threads > 1 {
         t.push_str(&format!(", {threads} threads"));
@@ -137,11 +147,7 @@ pub fn shape_short(r: &TestResult) -> String {
 
 /// A short description: `stream forward, 4 flows`.
 pub fn describe(r: &TestResult) -> String {
-    format!(
-        "{}, {}",
-        what(r),
-        plural(r.spec.flows as u64, "flow", "flows")
-    )
+    format!("{}, {}", what(r), flows_text(r))
 }
 
 /// One measured point of a series: a test and where it sits on the sweep.
@@ -338,6 +344,10 @@ mod tests {
         assert_eq!(describe(&r), "stream forward with latency probe, 4 flows");
         assert_eq!(shape(&r), "4 flows, 2 threads, 1 path");
         assert_eq!(what(&rr(1.0, 1.0, 1024)), "rr 1 KiB / 1 KiB");
+        r.spec.direction = Direction::Bidir;
+        r.spec.probe_rr = false;
+        r.spec.flows = 1;
+        assert_eq!(describe(&r), "stream both ways, 1 flow each way");
         let sweep = Report {
             schema_version: SCHEMA_VERSION,
             results: vec![rr(9.0, 1.0, 1024), rr(5.0, 2.0, 1 << 20)],

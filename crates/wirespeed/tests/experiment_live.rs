@@ -135,7 +135,15 @@ fn an_experiment_measures_resumes_and_reports() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("both links") && page.contains("data-chart=\"paths\""));
-    chromium::assert_every_chart_has_data(&html, 2, "an_experiment_measures_resumes_and_reports");
+    // The summary's charts, then each cell's own (flows, paths, CPU).
+    let charts = page.matches("<svg class=\"chart\"").count();
+    assert!(charts > 2, "{charts} charts");
+    assert!(page.contains("<h2>both links</h2>") && page.contains("data-chart=\"flows\""));
+    chromium::assert_every_chart_has_data(
+        &html,
+        charts,
+        "an_experiment_measures_resumes_and_reports",
+    );
     for (fmt, needle) in [
         ("md", "| both links |"),
         ("csv", "two-links,one-at-a-time,both links,false,"),
