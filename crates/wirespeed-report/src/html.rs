@@ -55,7 +55,7 @@ th{font-weight:600;background:#f7f7f7;white-space:normal;vertical-align:bottom}t
 .tw{overflow-x:auto;max-width:100%}.fn{color:#555;font-size:13px;margin:6px 0;max-width:760px}
 ul.notes li{color:#7a4b00}code{background:#f3f3f3;padding:0 3px;border-radius:3px}.hint{color:#555}
 footer{margin-top:36px;color:#888;font-size:12px}
-@media print{body{max-width:none;padding:0;font-size:12px}h2,h3{break-after:avoid}.tw{overflow:visible}figure,table,dl,.kpis{break-inside:avoid}svg.chart{max-width:100%}}
+@media print{body{max-width:none;padding:0;font-size:12px}h2,h3{break-after:avoid}.tw{overflow:visible}table{font-size:10.5px}td,th{white-space:normal;padding:2px 4px}figure,table,dl,.kpis{break-inside:avoid}svg.chart{max-width:100%}}
 @media (max-width:640px){body{padding:12px}dl.facts{grid-template-columns:1fr}dl.facts dt{margin-top:4px}}"#;
 
 const CHECK_SCRIPT: &str = "<script>
