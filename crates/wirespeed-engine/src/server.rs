@@ -361,7 +361,7 @@ fn handle_control(
     loop {
         let m = match read_msg(&mut stream) {
             Ok(m) => m,
-            Err(EngineError::Io { source, .. })
+            Err(EngineError::Io { error: source, .. })
                 if source.kind() == std::io::ErrorKind::UnexpectedEof =>
             {
                 return Ok(());

@@ -177,7 +177,12 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
         },
         zerocopy: a.zerocopy,
         skip_rx_copy: a.skip_rx_copy,
-        pacing_bps: a.pacing.as_deref().map(parse_rate).transpose()?,
+        pacing_bps: a
+            .pacing
+            .as_deref()
+            .map(parse_rate)
+            .transpose()
+            .context("--pacing")?,
         client_cpus: a
             .pin
             .as_deref()

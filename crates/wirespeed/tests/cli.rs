@@ -147,3 +147,46 @@ fn loopback_bench_with_key_sweep_and_formats() {
     assert_eq!(r["directions"].as_array().unwrap().len(), 2);
     let _ = std::fs::remove_file(&key);
 }
+
+#[test]
+fn huge_durations_are_clear_errors_not_panics() {
+    // Parsed before anything touches the host; today's main panics in
+    // Duration::from_secs_f64 here.
+    let dir = std::env::temp_dir().join(format!("ws-state-{}", std::process::id()));
+    let d = dir.to_str().unwrap();
+    assert_clean_failure(
+        &[
+            "tune",
+            "apply",
+            "--state-dir",
+            d,
+            "--confirm-within",
+            "99999999999999999999h",
+        ],
+        "at most",
+    );
+    assert_clean_failure(
+        &["bench", "127.0.0.1:1", "--timeout", "99999999999999999999h"],
+        "at most",
+    );
+    assert_clean_failure(
+        &["serve", "--port", "0", "--idle-timeout", "5000000000000h"],
+        "at most",
+    );
+    assert_clean_failure(&["bench", "127.0.0.1:1", "-d", "1e400s"], "duration");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn pacing_below_8_bits_per_second_is_refused() {
+    assert_clean_failure(&["bench", "127.0.0.1:1", "--pacing", "7bit"], "pacing");
+    assert_clean_failure(&["bench", "127.0.0.1:1", "--pacing", "0.5"], "pacing");
+}
+
+#[test]
+fn os_errors_are_printed_once() {
+    let out = ws(&["bench", "127.0.0.1:1", "-d", "1s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.matches("(os error").count(), 1, "{err}");
+}
