@@ -31,6 +31,9 @@ pub enum EngineError {
     /// The key check failed or a key was required.
     #[error("authentication failed: {0}")]
     Auth(String),
+    /// A key file is missing, unsafe or not a key.
+    #[error("key file {0}")]
+    Key(String),
     /// The peer did not answer in time.
     #[error("timed out: {0}")]
     Timeout(String),

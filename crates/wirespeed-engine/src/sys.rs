@@ -391,6 +391,43 @@ pub fn poll_readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
     Ok(n > 0)
 }
 
+/// Waits up to `timeout_ms` for events on several descriptors; returns how
+/// many have `revents` set (0 on timeout or EINTR).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: the pointer and count describe the caller's live slice of
+    // pollfd; the kernel writes only their revents fields.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
+}
+
+/// A pollfd asking for `events` on `fd`.
+pub fn pollfd(fd: RawFd, events: i16) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}
+
+/// The soft limit on open files (RLIMIT_NOFILE) now in force.
+pub fn fd_limit() -> u64 {
+    // SAFETY: rlimit is plain data; getrlimit writes only it.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        r.rlim_cur
+    }
+}
+
 /// Raises the open-file limit as far as allowed (10,000 flows need 10,000
 /// descriptors per side): to 1 Mi with CAP_SYS_RESOURCE, else to the hard
 /// limit. Returns the soft limit now in force.
