@@ -292,6 +292,7 @@ pub fn run_test(
         paths,
         listener: None,
         token,
+        preamble_timeout: Duration::ZERO,
     };
     let side = Side::start(setup, drain_time(&spec))?;
     let ctl_fd = ctrl.stream.as_raw_fd();

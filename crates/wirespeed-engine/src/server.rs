@@ -822,6 +822,7 @@ fn run_test(
         paths: Vec::new(),
         listener,
         token,
+        preamble_timeout: cfg.preamble_timeout,
     };
     let side = Side::start(setup, drain_time(&spec))
         .map_err(|e| fail(stream, "internal", e.to_string()))?;

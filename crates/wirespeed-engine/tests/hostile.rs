@@ -545,3 +545,52 @@ fn absurd_server_reports_are_protocol_errors() {
     let cfg = wirespeed_engine::ClientConfig::new(&addr.to_string());
     run_test(&cfg, &short(), &mut |_| {}).expect("a sane report");
 }
+
+// Found: during a crr test the server's workers accepted connections on
+// the data port and kept those that never sent a preamble until the test
+// ended. Now each gets the preamble deadline.
+#[test]
+fn crr_connections_without_a_preamble_are_closed_at_the_deadline() {
+    let srv = TestServer::start(ServerConfig {
+        preamble_timeout: Duration::from_millis(500),
+        ..ServerConfig::default()
+    });
+    let mut s = handshake(srv.addr, None, "crr").unwrap();
+    let spec = TestSpec {
+        workload: wirespeed_engine::Workload::Crr,
+        duration_s: 3.0,
+        warmup_s: 0.0,
+        ..TestSpec::default()
+    };
+    let (_token, port) = send_spec(&mut s, &spec);
+    write_msg(&mut s, &Msg::Start).unwrap();
+    assert!(matches!(recv(&mut s).unwrap(), Msg::Started));
+    let t0 = Instant::now();
+    let idle: Vec<TcpStream> = (0..20)
+        .map(|i| {
+            let mut c = TcpStream::connect((srv.addr.ip(), port)).unwrap();
+            // Half send part of a preamble.
+            if i % 2 == 0 {
+                c.write_all(b"WSPD01").unwrap();
+            }
+            c.set_read_timeout(Some(Duration::from_millis(2500)))
+                .unwrap();
+            c
+        })
+        .collect();
+    for mut c in idle {
+        let mut b = [0u8; 8];
+        // EOF or reset: closed by the server.
+        assert!(
+            !matches!(c.read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        );
+    }
+    let closed = t0.elapsed();
+    assert!(
+        closed < Duration::from_millis(1500),
+        "closed after {closed:?}"
+    );
+    write_msg(&mut s, &Msg::Stop).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert!(matches!(recv(&mut s).unwrap(), Msg::Report { .. }));
+}

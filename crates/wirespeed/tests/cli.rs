@@ -327,40 +327,49 @@ fn banner_addr(banner: &str) -> String {
         .to_string()
 }
 
+/// Whether prlimit and setpriv (util-linux) are here; says so if not.
+fn can_limit_fds() -> bool {
+    let ok = Command::new("prlimit").arg("--version").output().is_ok()
+        && Command::new("setpriv").arg("--version").output().is_ok();
+    if !ok {
+        eprintln!("skipping: needs prlimit and setpriv (util-linux)");
+    }
+    ok
+}
+
+/// `wirespeed serve` on 127.0.0.1 with at most 48 open files. setpriv
+/// drops CAP_SYS_RESOURCE so the server cannot raise the hard limit that
+/// prlimit sets.
+fn serve_with_48_fds(extra: &[&str]) -> common::ServerProc {
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        "--bounding-set",
+        "-sys_resource",
+        "--inh-caps",
+        "-sys_resource",
+        "prlimit",
+        "--nofile=48:48",
+        bin(),
+        "serve",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "0",
+    ])
+    .args(extra);
+    serve(cmd)
+}
+
 // Item 4: out of file descriptors, the server answers `busy` with the
 // reason at once instead of spinning or going silent, and its default
 // flow limit comes from its open-file limit.
 #[test]
 fn out_of_descriptors_the_server_says_busy_and_stays_idle() {
-    if Command::new("prlimit").arg("--version").output().is_err()
-        || Command::new("setpriv").arg("--version").output().is_err()
-    {
-        eprintln!("skipping: needs prlimit and setpriv (util-linux)");
+    if !can_limit_fds() {
         return;
     }
-    // setpriv drops CAP_SYS_RESOURCE so the server cannot raise the hard
-    // limit prlimit sets.
-    let start = |extra: &[&str]| {
-        let mut cmd = Command::new("setpriv");
-        cmd.args([
-            "--bounding-set",
-            "-sys_resource",
-            "--inh-caps",
-            "-sys_resource",
-            "prlimit",
-            "--nofile=48:48",
-            bin(),
-            "serve",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-        ])
-        .args(extra);
-        serve(cmd)
-    };
     // The default flow limit follows the descriptor limit.
-    let srv = start(&[]);
+    let srv = serve_with_48_fds(&[]);
     let line = srv.wait_for("flows per test", 5);
     assert!(
         line.contains("at most 12 flows") && line.contains("limit 48"),
@@ -369,7 +378,7 @@ fn out_of_descriptors_the_server_says_busy_and_stays_idle() {
     drop(srv);
     // With a flow limit above it: a client asking for more flows than
     // there are descriptors gets busy at once, and the server stays idle.
-    let srv = start(&[
+    let srv = serve_with_48_fds(&[
         "--max-flows",
         "1000",
         "--max-unauthenticated",
@@ -469,5 +478,80 @@ fn a_killed_clients_descriptors_are_released_within_two_seconds() {
         "{} fds after {:?} (baseline {base})",
         fd_count(pid),
         t0.elapsed()
+    );
+}
+
+/// TCP ports `pid` listens on, from /proc/net/tcp and the process's
+/// socket inodes.
+fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter_map(|l| {
+                    let l = l.to_string_lossy().to_string();
+                    Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for line in std::fs::read_to_string(f)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+        {
+            let c: Vec<&str> = line.split_whitespace().collect();
+            if c.len() > 9 && c[3] == "0A" && inodes.iter().any(|i| i == c[9]) {
+                let port = c[1].rsplit(':').next().unwrap();
+                out.push(u16::from_str_radix(port, 16).unwrap());
+            }
+        }
+    }
+    out
+}
+
+// Found: out of descriptors during a crr test, the server's workers spun
+// on the data listener they could not accept from. They now back off.
+#[test]
+fn out_of_descriptors_in_a_crr_test_the_workers_do_not_spin() {
+    if !can_limit_fds() {
+        return;
+    }
+    let srv = serve_with_48_fds(&["--preamble-timeout", "30s"]);
+    let pid = srv.proc.0.id();
+    let addr = banner_addr(&srv.banner);
+    let control: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let mut client = common::Proc(
+        Command::new(bin())
+            .args(["bench", &addr, "-w", "crr", "-d", "4s", "--warmup", "0s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    srv.wait_for("started", 10);
+    let port = listening_ports(pid)
+        .into_iter()
+        .find(|p| *p != control)
+        .expect("the test's data port");
+    // Idle connections until the server has no descriptor left.
+    let held: Vec<TcpStream> = (0..60)
+        .filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok())
+        .collect();
+    assert!(held.len() > 40);
+    std::thread::sleep(Duration::from_millis(300));
+    let cpu0 = cpu_secs(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let cpu = cpu_secs(pid) - cpu0;
+    assert!(cpu < 0.5, "the server used {cpu} s of CPU in 1 s");
+    drop(held);
+    let t0 = Instant::now();
+    while client.0.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        client.0.try_wait().unwrap().is_some(),
+        "the client never ended"
     );
 }
