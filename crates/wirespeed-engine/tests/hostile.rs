@@ -4,7 +4,9 @@
 //! count and time.
 
 mod common;
-use common::{TestServer, connect_flows, handshake, raw_connect, recv, send_spec, wait_for};
+use common::{
+    TestServer, connect_flows, connect_from, handshake, raw_connect, recv, send_spec, wait_for,
+};
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -77,17 +79,6 @@ fn tricklers(
         }
         opened
     })
-}
-
-/// A TCP connection to `to` from local address `from`.
-fn connect_from(from: &str, to: SocketAddr) -> Option<TcpStream> {
-    use socket2::{Domain, SockAddr, Socket, Type};
-    let s = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
-    let local: SocketAddr = format!("{from}:0").parse().ok()?;
-    s.bind(&SockAddr::from(local)).ok()?;
-    s.connect_timeout(&SockAddr::from(to), Duration::from_secs(2))
-        .ok()?;
-    Some(s.into())
 }
 
 fn keyed(srv: &TestServer) -> wirespeed_engine::ClientConfig {

@@ -2,6 +2,8 @@
 //! never a panic or a hang. Loopback only; no privileges needed.
 
 mod common;
+#[path = "../../wirespeed-engine/tests/common/ports.rs"]
+mod ports;
 use common::{assert_clean_failure, bin, first_result, serve, ws};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -481,36 +483,6 @@ fn a_killed_clients_descriptors_are_released_within_two_seconds() {
     );
 }
 
-/// TCP ports `pid` listens on, from /proc/net/tcp and the process's
-/// socket inodes.
-fn listening_ports(pid: u32) -> Vec<u16> {
-    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| {
-            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                .filter_map(|l| {
-                    let l = l.to_string_lossy().to_string();
-                    Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        for line in std::fs::read_to_string(f)
-            .unwrap_or_default()
-            .lines()
-            .skip(1)
-        {
-            let c: Vec<&str> = line.split_whitespace().collect();
-            if c.len() > 9 && c[3] == "0A" && inodes.iter().any(|i| i == c[9]) {
-                let port = c[1].rsplit(':').next().unwrap();
-                out.push(u16::from_str_radix(port, 16).unwrap());
-            }
-        }
-    }
-    out
-}
-
 // Found: out of descriptors during a crr test, the server's workers spun
 // on the data listener they could not accept from. They now back off.
 #[test]
@@ -531,7 +503,7 @@ fn out_of_descriptors_in_a_crr_test_the_workers_do_not_spin() {
             .unwrap(),
     );
     srv.wait_for("started", 10);
-    let port = listening_ports(pid)
+    let port = ports::listening_ports(&pid.to_string())
         .into_iter()
         .find(|p| *p != control)
         .expect("the test's data port");

@@ -138,3 +138,19 @@ pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
     cond()
 }
+
+mod ports;
+#[allow(unused_imports)]
+pub use ports::listening_ports;
+
+/// A TCP connection to `to` from local address `from` (e.g. 127.0.0.2,
+/// to act as another host over loopback).
+pub fn connect_from(from: &str, to: SocketAddr) -> Option<TcpStream> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+    let local: SocketAddr = format!("{from}:0").parse().ok()?;
+    s.bind(&SockAddr::from(local)).ok()?;
+    s.connect_timeout(&SockAddr::from(to), Duration::from_secs(2))
+        .ok()?;
+    Some(s.into())
+}
