@@ -555,6 +555,37 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_reader_that_trickles_cannot_hold_a_writer_past_its_deadline() {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::net::UnixStream;
+        use std::time::Duration;
+        let (a, mut b) = UnixStream::pair().unwrap();
+        // A report of some MiB: far more than the socket buffers.
+        let big = Msg::Report {
+            report: Box::new(SideReport {
+                notes: vec!["x".repeat(1 << 20); 4],
+                ..SideReport::default()
+            }),
+        };
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            for _ in 0..40 {
+                if !matches!(b.read(&mut buf), Ok(n) if n > 0) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(25));
+            }
+        });
+        let t0 = Instant::now();
+        let e = write_msg_until(a.as_raw_fd(), &big, t0 + Duration::from_millis(300)).unwrap_err();
+        let took = t0.elapsed();
+        assert!(matches!(e, EngineError::Timeout(_)), "{e}");
+        assert!(took < Duration::from_millis(600), "{took:?}");
+        drop(a);
+        reader.join().unwrap();
+    }
+
     proptest! {
         #[test]
         fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {

@@ -828,9 +828,12 @@ fn run_test(
         .map_err(|e| fail(stream, "internal", e.to_string()))?;
     write_msg_until(fd, &Msg::Started, answer_by())?;
     // The server's own end of the test: a client that never sends (or
-    // trickles) its stop does not keep the workers going past it.
+    // trickles) its stop does not keep the workers going past it. The
+    // grace grows by 0.1 ms a flow (2 s at 20,000): the client builds its
+    // flows after our start, so its window ends that much later.
+    let grace = stop_grace(cfg, &spec);
     let hard_end =
-        Instant::now() + Duration::from_secs_f64(spec.warmup_s + spec.duration_s) + cfg.stop_grace;
+        Instant::now() + Duration::from_secs_f64(spec.warmup_s + spec.duration_s) + grace;
     emit(
         cfg,
         ServerEvent::Started {
@@ -881,7 +884,7 @@ fn run_test(
     if !stop_seen {
         let what = format!(
             "the client's stop (due within {} of the test's end)",
-            secs(cfg.stop_grace)
+            secs(grace)
         );
         match frames.read_until(fd, hard_end, &what) {
             Ok(Msg::Stop) => {}
@@ -900,7 +903,7 @@ fn run_test(
                     "aborted",
                     format!(
                         "no stop from the client within {} of the test's end: the server ended the test",
-                        secs(cfg.stop_grace)
+                        secs(grace)
                     ),
                 ));
             }
@@ -928,6 +931,11 @@ fn run_test(
     )?;
     emit(cfg, ServerEvent::Finished { id, peer, bytes });
     Ok(())
+}
+
+/// How long after warm-up plus duration the server waits for the stop.
+fn stop_grace(cfg: &ServerConfig, spec: &TestSpec) -> Duration {
+    cfg.stop_grace + Duration::from_micros(100 * spec.connections())
 }
 
 fn is_out_of_fds(e: &EngineError) -> bool {
@@ -1188,4 +1196,92 @@ pub fn read_key_file(path: &std::path::Path) -> Result<KeyFile, EngineError> {
         )));
     }
     Ok(KeyFile { key, warning })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_is_an_ipv4_address_or_an_ipv6_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(source_of(a), source_of(b));
+        assert_ne!(source_of(a), source_of(c));
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        assert_eq!(source_of(mapped), "10.0.0.1".parse::<IpAddr>().unwrap());
+        let v4: IpAddr = "10.0.0.2".parse().unwrap();
+        assert_eq!(source_of(v4), v4);
+    }
+
+    #[test]
+    fn the_flow_limit_leaves_descriptors_to_spare() {
+        assert_eq!(flow_limit_for(1 << 20), 20_000);
+        assert_eq!(flow_limit_for(20_000), 9_488);
+        assert_eq!(flow_limit_for(4096), 1536);
+        assert_eq!(flow_limit_for(1024), 256);
+        assert_eq!(flow_limit_for(48), 12);
+        assert_eq!(flow_limit_for(0), 1);
+    }
+
+    /// A connected loopback pair: (the server's end, the client's end).
+    fn pair(l: &TcpListener, from: &str) -> (TcpStream, TcpStream) {
+        let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        s.bind(&SockAddr::from(SocketAddr::new(from.parse().unwrap(), 0)))
+            .unwrap();
+        s.connect(&SockAddr::from(l.local_addr().unwrap())).unwrap();
+        (l.accept().unwrap().0, s.into())
+    }
+
+    #[test]
+    fn handshakes_make_room_and_never_take_authenticated_places() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let cfg = ServerConfig {
+            max_connections: 2,
+            max_unauthenticated: 3,
+            max_per_source: 2,
+            ..ServerConfig::default()
+        };
+        let table = Arc::new(Table::default());
+        let a: IpAddr = "127.0.0.1".parse().unwrap();
+        let b: IpAddr = "127.0.0.2".parse().unwrap();
+        let mut keep = Vec::new();
+        let mut admit = |ip: IpAddr| {
+            let (srv, cli) = pair(&l, &ip.to_string());
+            let t = table.admit(ip, &srv, &cfg);
+            keep.push((srv, cli));
+            t
+        };
+        // Two from a: the per-source cap; a third displaces a's oldest.
+        let a1 = admit(a).unwrap();
+        let mut a2 = admit(a).unwrap();
+        let a3 = admit(a).unwrap();
+        assert!(a1.displaced() && !a2.displaced() && !a3.displaced());
+        // b's first fills the pool of 3 handshakes; its second displaces
+        // the oldest of all (a2).
+        let b1 = admit(b).unwrap();
+        let mut b2 = admit(b).unwrap();
+        assert!(a2.displaced() && !b1.displaced());
+        assert!(a2.authenticate(cfg.max_connections).is_err());
+        // Authenticated places are only for the authenticated.
+        b2.authenticate(cfg.max_connections).unwrap();
+        let mut a3 = a3;
+        a3.authenticate(cfg.max_connections).unwrap();
+        let mut b1 = b1;
+        let e = b1.authenticate(cfg.max_connections).unwrap_err();
+        assert!(e.contains("too many control connections"), "{e}");
+        // A new one from a displaces a's other handshake, not a3.
+        let a4 = admit(a).unwrap();
+        let mut a5 = admit(a).unwrap();
+        assert!(a4.displaced() && !a5.displaced());
+        // With both of a's places authenticated, a is refused outright.
+        drop(b2);
+        a5.authenticate(cfg.max_connections).unwrap();
+        let e = admit(a).map(|_| ()).unwrap_err();
+        assert!(e.contains("per address"), "{e}");
+        drop((a1, a2, a3, a4, a5, b1));
+        let t = table.lock();
+        assert!(t.handshaking.is_empty() && t.authenticated == 0 && t.per_source.is_empty());
+    }
 }

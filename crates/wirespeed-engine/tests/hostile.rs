@@ -585,3 +585,51 @@ fn crr_connections_without_a_preamble_are_closed_at_the_deadline() {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     assert!(matches!(recv(&mut s).unwrap(), Msg::Report { .. }));
 }
+
+// Item 1 after the handshake: each message has one deadline as a whole;
+// a client that connects its flows and then trickles its start is
+// dropped, with its flows, at the idle timeout.
+#[test]
+fn a_trickled_start_is_dropped_at_the_idle_timeout() {
+    let srv = TestServer::start(ServerConfig {
+        idle_timeout: Duration::from_secs(1),
+        ..ServerConfig::default()
+    });
+    let mut s = handshake(srv.addr, None, "slow-start").unwrap();
+    let (token, port) = send_spec(
+        &mut s,
+        &TestSpec {
+            flows: 4,
+            ..short()
+        },
+    );
+    let mut flows = connect_flows(srv.addr.ip(), port, &token, 0..4);
+    let mut frame = Vec::new();
+    write_msg(&mut frame, &Msg::Start).unwrap();
+    let t0 = Instant::now();
+    // All but the last byte, one every 200 ms, for as long as it takes.
+    let mut i = 0;
+    while t0.elapsed() < Duration::from_secs(4) {
+        if s.write_all(&frame[i % (frame.len() - 1)..][..1]).is_err() {
+            break;
+        }
+        i += 1;
+        let mut b = [0u8; 1];
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        if !matches!(s.read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock) {
+            break;
+        }
+    }
+    let took = t0.elapsed();
+    assert!(took < Duration::from_millis(2000), "held for {took:?}");
+    // The flows went with it.
+    for f in flows.iter_mut() {
+        f.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        let mut b = [0u8; 8];
+        assert!(matches!(f.read(&mut b), Ok(0) | Err(_)));
+        assert!(
+            !matches!(f.read(&mut b), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        );
+    }
+}
