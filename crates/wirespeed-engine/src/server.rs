@@ -614,7 +614,7 @@ fn handle_control(
             "not a wirespeed control connection (bad preamble)".into(),
         ));
     }
-    let hello = read_msg_until(fd, MAX_FRAME, hs, &within("the client's hello"))
+    let hello = read_msg_until(fd, MAX_HANDSHAKE_FRAME, hs, &within("the client's hello"))
         .map_err(|e| fail_read(&stream, e, ticket.displaced()))?;
     let client = match hello {
         Msg::Hello { version, client } if version == PROTOCOL_VERSION => {
@@ -646,7 +646,7 @@ fn handle_control(
         },
         hs,
     )?;
-    let mac = match read_msg_until(fd, MAX_FRAME, hs, &within("the client's auth")) {
+    let mac = match read_msg_until(fd, MAX_HANDSHAKE_FRAME, hs, &within("the client's auth")) {
         Ok(Msg::Auth { mac }) => mac,
         Ok(other) => {
             return Err(fail(
@@ -705,6 +705,10 @@ fn handle_control(
         }
     }
 }
+
+/// Largest hello or auth frame, bytes: before authentication a client
+/// gets no more buffer than those need (the 1 MiB of a spec comes after).
+const MAX_HANDSHAKE_FRAME: usize = 4096;
 
 /// Most characters of a client's name kept for the log.
 const MAX_CLIENT_NAME: usize = 64;

@@ -58,10 +58,32 @@ pub fn set_zerocopy(fd: RawFd) -> io::Result<()> {
     set_int_opt(fd, libc::SOL_SOCKET, SO_ZEROCOPY, 1)
 }
 
-/// Caps the socket's pacing rate, in bytes per second.
+/// Caps the socket's pacing rate, in bytes per second. Rates that do not
+/// fit the option's historic 32 bits (above 34 Gbit/s) go as 64 bits,
+/// which kernels since 4.20 take; an older kernel's refusal is an error,
+/// not a silently lower rate.
 pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
-    let v = bytes_per_sec.min(u32::MAX as u64 - 1);
-    set_int_opt(fd, libc::SOL_SOCKET, SO_MAX_PACING_RATE, v as i32)
+    if bytes_per_sec < u32::MAX as u64 {
+        // The kernel reads the int as u32 (~0U means unlimited).
+        return set_int_opt(
+            fd,
+            libc::SOL_SOCKET,
+            SO_MAX_PACING_RATE,
+            bytes_per_sec as u32 as i32,
+        );
+    }
+    // SAFETY: the pointer and length describe a live u64 on our stack; the
+    // kernel only reads it.
+    let ret = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            SO_MAX_PACING_RATE,
+            (&bytes_per_sec as *const u64).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    cvt(ret).map(drop)
 }
 
 /// Sends without blocking; with `zerocopy` the pages are pinned, not copied.

@@ -633,3 +633,22 @@ fn a_trickled_start_is_dropped_at_the_idle_timeout() {
         );
     }
 }
+
+// Found: before authentication a client could make the server buffer a
+// 1 MiB frame per connection (64 connections: 64 MiB); hello and auth
+// frames are now limited to 4 KiB, refused on their length alone.
+#[test]
+fn handshake_frames_are_small() {
+    let srv = TestServer::start(ServerConfig::default());
+    let mut s = raw_connect(srv.addr);
+    s.write_all(&CONTROL_MAGIC).unwrap();
+    s.write_all(&100_000u32.to_be_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    match read_msg(&mut s) {
+        Ok(Msg::Error { code, message }) => {
+            assert_eq!(code, "protocol");
+            assert!(message.contains("exceeds the limit of 4096"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
