@@ -652,3 +652,31 @@ fn handshake_frames_are_small() {
         other => panic!("{other:?}"),
     }
 }
+
+// Found: a client that took the only test slot (--max-tests 1) and went
+// away before connecting its flows held the slot until the accept
+// deadline, so everyone else was told busy for 10 s. It is freed at once.
+#[test]
+fn a_vanished_client_frees_its_test_slot_at_once() {
+    let srv = TestServer::start(ServerConfig {
+        max_tests: 1,
+        ..ServerConfig::default()
+    });
+    let mut s = handshake(srv.addr, None, "takes-the-slot").unwrap();
+    let _ = send_spec(&mut s, &short());
+    drop(s);
+    let t0 = Instant::now();
+    let mut last = None;
+    while t0.elapsed() < Duration::from_secs(3) {
+        match srv.run(&short()) {
+            Ok(_) => break,
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "busy for {:?}: {last:?}",
+        t0.elapsed()
+    );
+}
