@@ -457,7 +457,7 @@ impl Server {
             .map_err(|e| EngineError::io("configure the listener", e))?;
         let fd = self.listener.as_raw_fd();
         let mut reserve = reserve_fd();
-        let mut refusals = Refusals::default();
+        let quiet = Arc::new(QuietLog::default());
         while !stop.load(Ordering::Relaxed) {
             if !sys::poll_readable(fd, 200).unwrap_or(false) {
                 continue;
@@ -472,7 +472,7 @@ impl Server {
                     drop(reserve.take());
                     if let Ok((s, peer)) = self.listener.accept() {
                         refuse(s, "busy", OUT_OF_FDS);
-                        refusals.note(&self.cfg, peer, OUT_OF_FDS);
+                        quiet.note(&self.cfg, peer, &format!("refused: {OUT_OF_FDS}"));
                     }
                     reserve = reserve_fd();
                     std::thread::sleep(Duration::from_millis(50));
@@ -484,20 +484,28 @@ impl Server {
                 Ok(t) => t,
                 Err(why) => {
                     refuse(stream, "busy", &why);
-                    refusals.note(&self.cfg, peer, &why);
+                    quiet.note(&self.cfg, peer, &format!("refused: {why}"));
                     continue;
                 }
             };
             let slot = Arc::new(Mutex::new(Some(stream)));
             let (cfg, reg, s2) = (self.cfg.clone(), self.registry.clone(), slot.clone());
+            let q2 = quiet.clone();
+            let mut ticket = ticket;
             let spawned = std::thread::Builder::new()
                 .name("ws-control".into())
                 .spawn(move || {
                     let stream = s2.lock().unwrap_or_else(|p| p.into_inner()).take();
                     if let Some(stream) = stream
-                        && let Err(e) = handle_control(stream, peer, &cfg, &reg, ticket)
+                        && let Err(e) = handle_control(stream, peer, &cfg, &reg, &mut ticket)
                     {
-                        emit_failed(&cfg, peer, &e.to_string());
+                        // Before authentication anyone can cause a failure:
+                        // those lines are rationed like refusals.
+                        if ticket.authenticated {
+                            emit_failed(&cfg, peer, &e.to_string());
+                        } else {
+                            q2.note(&cfg, peer, &e.to_string());
+                        }
                     }
                 });
             if let Err(e) = spawned {
@@ -505,7 +513,7 @@ impl Server {
                 if let Some(s) = stream {
                     let why = format!("the server cannot start a thread ({e}); try again later");
                     refuse(s, "busy", &why);
-                    refusals.note(&self.cfg, peer, &why);
+                    quiet.note(&self.cfg, peer, &format!("refused: {why}"));
                 }
             }
         }
@@ -513,30 +521,30 @@ impl Server {
     }
 }
 
-/// Refusals at accept go to the log at most once a second, with a count
-/// of the others: a flood must not flood the log too.
+/// What unauthenticated peers cause (refusals at accept, failed
+/// handshakes) goes to the log at most once a second, with a count of the
+/// lines left out: a flood must not flood the log too.
 #[derive(Default)]
-struct Refusals {
-    last: Option<Instant>,
-    quiet: u64,
+struct QuietLog {
+    inner: Mutex<(Option<Instant>, u64)>,
 }
 
-impl Refusals {
-    fn note(&mut self, cfg: &ServerConfig, peer: SocketAddr, why: &str) {
+impl QuietLog {
+    fn note(&self, cfg: &ServerConfig, peer: SocketAddr, what: &str) {
         let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(1))
-        {
-            self.quiet += 1;
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (last, left_out) = &mut *g;
+        if last.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
+            *left_out += 1;
             return;
         }
-        let more = match std::mem::take(&mut self.quiet) {
+        let more = match std::mem::take(left_out) {
             0 => String::new(),
-            n => format!(" ({n} more refused in the last second)"),
+            n => format!(" ({n} more like it from unauthenticated clients since the last line)"),
         };
-        self.last = Some(now);
-        emit_failed(cfg, peer, &format!("refused: {why}{more}"));
+        *last = Some(now);
+        drop(g);
+        emit_failed(cfg, peer, &format!("{what}{more}"));
     }
 }
 
@@ -593,7 +601,7 @@ fn handle_control(
     peer: SocketAddr,
     cfg: &ServerConfig,
     reg: &Registry,
-    mut ticket: Ticket,
+    ticket: &mut Ticket,
 ) -> Result<(), EngineError> {
     stream.set_nodelay(true).ok();
     let fd = stream.as_raw_fd();
@@ -605,8 +613,17 @@ fn handle_control(
         )
     };
     let mut magic = [0u8; 4];
-    read_exact_until(fd, &mut magic, hs, &within("the client's preamble"))
-        .map_err(|e| fail_read(&stream, e, ticket.displaced()))?;
+    match read_exact_until(fd, &mut magic, hs, &within("the client's preamble")) {
+        Ok(()) => {}
+        // A port probe (a health check, a scan) that closes at once is
+        // not worth a log line.
+        Err(EngineError::Io { error, .. })
+            if error.kind() == std::io::ErrorKind::UnexpectedEof && !ticket.displaced() =>
+        {
+            return Ok(());
+        }
+        Err(e) => return Err(fail_read(&stream, e, ticket.displaced())),
+    }
     if magic != CONTROL_MAGIC {
         return Err(fail(
             &stream,

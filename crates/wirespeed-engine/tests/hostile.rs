@@ -680,3 +680,37 @@ fn a_vanished_client_frees_its_test_slot_at_once() {
         t0.elapsed()
     );
 }
+
+// Found: every failed handshake wrote a log line, so anyone who reaches
+// the port could flood the server's log. Unauthenticated failures are
+// now logged at most once a second with a count; probes that close
+// without a byte are not logged.
+#[test]
+fn unauthenticated_floods_cannot_flood_the_log() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let srv = TestServer::start(ServerConfig {
+        events: Some(tx),
+        ..ServerConfig::default()
+    });
+    for i in 0..40 {
+        let mut s = raw_connect(srv.addr);
+        if i % 4 != 0 {
+            s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+            let _ = read_msg(&mut s);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1100));
+    // One more after a second: its line counts the ones left out.
+    let mut s = raw_connect(srv.addr);
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let _ = read_msg(&mut s);
+    let mut lines = Vec::new();
+    while let Ok(ev) = rx.recv_timeout(Duration::from_millis(300)) {
+        lines.push(ev.to_string());
+    }
+    assert!((2..=3).contains(&lines.len()), "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.contains("more like it")),
+        "{lines:#?}"
+    );
+}
