@@ -214,6 +214,9 @@ fn a_trickled_stop_does_not_extend_the_test() {
     write_msg(&mut s, &Msg::Start).unwrap();
     assert!(matches!(recv(&mut s).unwrap(), Msg::Started));
     let t0 = Instant::now();
+    // Its flows are in: the data port is closed, not left to take
+    // connections nobody will read (found while hunting).
+    assert!(TcpStream::connect((srv.addr.ip(), port)).is_err());
     // Read the server's data on a thread; note when it last arrived.
     let mut d = flows.pop().unwrap();
     d.set_read_timeout(Some(Duration::from_millis(100)))
