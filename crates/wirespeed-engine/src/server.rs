@@ -155,12 +155,12 @@ impl Default for ServerConfig {
 }
 
 /// The default `--max-flows` for a server whose open-file limit is
-/// `nofile`: one test may hold at most half of what is left after 1024
-/// descriptors of headroom (and never less than a quarter of the limit),
-/// capped at 20,000; so one client cannot exhaust the server's
-/// descriptors alone.
+/// `nofile`: what is left after keeping a quarter of the limit (at least
+/// 1024 descriptors) for everything else, never less than a quarter of
+/// the limit, at most 20,000. So one client cannot exhaust the server's
+/// descriptors alone, and a 10,000-flow test fits a limit of 20,000.
 pub fn flow_limit_for(nofile: u64) -> u32 {
-    let spare = nofile.saturating_sub(1024) / 2;
+    let spare = nofile.saturating_sub((nofile / 4).max(1024));
     spare.max(nofile / 4).clamp(1, 20_000) as u32
 }
 
@@ -1242,8 +1242,8 @@ mod tests {
     #[test]
     fn the_flow_limit_leaves_descriptors_to_spare() {
         assert_eq!(flow_limit_for(1 << 20), 20_000);
-        assert_eq!(flow_limit_for(20_000), 9_488);
-        assert_eq!(flow_limit_for(4096), 1536);
+        assert_eq!(flow_limit_for(20_000), 15_000);
+        assert_eq!(flow_limit_for(4096), 3072);
         assert_eq!(flow_limit_for(1024), 256);
         assert_eq!(flow_limit_for(48), 12);
         assert_eq!(flow_limit_for(0), 1);
