@@ -4,8 +4,8 @@
 use crate::error::EngineError;
 use crate::merge::merge;
 use crate::proto::{
-    self, CONTROL_MAGIC, MAX_REPORT_FRAME, Msg, PROTOCOL_VERSION, SideReport, auth_mac,
-    data_preamble, read_msg_max, unhex, write_msg,
+    CONTROL_MAGIC, FrameReader, MAX_FRAME, MAX_REPORT_FRAME, Msg, PROTOCOL_VERSION, SideReport,
+    auth_mac, data_preamble, encode, printable, read_msg_until, unhex, write_until,
 };
 use crate::result::{IntervalSample, TestResult};
 use crate::side::{Side, SideSetup, Tick};
@@ -14,11 +14,10 @@ use crate::sockets::{
 };
 use crate::spec::{FlowKind, Limits, PathSpec, TestSpec};
 use crate::sys;
-use std::io::Write;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Default control port of `wirespeed serve`.
 pub const DEFAULT_PORT: u16 = 5300;
@@ -32,7 +31,8 @@ pub struct ClientConfig {
     pub port: u16,
     /// Shared key for the HMAC challenge, if the server wants one.
     pub key: Option<Vec<u8>>,
-    /// Timeout for connecting and for each control answer.
+    /// Bound on connecting and on each control answer as a whole, however
+    /// the server spaces its bytes (the report gets the drain time on top).
     pub timeout: Duration,
 }
 
@@ -57,15 +57,26 @@ pub struct Control {
     timeout: Duration,
 }
 
+/// Most characters of a server's error text the client repeats.
+const MAX_SERVER_TEXT: usize = 500;
+
 fn expect_error(m: Msg, what: &str) -> EngineError {
     match m {
-        Msg::Error { code, message } => match code.as_str() {
-            "busy" => EngineError::Busy(message),
-            "auth" => EngineError::Auth(message),
-            _ => EngineError::Refused(format!("{message} ({code})")),
-        },
-        other => EngineError::Protocol(format!("expected {what}, got {other:?}")),
+        Msg::Error { code, message } => {
+            // The server's words, escaped: they reach the user's terminal.
+            let message = printable(&message, MAX_SERVER_TEXT);
+            match code.as_str() {
+                "busy" => EngineError::Busy(message),
+                "auth" => EngineError::Auth(message),
+                _ => EngineError::Refused(format!("{message} ({})", printable(&code, 32))),
+            }
+        }
+        other => EngineError::Protocol(format!("expected {what}, got {}", other.kind())),
     }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
 }
 
 impl Control {
@@ -80,22 +91,20 @@ impl Control {
             )
         })?;
         stream.set_nodelay(true).ok();
-        stream.set_read_timeout(Some(cfg.timeout)).ok();
-        stream.set_write_timeout(Some(cfg.timeout)).ok();
         let mut c = Control {
             stream,
             host,
             limits: Limits::default(),
             timeout: cfg.timeout,
         };
-        c.stream
-            .write_all(&CONTROL_MAGIC)
-            .map_err(|e| EngineError::io("send control preamble", e))?;
-        c.send(&Msg::Hello {
+        // Preamble and hello in one write.
+        let mut first = CONTROL_MAGIC.to_vec();
+        first.extend(encode(&Msg::Hello {
             version: PROTOCOL_VERSION,
             client: format!("wirespeed {}", env!("CARGO_PKG_VERSION")),
-        })?;
-        let (nonce, required) = match c.recv()? {
+        })?);
+        c.send_bytes(&first, "hello")?;
+        let (nonce, required) = match c.recv("the server's challenge")? {
             Msg::Challenge {
                 nonce,
                 auth_required,
@@ -114,28 +123,74 @@ impl Control {
             (None, false) => None,
         };
         c.send(&Msg::Auth { mac })?;
-        match c.recv()? {
+        match c.recv("the server's welcome")? {
             Msg::Welcome { limits } => c.limits = limits,
             m => return Err(expect_error(m, "welcome")),
         }
         Ok(c)
     }
 
-    /// Sends a message.
+    /// Sends a message within the timeout.
     pub fn send(&mut self, m: &Msg) -> Result<(), EngineError> {
-        write_msg(&mut self.stream, m)
+        self.send_bytes(&encode(m)?, m.kind())
     }
 
-    /// Receives a message within the timeout.
-    pub fn recv(&mut self) -> Result<Msg, EngineError> {
-        read_msg_max(&mut self.stream, MAX_REPORT_FRAME)
+    /// Sends bytes within the timeout. If the server closed the connection
+    /// (a write fails with EPIPE or ECONNRESET), it may have said why
+    /// first, e.g. `busy` before reading our hello: that answer is the
+    /// error, not the broken pipe.
+    fn send_bytes(&mut self, bytes: &[u8], what: &str) -> Result<(), EngineError> {
+        let fd = self.stream.as_raw_fd();
+        match write_until(fd, bytes, Instant::now() + self.timeout, what) {
+            Err(EngineError::Io { what, error })
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::BrokenPipe
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                match self.pending_answer() {
+                    Some(m @ Msg::Error { .. }) => Err(expect_error(m, "")),
+                    _ => Err(EngineError::Io { what, error }),
+                }
+            }
+            r => r,
+        }
     }
 
-    fn recv_within(&mut self, t: Duration) -> Result<Msg, EngineError> {
-        self.stream.set_read_timeout(Some(t)).ok();
-        let r = self.recv();
-        self.stream.set_read_timeout(Some(self.timeout)).ok();
-        r
+    /// A message the server sent unasked (an error before it closed), if
+    /// one arrives within a second.
+    fn pending_answer(&mut self) -> Option<Msg> {
+        let wait = Instant::now() + self.timeout.min(Duration::from_secs(1));
+        read_msg_until(
+            self.stream.as_raw_fd(),
+            MAX_FRAME,
+            wait,
+            "the server's answer",
+        )
+        .ok()
+    }
+
+    /// Receives a message within the timeout as a whole; `what` names it
+    /// in errors, e.g. "the server's challenge".
+    pub fn recv(&mut self, what: &str) -> Result<Msg, EngineError> {
+        self.recv_within(self.timeout, what)
+    }
+
+    fn recv_within(&mut self, t: Duration, what: &str) -> Result<Msg, EngineError> {
+        // Only a report may be large.
+        let max = if what.contains("report") {
+            MAX_REPORT_FRAME
+        } else {
+            MAX_FRAME
+        };
+        read_msg_until(
+            self.stream.as_raw_fd(),
+            max,
+            Instant::now() + t,
+            &format!("{what} (timeout {})", secs(t)),
+        )
     }
 }
 
@@ -158,7 +213,7 @@ pub fn run_test(
     ctrl.send(&Msg::Spec {
         spec: Box::new(spec.clone()),
     })?;
-    let (token, port) = match ctrl.recv()? {
+    let (token, port) = match ctrl.recv("the server's accepted")? {
         Msg::Accepted { token, data_port } => (token, data_port),
         m => return Err(expect_error(m, "accepted")),
     };
@@ -173,21 +228,49 @@ pub fn run_test(
     let roster = spec.roster();
     let mut socks = Vec::with_capacity(roster.len());
     let mut cc = String::new();
+    // One deadline for all flows (the server's accept deadline is as
+    // long): a data port that drops SYNs must not cost a timeout per flow.
+    let connect_wait = cfg.timeout + Duration::from_millis(roster.len() as u64);
+    let connect_by = Instant::now() + connect_wait;
     for plan in &roster {
         if plan.kind == FlowKind::Crr {
             socks.push(None);
             continue;
         }
         let path = &paths[plan.path as usize];
-        let s = connect_flow(path, &spec, &data_preamble(&token, plan.id), cfg.timeout).map_err(
-            |e| {
-                EngineError::Spec(format!(
-                    "flow {} over path {}: {e}",
+        let left = connect_by.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(EngineError::Timeout(format!(
+                "connecting data flows: {} of {} connected within {}",
+                socks.len(),
+                roster.len(),
+                secs(connect_wait)
+            )));
+        }
+        let s = match connect_flow(path, &spec, &data_preamble(&token, plan.id), left) {
+            Ok(s) => s,
+            Err(e) => {
+                // The server may have given up on the test (out of
+                // descriptors, say) and closed its data port: its answer
+                // on the control connection is the news.
+                if let Some(m) = ctrl.pending_answer() {
+                    return Err(expect_error(m, "nothing while flows connect"));
+                }
+                let on = format!(
+                    "flow {} over path {}",
                     plan.id,
                     spec.paths[plan.path as usize].label()
-                ))
-            },
-        )?;
+                );
+                return Err(match e {
+                    EngineError::Io { what, error } => EngineError::Io {
+                        what: format!("{on}: {what}"),
+                        error,
+                    },
+                    EngineError::Timeout(what) => EngineError::Timeout(format!("{on}: {what}")),
+                    e => EngineError::Spec(format!("{on}: {e}")),
+                });
+            }
+        };
         if plan.kind == FlowKind::Probe {
             s.set_tcp_nodelay(true).ok();
         }
@@ -196,9 +279,8 @@ pub fn run_test(
         }
         socks.push(Some(s));
     }
-    let connect_wait = cfg.timeout + Duration::from_millis(roster.len() as u64);
     ctrl.send(&Msg::Start)?;
-    match ctrl.recv_within(connect_wait)? {
+    match ctrl.recv_within(connect_wait, "the server's started")? {
         Msg::Started => {}
         m => return Err(expect_error(m, "started")),
     }
@@ -210,6 +292,7 @@ pub fn run_test(
         paths,
         listener: None,
         token,
+        preamble_timeout: Duration::ZERO,
     };
     let side = Side::start(setup, drain_time(&spec))?;
     let ctl_fd = ctrl.stream.as_raw_fd();
@@ -218,11 +301,16 @@ pub fn run_test(
     let begin = last.at;
     let every = spec.interval_s;
     let mut server_error: Option<EngineError> = None;
+    let mut frames = FrameReader::new(MAX_FRAME);
     let window = side.run_window(&spec, |s, now| {
-        if sys::poll_readable(ctl_fd, 0).unwrap_or(false) {
-            // The server only speaks mid-test to report a failure.
-            let m = proto::read_msg_max(&mut &ctrl.stream, MAX_REPORT_FRAME)
-                .unwrap_or_else(|e| Msg::error("protocol", e.to_string()));
+        // The server only speaks mid-test to report a failure; read it
+        // without blocking, however it is spaced.
+        let m = match frames.poll(ctl_fd, "the server's message") {
+            Ok(None) => None,
+            Ok(Some(m)) => Some(m),
+            Err(e) => Some(Msg::error("protocol", e.to_string())),
+        };
+        if let Some(m) = m {
             server_error = Some(expect_error(m, "nothing during the test"));
             return Err(EngineError::Protocol(
                 "the server ended the test early".into(),
@@ -244,6 +332,12 @@ pub fn run_test(
             return Err(server_error.unwrap_or(e));
         }
     };
+    if frames.partial() > 0 {
+        drop(side);
+        return Err(EngineError::Protocol(
+            "the server sent part of a message during the test".into(),
+        ));
+    }
     // The window's last part, unless it is a sliver of an interval.
     if every > 0.0 && last.at.elapsed().as_secs_f64() >= every / 2.0 {
         let mark = side.mark();
@@ -254,17 +348,12 @@ pub fn run_test(
     ctrl.send(&Msg::Stop)?;
     let mut mine = side.finish(&window);
     mine.congestion_control = cc;
-    let theirs: SideReport = match ctrl.recv_within(cfg.timeout + drain_time(&spec))? {
-        Msg::Report { report } => *report,
-        m => return Err(expect_error(m, "report")),
-    };
-    if theirs.flows.len() != roster.len() {
-        return Err(EngineError::Protocol(format!(
-            "server reported {} flows, the test has {}",
-            theirs.flows.len(),
-            roster.len()
-        )));
-    }
+    let mut theirs: SideReport =
+        match ctrl.recv_within(cfg.timeout + drain_time(&spec), "the server's report")? {
+            Msg::Report { report } => *report,
+            m => return Err(expect_error(m, "report")),
+        };
+    check_report(&mut theirs, &spec)?;
     let server = format!(
         "{}:{}",
         ctrl.host,
@@ -282,6 +371,95 @@ pub fn run_test(
         res.client = a.ip().to_string();
     }
     Ok(res)
+}
+
+/// The most a whole test may plausibly move, bits per second (no host
+/// moves 100 Tbit/s): a report above it is a lie or a bug.
+const MAX_PLAUSIBLE_BPS: f64 = 1e14;
+
+/// Checks the server's report before anything is computed from it: every
+/// float finite and non-negative, a window near the spec's duration, the
+/// roster's flow ids in order, window counts within totals, a plausible
+/// rate, ordered percentiles; and escapes its free text.
+pub fn check_report(r: &mut SideReport, spec: &TestSpec) -> Result<(), EngineError> {
+    let bad = |m: String| Err(EngineError::Protocol(format!("the server's report {m}")));
+    let d = spec.duration_s;
+    // The server's window ends at its own clock or at our stop, which comes
+    // after our window; a factor of 4 either way (plus scheduling slack)
+    // is far beyond any honest difference.
+    if !(r.window_s.is_finite() && r.window_s > 0.0) {
+        return bad(format!("has a window of {} s", r.window_s));
+    }
+    if r.window_s < d / 4.0 || r.window_s > d * 4.0 + 10.0 {
+        return bad(format!(
+            "has a window of {} s for a test of {d} s",
+            r.window_s
+        ));
+    }
+    let roster = spec.roster();
+    if r.flows.len() != roster.len() {
+        return bad(format!(
+            "names {} flows, the test has {}",
+            r.flows.len(),
+            roster.len()
+        ));
+    }
+    let mut window_bytes: u64 = 0;
+    for (i, f) in r.flows.iter().enumerate() {
+        if f.id as usize != i {
+            return bad(format!("names flow {} where flow {i} belongs", f.id));
+        }
+        if f.window_sent > f.total_sent || f.window_received > f.total_received {
+            return bad(format!(
+                "counts more bytes in the window than in total on flow {i}"
+            ));
+        }
+        window_bytes = window_bytes
+            .checked_add(f.window_sent)
+            .and_then(|b| b.checked_add(f.window_received))
+            .ok_or_else(|| EngineError::Protocol("the server's report overflows".into()))?;
+        f.total_sent
+            .checked_add(f.total_received)
+            .ok_or_else(|| EngineError::Protocol("the server's report overflows".into()))?;
+    }
+    if window_bytes as f64 * 8.0 / r.window_s > MAX_PLAUSIBLE_BPS {
+        return bad(format!(
+            "claims {window_bytes} bytes in {} s, beyond 100 Tbit/s",
+            r.window_s
+        ));
+    }
+    let c = &r.cpu;
+    let cpu = [c.user_pct, c.system_pct, c.total_pct, c.max_core_pct]
+        .into_iter()
+        .chain(c.per_core_pct.iter().copied())
+        .chain(c.per_thread_pct.iter().copied());
+    for v in cpu {
+        if !(v.is_finite() && v >= 0.0) {
+            return bad(format!("has a CPU figure of {v}"));
+        }
+    }
+    if c.per_core_pct.len() > 65536 || c.per_thread_pct.len() > 65536 {
+        return bad("has too many CPU figures".into());
+    }
+    for l in [&r.latency, &r.probe_latency].into_iter().flatten() {
+        let p = [l.min_us, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us];
+        let ok = p.iter().all(|v| v.is_finite() && *v >= 0.0)
+            && p.windows(2).all(|w| w[0] <= w[1])
+            && [l.mean_us, l.stddev_us]
+                .iter()
+                .all(|v| v.is_finite() && *v >= 0.0);
+        if !ok {
+            return bad(format!(
+                "has latency percentiles out of order or invalid: {l:?}"
+            ));
+        }
+    }
+    r.notes.truncate(32);
+    for n in &mut r.notes {
+        *n = printable(n, MAX_SERVER_TEXT);
+    }
+    r.congestion_control = printable(&r.congestion_control, 16);
+    Ok(())
 }
 
 /// How long each side may drain after the window.

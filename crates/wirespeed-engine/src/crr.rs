@@ -177,31 +177,50 @@ pub struct CrrListener {
     listener: Arc<Socket>,
     token: [u8; 16],
     counters: Arc<Vec<Arc<Counters>>>,
+    preamble_timeout: Duration,
+    epoll_token: u64,
+    /// Out of descriptors: off the epoll set until then, so the worker
+    /// does not spin on a listener it cannot accept from.
+    paused_until: Option<Instant>,
 }
 
 impl CrrListener {
-    /// Accepts on `listener` for the test with `token`; counts into `counters[flow id]`.
+    /// Accepts on `listener` for the test with `token`; counts into
+    /// `counters[flow id]`; drops connections whose preamble is not in
+    /// within `preamble_timeout`.
     pub fn new(
         listener: Arc<Socket>,
         token: [u8; 16],
         counters: Arc<Vec<Arc<Counters>>>,
+        preamble_timeout: Duration,
     ) -> CrrListener {
         CrrListener {
             listener,
             token,
             counters,
+            preamble_timeout,
+            epoll_token: 0,
+            paused_until: None,
         }
     }
-}
 
-impl Flow for CrrListener {
-    fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+    fn listen(&self, ts: &ThreadState) -> io::Result<()> {
         // EPOLLEXCLUSIVE: wake one worker per connection, not all of them.
         ts.epoll.add(
             self.listener.as_raw_fd(),
             EV_IN | libc::EPOLLEXCLUSIVE as u32,
-            token,
+            self.epoll_token,
         )
+    }
+}
+
+/// How long a crr listener rests after running out of descriptors.
+const FD_BACKOFF: Duration = Duration::from_millis(50);
+
+impl Flow for CrrListener {
+    fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+        self.epoll_token = token;
+        self.listen(ts)
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
@@ -218,6 +237,7 @@ impl Flow for CrrListener {
                         got: 0,
                         sent: 0,
                         reg: None,
+                        preamble_by: Instant::now() + self.preamble_timeout,
                     }));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -226,6 +246,9 @@ impl Flow for CrrListener {
                         || e.raw_os_error() == Some(libc::ENFILE) =>
                 {
                     ts.note("out of file descriptors while accepting crr connections".into());
+                    if ts.epoll.delete(self.listener.as_raw_fd()).is_ok() {
+                        self.paused_until = Some(Instant::now() + FD_BACKOFF);
+                    }
                     break;
                 }
                 Err(_) => break,
@@ -234,8 +257,18 @@ impl Flow for CrrListener {
         Ok(Status::Active)
     }
 
+    fn on_tick(&mut self, ts: &mut ThreadState, now: Instant) -> io::Result<Status> {
+        if self.paused_until.is_some_and(|t| now >= t) && !ts.stopping {
+            self.paused_until = None;
+            self.listen(ts)?;
+        }
+        Ok(Status::Active)
+    }
+
     fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
-        let _ = ts.epoll.delete(self.listener.as_raw_fd());
+        if self.paused_until.is_none() {
+            let _ = ts.epoll.delete(self.listener.as_raw_fd());
+        }
         Ok(Status::Done)
     }
 
@@ -254,9 +287,18 @@ struct CrrConn {
     got: u64,
     sent: u64,
     reg: Option<Reg>,
+    /// When it is dropped if its preamble is not all in.
+    preamble_by: Instant,
 }
 
 impl Flow for CrrConn {
+    fn on_tick(&mut self, _ts: &mut ThreadState, now: Instant) -> io::Result<Status> {
+        if self.flow.is_none() && now >= self.preamble_by {
+            return Ok(Status::Done);
+        }
+        Ok(Status::Active)
+    }
+
     fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
         match self.step(ts) {
             // The client closes with an RST once answered.

@@ -9,13 +9,15 @@ pub enum EngineError {
     #[error("invalid test: {0}")]
     Spec(String),
     /// A socket operation failed; `what` says which, on what.
-    #[error("{what}: {source}")]
+    ///
+    /// The OS error is part of the message and deliberately not a `source`:
+    /// a chain printer (anyhow's `{:#}`) would print it twice.
+    #[error("{what}: {error}")]
     Io {
         /// What was being done, e.g. "connect to 10.0.0.2:5300".
         what: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The peer broke the control protocol or sent something unreadable.
     #[error("protocol error: {0}")]
@@ -29,6 +31,9 @@ pub enum EngineError {
     /// The key check failed or a key was required.
     #[error("authentication failed: {0}")]
     Auth(String),
+    /// A key file is missing, unsafe or not a key.
+    #[error("key file {0}")]
+    Key(String),
     /// The peer did not answer in time.
     #[error("timed out: {0}")]
     Timeout(String),
@@ -45,7 +50,7 @@ impl EngineError {
         }
         EngineError::Io {
             what: what.into(),
-            source,
+            error: source,
         }
     }
 }

@@ -314,7 +314,15 @@ pub trait Flow: Send {
     fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status>;
     /// Roster id and TCP_INFO taken at stop, if the flow is a roster flow.
     fn report(&self) -> Option<(u32, Option<TcpInfo>)>;
+    /// Called every [`TICK`] or so with the time: for deadlines that no
+    /// socket event marks (a connection that never sends).
+    fn on_tick(&mut self, _ts: &mut ThreadState, _now: Instant) -> io::Result<Status> {
+        Ok(Status::Active)
+    }
 }
+
+/// How often a worker calls [`Flow::on_tick`].
+pub const TICK: Duration = Duration::from_millis(100);
 
 /// What a worker thread hands back.
 #[derive(Debug)]
@@ -461,6 +469,7 @@ fn worker_main(
     let mut events: Vec<libc::epoll_event> = Vec::with_capacity(256);
     let mut measure_start: Option<(Instant, u64)> = None;
     let mut deadline: Option<Instant> = None;
+    let mut next_tick = Instant::now() + TICK;
     loop {
         let phase = ctl.phase.load(Ordering::Acquire);
         let abort = ctl.abort.load(Ordering::Acquire);
@@ -523,6 +532,19 @@ fn worker_main(
             if st == Status::Done {
                 finish(&mut slab, &mut free, token, &mut tcp_info);
                 active -= 1;
+            }
+        }
+        let now = Instant::now();
+        if now >= next_tick {
+            next_tick = now + TICK;
+            for idx in 0..slab.len() {
+                let Some(f) = slab[idx].as_mut() else {
+                    continue;
+                };
+                if f.on_tick(&mut ts, now).unwrap_or(Status::Done) == Status::Done {
+                    finish(&mut slab, &mut free, idx, &mut tcp_info);
+                    active -= 1;
+                }
             }
         }
         for f in std::mem::take(&mut ts.spawned) {

@@ -5,10 +5,13 @@
 use crate::error::EngineError;
 use crate::result::{CpuUsage, LatencySummary, TcpInfo};
 use crate::spec::{Limits, TestSpec};
+use crate::sys;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
+use std::os::fd::RawFd;
+use std::time::Instant;
 
 /// Version of the control protocol; both sides must speak the same one.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -134,10 +137,214 @@ impl Msg {
             message: message.into(),
         }
     }
+
+    /// The message's `type` on the wire, e.g. "hello".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Msg::Hello { .. } => "hello",
+            Msg::Challenge { .. } => "challenge",
+            Msg::Auth { .. } => "auth",
+            Msg::Welcome { .. } => "welcome",
+            Msg::Spec { .. } => "spec",
+            Msg::Accepted { .. } => "accepted",
+            Msg::Start => "start",
+            Msg::Started => "started",
+            Msg::Stop => "stop",
+            Msg::Report { .. } => "report",
+            Msg::Error { .. } => "error",
+        }
+    }
 }
 
-/// Writes one frame.
-pub fn write_msg(w: &mut impl Write, msg: &Msg) -> Result<(), EngineError> {
+/// Text from the wire made safe to log or print: control characters (and
+/// the invisible Unicode ones that reorder or break lines) escaped as
+/// `\n`, `\u{202e}` and so on, and at most `max` characters kept.
+pub fn printable(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max + 8));
+    for (i, c) in s.chars().enumerate() {
+        if i == max {
+            out.push_str("...");
+            break;
+        }
+        let hidden = matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}');
+        if c.is_control() || hidden {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Reads frames without blocking and without reading past the frame, so a
+/// caller can give a whole message one deadline (a peer that trickles a
+/// byte at a time cannot extend it) or poll for one between other work.
+#[derive(Debug)]
+pub struct FrameReader {
+    max: usize,
+    buf: Vec<u8>,
+    need: usize,
+}
+
+impl FrameReader {
+    /// A reader of frames of at most `max` bytes.
+    pub fn new(max: usize) -> FrameReader {
+        FrameReader {
+            max,
+            buf: Vec::new(),
+            need: 4,
+        }
+    }
+
+    /// Bytes of an unfinished frame read so far.
+    pub fn partial(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Reads what `fd` has now; a message once its frame is complete.
+    /// `what` names the awaited message in errors. The peer closing is an
+    /// [`EngineError::Io`] of kind `UnexpectedEof`.
+    pub fn poll(&mut self, fd: RawFd, what: &str) -> Result<Option<Msg>, EngineError> {
+        loop {
+            if self.buf.len() == self.need {
+                if self.need == 4 {
+                    let len =
+                        u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]])
+                            as usize;
+                    if len > self.max {
+                        return Err(EngineError::Protocol(format!(
+                            "frame length {len} exceeds the limit of {} bytes",
+                            self.max
+                        )));
+                    }
+                    self.need = 4 + len;
+                    if len > 0 {
+                        continue;
+                    }
+                }
+                let m = decode(&self.buf[4..]);
+                self.buf.clear();
+                self.need = 4;
+                return m.map(Some);
+            }
+            let mut tmp = [0u8; 16384];
+            let want = (self.need - self.buf.len()).min(tmp.len());
+            match recv_some(fd, &mut tmp[..want], what)? {
+                Some(n) => self.buf.extend_from_slice(&tmp[..n]),
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// Reads until a whole message is in or `deadline` passes.
+    pub fn read_until(
+        &mut self,
+        fd: RawFd,
+        deadline: Instant,
+        what: &str,
+    ) -> Result<Msg, EngineError> {
+        loop {
+            if let Some(m) = self.poll(fd, what)? {
+                return Ok(m);
+            }
+            wait_for(fd, libc::POLLIN, deadline, what)?;
+        }
+    }
+}
+
+/// Waits for `events` on `fd` until `deadline`; a Timeout naming `what`
+/// once it has passed.
+fn wait_for(fd: RawFd, events: i16, deadline: Instant, what: &str) -> Result<(), EngineError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(EngineError::Timeout(format!("waiting for {what}")));
+    }
+    let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+    sys::poll(&mut [sys::pollfd(fd, events)], ms)
+        .map(drop)
+        .map_err(|e| EngineError::io(format!("wait for {what}"), e))
+}
+
+/// Reads exactly `buf.len()` bytes by `deadline` (the control preamble).
+pub fn read_exact_until(
+    fd: RawFd,
+    buf: &mut [u8],
+    deadline: Instant,
+    what: &str,
+) -> Result<(), EngineError> {
+    let mut got = 0;
+    while got < buf.len() {
+        match recv_some(fd, &mut buf[got..], what)? {
+            Some(n) => got += n,
+            None => wait_for(fd, libc::POLLIN, deadline, what)?,
+        }
+    }
+    Ok(())
+}
+
+/// One non-blocking read: Some(bytes read), None when nothing is there
+/// yet; the peer closing is an error of kind `UnexpectedEof`.
+fn recv_some(fd: RawFd, buf: &mut [u8], what: &str) -> Result<Option<usize>, EngineError> {
+    loop {
+        return match sys::recv(fd, buf, false) {
+            Ok(0) => Err(EngineError::io(
+                format!("read {what}"),
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the peer closed the connection",
+                ),
+            )),
+            Ok(n) => Ok(Some(n)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(EngineError::io(format!("read {what}"), e)),
+        };
+    }
+}
+
+/// Reads one message of at most `max` bytes by `deadline`, however the
+/// peer spaces its bytes.
+pub fn read_msg_until(
+    fd: RawFd,
+    max: usize,
+    deadline: Instant,
+    what: &str,
+) -> Result<Msg, EngineError> {
+    FrameReader::new(max).read_until(fd, deadline, what)
+}
+
+/// Writes one message by `deadline`: a peer that does not read cannot hold
+/// the writer longer.
+pub fn write_msg_until(fd: RawFd, msg: &Msg, deadline: Instant) -> Result<(), EngineError> {
+    write_until(fd, &encode(msg)?, deadline, msg.kind())
+}
+
+/// Writes `bytes` by `deadline`; `what` names them in errors.
+pub fn write_until(
+    fd: RawFd,
+    bytes: &[u8],
+    deadline: Instant,
+    what: &str,
+) -> Result<(), EngineError> {
+    let mut off = 0;
+    while off < bytes.len() {
+        match sys::send(fd, &bytes[off..], false) {
+            Ok(n) => off += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_for(
+                fd,
+                libc::POLLOUT,
+                deadline,
+                &format!("the peer to read our {what}"),
+            )?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(EngineError::io(format!("send {what}"), e)),
+        }
+    }
+    Ok(())
+}
+
+/// A message as one frame: length, then JSON.
+pub fn encode(msg: &Msg) -> Result<Vec<u8>, EngineError> {
     let body =
         serde_json::to_vec(msg).map_err(|e| EngineError::Protocol(format!("encode: {e}")))?;
     if body.len() > MAX_REPORT_FRAME {
@@ -149,6 +356,12 @@ pub fn write_msg(w: &mut impl Write, msg: &Msg) -> Result<(), EngineError> {
     let mut frame = Vec::with_capacity(4 + body.len());
     frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
     frame.extend_from_slice(&body);
+    Ok(frame)
+}
+
+/// Writes one frame.
+pub fn write_msg(w: &mut impl Write, msg: &Msg) -> Result<(), EngineError> {
+    let frame = encode(msg)?;
     w.write_all(&frame)
         .map_err(|e| EngineError::io("send control message", e))?;
     w.flush()
@@ -290,6 +503,87 @@ mod tests {
         let p = data_preamble(&t, 42);
         assert_eq!(parse_data_preamble(&p, &t), Some(42));
         assert_eq!(parse_data_preamble(&p, &[8u8; 16]), None);
+    }
+
+    #[test]
+    fn printable_escapes_what_could_forge_a_line() {
+        assert_eq!(printable("a\nb\r\x1b[2J", 100), "a\\nb\\r\\u{1b}[2J");
+        assert_eq!(printable("x\u{202e}y", 100), "x\\u{202e}y");
+        assert_eq!(printable("héllo", 100), "héllo");
+        assert_eq!(printable("abcdef", 3), "abc...");
+    }
+
+    #[test]
+    fn frames_read_in_pieces_and_within_one_deadline() {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::net::UnixStream;
+        let (mut a, b) = UnixStream::pair().unwrap();
+        let mut frame = Vec::new();
+        write_msg(&mut frame, &Msg::Stop).unwrap();
+        let mut r = FrameReader::new(MAX_FRAME);
+        for byte in &frame[..frame.len() - 1] {
+            a.write_all(&[*byte]).unwrap();
+            assert_eq!(r.poll(b.as_raw_fd(), "stop").unwrap(), None);
+        }
+        assert!(r.partial() > 0);
+        // Bytes that keep coming do not extend the deadline.
+        let t0 = Instant::now();
+        let e = r
+            .read_until(
+                b.as_raw_fd(),
+                t0 + std::time::Duration::from_millis(100),
+                "stop",
+            )
+            .unwrap_err();
+        assert!(matches!(e, EngineError::Timeout(_)), "{e}");
+        a.write_all(&frame[frame.len() - 1..]).unwrap();
+        assert_eq!(r.poll(b.as_raw_fd(), "stop").unwrap(), Some(Msg::Stop));
+        assert_eq!(r.partial(), 0);
+        // A closed peer is an UnexpectedEof, a huge length a protocol error.
+        a.write_all(&[0xff; 4]).unwrap();
+        assert!(matches!(
+            r.poll(b.as_raw_fd(), "x"),
+            Err(EngineError::Protocol(_))
+        ));
+        drop(a);
+        let mut r = FrameReader::new(MAX_FRAME);
+        match r.poll(b.as_raw_fd(), "x") {
+            Err(EngineError::Io { error, .. }) => {
+                assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_reader_that_trickles_cannot_hold_a_writer_past_its_deadline() {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::net::UnixStream;
+        use std::time::Duration;
+        let (a, mut b) = UnixStream::pair().unwrap();
+        // A report of some MiB: far more than the socket buffers.
+        let big = Msg::Report {
+            report: Box::new(SideReport {
+                notes: vec!["x".repeat(1 << 20); 4],
+                ..SideReport::default()
+            }),
+        };
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            for _ in 0..40 {
+                if !matches!(b.read(&mut buf), Ok(n) if n > 0) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(25));
+            }
+        });
+        let t0 = Instant::now();
+        let e = write_msg_until(a.as_raw_fd(), &big, t0 + Duration::from_millis(300)).unwrap_err();
+        let took = t0.elapsed();
+        assert!(matches!(e, EngineError::Timeout(_)), "{e}");
+        assert!(took < Duration::from_millis(600), "{took:?}");
+        drop(a);
+        reader.join().unwrap();
     }
 
     proptest! {

@@ -35,6 +35,8 @@ pub struct SideSetup {
     pub listener: Option<Arc<Socket>>,
     /// The test's token.
     pub token: [u8; 16],
+    /// Server: how long a crr connection may take to send its preamble.
+    pub preamble_timeout: Duration,
 }
 
 /// Counter readings per roster flow: (sent, received, transactions).
@@ -205,6 +207,7 @@ impl Side {
                     l.clone(),
                     setup.token,
                     counters.clone(),
+                    setup.preamble_timeout,
                 )));
             }
         }

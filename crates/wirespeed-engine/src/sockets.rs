@@ -231,6 +231,20 @@ mod tests {
     }
 
     #[test]
+    fn pacing_above_34_gbit_is_not_cut_to_32_bits() {
+        for bps in [200_000_000u64, 50_000_000_000, 400_000_000_000] {
+            let spec = TestSpec {
+                pacing_bps: Some(bps),
+                ..TestSpec::default()
+            };
+            let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
+            apply_common(&s, &spec).unwrap();
+            let info = sys::tcp_info(s.as_raw_fd()).unwrap();
+            assert_eq!(info.max_pacing_rate, bps / 8, "{bps}");
+        }
+    }
+
+    #[test]
     fn path_families_must_match() {
         let p = PathSpec::parse("127.0.0.1=::1").unwrap();
         assert!(resolve_path(&p, 1).is_err());

@@ -212,6 +212,11 @@ impl TestSpec {
         if !(self.interval_s.is_finite() && self.interval_s >= 0.0) {
             return bad(format!("interval must be >= 0 s, got {}", self.interval_s));
         }
+        if self.duration_s + self.warmup_s > MAX_DURATION_S || self.interval_s > MAX_DURATION_S {
+            return bad(format!(
+                "warmup, duration and interval must each be at most {MAX_DURATION_S} s (365 days)"
+            ));
+        }
         if self.duration_s + self.warmup_s > limits.max_duration_s {
             return bad(format!(
                 "warmup + duration {} s exceeds the server's limit of {} s",
@@ -253,6 +258,13 @@ impl TestSpec {
                 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
         {
             return bad(format!("bad congestion control name {cc:?}"));
+        }
+        if let Some(p) = self.pacing_bps
+            && p < MIN_PACING_BPS
+        {
+            return bad(format!(
+                "pacing of {p} bit/s is below {MIN_PACING_BPS} bit/s (1 byte/s), the lowest rate the kernel paces at; leave pacing out for none"
+            ));
         }
         if self.paths.len() > 4096 {
             return bad(format!(
@@ -404,8 +416,22 @@ pub fn parse_duration(s: &str) -> Result<f64, EngineError> {
     if !secs.is_finite() || secs < 0.0 {
         return Err(EngineError::Spec(format!("duration {s:?} is out of range")));
     }
+    if secs > MAX_DURATION_S {
+        return Err(EngineError::Spec(format!(
+            "duration {s:?} is out of range: at most 365 days ({MAX_DURATION_S} s)"
+        )));
+    }
     Ok(secs)
 }
+
+/// The longest duration [`parse_duration`] takes, seconds (365 days): far
+/// below what `Duration::from_secs_f64` can hold, so no parsed duration can
+/// make it panic.
+pub const MAX_DURATION_S: f64 = 365.0 * 86400.0;
+
+/// The lowest pacing rate, bits per second: SO_MAX_PACING_RATE counts bytes
+/// per second, and 0 bytes/s would mean no pacing at all.
+pub const MIN_PACING_BPS: u64 = 8;
 
 /// Parses a rate in bits per second: `1gbit`, `500mbit`, `2.5g`, `100m`.
 pub fn parse_rate(s: &str) -> Result<u64, EngineError> {
@@ -488,6 +514,19 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), 0.5);
         assert_eq!(parse_duration("2m").unwrap(), 120.0);
         assert!(parse_duration("-1s").is_err());
+        // Values that would panic Duration::from_secs_f64, or are absurd.
+        for s in [
+            "99999999999999999999h",
+            "5000000000000h",
+            "1e400s",
+            "366d",
+            "8761h",
+        ] {
+            assert!(parse_duration(s).is_err(), "{s}");
+        }
+        assert_eq!(parse_duration("8760h").unwrap(), MAX_DURATION_S);
+        let e = parse_duration("5000000000000h").unwrap_err().to_string();
+        assert!(e.contains("at most 365 days"), "{e}");
         assert_eq!(parse_rate("1gbit").unwrap(), 1_000_000_000);
         assert_eq!(parse_rate("2.5g").unwrap(), 2_500_000_000);
         assert!(parse_rate("fast").is_err());
@@ -541,5 +580,22 @@ mod tests {
         };
         assert!(spec.validate(&lim).is_err());
         assert!(TestSpec::default().validate(&lim).is_ok());
+        // Whatever the server's limit, nothing Duration cannot hold.
+        let spec = TestSpec {
+            duration_s: 1e300,
+            ..TestSpec::default()
+        };
+        let unbounded = Limits {
+            max_duration_s: f64::INFINITY,
+            ..Limits::default()
+        };
+        assert!(spec.validate(&unbounded).is_err());
+        for (bps, ok) in [(0, false), (7, false), (8, true)] {
+            let spec = TestSpec {
+                pacing_bps: Some(bps),
+                ..TestSpec::default()
+            };
+            assert_eq!(spec.validate(&lim).is_ok(), ok, "{bps}");
+        }
     }
 }

@@ -58,10 +58,32 @@ pub fn set_zerocopy(fd: RawFd) -> io::Result<()> {
     set_int_opt(fd, libc::SOL_SOCKET, SO_ZEROCOPY, 1)
 }
 
-/// Caps the socket's pacing rate, in bytes per second.
+/// Caps the socket's pacing rate, in bytes per second. Rates that do not
+/// fit the option's historic 32 bits (above 34 Gbit/s) go as 64 bits,
+/// which kernels since 4.20 take; an older kernel's refusal is an error,
+/// not a silently lower rate.
 pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
-    let v = bytes_per_sec.min(u32::MAX as u64 - 1);
-    set_int_opt(fd, libc::SOL_SOCKET, SO_MAX_PACING_RATE, v as i32)
+    if bytes_per_sec < u32::MAX as u64 {
+        // The kernel reads the int as u32 (~0U means unlimited).
+        return set_int_opt(
+            fd,
+            libc::SOL_SOCKET,
+            SO_MAX_PACING_RATE,
+            bytes_per_sec as u32 as i32,
+        );
+    }
+    // SAFETY: the pointer and length describe a live u64 on our stack; the
+    // kernel only reads it.
+    let ret = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            SO_MAX_PACING_RATE,
+            (&bytes_per_sec as *const u64).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    cvt(ret).map(drop)
 }
 
 /// Sends without blocking; with `zerocopy` the pages are pinned, not copied.
@@ -389,6 +411,43 @@ pub fn poll_readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
         return Err(e);
     }
     Ok(n > 0)
+}
+
+/// Waits up to `timeout_ms` for events on several descriptors; returns how
+/// many have `revents` set (0 on timeout or EINTR).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: the pointer and count describe the caller's live slice of
+    // pollfd; the kernel writes only their revents fields.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
+}
+
+/// A pollfd asking for `events` on `fd`.
+pub fn pollfd(fd: RawFd, events: i16) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}
+
+/// The soft limit on open files (RLIMIT_NOFILE) now in force.
+pub fn fd_limit() -> u64 {
+    // SAFETY: rlimit is plain data; getrlimit writes only it.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        r.rlim_cur
+    }
 }
 
 /// Raises the open-file limit as far as allowed (10,000 flows need 10,000

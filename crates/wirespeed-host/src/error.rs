@@ -5,13 +5,14 @@ use std::io;
 /// What went wrong while reading or changing the host.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
-    /// A netlink request failed; `what` names the request.
-    #[error("netlink {what}: {source}")]
+    /// A netlink request failed; `what` names the request. The OS error is
+    /// in the message, not a `source` (anyhow's `{:#}` would print it twice).
+    #[error("netlink {what}: {error}")]
     Netlink {
         /// The request, e.g. "set mtu of eth1".
         what: String,
         /// The kernel's answer.
-        source: io::Error,
+        error: io::Error,
     },
     /// A netlink answer could not be decoded.
     #[error("netlink {what}: cannot decode the kernel's answer: {detail}")]
@@ -21,13 +22,14 @@ pub enum HostError {
         /// The decoder's message.
         detail: String,
     },
-    /// A file under /proc or /sys could not be read or written.
-    #[error("{path}: {source}")]
+    /// A file under /proc or /sys could not be read or written (the OS
+    /// error in the message, not a `source`, so it prints once).
+    #[error("{path}: {error}")]
     File {
         /// The file.
         path: String,
         /// The error.
-        source: io::Error,
+        error: io::Error,
     },
     /// No link of that name.
     #[error("no network device named {0:?} in this namespace")]
@@ -58,7 +60,7 @@ impl HostError {
     pub fn netlink(what: impl Into<String>, source: io::Error) -> Self {
         HostError::Netlink {
             what: what.into(),
-            source,
+            error: source,
         }
     }
 
@@ -66,7 +68,7 @@ impl HostError {
     pub fn file(path: impl AsRef<std::path::Path>, source: io::Error) -> Self {
         HostError::File {
             path: path.as_ref().display().to_string(),
-            source,
+            error: source,
         }
     }
 }

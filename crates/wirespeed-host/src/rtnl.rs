@@ -92,7 +92,7 @@ impl Rtnl {
             &format!("read link {name}"),
         );
         let got = match got {
-            Err(HostError::Netlink { source, .. })
+            Err(HostError::Netlink { error: source, .. })
                 if source.raw_os_error() == Some(libc::ENODEV) =>
             {
                 return Err(HostError::NoSuchLink(name.into()));

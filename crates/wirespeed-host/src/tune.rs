@@ -1014,10 +1014,9 @@ pub fn watch(host: &mut Host, state: &StateDir) -> Result<bool, HostError> {
             rollback(host, state)?;
             return Ok(true);
         }
-        std::thread::sleep(
-            Duration::from_millis(100)
-                .min(Duration::from_secs_f64((deadline - now_unix()).max(0.001))),
-        );
+        // try_: a hand-edited journal's absurd deadline must not panic.
+        let left = Duration::try_from_secs_f64(deadline - now_unix()).unwrap_or_default();
+        std::thread::sleep(left.clamp(Duration::from_millis(1), Duration::from_millis(100)));
     }
 }
 

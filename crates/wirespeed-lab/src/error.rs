@@ -17,13 +17,14 @@ pub enum LabError {
         stderr: String,
     },
     /// A file or process operation failed; `what` says which.
-    #[error("{what}: {source}")]
+    /// The OS error is in the message, not a `source`: a chain printer
+    /// (anyhow's `{:#}`) would print it twice.
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Building namespaces needs root.
     #[error("labs create network namespaces: run as root (or under sudo)")]
@@ -35,7 +36,7 @@ impl LabError {
     pub fn io(what: impl Into<String>, source: std::io::Error) -> LabError {
         LabError::Io {
             what: what.into(),
-            source,
+            error: source,
         }
     }
 }

@@ -120,7 +120,7 @@ pub struct BenchArgs {
     /// Key file for a server started with --key-file.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
-    /// Timeout for connecting and for each control answer.
+    /// Timeout for connecting and for each control answer as a whole.
     #[arg(long, default_value = "10s")]
     pub timeout: String,
     /// Explain the result against a cloud profile (--profile P, --vcpus, --nics, ...).
@@ -177,7 +177,12 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
         },
         zerocopy: a.zerocopy,
         skip_rx_copy: a.skip_rx_copy,
-        pacing_bps: a.pacing.as_deref().map(parse_rate).transpose()?,
+        pacing_bps: a
+            .pacing
+            .as_deref()
+            .map(parse_rate)
+            .transpose()
+            .context("--pacing")?,
         client_cpus: a
             .pin
             .as_deref()
@@ -240,7 +245,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
     cfg.port = a.port;
     cfg.timeout = Duration::from_secs_f64(parse_duration(&a.timeout)?.max(0.1));
     if let Some(p) = &a.key_file {
-        cfg.key = Some(wirespeed_engine::server::read_key_file(p)?);
+        cfg.key = Some(crate::read_key(p)?);
     }
     let tty = std::io::stderr().is_terminal();
     let user_interval = spec.interval_s > 0.0;

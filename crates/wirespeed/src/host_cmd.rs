@@ -262,7 +262,7 @@ fn peer_test(
     let mut cfg = ClientConfig::new(&pairs[0].1);
     cfg.port = a.port;
     if let Some(k) = &a.key_file {
-        cfg.key = Some(wirespeed_engine::server::read_key_file(k)?);
+        cfg.key = Some(crate::read_key(k)?);
     }
     let paths: Vec<String> = pairs
         .iter()

@@ -61,7 +61,8 @@ enum Cmd {
     Report(report_cmd::ReportArgs),
 }
 
-/// Options of `wirespeed serve`.
+/// Options of `wirespeed serve`. Every deadline and cap, and what a client
+/// sees when it strikes, is in docs/protocol.md.
 #[derive(clap::Args, Debug)]
 struct ServeArgs {
     /// Address to listen on (`::` takes IPv4 and IPv6).
@@ -79,39 +80,82 @@ struct ServeArgs {
     /// Longest warm-up plus duration a client may ask for.
     #[arg(long, default_value = "1h")]
     max_duration: String,
-    /// Most connections in one test.
-    #[arg(long, default_value_t = 20_000)]
-    max_flows: u32,
+    /// Most connections in one test [default: from the open-file limit,
+    /// leaving headroom; at most 20000].
+    #[arg(long)]
+    max_flows: Option<u32>,
     /// Most worker threads in one test.
     #[arg(long, default_value_t = 256)]
     max_threads: u32,
     /// Largest message, request or response size.
     #[arg(long, default_value = "64m")]
     max_msg_size: String,
-    /// How long a silent client is waited for.
+    /// Authenticated control connections at once.
+    #[arg(long, default_value_t = 32)]
+    max_connections: usize,
+    /// Connections still in the handshake at once (the oldest makes room).
+    #[arg(long, default_value_t = 64)]
+    max_unauthenticated: usize,
+    /// Control connections from one address (IPv6: one /64) at once.
+    #[arg(long, default_value_t = 8)]
+    max_per_source: usize,
+    /// Time from a client's connect to the end of its handshake.
+    #[arg(long, default_value = "5s")]
+    handshake_timeout: String,
+    /// Time a client has for each whole message after the handshake.
     #[arg(long, default_value = "10s")]
     idle_timeout: String,
+    /// Time a data connection has to send its preamble.
+    #[arg(long, default_value = "2s")]
+    preamble_timeout: String,
+    /// Time after a test's end the server waits for the client's stop.
+    #[arg(long, default_value = "3s")]
+    stop_grace: String,
+}
+
+/// A positive duration flag (at least 100 ms).
+fn duration_flag(flag: &str, v: &str) -> Result<Duration> {
+    let s = parse_duration(v).with_context(|| format!("--{flag}"))?;
+    Ok(Duration::from_secs_f64(s.max(0.1)))
+}
+
+/// Reads a `--key-file`, printing its warning (world-readable) on stderr.
+pub(crate) fn read_key(path: &std::path::Path) -> Result<Vec<u8>> {
+    let k = wirespeed_engine::server::read_key_file(path)?;
+    if let Some(w) = &k.warning {
+        eprintln!("warning: {w}");
+    }
+    Ok(k.key)
 }
 
 fn serve(a: ServeArgs) -> Result<()> {
     let key = match &a.key_file {
-        Some(p) => Some(wirespeed_engine::server::read_key_file(p)?),
+        Some(p) => Some(read_key(p)?),
         None => None,
     };
     let max_msg = parse_size(&a.max_msg_size)?;
+    let nofile = wirespeed_engine::sys::raise_fd_limit();
+    let max_flows = a
+        .max_flows
+        .unwrap_or_else(|| wirespeed_engine::server::flow_limit_for(nofile));
     let cfg = ServerConfig {
         bind: a.bind,
         port: a.port,
         limits: Limits {
-            max_duration_s: parse_duration(&a.max_duration)?,
-            max_flows: a.max_flows,
+            max_duration_s: parse_duration(&a.max_duration).context("--max-duration")?,
+            max_flows,
             max_threads: a.max_threads,
             max_msg_size: u32::try_from(max_msg).context("--max-msg-size must be below 4 GiB")?,
         },
         max_tests: a.max_tests.max(1),
-        max_connections: (a.max_tests as usize).max(1) * 4 + 16,
+        max_connections: a.max_connections.max(1),
+        max_unauthenticated: a.max_unauthenticated.max(1),
+        max_per_source: a.max_per_source.max(1),
         key: key.clone(),
-        idle_timeout: Duration::from_secs_f64(parse_duration(&a.idle_timeout)?.max(0.1)),
+        handshake_timeout: duration_flag("handshake-timeout", &a.handshake_timeout)?,
+        idle_timeout: duration_flag("idle-timeout", &a.idle_timeout)?,
+        preamble_timeout: duration_flag("preamble-timeout", &a.preamble_timeout)?,
+        stop_grace: duration_flag("stop-grace", &a.stop_grace)?,
         events: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();
@@ -128,6 +172,12 @@ fn serve(a: ServeArgs) -> Result<()> {
         "wirespeed server listening on {addr} (protocol {})",
         wirespeed_engine::proto::PROTOCOL_VERSION
     );
+    if a.max_flows.is_none() {
+        let _ = writeln!(
+            out,
+            "at most {max_flows} flows per test (open-file limit {nofile}; --max-flows to change)"
+        );
+    }
     if key.is_none() {
         let _ = writeln!(
             out,
@@ -138,6 +188,7 @@ fn serve(a: ServeArgs) -> Result<()> {
     let _ = out.flush();
     drop(out);
     // One line per test started, finished or refused: the server's log.
+    // Wire-borne text in the events is escaped already.
     std::thread::spawn(move || {
         for ev in rx {
             let mut out = std::io::stdout().lock();

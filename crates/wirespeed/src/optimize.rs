@@ -606,7 +606,7 @@ pub fn run(a: OptimizeArgs) -> Result<()> {
     cfg.port = a.port;
     cfg.timeout = Duration::from_secs_f64(parse_duration(&a.timeout)?.max(0.1));
     if let Some(p) = &a.key_file {
-        cfg.key = Some(wirespeed_engine::server::read_key_file(p)?);
+        cfg.key = Some(crate::read_key(p)?);
     }
     let mut best = Config {
         npaths: ctx.paths.len().min(1),

@@ -47,3 +47,110 @@ impl Drop for TestServer {
         }
     }
 }
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use wirespeed_engine::proto::{
+    CONTROL_MAGIC, Msg, PROTOCOL_VERSION, auth_mac, data_preamble, read_msg_max, unhex, write_msg,
+};
+
+/// Connects a raw control connection with a 5 s read timeout.
+pub fn raw_connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+/// Reads one server message (reports may be large).
+pub fn recv(s: &mut TcpStream) -> Result<Msg, EngineError> {
+    read_msg_max(s, wirespeed_engine::proto::MAX_REPORT_FRAME)
+}
+
+/// A hand-driven handshake up to the welcome; the server's answer if not.
+pub fn handshake(addr: SocketAddr, key: Option<&[u8]>, name: &str) -> Result<TcpStream, Msg> {
+    let mut s = raw_connect(addr);
+    let fail = |e: EngineError| Msg::error("test", e.to_string());
+    s.write_all(&CONTROL_MAGIC)
+        .map_err(|e| fail(EngineError::io("magic", e)))?;
+    write_msg(
+        &mut s,
+        &Msg::Hello {
+            version: PROTOCOL_VERSION,
+            client: name.into(),
+        },
+    )
+    .map_err(fail)?;
+    let nonce = match recv(&mut s).map_err(fail)? {
+        Msg::Challenge { nonce, .. } => unhex(&nonce).unwrap(),
+        m => return Err(m),
+    };
+    let mac = key.map(|k| auth_mac(k, &nonce));
+    write_msg(&mut s, &Msg::Auth { mac }).map_err(fail)?;
+    match recv(&mut s).map_err(fail)? {
+        Msg::Welcome { .. } => Ok(s),
+        m => Err(m),
+    }
+}
+
+/// Sends a spec on an authenticated connection; returns (token, data port).
+pub fn send_spec(s: &mut TcpStream, spec: &TestSpec) -> ([u8; 16], u16) {
+    write_msg(
+        s,
+        &Msg::Spec {
+            spec: Box::new(spec.clone()),
+        },
+    )
+    .unwrap();
+    match recv(s).unwrap() {
+        Msg::Accepted { token, data_port } => {
+            (unhex(&token).unwrap().try_into().unwrap(), data_port)
+        }
+        m => panic!("expected accepted, got {m:?}"),
+    }
+}
+
+/// Connects `n` data flows with valid preambles (ids from 0).
+pub fn connect_flows(
+    ip: std::net::IpAddr,
+    port: u16,
+    token: &[u8; 16],
+    ids: std::ops::Range<u32>,
+) -> Vec<TcpStream> {
+    ids.map(|id| {
+        let mut d = TcpStream::connect((ip, port)).unwrap();
+        d.write_all(&data_preamble(token, id)).unwrap();
+        d
+    })
+    .collect()
+}
+
+/// Polls `cond` every 20 ms until it holds or `limit` passes; returns
+/// whether it held.
+pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+mod ports;
+#[allow(unused_imports)]
+pub use ports::listening_ports;
+
+/// A TCP connection to `to` from local address `from` (e.g. 127.0.0.2,
+/// to act as another host over loopback).
+pub fn connect_from(from: &str, to: SocketAddr) -> Option<TcpStream> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+    let local: SocketAddr = format!("{from}:0").parse().ok()?;
+    s.bind(&SockAddr::from(local)).ok()?;
+    s.connect_timeout(&SockAddr::from(to), Duration::from_secs(2))
+        .ok()?;
+    Some(s.into())
+}
