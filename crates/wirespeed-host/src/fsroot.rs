@@ -19,9 +19,22 @@ impl Default for Fs {
     }
 }
 
-/// The /proc/sys path of a dotted sysctl name.
+/// The /proc/sys path of a sysctl name. As in sysctl(8), a dotted name
+/// writes a dot inside a part (a device such as eth0.100) as `/`; a name
+/// without dots is taken as a path.
 pub fn sysctl_path(key: &str) -> String {
-    format!("proc/sys/{}", key.replace('.', "/"))
+    let rel: String = if key.contains('.') {
+        key.chars()
+            .map(|c| match c {
+                '.' => '/',
+                '/' => '.',
+                c => c,
+            })
+            .collect()
+    } else {
+        key.to_string()
+    };
+    format!("proc/sys/{rel}")
 }
 
 impl Fs {
@@ -113,17 +126,17 @@ pub fn read_bond(fs: &Fs, name: &str) -> Result<Bond, HostError> {
         .and_then(|s| s.parse().ok())
         .or(from_proc.as_ref().and_then(|b| b.miimon));
     let mut slaves = from_proc.map(|b| b.slaves).unwrap_or_default();
-    if slaves.is_empty() {
-        if let Ok(list) = fs.read_trim(&format!("{dir}/slaves")) {
-            slaves = list
-                .split_whitespace()
-                .map(|s| BondSlave {
-                    name: s.into(),
-                    mii_status: "unknown".into(),
-                    speed_mbps: None,
-                })
-                .collect();
-        }
+    if slaves.is_empty()
+        && let Ok(list) = fs.read_trim(&format!("{dir}/slaves"))
+    {
+        slaves = list
+            .split_whitespace()
+            .map(|s| BondSlave {
+                name: s.into(),
+                mii_status: "unknown".into(),
+                speed_mbps: None,
+            })
+            .collect();
     }
     Ok(Bond {
         mode,
