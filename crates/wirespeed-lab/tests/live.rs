@@ -165,9 +165,36 @@ fn namespaces_of_a_killed_process_are_swept() {
         .status()
         .unwrap();
     assert!(st.success());
+    // A process a killed run left inside (a server without a parent) is
+    // killed with its namespace; so is one inside a lab that goes down.
+    let mut orphan = Command::new("ip")
+        .args(["netns", "exec", stale, "sleep", "300"])
+        .spawn()
+        .unwrap();
     let lab = Lab::up(&LabSpec::two_hosts(&Lab::unique("lt-sweep"), 1, None)).unwrap();
     assert!(!ns_exists(stale), "the stale namespace is still there");
+    let mut inside = lab.command("a", "sleep").arg("300").spawn().unwrap();
     lab.down().unwrap();
+    for (what, child) in [("stale", &mut orphan), ("lab", &mut inside)] {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break Some(st);
+            }
+            if std::time::Instant::now() > end {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            status.and_then(|s| s.signal()),
+            Some(9),
+            "the process in the {what} namespace was not killed"
+        );
+    }
 }
 
 #[test]

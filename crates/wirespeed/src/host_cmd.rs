@@ -191,14 +191,17 @@ pub fn enter_netns(at: &Where) -> Result<()> {
             args.push(a);
         }
     }
-    let status = std::process::Command::new("ip")
+    // exec, not spawn: `ip netns exec` replaces this process (and execs
+    // wirespeed in turn), so no parent is left to be killed apart from
+    // the work, and signals and the exit status reach the caller directly.
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new("ip")
         .args(["netns", "exec", name])
         .arg(&exe)
         .args(&args)
         .env(NETNS_ENV, name)
-        .status()
-        .context("cannot run `ip netns exec` (is iproute2 installed?)")?;
-    std::process::exit(status.code().unwrap_or(1));
+        .exec();
+    Err(anyhow::Error::new(err).context("cannot run `ip netns exec` (is iproute2 installed?)"))
 }
 
 fn fs_of(at: &Where) -> Fs {

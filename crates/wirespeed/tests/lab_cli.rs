@@ -1,7 +1,7 @@
 //! `wirespeed lab up | exec | down` from a TOML file, as a user runs them.
 
 mod common;
-use common::{bin, root_or_skip, run};
+use common::{bin, namespaces_with, root_or_skip, run, temp_dir};
 use std::path::Path;
 use std::process::Command;
 
@@ -11,13 +11,19 @@ fn ws(args: &[&str]) -> std::process::Output {
     run(c)
 }
 
+/// `wirespeed lab exec NAME HOST --state-dir DIR -- CMD...`.
+fn lab_exec(name: &str, host: &str, dir: &str, cmd: &[&str]) -> std::process::Output {
+    let mut args = vec!["lab", "exec", name, host, "--state-dir", dir, "--"];
+    args.extend_from_slice(cmd);
+    ws(&args)
+}
+
 #[test]
 fn lab_up_exec_down() {
     if !root_or_skip("lab_up_exec_down") {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("ws-labcli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("labcli");
     let name = format!("lc-p{}-0", std::process::id());
     let file = dir.join("lab.toml");
     std::fs::write(
@@ -44,26 +50,35 @@ fn lab_up_exec_down() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("exists already"));
     // exec runs in the host's namespace: it sees the lab's NIC.
-    let out = ws(&[
-        "lab",
-        "exec",
-        &name,
-        "a",
-        "--state-dir",
-        s,
-        "--",
-        "cat",
-        "/sys/class/net/eth0/mtu",
-    ]);
+    let out = lab_exec(&name, "a", s, &["cat", "/sys/class/net/eth0/mtu"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "4000");
-    let bad_host = ws(&["lab", "exec", &name, "zz", "--state-dir", s, "--", "true"]);
+    let bad_host = lab_exec(&name, "zz", s, &["true"]);
     assert!(!bad_host.status.success());
     assert!(String::from_utf8_lossy(&bad_host.stderr).contains("no host"));
+    // exec passes the command's exit status through.
+    let st = lab_exec(&name, "a", s, &["sh", "-c", "exit 7"]);
+    assert_eq!(st.status.code(), Some(7));
+    // A namespace removed behind the lab's back: a clear error, and down still works.
+    assert!(
+        Command::new("ip")
+            .args(["netns", "del", &format!("{name}-b")])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let gone = lab_exec(&name, "b", s, &["true"]);
+    let err = String::from_utf8_lossy(&gone.stderr);
+    assert!(!gone.status.success());
+    assert!(
+        err.contains(&format!("namespace {name}-b of lab {name} is gone"))
+            && err.contains("wirespeed lab down"),
+        "{err}"
+    );
     let out = ws(&["lab", "down", &name, "--state-dir", s]);
     assert!(
         out.status.success(),
@@ -78,8 +93,7 @@ fn lab_up_exec_down() {
 
 #[test]
 fn a_bad_lab_file_names_the_line_and_field() {
-    let dir = std::env::temp_dir().join(format!("ws-labbad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("labbad");
     let file = dir.join("bad.toml");
     std::fs::write(
         &file,
@@ -100,5 +114,125 @@ fn a_bad_lab_file_names_the_line_and_field() {
         "{err}"
     );
     assert!(!err.contains("panicked"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Removes the namespaces of a prefix on drop, also when the test fails.
+struct NsGuard(String);
+
+impl Drop for NsGuard {
+    fn drop(&mut self) {
+        for n in namespaces_with(&self.0) {
+            let _ = Command::new("ip").args(["netns", "del", &n]).status();
+        }
+    }
+}
+
+/// Starts `wirespeed lab up FILE` and SIGKILLs it once namespace `first`
+/// exists (the readiness signal that the build has begun).
+fn kill_lab_up_mid_build(file: &str, state: &str, first: &str) {
+    let mut child = Command::new(bin())
+        .args(["lab", "up", file, "--state-dir", state])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !Path::new("/run/netns").join(first).exists() && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    let st = child.wait().unwrap();
+    assert!(
+        Path::new("/run/netns").join(first).exists(),
+        "the build never began"
+    );
+    assert!(!st.success(), "the build finished before the kill");
+}
+
+#[test]
+fn a_killed_lab_up_is_removed_by_lab_down_or_the_next_lab_up() {
+    if !root_or_skip("a_killed_lab_up") {
+        return;
+    }
+    let dir = temp_dir("labkill");
+    let name = format!("lk-p{}-0", std::process::id());
+    let _guard = NsGuard(format!("{name}-"));
+    let hosts = 60;
+    let mut text = format!("name = \"{name}\"\n");
+    for i in 0..hosts {
+        text.push_str(&format!(
+            "[[host]]\nname = \"h{i}\"\nsysctl = {{ \"net.ipv4.tcp_slow_start_after_idle\" = \"0\" }}\n"
+        ));
+    }
+    let file = dir.join("lab.toml");
+    std::fs::write(&file, text).unwrap();
+    let state = dir.join("state");
+    let (f, s) = (file.to_str().unwrap(), state.to_str().unwrap());
+    let first = format!("{name}-h0");
+
+    kill_lab_up_mid_build(f, s, &first);
+    let left = namespaces_with(&format!("{name}-")).len();
+    assert!((1..hosts).contains(&left), "{left} namespaces left");
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join(format!("{name}.json"))).unwrap())
+            .unwrap();
+    assert_eq!(st["building"], true, "{st}");
+    let out = ws(&["lab", "down", &name, "--state-dir", s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(namespaces_with(&format!("{name}-")), Vec::<String>::new());
+    assert!(!state.join(format!("{name}.json")).exists());
+
+    // Killed again: the next `lab up` of the name removes the leftovers first.
+    kill_lab_up_mid_build(f, s, &first);
+    let out = ws(&["lab", "up", f, "--state-dir", s]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("that a killed `lab up`"), "{err}");
+    assert_eq!(namespaces_with(&format!("{name}-")).len(), hosts);
+    let out = ws(&["lab", "down", &name, "--state-dir", s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(namespaces_with(&format!("{name}-")), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_lab_file_with_a_host_wide_sysctl_is_refused_before_anything_is_built() {
+    let dir = temp_dir("labwide");
+    let name = format!("lw-p{}-0", std::process::id());
+    let _guard = NsGuard(format!("{name}-"));
+    // The host's own value: even a build that got through would change nothing.
+    let swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap();
+    let file = dir.join("wide.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"{name}\"\n[[host]]\nname = \"a\"\nsysctl = {{ \"vm.swappiness\" = \"{}\" }}\n",
+            swappiness.trim()
+        ),
+    )
+    .unwrap();
+    let (f, s) = (file.to_str().unwrap(), dir.to_str().unwrap());
+    let out = ws(&["lab", "up", f, "--state-dir", s]);
+    if out.status.success() {
+        let _ = ws(&["lab", "down", &name, "--state-dir", s]);
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a lab with vm.swappiness was built");
+    assert!(
+        err.contains("line 4")
+            && err.contains("vm.swappiness")
+            && err.contains("not per network namespace"),
+        "{err}"
+    );
+    assert!(namespaces_with(&format!("{name}-")).is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
