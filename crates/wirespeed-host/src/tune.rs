@@ -1456,6 +1456,7 @@ pub fn apply(
         }
     }
     let mut journal = before.clone().unwrap_or_else(Journal::new);
+    let known = journal.entries.len();
     let todo: Vec<&Step> = plan.steps.iter().filter(|s| !s.no_op).collect();
     let unchanged = plan
         .steps
@@ -1541,6 +1542,12 @@ pub fn apply(
             e.new = now;
         }
     }
+    // Side effects journaled now that did not happen are not changes.
+    let mut i = 0;
+    journal.entries.retain(|e| {
+        i += 1;
+        i <= known || e.side_effect_of.is_none() || norm(&e.new) != norm(&e.old)
+    });
     state.save(&journal)?;
     Ok(Applied {
         changed: todo.iter().map(|s| s.action.setting.label()).collect(),
