@@ -207,6 +207,35 @@ pub fn parse_proc_bonding(text: &str) -> Bond {
     b
 }
 
+/// Largest description file (profile, lab, experiment) read: 1 MiB.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads a description file a user names, refusing what is not a regular
+/// file (a FIFO would block, /dev/zero never end) or is larger than
+/// [`MAX_FILE_BYTES`].
+pub fn read_text_file(path: impl AsRef<Path>) -> std::io::Result<String> {
+    use std::io::Read;
+    let path = path.as_ref();
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} KiB", MAX_FILE_BYTES >> 10),
+        ));
+    }
+    Ok(text)
+}
+
 /// True when `p` exists under the root.
 pub fn exists(fs: &Fs, rel: &str) -> bool {
     Path::new(&fs.path(rel)).exists()

@@ -194,8 +194,8 @@ pub fn load(name_or_path: &str) -> Result<Profile, HostError> {
         return parse(name_or_path, text);
     }
     if name_or_path.contains('/') || name_or_path.ends_with(".toml") {
-        let text =
-            std::fs::read_to_string(name_or_path).map_err(|e| HostError::file(name_or_path, e))?;
+        let text = crate::fsroot::read_text_file(name_or_path)
+            .map_err(|e| HostError::file(name_or_path, e))?;
         return parse(name_or_path, &text);
     }
     Err(HostError::UnknownProfile(name_or_path.into()))

@@ -1440,7 +1440,19 @@ pub fn apply(
     plan: &Plan,
     deadline: Option<Duration>,
 ) -> Result<Applied, HostError> {
-    let _lock = state.lock()?;
+    let lock = state.lock()?;
+    apply_locked(host, state, &lock, plan, deadline)
+}
+
+/// [`apply`] for a caller that holds the state directory's lock already
+/// (to start and record the watchdog under the same lock).
+pub fn apply_locked(
+    host: &mut Host,
+    state: &StateDir,
+    _lock: &StateLock,
+    plan: &Plan,
+    deadline: Option<Duration>,
+) -> Result<Applied, HostError> {
     let before = state.load()?;
     if let Some(j) = &before {
         if j.from_earlier_boot() {
@@ -1611,7 +1623,13 @@ pub struct RolledBack {
     pub stale_boot: bool,
 }
 
-fn rollback_locked(host: &mut Host, state: &StateDir) -> Result<RolledBack, HostError> {
+/// Restores every journaled value and retires the journal, for a caller
+/// that holds the state directory's lock.
+pub fn rollback_locked(
+    host: &mut Host,
+    state: &StateDir,
+    _lock: &StateLock,
+) -> Result<RolledBack, HostError> {
     let Some(j) = state.load()? else {
         return Ok(RolledBack::default());
     };
@@ -1637,7 +1655,7 @@ fn rollback_locked(host: &mut Host, state: &StateDir) -> Result<RolledBack, Host
 /// device deleted since is skipped (and reported), not an error; a journal
 /// from an earlier boot is retired without touching the host.
 pub fn rollback(host: &mut Host, state: &StateDir) -> Result<RolledBack, HostError> {
-    let _lock = state.lock()?;
+    let lock = state.lock()?;
     if state.load()?.is_some_and(|j| j.from_earlier_boot()) {
         state.retire_as("stale-boot")?;
         return Ok(RolledBack {
@@ -1645,7 +1663,7 @@ pub fn rollback(host: &mut Host, state: &StateDir) -> Result<RolledBack, HostErr
             ..RolledBack::default()
         });
     }
-    rollback_locked(host, state)
+    rollback_locked(host, state, &lock)
 }
 
 /// Like [`rollback`], but only when the journal is still unconfirmed and
@@ -1654,10 +1672,10 @@ pub fn rollback_if_overdue(
     host: &mut Host,
     state: &StateDir,
 ) -> Result<Option<RolledBack>, HostError> {
-    let _lock = state.lock()?;
+    let lock = state.lock()?;
     match state.load()? {
         Some(j) if j.overdue_s().is_some() && !j.from_earlier_boot() => {
-            rollback_locked(host, state).map(Some)
+            rollback_locked(host, state, &lock).map(Some)
         }
         _ => Ok(None),
     }
@@ -1686,13 +1704,14 @@ pub fn confirm(state: &StateDir) -> Result<Option<Journal>, HostError> {
 }
 
 /// Records in the journal what will roll it back at the deadline: the
-/// watchdog's pid and, when one was armed, a systemd timer unit.
+/// watchdog's pid and, when one was armed, a systemd timer unit (under
+/// the lock the apply held).
 pub fn record_guards(
     state: &StateDir,
+    _lock: &StateLock,
     watchdog_pid: Option<u32>,
     timer_unit: Option<String>,
 ) -> Result<(), HostError> {
-    let _lock = state.lock()?;
     let Some(mut j) = state.load()? else {
         return Ok(());
     };
@@ -1734,7 +1753,7 @@ pub fn recover(host: &mut Host, state: &StateDir) -> Result<Recovered, HostError
     if !state.load()?.is_some_and(|j| needs(&j)) {
         return Ok(Recovered::Nothing);
     }
-    let _lock = state.lock()?;
+    let lock = state.lock()?;
     let Some(j) = state.load()? else {
         return Ok(Recovered::Nothing);
     };
@@ -1747,7 +1766,7 @@ pub fn recover(host: &mut Host, state: &StateDir) -> Result<Recovered, HostError
     let Some(overdue_s) = j.overdue_s() else {
         return Ok(Recovered::Nothing);
     };
-    let result = rollback_locked(host, state)?;
+    let result = rollback_locked(host, state, &lock)?;
     Ok(Recovered::RolledBack {
         overdue_s,
         watchdog_pid: j.watchdog_pid,

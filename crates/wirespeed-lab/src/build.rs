@@ -558,6 +558,37 @@ pub fn save_state(state: &LabState, dir: &Path) -> Result<PathBuf, LabError> {
     Ok(path)
 }
 
+/// Writes a new lab's state to `dir/NAME.json`, failing when that file
+/// exists (another `lab up` of the name got there first): the content is
+/// written to a temporary file and hard-linked into place, which is atomic
+/// and refuses to replace.
+fn create_state(state: &LabState, dir: &Path) -> Result<PathBuf, LabError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| LabError::io(format!("create {}", dir.display()), e))?;
+    let path = state_path(&state.name, dir);
+    let text = serde_json::to_string_pretty(state)
+        .map_err(|e| LabError::Spec(format!("encode lab state: {e}")))?;
+    let tmp = dir.join(format!(".{}.json.new-{}", state.name, std::process::id()));
+    let linked = std::fs::write(&tmp, text).and_then(|_| std::fs::hard_link(&tmp, &path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(path),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let other = load_state(&state.name, dir).ok();
+            Err(LabError::Spec(
+                match other.and_then(|o| o.pid.filter(|_| o.building)) {
+                    Some(pid) => format!("lab {} is being built by process {pid}", state.name),
+                    None => format!(
+                        "lab {0} exists already: `wirespeed lab down {0}` removes it",
+                        state.name
+                    ),
+                },
+            ))
+        }
+        Err(e) => Err(LabError::io(format!("write {}", path.display()), e)),
+    }
+}
+
 /// Reads a lab's state saved by [`save_state`].
 pub fn load_state(name: &str, dir: &Path) -> Result<LabState, LabError> {
     if name.contains('/') || name.starts_with('.') {
@@ -586,6 +617,9 @@ pub struct Lab {
     state: LabState,
     armed: bool,
     state_file: Option<PathBuf>,
+    /// The namespaces this build made: a failed build removes only these,
+    /// never those of a concurrent build of the same name.
+    made: Vec<String>,
 }
 
 /// Whether process `pid` still runs.
@@ -689,12 +723,18 @@ impl Lab {
             },
             armed: true,
             state_file: None,
+            made: Vec::new(),
         };
         if let Some(dir) = dir {
-            lab.state_file = Some(save_state(&lab.state, dir)?);
+            lab.state_file = Some(create_state(&lab.state, dir)?);
         }
         for cmd in build_commands(spec, &plan) {
             run(&cmd)?;
+            if let [ip, netns, add, n] = cmd.as_slice()
+                && (ip.as_str(), netns.as_str(), add.as_str()) == ("ip", "netns", "add")
+            {
+                lab.made.push(n.clone());
+            }
         }
         lab.state.building = false;
         lab.state.pid = None;
@@ -772,10 +812,16 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        if self.armed
-            && destroy(&self.state).is_ok()
-            && let Some(f) = &self.state_file
-        {
+        if !self.armed {
+            return;
+        }
+        let mut ok = true;
+        for n in &self.made {
+            if Path::new("/run/netns").join(n).exists() {
+                ok &= remove_ns(n).is_ok();
+            }
+        }
+        if let (true, Some(f)) = (ok, &self.state_file) {
             let _ = std::fs::remove_file(f);
         }
     }

@@ -454,7 +454,7 @@ fn describe_def(d: &CellDef) -> String {
 
 /// Reads and checks an experiment file; every error names the line and field.
 fn load(path: &Path, a: &ExperimentArgs) -> Result<Plan> {
-    let text = std::fs::read_to_string(path)
+    let text = wirespeed_host::fsroot::read_text_file(path)
         .with_context(|| format!("read experiment file {}", path.display()))?;
     let shown = path.display().to_string();
     let file: ExperimentFile = toml::from_str(&text).map_err(|e| {
@@ -479,7 +479,7 @@ fn load(path: &Path, a: &ExperimentArgs) -> Result<Plan> {
     let mut base = match &file.lab {
         LabRef::Path(p) => {
             let lp = path.parent().unwrap_or(Path::new(".")).join(p);
-            let lt = std::fs::read_to_string(&lp)
+            let lt = wirespeed_host::fsroot::read_text_file(&lp)
                 .map_err(|e| at(None, "lab", format!("read {}: {e}", lp.display())))?;
             LabSpec::from_toml_str(&lt).with_context(|| format!("in lab file {}", lp.display()))?
         }

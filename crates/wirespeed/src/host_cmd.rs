@@ -477,14 +477,16 @@ fn journal_problem(j: &tune::Journal) -> Option<String> {
     let watchdog = match (j.watchdog_pid, j.watchdog_alive()) {
         (Some(p), Some(false)) => format!("its watchdog (pid {p}) is gone"),
         (Some(p), _) => format!("its watchdog (pid {p}) still runs"),
-        (None, _) => "no watchdog was recorded".into(),
+        (None, _) => {
+            "no watchdog was recorded (the apply was stopped before it started one)".into()
+        }
     };
     if let Some(late) = j.overdue_s() {
         return Some(format!(
             "the confirm deadline passed {late:.0} s ago unconfirmed and {watchdog}: these changes are due to be rolled back; the next wirespeed tune, doctor or optimize rolls them back, or run `wirespeed tune rollback` now"
         ));
     }
-    if j.deadline_unix.is_some() && j.watchdog_alive() == Some(false) && j.timer_unit.is_none() {
+    if j.deadline_unix.is_some() && j.watchdog_alive() != Some(true) && j.timer_unit.is_none() {
         return Some(format!(
             "{watchdog}: nothing will roll back at the deadline; confirm, or run `wirespeed tune rollback`"
         ));
@@ -626,25 +628,38 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
             if !a.plan.json {
                 print!("{}", crate::host_render::plan(&plan));
             }
-            let done = tune::apply(&mut host, &st, &plan, deadline).context("tune apply failed")?;
+            // From the lock to the recorded watchdog, SIGINT/SIGTERM/SIGHUP
+            // wait: Ctrl-C gives a whole, journaled, guarded apply, never
+            // half of one (they act once it is done).
+            let lock = st.lock().context("tune apply failed")?;
+            let held = crate::sys::hold_signals();
+            let done = tune::apply_locked(&mut host, &st, &lock, &plan, deadline)
+                .context("tune apply failed")?;
             if done.changed.is_empty() {
+                drop(held);
                 println!("nothing to change: every value is already set");
                 return Ok(());
             }
-            for s in &done.side_effects {
-                println!("  the kernel also changed {s} (journaled: rollback restores it)");
-            }
+            let mut guard = None;
             if let Some(d) = deadline {
                 let pid = match spawn_watchdog(&a.plan.state, &st) {
                     Ok(pid) => pid,
                     Err(e) => {
-                        let _ = tune::rollback(&mut host, &st);
+                        let _ = tune::rollback_locked(&mut host, &st, &lock);
                         return Err(e.context("so the changes were rolled back at once"));
                     }
                 };
                 let timer = arm_timer(&st, d);
-                tune::record_guards(&st, Some(pid), timer.clone())
+                tune::record_guards(&st, &lock, Some(pid), timer.clone())
                     .context("record the watchdog in the journal")?;
+                guard = Some((d, pid, timer));
+            }
+            drop(lock);
+            drop(held);
+            for s in &done.side_effects {
+                println!("  the kernel also changed {s} (journaled: rollback restores it)");
+            }
+            if let Some((d, pid, timer)) = guard {
                 println!(
                     "applied {} change(s); they roll back in {:.0} s unless `wirespeed tune confirm{}` runs (watchdog pid {pid}{})",
                     done.changed.len(),
@@ -693,7 +708,14 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
         }
         TuneCmd::Status(a) => {
             enter_netns(&a.at)?;
-            match state_dir(&a)?.load()? {
+            let st = state_dir(&a)?;
+            // A deadline without a watchdog: an apply may be between the
+            // two; its lock (when ours to take) gives the settled journal.
+            let unguarded = st
+                .load()?
+                .is_some_and(|j| j.deadline_unix.is_some() && j.watchdog_pid.is_none());
+            let _lock = if unguarded { st.lock().ok() } else { None };
+            match st.load()? {
                 None => println!("no journal: wirespeed has changed nothing here"),
                 Some(j) => {
                     print!("{}", crate::host_render::journal(&j));

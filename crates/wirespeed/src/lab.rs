@@ -51,7 +51,7 @@ fn need_root() -> Result<()> {
 pub fn run(c: LabCmd) -> Result<()> {
     match c {
         LabCmd::Up { file, state_dir } => {
-            let text = std::fs::read_to_string(&file)
+            let text = wirespeed_host::fsroot::read_text_file(&file)
                 .with_context(|| format!("read lab file {}", file.display()))?;
             let spec =
                 LabSpec::from_toml_str(&text).with_context(|| format!("in {}", file.display()))?;

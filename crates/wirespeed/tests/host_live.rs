@@ -1313,3 +1313,110 @@ fn rollback_skips_a_deleted_nic_and_retires_the_journal() {
     let _ = std::fs::remove_file(&prof);
     lab.down().unwrap();
 }
+
+/// A lab whose host a got FULL_PROFILE on eth1 from an apply that was
+/// sent `signal` as soon as its journal existed (the readiness signal:
+/// written before the first change).
+struct Signalled {
+    lab: Lab,
+    ns: String,
+    dir: PathBuf,
+    prof: PathBuf,
+    before: Value,
+}
+
+impl Signalled {
+    fn new(tag: &str, subnet: &str, signal: &str, within: &str) -> Signalled {
+        let lab = lab(&format!("t-{tag}"), &SHARED_PAIR.replace("SUBNET", subnet));
+        let ns = lab.ns("a");
+        let dir = state_dir(tag);
+        let prof = write_profile(tag, FULL_PROFILE);
+        let before = inspect(&ns);
+        let mut child = std::process::Command::new(bin())
+            .args(["tune", "apply", "--netns", &ns, "--state-dir"])
+            .arg(&dir)
+            .arg("--profile")
+            .arg(&prof)
+            .args(["--dev", "eth1", "--confirm-within", within])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let end = Instant::now() + Duration::from_secs(30);
+        while !dir.join("journal.json").exists() && Instant::now() < end {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        assert!(
+            dir.join("journal.json").exists(),
+            "the apply never journaled"
+        );
+        let _ = std::process::Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+        Signalled {
+            lab,
+            ns,
+            dir,
+            prof,
+            before,
+        }
+    }
+
+    fn d(&self) -> &str {
+        self.dir.to_str().unwrap()
+    }
+
+    fn done(self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_file(&self.prof);
+        self.lab.down().unwrap();
+    }
+}
+
+#[test]
+fn ctrl_c_during_apply_gives_a_whole_guarded_apply() {
+    if !root_or_skip("ctrl_c_during_apply") {
+        return;
+    }
+    let t = Signalled::new("int", "10.238.50.0/24", "-INT", "30s");
+    // Every step is in place and the watchdog guards it.
+    let mid = inspect(&t.ns);
+    let e1 = link(&mid, "eth1");
+    assert_eq!(e1["mtu"], 9000);
+    assert_eq!(e1["gso_ipv4_max_size"], 185000);
+    assert_eq!(e1["features"]["rx-gro"]["on"], true);
+    assert_eq!(mid["sysctls"]["net.ipv4.tcp_rto_min_us"], "5000");
+    let j = journal_of(&t.dir);
+    assert!(j["watchdog_pid"].as_u64().is_some(), "no watchdog: {j}");
+    ok(&tune_in(&t.ns, t.d(), "status", &[]));
+    ok(&tune_in(&t.ns, t.d(), "rollback", &[]));
+    assert_eq!(tunables(&inspect(&t.ns)), tunables(&t.before));
+    t.done();
+}
+
+#[test]
+fn an_apply_killed_after_its_journal_is_rolled_back_exactly() {
+    if !root_or_skip("apply_killed_after_journal") {
+        return;
+    }
+    // SIGKILL lands somewhere between the journal and the end.
+    let t = Signalled::new("kill", "10.239.50.0/24", "-KILL", "2s");
+    let j = journal_of(&t.dir);
+    let st = tune_in(&t.ns, t.d(), "status", &[]);
+    if j["watchdog_pid"].is_null() {
+        let err = fails(&st);
+        assert!(err.contains("no watchdog was recorded"), "{err}");
+    }
+    // Whatever the kill left, once the deadline has passed either the
+    // watchdog or the next command restores the host exactly.
+    std::thread::sleep(Duration::from_millis(2500));
+    let p = t.prof.to_str().unwrap();
+    let _ = tune_in(&t.ns, t.d(), "plan", &["--profile", p, "--dev", "eth1"]);
+    assert!(
+        wait_until(10, || !t.dir.join("journal.json").exists()),
+        "nothing rolled back"
+    );
+    assert_eq!(tunables(&inspect(&t.ns)), tunables(&t.before));
+    t.done();
+}

@@ -236,3 +236,94 @@ fn a_lab_file_with_a_host_wide_sysctl_is_refused_before_anything_is_built() {
     assert!(namespaces_with(&format!("{name}-")).is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn endless_or_huge_description_files_are_refused_not_read() {
+    let dir = temp_dir("labhuge");
+    let big = dir.join("big.toml");
+    std::fs::write(&big, format!("# {}\n", "x".repeat(2 << 20))).unwrap();
+    let b = big.to_str().unwrap();
+    for (args, needle) in [
+        (vec!["lab", "up", "/dev/zero"], "not a regular file"),
+        (vec!["lab", "up", b], "larger than 1024 KiB"),
+        (
+            vec!["experiment", "/dev/zero", "--dry-run"],
+            "not a regular file",
+        ),
+        (vec!["experiment", b, "--dry-run"], "larger than 1024 KiB"),
+        (
+            vec!["tune", "plan", "--profile", "/dev/zero"],
+            "not a regular file",
+        ),
+        (vec!["tune", "plan", "--profile", b], "larger than 1024 KiB"),
+    ] {
+        let t = std::time::Instant::now();
+        let out = ws(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "{args:?} took {:?}",
+            t.elapsed()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn two_lab_ups_of_one_name_at_once_leave_one_whole_lab() {
+    if !root_or_skip("two_lab_ups_at_once") {
+        return;
+    }
+    let dir = temp_dir("labtwice");
+    let name = format!("l2-p{}-0", std::process::id());
+    let _guard = NsGuard(format!("{name}-"));
+    let hosts = 12;
+    let mut text = format!("name = \"{name}\"\n");
+    for i in 0..hosts {
+        text.push_str(&format!("[[host]]\nname = \"h{i}\"\n"));
+    }
+    let file = dir.join("lab.toml");
+    std::fs::write(&file, text).unwrap();
+    let state = dir.join("state");
+    let (f, s) = (file.to_str().unwrap(), state.to_str().unwrap());
+    let kids: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            Command::new(bin())
+                .args(["lab", "up", f, "--state-dir", s])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<std::process::Output> = kids
+        .into_iter()
+        .map(|k| k.wait_with_output().unwrap())
+        .collect();
+    let won = outs.iter().filter(|o| o.status.success()).count();
+    let errs: Vec<String> = outs
+        .iter()
+        .filter(|o| !o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    assert_eq!(won, 1, "exactly one build wins: {errs:?}");
+    assert!(
+        errs[0].contains("is being built by process") || errs[0].contains("exists already"),
+        "{errs:?}"
+    );
+    assert_eq!(
+        namespaces_with(&format!("{name}-")).len(),
+        hosts,
+        "the loser removed namespaces of the winner: {errs:?}"
+    );
+    let out = ws(&["lab", "down", &name, "--state-dir", s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(namespaces_with(&format!("{name}-")).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
