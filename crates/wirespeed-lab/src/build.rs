@@ -622,8 +622,8 @@ pub struct Lab {
     made: Vec<String>,
 }
 
-/// Whether process `pid` still runs.
-fn pid_alive(pid: u32) -> bool {
+/// Whether process `pid` still runs (exists and is not a zombie).
+pub fn pid_alive(pid: u32) -> bool {
     i32::try_from(pid).is_ok_and(crate::netns::alive)
 }
 

@@ -75,7 +75,7 @@ pub fn run(c: LabCmd) -> Result<()> {
             need_root()?;
             let state = load_state(&name, &state_dir)?;
             if let Some(pid) = state.pid.filter(|_| state.building)
-                && std::path::Path::new(&format!("/proc/{pid}")).exists()
+                && wirespeed_lab::pid_alive(pid)
             {
                 bail!(
                     "lab {name} is still being built by process {pid}: stop it first (it removes the lab when it fails)"

@@ -150,25 +150,50 @@ fn kill_lab_up_mid_build(file: &str, state: &str, first: &str) {
     assert!(!st.success(), "the build finished before the kill");
 }
 
+/// A lab file of `hosts` hosts (each with `extra` lines) in a temp dir,
+/// its namespaces removed on drop.
+struct ManyHosts {
+    name: String,
+    dir: std::path::PathBuf,
+    file: String,
+    state: String,
+    _guard: NsGuard,
+}
+
+impl ManyHosts {
+    fn new(prefix: &str, hosts: usize, extra: &str) -> ManyHosts {
+        let dir = temp_dir(&format!("lab-{prefix}"));
+        let name = format!("{prefix}-p{}-0", std::process::id());
+        let mut text = format!("name = \"{name}\"\n");
+        for i in 0..hosts {
+            text.push_str(&format!("[[host]]\nname = \"h{i}\"\n{extra}"));
+        }
+        let file = dir.join("lab.toml");
+        std::fs::write(&file, text).unwrap();
+        let path = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
+        ManyHosts {
+            _guard: NsGuard(format!("{name}-")),
+            file: path(file),
+            state: path(dir.join("state")),
+            name,
+            dir,
+        }
+    }
+}
+
 #[test]
 fn a_killed_lab_up_is_removed_by_lab_down_or_the_next_lab_up() {
     if !root_or_skip("a_killed_lab_up") {
         return;
     }
-    let dir = temp_dir("labkill");
-    let name = format!("lk-p{}-0", std::process::id());
-    let _guard = NsGuard(format!("{name}-"));
     let hosts = 60;
-    let mut text = format!("name = \"{name}\"\n");
-    for i in 0..hosts {
-        text.push_str(&format!(
-            "[[host]]\nname = \"h{i}\"\nsysctl = {{ \"net.ipv4.tcp_slow_start_after_idle\" = \"0\" }}\n"
-        ));
-    }
-    let file = dir.join("lab.toml");
-    std::fs::write(&file, text).unwrap();
-    let state = dir.join("state");
-    let (f, s) = (file.to_str().unwrap(), state.to_str().unwrap());
+    let lab = ManyHosts::new(
+        "lk",
+        hosts,
+        "sysctl = { \"net.ipv4.tcp_slow_start_after_idle\" = \"0\" }\n",
+    );
+    let (name, dir, state) = (&lab.name, &lab.dir, &lab.dir.join("state"));
+    let (f, s) = (lab.file.as_str(), lab.state.as_str());
     let first = format!("{name}-h0");
 
     kill_lab_up_mid_build(f, s, &first);
@@ -178,7 +203,7 @@ fn a_killed_lab_up_is_removed_by_lab_down_or_the_next_lab_up() {
         serde_json::from_str(&std::fs::read_to_string(state.join(format!("{name}.json"))).unwrap())
             .unwrap();
     assert_eq!(st["building"], true, "{st}");
-    let out = ws(&["lab", "down", &name, "--state-dir", s]);
+    let out = ws(&["lab", "down", name, "--state-dir", s]);
     assert!(
         out.status.success(),
         "{}",
@@ -194,14 +219,14 @@ fn a_killed_lab_up_is_removed_by_lab_down_or_the_next_lab_up() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("that a killed `lab up`"), "{err}");
     assert_eq!(namespaces_with(&format!("{name}-")).len(), hosts);
-    let out = ws(&["lab", "down", &name, "--state-dir", s]);
+    let out = ws(&["lab", "down", name, "--state-dir", s]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(namespaces_with(&format!("{name}-")), Vec::<String>::new());
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -276,18 +301,10 @@ fn two_lab_ups_of_one_name_at_once_leave_one_whole_lab() {
     if !root_or_skip("two_lab_ups_at_once") {
         return;
     }
-    let dir = temp_dir("labtwice");
-    let name = format!("l2-p{}-0", std::process::id());
-    let _guard = NsGuard(format!("{name}-"));
     let hosts = 12;
-    let mut text = format!("name = \"{name}\"\n");
-    for i in 0..hosts {
-        text.push_str(&format!("[[host]]\nname = \"h{i}\"\n"));
-    }
-    let file = dir.join("lab.toml");
-    std::fs::write(&file, text).unwrap();
-    let state = dir.join("state");
-    let (f, s) = (file.to_str().unwrap(), state.to_str().unwrap());
+    let lab = ManyHosts::new("l2", hosts, "");
+    let (name, dir) = (&lab.name, &lab.dir);
+    let (f, s) = (lab.file.as_str(), lab.state.as_str());
     let kids: Vec<std::process::Child> = (0..2)
         .map(|_| {
             Command::new(bin())
@@ -318,12 +335,12 @@ fn two_lab_ups_of_one_name_at_once_leave_one_whole_lab() {
         hosts,
         "the loser removed namespaces of the winner: {errs:?}"
     );
-    let out = ws(&["lab", "down", &name, "--state-dir", s]);
+    let out = ws(&["lab", "down", name, "--state-dir", s]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(namespaces_with(&format!("{name}-")).is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
