@@ -53,6 +53,19 @@ pub enum HostError {
     /// An unknown profile name.
     #[error("unknown profile {0:?} (known: throughput, latency, tpu-multinic, bulk-multinic)")]
     UnknownProfile(String),
+    /// Another tune command holds the state directory's lock.
+    #[error(
+        "another wirespeed tune holds the lock on {dir}{}; waited {waited_s:.0} s: try again when it has finished",
+        holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    Busy {
+        /// The state directory.
+        dir: String,
+        /// The holder's pid, as it wrote it in the lock file.
+        holder: Option<u32>,
+        /// How long this command waited.
+        waited_s: f64,
+    },
 }
 
 impl HostError {
@@ -61,6 +74,17 @@ impl HostError {
         HostError::Netlink {
             what: what.into(),
             error: source,
+        }
+    }
+
+    /// Whether the error says the object is gone: a device deleted since
+    /// (ENODEV, no such link) or a /proc/sys file that no longer exists.
+    pub fn is_gone(&self) -> bool {
+        match self {
+            HostError::NoSuchLink(_) => true,
+            HostError::Netlink { source, .. } => source.raw_os_error() == Some(libc::ENODEV),
+            HostError::File { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            _ => false,
         }
     }
 

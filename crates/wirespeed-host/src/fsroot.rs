@@ -19,9 +19,22 @@ impl Default for Fs {
     }
 }
 
-/// The /proc/sys path of a dotted sysctl name.
+/// The /proc/sys path of a sysctl name. As in sysctl(8), a dotted name
+/// writes a dot inside a part (a device such as eth0.100) as `/`; a name
+/// without dots is taken as a path.
 pub fn sysctl_path(key: &str) -> String {
-    format!("proc/sys/{}", key.replace('.', "/"))
+    let rel: String = if key.contains('.') {
+        key.chars()
+            .map(|c| match c {
+                '.' => '/',
+                '/' => '.',
+                c => c,
+            })
+            .collect()
+    } else {
+        key.to_string()
+    };
+    format!("proc/sys/{rel}")
 }
 
 impl Fs {
@@ -113,17 +126,17 @@ pub fn read_bond(fs: &Fs, name: &str) -> Result<Bond, HostError> {
         .and_then(|s| s.parse().ok())
         .or(from_proc.as_ref().and_then(|b| b.miimon));
     let mut slaves = from_proc.map(|b| b.slaves).unwrap_or_default();
-    if slaves.is_empty() {
-        if let Ok(list) = fs.read_trim(&format!("{dir}/slaves")) {
-            slaves = list
-                .split_whitespace()
-                .map(|s| BondSlave {
-                    name: s.into(),
-                    mii_status: "unknown".into(),
-                    speed_mbps: None,
-                })
-                .collect();
-        }
+    if slaves.is_empty()
+        && let Ok(list) = fs.read_trim(&format!("{dir}/slaves"))
+    {
+        slaves = list
+            .split_whitespace()
+            .map(|s| BondSlave {
+                name: s.into(),
+                mii_status: "unknown".into(),
+                speed_mbps: None,
+            })
+            .collect();
     }
     Ok(Bond {
         mode,
@@ -192,6 +205,35 @@ pub fn parse_proc_bonding(text: &str) -> Bond {
         }
     }
     b
+}
+
+/// Largest description file (profile, lab, experiment) read: 1 MiB.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads a description file a user names, refusing what is not a regular
+/// file (a FIFO would block, /dev/zero never end) or is larger than
+/// [`MAX_FILE_BYTES`].
+pub fn read_text_file(path: impl AsRef<Path>) -> std::io::Result<String> {
+    use std::io::Read;
+    let path = path.as_ref();
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} KiB", MAX_FILE_BYTES >> 10),
+        ));
+    }
+    Ok(text)
 }
 
 /// True when `p` exists under the root.

@@ -183,10 +183,10 @@ fn link_of(
             .filter(|i| *i != l.header.index)
             .and_then(|i| link_name(all, i));
     }
-    if let Some(v) = &link.vxlan {
-        if link.lower.is_none() {
-            link.lower = v.underlay.clone();
-        }
+    if let Some(v) = &link.vxlan
+        && link.lower.is_none()
+    {
+        link.lower = v.underlay.clone();
     }
     link.addresses = addrs
         .iter()

@@ -495,6 +495,14 @@ pub struct LabState {
     pub spec: LabSpec,
     /// Its addressing.
     pub plan: Addressing,
+    /// True from before the first namespace is made until the build has
+    /// finished: a state file still building whose `pid` is gone is what a
+    /// killed `lab up` left.
+    #[serde(default)]
+    pub building: bool,
+    /// The process building the lab (while `building`).
+    #[serde(default)]
+    pub pid: Option<u32>,
 }
 
 impl LabState {
@@ -504,8 +512,16 @@ impl LabState {
     }
 }
 
-/// Removes every namespace of a lab; the veth pairs and overlays in them go
-/// with them. Namespaces already gone are not an error.
+/// Removes one namespace: first the processes still running in it (a
+/// server keeps a namespace and its veths alive after `ip netns del`).
+fn remove_ns(n: &str) -> Result<(), LabError> {
+    crate::netns::kill_processes_in(n);
+    run(&[s("ip"), s("netns"), s("del"), s(n)])
+}
+
+/// Removes every namespace of a lab, killing what still runs in them; the
+/// veth pairs and overlays in them go with them. Namespaces already gone
+/// are not an error.
 pub fn destroy(state: &LabState) -> Result<(), LabError> {
     let mut first_err = None;
     for h in &state.spec.hosts {
@@ -513,23 +529,64 @@ pub fn destroy(state: &LabState) -> Result<(), LabError> {
         if !Path::new("/run/netns").join(&n).exists() {
             continue;
         }
-        if let Err(e) = run(&[s("ip"), s("netns"), s("del"), n]) {
+        if let Err(e) = remove_ns(&n) {
             first_err.get_or_insert(e);
         }
     }
     first_err.map_or(Ok(()), Err)
 }
 
-/// Writes a lab's state to `dir/NAME.json`.
+/// The state file of lab `name` in `dir`.
+fn state_path(name: &str, dir: &Path) -> PathBuf {
+    dir.join(format!("{name}.json"))
+}
+
+/// Writes a lab's state to `dir/NAME.json` (a temporary file, then a rename).
 pub fn save_state(state: &LabState, dir: &Path) -> Result<PathBuf, LabError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| LabError::io(format!("create {}", dir.display()), e))?;
-    let path = dir.join(format!("{}.json", state.name));
+    let path = state_path(&state.name, dir);
     let text = serde_json::to_string_pretty(state)
         .map_err(|e| LabError::Spec(format!("encode lab state: {e}")))?;
-    std::fs::write(&path, text)
-        .map_err(|e| LabError::io(format!("write {}", path.display()), e))?;
+    let tmp = dir.join(format!(".{}.json.tmp-{}", state.name, std::process::id()));
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            LabError::io(format!("write {}", path.display()), e)
+        })?;
     Ok(path)
+}
+
+/// Writes a new lab's state to `dir/NAME.json`, failing when that file
+/// exists (another `lab up` of the name got there first): the content is
+/// written to a temporary file and hard-linked into place, which is atomic
+/// and refuses to replace.
+fn create_state(state: &LabState, dir: &Path) -> Result<PathBuf, LabError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| LabError::io(format!("create {}", dir.display()), e))?;
+    let path = state_path(&state.name, dir);
+    let text = serde_json::to_string_pretty(state)
+        .map_err(|e| LabError::Spec(format!("encode lab state: {e}")))?;
+    let tmp = dir.join(format!(".{}.json.new-{}", state.name, std::process::id()));
+    let linked = std::fs::write(&tmp, text).and_then(|_| std::fs::hard_link(&tmp, &path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(path),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let other = load_state(&state.name, dir).ok();
+            Err(LabError::Spec(
+                match other.and_then(|o| o.pid.filter(|_| o.building)) {
+                    Some(pid) => format!("lab {} is being built by process {pid}", state.name),
+                    None => format!(
+                        "lab {0} exists already: `wirespeed lab down {0}` removes it",
+                        state.name
+                    ),
+                },
+            ))
+        }
+        Err(e) => Err(LabError::io(format!("write {}", path.display()), e)),
+    }
 }
 
 /// Reads a lab's state saved by [`save_state`].
@@ -537,7 +594,7 @@ pub fn load_state(name: &str, dir: &Path) -> Result<LabState, LabError> {
     if name.contains('/') || name.starts_with('.') {
         return Err(LabError::Spec(format!("bad lab name {name:?}")));
     }
-    let path = dir.join(format!("{name}.json"));
+    let path = state_path(name, dir);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         LabError::io(
             format!(
@@ -553,11 +610,21 @@ pub fn load_state(name: &str, dir: &Path) -> Result<LabState, LabError> {
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
-/// A running lab; dropping it removes every namespace it made.
+/// A running lab; dropping it removes every namespace it made (and its
+/// state file, when it has one).
 #[derive(Debug)]
 pub struct Lab {
     state: LabState,
     armed: bool,
+    state_file: Option<PathBuf>,
+    /// The namespaces this build made: a failed build removes only these,
+    /// never those of a concurrent build of the same name.
+    made: Vec<String>,
+}
+
+/// Whether process `pid` still runs (exists and is not a zombie).
+pub fn pid_alive(pid: u32) -> bool {
+    i32::try_from(pid).is_ok_and(crate::netns::alive)
 }
 
 impl Lab {
@@ -578,6 +645,59 @@ impl Lab {
     /// Builds the lab; on any failure removes what was built and says which
     /// command failed.
     pub fn up(spec: &LabSpec) -> Result<Lab, LabError> {
+        Self::build(spec, None)
+    }
+
+    /// Builds the lab like [`Lab::up`], with its state in `dir/NAME.json`
+    /// written BEFORE the first namespace exists (marked building), so
+    /// `lab down NAME` removes even what a killed build left. When a
+    /// killed build of the same name left namespaces, they are removed
+    /// first; the second value then says so.
+    pub fn up_recorded(spec: &LabSpec, dir: &Path) -> Result<(Lab, Option<String>), LabError> {
+        spec.validate()?;
+        if !is_root() {
+            return Err(LabError::NotRoot);
+        }
+        let mut note = None;
+        let path = state_path(&spec.name, dir);
+        if path.exists() {
+            let old = load_state(&spec.name, dir)?;
+            let left = old
+                .spec
+                .hosts
+                .iter()
+                .filter(|h| Path::new("/run/netns").join(old.ns(&h.name)).exists())
+                .count();
+            match (old.building, old.pid) {
+                (true, Some(pid)) if pid_alive(pid) && pid != std::process::id() => {
+                    return Err(LabError::Spec(format!(
+                        "lab {} is being built by process {pid}",
+                        spec.name
+                    )));
+                }
+                (true, _) => {
+                    destroy(&old)?;
+                    note = Some(format!(
+                        "removed {left} namespace(s) that a killed `lab up` of {} left",
+                        spec.name
+                    ));
+                }
+                (false, _) if left > 0 => {
+                    return Err(LabError::Spec(format!(
+                        "lab {0} exists already (state in {1}): `wirespeed lab down {0}` removes it",
+                        spec.name,
+                        path.display()
+                    )));
+                }
+                // Its namespaces are gone (a reboot, `ip netns del`): stale.
+                (false, _) => {}
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        Self::build(spec, Some(dir)).map(|lab| (lab, note))
+    }
+
+    fn build(spec: &LabSpec, dir: Option<&Path>) -> Result<Lab, LabError> {
         spec.validate()?;
         if !is_root() {
             return Err(LabError::NotRoot);
@@ -593,17 +713,31 @@ impl Lab {
                 )));
             }
         }
-        let lab = Lab {
+        let mut lab = Lab {
             state: LabState {
                 name: spec.name.clone(),
                 spec: spec.clone(),
                 plan: plan.clone(),
+                building: true,
+                pid: Some(std::process::id()),
             },
             armed: true,
+            state_file: None,
+            made: Vec::new(),
         };
+        if let Some(dir) = dir {
+            lab.state_file = Some(create_state(&lab.state, dir)?);
+        }
         for cmd in build_commands(spec, &plan) {
             run(&cmd)?;
+            if let [ip, netns, add, n] = cmd.as_slice()
+                && (ip.as_str(), netns.as_str(), add.as_str()) == ("ip", "netns", "add")
+            {
+                lab.made.push(n.clone());
+            }
         }
+        lab.state.building = false;
+        lab.state.pid = None;
         Ok(lab)
     }
 
@@ -659,10 +793,14 @@ impl Lab {
         self.state.plan.vxlans.get(j)?.end(host)
     }
 
-    /// Disarms the guard: the lab stays until [`destroy`] of the returned state.
-    pub fn keep(mut self) -> LabState {
+    /// Disarms the guard: the lab stays until [`destroy`] of the returned
+    /// state. A state file written by [`Lab::up_recorded`] is rewritten as built.
+    pub fn keep(mut self) -> Result<LabState, LabError> {
         self.armed = false;
-        self.state.clone()
+        if let Some(dir) = self.state_file.as_deref().and_then(Path::parent) {
+            save_state(&self.state, dir)?;
+        }
+        Ok(self.state.clone())
     }
 
     /// Removes the lab now, reporting failures.
@@ -674,13 +812,23 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        if self.armed {
-            let _ = destroy(&self.state);
+        if !self.armed {
+            return;
+        }
+        let mut ok = true;
+        for n in &self.made {
+            if Path::new("/run/netns").join(n).exists() {
+                ok &= remove_ns(n).is_ok();
+            }
+        }
+        if let (true, Some(f)) = (ok, &self.state_file) {
+            let _ = std::fs::remove_file(f);
         }
     }
 }
 
-/// Removes namespaces of labs named by [`Lab::unique`] whose process is gone.
+/// Removes namespaces of labs named by [`Lab::unique`] whose process is
+/// gone, killing what still runs in them.
 pub fn sweep_stale() {
     let Ok(dir) = std::fs::read_dir("/run/netns") else {
         return;
@@ -688,9 +836,9 @@ pub fn sweep_stale() {
     for e in dir.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         if let Some(pid) = owner_pid(&name)
-            && !Path::new(&format!("/proc/{pid}")).exists()
+            && !pid_alive(pid)
         {
-            let _ = run(&[s("ip"), s("netns"), s("del"), name]);
+            let _ = remove_ns(&name);
         }
     }
 }

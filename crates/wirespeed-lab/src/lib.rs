@@ -17,7 +17,7 @@ pub mod spec;
 
 pub use build::{
     Lab, LabState, build_commands, cap_commands, destroy, flow_cap_commands, is_root, load_state,
-    ns_name, owner_pid, run, save_state, sweep_stale, tbf_sizes,
+    ns_name, owner_pid, pid_alive, run, save_state, sweep_stale, tbf_sizes,
 };
 pub use error::LabError;
 pub use plan::{Addressing, Nic, Pair};

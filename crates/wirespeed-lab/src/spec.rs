@@ -245,6 +245,32 @@ pub fn locate(text: &str, table: Option<(&str, usize)>, field: &str) -> Option<u
     table.map(|_| header_line + 1)
 }
 
+/// Most hosts (network namespaces) in one lab.
+pub const MAX_HOSTS: usize = 250;
+
+/// Most sysctls, and most loopback addresses, on one host.
+const MAX_PER_HOST: usize = 256;
+
+/// Checks a sysctl set inside a lab host's namespace: a sysctl name, a
+/// value on one line, and a key that is per network namespace (any other
+/// would change the machine running the lab, and `lab down` would not
+/// undo it).
+pub fn check_lab_sysctl(key: &str, value: &str) -> Result<(), String> {
+    use wirespeed_host::tune::{netns_sysctl_refusal, valid_sysctl_name};
+    if !valid_sysctl_name(key) {
+        return Err(format!("bad sysctl name {key:?}"));
+    }
+    if value.trim().is_empty() || value.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(format!("bad value {value:?} for sysctl {key}"));
+    }
+    if let Some(why) = netns_sysctl_refusal(key) {
+        return Err(format!(
+            "{why}; a lab host is a network namespace, so only its per-namespace net.* sysctls can be set"
+        ));
+    }
+    Ok(())
+}
+
 /// Where a validation error sits: a table entry and a field.
 struct At<'a> {
     table: Option<(&'a str, usize)>,
@@ -299,6 +325,21 @@ impl LabSpec {
         if self.hosts.is_empty() {
             return Err((top("host"), "a lab needs at least one [[host]]".into()));
         }
+        if self.hosts.len() > MAX_HOSTS {
+            return Err((
+                top("host"),
+                format!(
+                    "{} hosts: at most {MAX_HOSTS} (each is a network namespace)",
+                    self.hosts.len()
+                ),
+            ));
+        }
+        if self.vxlans.len() > 200 {
+            return Err((top("vxlan"), "at most 200 overlays".into()));
+        }
+        if self.routes.len() > 1000 {
+            return Err((top("route"), "at most 1000 routes".into()));
+        }
         let mut seen = std::collections::HashSet::new();
         for (i, h) in self.hosts.iter().enumerate() {
             let at = |field| At {
@@ -317,15 +358,16 @@ impl LabSpec {
             if !seen.insert(h.name.as_str()) {
                 return Err((at("name"), format!("host {:?} is defined twice", h.name)));
             }
-            for k in h.sysctl.keys() {
-                if k.is_empty()
-                    || k.contains("..")
-                    || !k
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b))
-                {
-                    return Err((at("sysctl"), format!("bad sysctl name {k:?}")));
-                }
+            if h.sysctl.len() > MAX_PER_HOST || h.loopback.len() > MAX_PER_HOST {
+                return Err((
+                    at("sysctl"),
+                    format!(
+                        "at most {MAX_PER_HOST} sysctls and {MAX_PER_HOST} loopback addresses per host"
+                    ),
+                ));
+            }
+            for (k, v) in &h.sysctl {
+                check_lab_sysctl(k, v).map_err(|e| (at("sysctl"), e))?;
             }
             for a in &h.loopback {
                 if parse_prefix(a).is_none() {
@@ -623,6 +665,33 @@ links = [0, 1]
         let e = err(&GOOD.replace("mtu = 9000", "mtu = \"big\""));
         assert!(e.contains("line 17"), "{e}");
         assert!(err("name = \"x y\"\n[[host]]\nname=\"a\"").contains("line 1"));
+    }
+
+    #[test]
+    fn host_wide_sysctls_and_absurd_sizes_are_refused() {
+        for k in [
+            "kernel.hostname",
+            "vm.swappiness",
+            "fs.file-max",
+            "net.core.rmem_max",
+        ] {
+            let e = err(&GOOD.replace("net.ipv4.tcp_rmem", k));
+            assert!(
+                e.contains("line 6")
+                    && e.contains("`sysctl`")
+                    && e.contains(k)
+                    && e.contains("host"),
+                "{e}"
+            );
+        }
+        let e = err(&GOOD.replace("\"4096 131072 16777216\"", "\"1\\nkernel.x=1\""));
+        assert!(e.contains("bad value"), "{e}");
+        let mut many = String::from("name = \"big\"\n");
+        for i in 0..10_000 {
+            many.push_str(&format!("[[host]]\nname = \"h{i}\"\n"));
+        }
+        let e = err(&many);
+        assert!(e.contains("10000 hosts: at most 250"), "{e}");
     }
 
     #[test]

@@ -160,14 +160,55 @@ fn namespaces_of_a_killed_process_are_swept() {
     }
     // A pid far above pid_max's default cannot be alive.
     let stale = "lt-stale-p4000000-0-a";
+    // A process a killed run left inside (a server without a parent) is
+    // killed with its namespace; so is one inside a lab that goes down.
+    // The process makes the namespace and only then is it named, so that
+    // another test's sweep never sees it empty.
+    // Readiness: the child has left this process's namespace.
+    let entered = |pid: u32| {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::fs::read_link(format!("/proc/{pid}/ns/net")).ok()
+            == std::fs::read_link("/proc/self/ns/net").ok()
+            && std::time::Instant::now() < end
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    let mut orphan = Command::new("unshare")
+        .args(["--net", "sleep", "300"])
+        .spawn()
+        .unwrap();
+    entered(orphan.id());
     let st = Command::new("ip")
-        .args(["netns", "add", stale])
+        .args(["netns", "attach", stale, &orphan.id().to_string()])
         .status()
         .unwrap();
     assert!(st.success());
     let lab = Lab::up(&LabSpec::two_hosts(&Lab::unique("lt-sweep"), 1, None)).unwrap();
     assert!(!ns_exists(stale), "the stale namespace is still there");
+    let mut inside = lab.command("a", "sleep").arg("300").spawn().unwrap();
+    entered(inside.id());
     lab.down().unwrap();
+    for (what, child) in [("stale", &mut orphan), ("lab", &mut inside)] {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break Some(st);
+            }
+            if std::time::Instant::now() > end {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            status.and_then(|s| s.signal()),
+            Some(9),
+            "the process in the {what} namespace was not killed"
+        );
+    }
 }
 
 #[test]

@@ -43,6 +43,8 @@ impl Drop for ServerProc {
 
 /// Starts `wirespeed serve` through `cmd` and waits for its listening line.
 pub fn spawn_server(mut cmd: Command) -> Result<ServerProc> {
+    // The server dies with us, however we die (SIGKILL included).
+    crate::sys::die_with_parent(&mut cmd);
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -154,8 +156,9 @@ fn lab_bench(
 ) -> Result<wirespeed_engine::TestResult> {
     let exe = std::env::current_exe().context("find the wirespeed binary")?;
     let d = format!("{duration}s");
-    let out = lab
-        .command("a", exe.to_str().context("binary path is not UTF-8")?)
+    let mut cmd = lab.command("a", exe.to_str().context("binary path is not UTF-8")?);
+    crate::sys::die_with_parent(&mut cmd);
+    let out = cmd
         .args([
             "bench", server, "--port", "5300", "-d", &d, "--warmup", "0.5s", "--cc", "cubic",
             "--json",

@@ -9,7 +9,6 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use wirespeed_engine::Report;
 use wirespeed_engine::spec::{parse_duration, parse_size};
 use wirespeed_lab::plan::{Addressing, address};
@@ -186,32 +185,52 @@ struct Plan {
     cells: Vec<Planned>,
 }
 
-const BOOL_FLAGS: &[&str] = &[
-    "--reverse",
-    "--bidir",
-    "--nodelay",
-    "--no-nodelay",
-    "--zerocopy",
-    "--skip-rx-copy",
-    "--probe-rr",
-    "--per-flow",
-];
+/// Every flag `wirespeed bench` takes: (spellings, long name, takes a
+/// value), read from its clap definition so the two cannot drift apart.
+fn bench_flags() -> &'static [(Vec<String>, String, bool)] {
+    static FLAGS: std::sync::OnceLock<Vec<(Vec<String>, String, bool)>> =
+        std::sync::OnceLock::new();
+    FLAGS.get_or_init(|| {
+        use clap::Args;
+        let cmd = crate::bench::BenchArgs::augment_args(clap::Command::new("bench"));
+        cmd.get_arguments()
+            .filter_map(|a| {
+                let long = format!("--{}", a.get_long()?);
+                let mut names = vec![long.clone()];
+                names.extend(
+                    a.get_all_aliases()
+                        .into_iter()
+                        .flatten()
+                        .map(|x| format!("--{x}")),
+                );
+                names.extend(a.get_short().map(|c| format!("-{c}")));
+                names.extend(
+                    a.get_all_short_aliases()
+                        .into_iter()
+                        .flatten()
+                        .map(|c| format!("-{c}")),
+                );
+                Some((names, long, a.get_action().takes_values()))
+            })
+            .collect()
+    })
+}
 
-/// The long name of a bench flag, so aliases replace each other.
+/// The long name of a bench flag, so aliases replace each other (an
+/// unknown flag is returned as it is).
 fn canonical(flag: &str) -> &str {
-    match flag {
-        "-F" | "-P" | "--parallel" => "--flows",
-        "-T" => "--threads",
-        "-d" => "--duration",
-        "-w" => "--workload",
-        "-l" => "--msg-size",
-        "-s" => "--size",
-        "-i" => "--interval",
-        "-p" => "--port",
-        "-R" => "--reverse",
-        "--cc" => "--congestion",
-        f => f,
-    }
+    bench_flags()
+        .iter()
+        .find(|(names, _, _)| names.iter().any(|n| n == flag))
+        .map(|(_, long, _)| long.as_str())
+        .unwrap_or(flag)
+}
+
+/// Whether bench flag `flag` (any spelling) takes no value.
+fn is_bool_flag(flag: &str) -> bool {
+    bench_flags()
+        .iter()
+        .any(|(names, _, takes)| !takes && names.iter().any(|n| n == flag))
 }
 
 /// Bench arguments as (flag, tokens) items, in order.
@@ -229,11 +248,16 @@ fn split_args(args: &[String]) -> Result<Vec<(String, Vec<String>)>, String> {
             _ => (t.as_str(), false),
         };
         let key = canonical(flag).to_string();
+        if !bench_flags().iter().any(|(_, long, _)| *long == key) {
+            return Err(format!(
+                "unknown bench flag {flag} (`wirespeed bench --help` lists them)"
+            ));
+        }
         if matches!(key.as_str(), "--json" | "--format" | "--port") {
             return Err(format!("{flag} is set by the experiment runner"));
         }
         let mut toks = vec![t.clone()];
-        if !inline && !BOOL_FLAGS.contains(&key.as_str()) {
+        if !inline && !is_bool_flag(&key) {
             toks.push(
                 it.next()
                     .ok_or_else(|| format!("{flag} needs a value"))?
@@ -347,13 +371,7 @@ fn settings_of(set: &LabSet, spec: &LabSpec) -> Result<Vec<(Setting, String)>, S
         set.hosts.iter().map(String::as_str).collect()
     };
     for (k, v) in &set.sysctl {
-        let ok = !k.is_empty()
-            && !k.contains("..")
-            && k.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-/".contains(&b));
-        if !ok || v.contains('\n') {
-            return Err(format!("bad sysctl {k:?} = {v:?}"));
-        }
+        wirespeed_lab::spec::check_lab_sysctl(k, v)?;
         for h in &hosts {
             out.push((
                 Setting::Sysctl {
@@ -436,7 +454,7 @@ fn describe_def(d: &CellDef) -> String {
 
 /// Reads and checks an experiment file; every error names the line and field.
 fn load(path: &Path, a: &ExperimentArgs) -> Result<Plan> {
-    let text = std::fs::read_to_string(path)
+    let text = wirespeed_host::fsroot::read_text_file(path)
         .with_context(|| format!("read experiment file {}", path.display()))?;
     let shown = path.display().to_string();
     let file: ExperimentFile = toml::from_str(&text).map_err(|e| {
@@ -461,7 +479,7 @@ fn load(path: &Path, a: &ExperimentArgs) -> Result<Plan> {
     let mut base = match &file.lab {
         LabRef::Path(p) => {
             let lp = path.parent().unwrap_or(Path::new(".")).join(p);
-            let lt = std::fs::read_to_string(&lp)
+            let lt = wirespeed_host::fsroot::read_text_file(&lp)
                 .map_err(|e| at(None, "lab", format!("read {}: {e}", lp.display())))?;
             LabSpec::from_toml_str(&lt).with_context(|| format!("in lab file {}", lp.display()))?
         }
@@ -613,10 +631,7 @@ fn load(path: &Path, a: &ExperimentArgs) -> Result<Plan> {
         }
         let sweep = chain.iter().rev().find_map(|(_, d)| d.sweep.clone());
         if let Some(s) = &sweep {
-            if !s.arg.starts_with('-')
-                || s.values.is_empty()
-                || BOOL_FLAGS.contains(&canonical(&s.arg))
-            {
+            if !s.arg.starts_with('-') || s.values.is_empty() || is_bool_flag(canonical(&s.arg)) {
                 return Err(at(*table, "sweep", "a sweep needs a flag that takes a value (e.g. \"--size\") and at least one value".into()));
             }
             split_args(&[s.arg.clone(), s.values[0].clone()])
@@ -765,26 +780,15 @@ impl Drop for Applied<'_> {
     }
 }
 
-/// Set by SIGINT/SIGTERM: finish cleanly at the next opportunity.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
+/// Catches SIGINT and SIGTERM: the run finishes cleanly at the next
+/// opportunity ([`stopped`]).
 pub(crate) fn catch_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is
-        // async-signal-safe; `signal` has no other preconditions.
-        unsafe {
-            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
-        }
-    }
+    crate::sys::catch_stop_signals();
 }
 
 /// Whether SIGINT or SIGTERM asked to stop (after [`catch_signals`]).
 pub(crate) fn stopped() -> bool {
-    STOP.load(Ordering::SeqCst)
+    crate::sys::stop_requested()
 }
 
 /// Writes `res` to `path` atomically: a temporary file, then a rename.
@@ -914,12 +918,13 @@ fn bench_once(lab: &Lab, plan: &Plan, exe: &str, target: &str, args: &[String]) 
         cmd.args(["--warmup", &plan.warmup]);
     }
     cmd.args(args);
+    crate::sys::die_with_parent(&mut cmd);
     let out = cmd
         .stdin(std::process::Stdio::null())
         .output()
         .context("run wirespeed bench in the lab")?;
     if !out.status.success() {
-        if STOP.load(Ordering::SeqCst) {
+        if stopped() {
             bail!("interrupted");
         }
         bail!(
@@ -948,7 +953,7 @@ fn run_cell(run: &Running, plan: &Plan, c: &Planned, exe: &str, label: &str) -> 
             _ => c.args.clone(),
         };
         for r in 0..plan.repeats {
-            if STOP.load(Ordering::SeqCst) {
+            if stopped() {
                 bail!("interrupted");
             }
             let report = bench_once(&run.lab, plan, exe, &c.target, &args)?;
@@ -1160,7 +1165,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
             res.cells.push(d);
             continue;
         }
-        if STOP.load(Ordering::SeqCst) {
+        if stopped() {
             break;
         }
         if running.as_ref().is_none_or(|r| r.spec != c.lab) {
@@ -1172,7 +1177,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         let Some(r) = running.as_ref() else { continue };
         let cell = match run_cell(r, &plan, c, &exe, &format!("[{}/{n}]", i + 1)) {
             Ok(cell) => cell,
-            Err(e) if STOP.load(Ordering::SeqCst) => {
+            Err(e) if stopped() => {
                 eprintln!("stopped during cell {}: {e:#}", c.name);
                 break;
             }
@@ -1236,6 +1241,23 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_bench_flag_is_named_as_unknown() {
+        for bad in [
+            &["--bogus", "1"][..],
+            &["--flows", "2", "--zerocopyy"],
+            &["-Z"],
+        ] {
+            let e = merge_args(&[&v(bad)]).unwrap_err();
+            assert!(e.contains("unknown bench flag"), "{bad:?}: {e}");
+            assert!(!e.contains("needs a value"), "{bad:?}: {e}");
+        }
+        // Every spelling clap knows is known: aliases, shorts, hidden short aliases.
+        let m = merge_args(&[&v(&["-P", "2", "--cc", "cubic", "-R", "--parallel", "3"])]).unwrap();
+        assert_eq!(m, v(&["--cc", "cubic", "-R", "--parallel", "3"]));
+        assert!(merge_args(&[&v(&["--skip-rx-copy", "--probe-rr"])]).is_ok());
+    }
+
+    #[test]
     fn placeholders_resolve_to_lab_addresses() {
         let mut s = LabSpec::two_hosts("x", 2, None);
         s.subnet_base = Some(61);
@@ -1292,7 +1314,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ws-exp-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let f = dir.join(format!("e{}.toml", N.fetch_add(1, Ordering::Relaxed)));
+        let f = dir.join(format!(
+            "e{}.toml",
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         std::fs::write(&f, text)?;
         let r = load(&f, &args());
         let _ = std::fs::remove_file(&f);

@@ -106,8 +106,9 @@ pub enum TuneCmd {
     /// Keep the last apply (cancel its automatic rollback).
     Confirm(StateArgs),
     /// Restore every value the journal holds.
-    Rollback(StateArgs),
-    /// Show the journal.
+    Rollback(RollbackArgs),
+    /// Show the journal; exits non-zero when it needs attention (deadline
+    /// passed unconfirmed, watchdog gone, journal from an earlier boot).
     Status(StateArgs),
     /// (internal) wait for the deadline and roll back unless confirmed.
     #[command(hide = true)]
@@ -122,6 +123,20 @@ pub struct StateArgs {
     /// Journal directory (default /var/lib/wirespeed/NETNS or .../host).
     #[arg(long)]
     state_dir: Option<PathBuf>,
+    /// How long to wait for another tune command holding the journal's lock.
+    #[arg(long, default_value = "30s")]
+    lock_wait: String,
+}
+
+/// Options of `tune rollback`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RollbackArgs {
+    #[command(flatten)]
+    state: StateArgs,
+    /// (internal, the backup timer) roll back only when the journal is
+    /// still unconfirmed past its deadline.
+    #[arg(long, hide = true)]
+    if_overdue: bool,
 }
 
 /// Options of `tune plan`.
@@ -176,14 +191,17 @@ pub fn enter_netns(at: &Where) -> Result<()> {
             args.push(a);
         }
     }
-    let status = std::process::Command::new("ip")
+    // exec, not spawn: `ip netns exec` replaces this process (and execs
+    // wirespeed in turn), so no parent is left to be killed apart from
+    // the work, and signals and the exit status reach the caller directly.
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new("ip")
         .args(["netns", "exec", name])
         .arg(&exe)
         .args(&args)
         .env(NETNS_ENV, name)
-        .status()
-        .context("cannot run `ip netns exec` (is iproute2 installed?)")?;
-    std::process::exit(status.code().unwrap_or(1));
+        .exec();
+    Err(anyhow::Error::new(err).context("cannot run `ip netns exec` (is iproute2 installed?)"))
 }
 
 fn fs_of(at: &Where) -> Fs {
@@ -199,6 +217,12 @@ pub(crate) fn snapshot(at: &Where) -> Result<Snapshot> {
 /// Runs `wirespeed inspect`.
 pub fn run_inspect(a: InspectArgs) -> Result<()> {
     enter_netns(&a.at)?;
+    if a.at.root.is_none() {
+        let st = StateDir::new(default_state_dir(&a.at));
+        if let Err(e) = settle(&st, &a.at, false) {
+            eprintln!("warning: {e:#}");
+        }
+    }
     let s = snapshot(&a.at)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
@@ -396,6 +420,12 @@ fn peer_findings(
 /// Runs `wirespeed doctor`.
 pub fn run_doctor(a: DoctorArgs) -> Result<()> {
     enter_netns(&a.at)?;
+    if a.at.root.is_none() {
+        let st = StateDir::new(default_state_dir(&a.at));
+        if let Err(e) = settle(&st, &a.at, true) {
+            eprintln!("warning: {e:#}");
+        }
+    }
     let s = snapshot(&a.at)?;
     let mut findings = diagnose(&s, &a.goal.goal()?);
     let mut peer_tests = Vec::new();
@@ -418,15 +448,115 @@ pub fn run_doctor(a: DoctorArgs) -> Result<()> {
     Ok(())
 }
 
-fn state_dir(a: &StateArgs) -> StateDir {
-    let dir = a.state_dir.clone().unwrap_or_else(|| {
-        let ns = std::env::var(NETNS_ENV)
-            .ok()
-            .or_else(|| a.at.netns.clone())
-            .unwrap_or_else(|| "host".into());
-        PathBuf::from("/var/lib/wirespeed").join(ns)
-    });
-    StateDir::new(dir)
+fn state_dir(a: &StateArgs) -> Result<StateDir> {
+    let dir = a
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| default_state_dir(&a.at));
+    let wait = parse_duration(&a.lock_wait).context("--lock-wait")?;
+    Ok(StateDir::new(dir).with_lock_wait(Duration::from_secs_f64(wait.clamp(0.0, 3600.0))))
+}
+
+/// /var/lib/wirespeed/NETNS, or .../host outside a named namespace.
+fn default_state_dir(at: &Where) -> PathBuf {
+    let ns = std::env::var(NETNS_ENV)
+        .ok()
+        .or_else(|| at.netns.clone())
+        .unwrap_or_else(|| "host".into());
+    PathBuf::from("/var/lib/wirespeed").join(ns)
+}
+
+/// What is wrong with a journal that needs attention, if anything.
+fn journal_problem(j: &tune::Journal) -> Option<String> {
+    if j.from_earlier_boot() {
+        return Some(
+            "the journal is from an earlier boot: the kernel reset its settings at boot; the next tune command retires it"
+                .into(),
+        );
+    }
+    let watchdog = match (j.watchdog_pid, j.watchdog_alive()) {
+        (Some(p), Some(false)) => format!("its watchdog (pid {p}) is gone"),
+        (Some(p), _) => format!("its watchdog (pid {p}) still runs"),
+        (None, _) => {
+            "no watchdog was recorded (the apply was stopped before it started one)".into()
+        }
+    };
+    if let Some(late) = j.overdue_s() {
+        return Some(format!(
+            "the confirm deadline passed {late:.0} s ago unconfirmed and {watchdog}: these changes are due to be rolled back; the next wirespeed tune, doctor or optimize rolls them back, or run `wirespeed tune rollback` now"
+        ));
+    }
+    if j.deadline_unix.is_some() && j.watchdog_alive() != Some(true) && j.timer_unit.is_none() {
+        return Some(format!(
+            "{watchdog}: nothing will roll back at the deadline; confirm, or run `wirespeed tune rollback`"
+        ));
+    }
+    None
+}
+
+/// Before a command that reads or changes the host: rolls back a journal
+/// left unconfirmed past its deadline (its watchdog died) and retires one
+/// from an earlier boot, saying so on stderr. With `roll` false (no root,
+/// or a command that only reads) it only warns.
+pub(crate) fn settle(st: &StateDir, at: &Where, roll: bool) -> Result<()> {
+    let j = match st.load() {
+        Ok(Some(j)) => j,
+        Ok(None) => return Ok(()),
+        // Another user's journal (root's, read by a user): not ours to settle.
+        Err(wirespeed_host::HostError::File { source, .. })
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let Some(problem) = journal_problem(&j) else {
+        return Ok(());
+    };
+    let dir = st.dir().display();
+    let due = j.overdue_s().is_some() || j.from_earlier_boot();
+    if !roll || !due || !wirespeed_lab::is_root() {
+        eprintln!("warning: tune journal in {dir}: {problem}");
+        return Ok(());
+    }
+    let mut host = open_host(at)?;
+    match tune::recover(&mut host, st).context("roll back the overdue journal")? {
+        tune::Recovered::Nothing => {}
+        tune::Recovered::StaleBoot { boot_id } => eprintln!(
+            "wirespeed: the tune journal in {dir} is from an earlier boot ({boot_id}): the kernel reset its settings at boot, so it was retired without changing anything"
+        ),
+        tune::Recovered::RolledBack {
+            overdue_s, result, ..
+        } => {
+            stop_timer(j.timer_unit.as_deref());
+            eprintln!(
+                "wirespeed: the tune journal in {dir} was left unconfirmed {overdue_s:.0} s past its deadline: rolled it back first ({})",
+                rolled_text(&result)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// "restored N setting(s): ...", plus what was skipped.
+fn rolled_text(r: &tune::RolledBack) -> String {
+    let mut t = if r.stale_boot {
+        "the journal was from an earlier boot: retired without changing anything (the kernel reset its settings at boot)".to_string()
+    } else if r.restored.is_empty() && r.skipped.is_empty() {
+        "nothing to roll back".to_string()
+    } else {
+        format!(
+            "restored {} setting(s): {}",
+            r.restored.len(),
+            r.restored.join(", ")
+        )
+    };
+    for (what, why) in &r.skipped {
+        t.push_str(&format!(
+            "\nwarning: skipped {what}: {why} (it no longer exists)"
+        ));
+    }
+    t
 }
 
 /// Tune's changing commands need root (CAP_NET_ADMIN and /proc/sys writes).
@@ -471,6 +601,7 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
     match c {
         TuneCmd::Plan(a) => {
             enter_netns(&a.state.at)?;
+            settle(&state_dir(&a.state)?, &a.state.at, true)?;
             let (_, plan) = make_plan(&a)?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&plan)?);
@@ -491,26 +622,52 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
             if deadline.is_some_and(|d| d < Duration::from_secs(1)) {
                 bail!("--confirm-within must be at least 1s");
             }
+            let st = state_dir(&a.plan.state)?;
+            settle(&st, &a.plan.state.at, true)?;
             let (mut host, plan) = make_plan(&a.plan)?;
-            let st = state_dir(&a.plan.state);
             if !a.plan.json {
                 print!("{}", crate::host_render::plan(&plan));
             }
-            let done = tune::apply(&mut host, &st, &plan, deadline).context("tune apply failed")?;
+            // From the lock to the recorded watchdog, SIGINT/SIGTERM/SIGHUP
+            // wait: Ctrl-C gives a whole, journaled, guarded apply, never
+            // half of one (they act once it is done).
+            let lock = st.lock().context("tune apply failed")?;
+            let held = crate::sys::hold_signals();
+            let done = tune::apply_locked(&mut host, &st, &lock, &plan, deadline)
+                .context("tune apply failed")?;
             if done.changed.is_empty() {
+                drop(held);
                 println!("nothing to change: every value is already set");
                 return Ok(());
             }
+            let mut guard = None;
             if let Some(d) = deadline {
-                if let Err(e) = spawn_watchdog(&a.plan.state, &st) {
-                    let _ = tune::rollback(&mut host, &st);
-                    return Err(e.context("so the changes were rolled back at once"));
-                }
+                let pid = match spawn_watchdog(&a.plan.state, &st) {
+                    Ok(pid) => pid,
+                    Err(e) => {
+                        let _ = tune::rollback_locked(&mut host, &st, &lock);
+                        return Err(e.context("so the changes were rolled back at once"));
+                    }
+                };
+                let timer = arm_timer(&st, d);
+                tune::record_guards(&st, &lock, Some(pid), timer.clone())
+                    .context("record the watchdog in the journal")?;
+                guard = Some((d, pid, timer));
+            }
+            drop(lock);
+            drop(held);
+            for s in &done.side_effects {
+                println!("  the kernel also changed {s} (journaled: rollback restores it)");
+            }
+            if let Some((d, pid, timer)) = guard {
                 println!(
-                    "applied {} change(s); they roll back in {:.0} s unless `wirespeed tune confirm{}` runs",
+                    "applied {} change(s); they roll back in {:.0} s unless `wirespeed tune confirm{}` runs (watchdog pid {pid}{})",
                     done.changed.len(),
                     d.as_secs_f64(),
-                    state_flag(&a.plan.state)
+                    state_flag(&a.plan.state),
+                    timer
+                        .map(|u| format!(", systemd timer {u}.timer"))
+                        .unwrap_or_default()
                 );
             } else {
                 println!(
@@ -523,44 +680,64 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
         }
         TuneCmd::Confirm(a) => {
             enter_netns(&a.at)?;
-            if tune::confirm(&state_dir(&a))? {
-                println!(
-                    "confirmed: the automatic rollback is cancelled (wirespeed tune rollback still restores)"
-                );
-            } else {
-                println!("nothing waits for confirmation");
+            match tune::confirm(&state_dir(&a)?)? {
+                Some(j) if j.deadline_unix.is_some() => {
+                    stop_timer(j.timer_unit.as_deref());
+                    println!(
+                        "confirmed: the automatic rollback is cancelled (wirespeed tune rollback still restores)"
+                    );
+                }
+                _ => println!("nothing waits for confirmation"),
             }
         }
         TuneCmd::Rollback(a) => {
             need_root()?;
-            enter_netns(&a.at)?;
-            let mut host = open_host(&a.at)?;
-            let restored = tune::rollback(&mut host, &state_dir(&a))?;
-            if restored.is_empty() {
-                println!("nothing to roll back");
-            } else {
-                println!(
-                    "restored {} setting(s): {}",
-                    restored.len(),
-                    restored.join(", ")
-                );
+            enter_netns(&a.state.at)?;
+            let st = state_dir(&a.state)?;
+            let timer = st.load().ok().flatten().and_then(|j| j.timer_unit);
+            let mut host = open_host(&a.state.at)?;
+            if a.if_overdue {
+                if let Some(r) = tune::rollback_if_overdue(&mut host, &st)? {
+                    println!("{}", rolled_text(&r));
+                }
+                return Ok(());
             }
+            let r = tune::rollback(&mut host, &st)?;
+            stop_timer(timer.as_deref());
+            println!("{}", rolled_text(&r));
         }
         TuneCmd::Status(a) => {
             enter_netns(&a.at)?;
-            match state_dir(&a).load()? {
+            let st = state_dir(&a)?;
+            // A deadline without a watchdog: an apply may be between the
+            // two; its lock (when ours to take) gives the settled journal.
+            let unguarded = st
+                .load()?
+                .is_some_and(|j| j.deadline_unix.is_some() && j.watchdog_pid.is_none());
+            let _lock = if unguarded { st.lock().ok() } else { None };
+            match st.load()? {
                 None => println!("no journal: wirespeed has changed nothing here"),
-                Some(j) => print!("{}", crate::host_render::journal(&j)),
+                Some(j) => {
+                    print!("{}", crate::host_render::journal(&j));
+                    if let Some(p) = journal_problem(&j) {
+                        bail!("{p}");
+                    }
+                }
             }
         }
         TuneCmd::Watchdog(a) => {
             crate::sys::detach();
             let mut host = open_host(&a.at)?;
-            let st = state_dir(&a);
+            let st = state_dir(&a)?;
             let log = st.dir().join("watchdog.log");
             let line = match tune::watch(&mut host, &st) {
-                Ok(true) => "deadline passed without confirmation: rolled back".to_string(),
-                Ok(false) => "confirmed or rolled back by hand: nothing to do".to_string(),
+                Ok(tune::Watched::RolledBack(r)) => format!(
+                    "deadline passed without confirmation: rolled back ({})",
+                    rolled_text(&r)
+                ),
+                Ok(tune::Watched::Nothing) => {
+                    "confirmed or rolled back by hand: nothing to do".to_string()
+                }
                 Err(e) => format!("rollback failed: {e}"),
             };
             let _ = std::fs::write(log, format!("{line}\n"));
@@ -580,8 +757,8 @@ fn state_flag(a: &StateArgs) -> String {
     s
 }
 
-/// Starts the detached watchdog that rolls back at the deadline.
-fn spawn_watchdog(a: &StateArgs, st: &StateDir) -> Result<()> {
+/// Starts the detached watchdog that rolls back at the deadline; returns its pid.
+fn spawn_watchdog(a: &StateArgs, st: &StateDir) -> Result<u32> {
     let exe = std::env::current_exe().context("cannot find this program's path")?;
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["tune", "watchdog", "--state-dir"]).arg(st.dir());
@@ -591,6 +768,56 @@ fn spawn_watchdog(a: &StateArgs, st: &StateDir) -> Result<()> {
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    cmd.spawn().context("cannot start the rollback watchdog")?;
-    Ok(())
+    let child = cmd.spawn().context("cannot start the rollback watchdog")?;
+    Ok(child.id())
+}
+
+/// A second, independent way for the deadline to fire where systemd is
+/// the init system: a transient timer running `wirespeed tune rollback
+/// --if-overdue` a second after the deadline. None (and nothing done)
+/// elsewhere, or when systemd-run fails.
+fn arm_timer(st: &StateDir, d: Duration) -> Option<String> {
+    if !std::path::Path::new("/run/systemd/system").is_dir() {
+        return None;
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = std::fs::canonicalize(st.dir()).ok()?;
+    let unit = format!(
+        "wirespeed-rollback-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|t| t.as_secs())
+            .unwrap_or(0)
+    );
+    let mut cmd = std::process::Command::new("systemd-run");
+    cmd.args(["--quiet", "--collect", "--unit", &unit])
+        .arg(format!("--on-active={}", d.as_secs() + 1))
+        .arg("--timer-property=AccuracySec=1s")
+        .arg(exe)
+        .args(["tune", "rollback", "--if-overdue", "--state-dir"])
+        .arg(dir);
+    if let Ok(ns) = std::env::var(NETNS_ENV) {
+        cmd.args(["--netns", &ns]);
+    }
+    let ok = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(unit)
+}
+
+/// Stops a backup timer armed by [`arm_timer`] (best effort: it only
+/// ever rolls back an overdue journal anyway).
+fn stop_timer(unit: Option<&str>) {
+    if let Some(u) = unit {
+        let _ = std::process::Command::new("systemctl")
+            .args(["stop", &format!("{u}.timer")])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
 }

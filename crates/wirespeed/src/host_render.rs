@@ -293,7 +293,8 @@ pub fn plan(p: &Plan) -> String {
         } else {
             format!("{} -> {}", s.current, s.action.value)
         };
-        let _ = writeln!(o, "  {}    # {}", s.command, state);
+        let scope = if s.host_wide { " (host-wide)" } else { "" };
+        let _ = writeln!(o, "  {}    # {}{scope}", s.command, state);
     }
     for (a, why) in &p.skipped {
         let _ = writeln!(o, "  skipped: {} ({why})", a.command());
@@ -304,19 +305,42 @@ pub fn plan(p: &Plan) -> String {
 /// The journal.
 pub fn journal(j: &Journal) -> String {
     let mut o = String::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|x| x.as_secs_f64())
+        .unwrap_or(0.0);
+    let watchdog = match (j.watchdog_pid, j.watchdog_alive()) {
+        (Some(p), Some(true)) => format!("watchdog pid {p} running"),
+        (Some(p), _) => format!("watchdog pid {p} GONE"),
+        (None, _) => "no watchdog recorded".into(),
+    };
+    let timer = j
+        .timer_unit
+        .as_deref()
+        .map(|u| format!(", systemd timer {u}.timer"))
+        .unwrap_or_default();
     let wait = match j.deadline_unix {
-        Some(d) => {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|x| x.as_secs_f64())
-                .unwrap_or(0.0);
-            format!("rolls back in {:.0} s unless confirmed", (d - now).max(0.0))
+        _ if j.from_earlier_boot() => {
+            "from an EARLIER BOOT (the kernel reset these settings)".into()
         }
+        Some(d) if d <= now => format!(
+            "OVERDUE: the confirm deadline passed {:.0} s ago unconfirmed ({watchdog}{timer})",
+            now - d
+        ),
+        Some(d) => format!(
+            "rolls back in {:.0} s unless confirmed ({watchdog}{timer})",
+            d - now
+        ),
         None => "confirmed".into(),
     };
     let _ = writeln!(o, "journal: {} change(s), {wait}", j.entries.len());
     for e in &j.entries {
-        let _ = writeln!(o, "  {}: {} -> {}", e.setting.label(), e.old, e.new);
+        let why = e
+            .side_effect_of
+            .as_deref()
+            .map(|c| format!(" (side effect of {c})"))
+            .unwrap_or_default();
+        let _ = writeln!(o, "  {}: {} -> {}{why}", e.setting.label(), e.old, e.new);
     }
     o
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
-use wirespeed_lab::{Lab, LabSpec, destroy, load_state, save_state};
+use wirespeed_lab::{Lab, LabSpec, destroy, load_state};
 
 /// Lab subcommands.
 #[derive(clap::Subcommand, Debug)]
@@ -51,15 +51,18 @@ fn need_root() -> Result<()> {
 pub fn run(c: LabCmd) -> Result<()> {
     match c {
         LabCmd::Up { file, state_dir } => {
-            let text = std::fs::read_to_string(&file)
+            let text = wirespeed_host::fsroot::read_text_file(&file)
                 .with_context(|| format!("read lab file {}", file.display()))?;
             let spec =
                 LabSpec::from_toml_str(&text).with_context(|| format!("in {}", file.display()))?;
             need_root()?;
-            let lab = Lab::up(&spec)?;
+            let (lab, note) = Lab::up_recorded(&spec, &state_dir)?;
+            if let Some(n) = note {
+                eprintln!("{n}");
+            }
             describe(&lab, &spec);
-            let state = lab.keep();
-            let path = save_state(&state, &state_dir)?;
+            let state = lab.keep()?;
+            let path = state_dir.join(format!("{}.json", state.name));
             println!(
                 "lab {} is up; state in {}; remove it with `wirespeed lab down {}`",
                 state.name,
@@ -71,9 +74,20 @@ pub fn run(c: LabCmd) -> Result<()> {
         LabCmd::Down { name, state_dir } => {
             need_root()?;
             let state = load_state(&name, &state_dir)?;
+            if let Some(pid) = state.pid.filter(|_| state.building)
+                && wirespeed_lab::pid_alive(pid)
+            {
+                bail!(
+                    "lab {name} is still being built by process {pid}: stop it first (it removes the lab when it fails)"
+                );
+            }
             destroy(&state)?;
             let _ = std::fs::remove_file(state_dir.join(format!("{name}.json")));
-            println!("lab {name} removed");
+            if state.building {
+                println!("lab {name} removed (a build that never finished)");
+            } else {
+                println!("lab {name} removed");
+            }
         }
         LabCmd::Exec {
             name,
@@ -87,12 +101,20 @@ pub fn run(c: LabCmd) -> Result<()> {
                 bail!("lab {name} has no host {host:?}");
             }
             let ns = state.ns(&host);
-            let status = std::process::Command::new("ip")
+            if !std::path::Path::new("/run/netns").join(&ns).exists() {
+                bail!(
+                    "namespace {ns} of lab {name} is gone (removed outside wirespeed?): `wirespeed lab down {name}` clears the rest"
+                );
+            }
+            // exec: the command replaces this process, so nothing is left
+            // behind when either is killed, and its exit status is ours.
+            use std::os::unix::process::CommandExt;
+            let err = std::process::Command::new("ip")
                 .args(["netns", "exec", &ns])
                 .args(&cmd)
-                .status()
-                .with_context(|| format!("run {:?} in namespace {ns}", cmd))?;
-            std::process::exit(status.code().unwrap_or(1));
+                .exec();
+            return Err(anyhow::Error::new(err)
+                .context("cannot run `ip netns exec` (is iproute2 installed?)"));
         }
     }
     Ok(())

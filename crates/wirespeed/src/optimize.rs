@@ -486,7 +486,11 @@ impl HostSide {
             return Ok(vec![]);
         }
         self.done = true;
-        Ok(tune::rollback(&mut self.host, &self.state)?)
+        let r = tune::rollback(&mut self.host, &self.state)?;
+        for (what, why) in &r.skipped {
+            eprintln!("warning: could not restore {what}: {why} (it no longer exists)");
+        }
+        Ok(r.restored)
     }
 }
 
@@ -812,6 +816,14 @@ pub fn run(a: OptimizeArgs) -> Result<()> {
 }
 
 fn open_host_side(a: &OptimizeArgs, notes: &mut Vec<String>) -> Result<Option<HostSide>> {
+    // A tune journal left unconfirmed past its deadline goes first.
+    let tune_state = StateDir::new(
+        PathBuf::from("/var/lib/wirespeed")
+            .join(std::env::var("WIRESPEED_NETNS").unwrap_or_else(|_| "host".into())),
+    );
+    if let Err(e) = crate::host_cmd::settle(&tune_state, &a.at, true) {
+        eprintln!("warning: {e:#}");
+    }
     let host = match crate::host_cmd::open_host(&a.at) {
         Ok(h) => h,
         Err(e) => {

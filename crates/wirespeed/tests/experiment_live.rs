@@ -6,7 +6,7 @@
 
 mod chromium;
 mod common;
-use common::{bin, heavy, root_or_skip};
+use common::{bin, heavy, namespaces_with, root_or_skip, temp_dir};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -53,8 +53,7 @@ fn an_experiment_measures_resumes_and_reports() {
         return;
     }
     let _g = heavy();
-    let d = std::env::temp_dir().join(format!("ws-exp-live-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+    let d = temp_dir("exp-live");
     let file = d.join("two-links.toml");
     std::fs::write(&file, EXPERIMENT).unwrap();
     let out = d.join("two-links.results.json");
@@ -99,17 +98,8 @@ fn an_experiment_measures_resumes_and_reports() {
     let status = child.wait().unwrap();
     assert!(!status.success(), "{log}");
     assert!(log.contains("interrupted: 1 of 2 cells finished"), "{log}");
-    let left: Vec<String> = std::fs::read_dir("/run/netns")
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(
-        !left.iter().any(|n| n.contains(&format!("-p{pid}-"))),
-        "namespaces left behind: {left:?}"
-    );
+    let left = namespaces_with(&format!("-p{pid}-"));
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
     let partial: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(partial["cells"].as_array().unwrap().len(), 1, "{partial}");
 
@@ -162,8 +152,7 @@ fn an_experiment_measures_resumes_and_reports() {
 
 #[test]
 fn a_bad_experiment_file_names_the_line_and_builds_nothing() {
-    let d = std::env::temp_dir().join(format!("ws-exp-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+    let d = temp_dir("exp-bad");
     let file = d.join("bad.toml");
     std::fs::write(&file, EXPERIMENT.replace("{b.1}", "{b.7}")).unwrap();
     let o = ws(&[Path::new("experiment"), &file]);
@@ -175,5 +164,156 @@ fn a_bad_experiment_file_names_the_line_and_builds_nothing() {
             && err.contains("{b.7}"),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Live (not zombie) processes in namespace `ns` whose command line has `word`.
+fn procs_in(ns: &str, word: &str) -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::metadata(Path::new("/run/netns").join(ns)) else {
+        return vec![];
+    };
+    let want = format!("net:[{}]", m.ino());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read_link(format!("/proc/{p}/ns/net"))
+                .is_ok_and(|l| l.as_os_str() == want.as_str())
+        })
+        .filter(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            !zombie && cmd.split(|b| *b == 0).any(|a| a == word.as_bytes())
+        })
+        .collect()
+}
+
+/// Sweeps (on drop) the namespaces and processes of a killed run, also
+/// when the test fails: what the next run would do.
+struct Sweep;
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        wirespeed_lab::sweep_stale();
+    }
+}
+
+const TINY: &str = r#"name = "tiny"
+repeats = 3
+duration = "1s"
+warmup = "0.2s"
+
+[lab]
+name = "unused"
+host = [{ name = "a" }, { name = "b" }]
+link = [{ a = "a", b = "b" }]
+
+[baseline]
+name = "one"
+bench = ["--paths", "{a.0}={b.0}"]
+"#;
+
+#[test]
+fn a_killed_experiment_leaves_no_server_and_the_next_run_sweeps_its_lab() {
+    if !root_or_skip("a_killed_experiment") {
+        return;
+    }
+    let _g = heavy();
+    let _sweep = Sweep;
+    let d = temp_dir("exp-kill");
+    let file = d.join("tiny.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let out = d.join("tiny.results.json");
+    let mut child = Command::new(bin())
+        .args(["experiment", "--fresh", "--out"])
+        .args([&out, &file])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let part = format!("-p{pid}-");
+    // Readiness: the experiment's server runs in its lab's host b.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let server_ns = loop {
+        let found = namespaces_with(&part)
+            .into_iter()
+            .find(|n| n.ends_with("-b") && !procs_in(n, "serve").is_empty());
+        if let Some(n) = found {
+            break n;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "the experiment's server never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let server = procs_in(&server_ns, "serve");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The server (and any bench client) die with the experiment.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut left: Vec<u32> = server.clone();
+    while std::time::Instant::now() < end {
+        left = namespaces_with(&part)
+            .iter()
+            .flat_map(|n| [procs_in(n, "serve"), procs_in(n, "bench")].concat())
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        left.is_empty(),
+        "wirespeed processes {left:?} outlived the killed experiment (server was {server:?})"
+    );
+    // The next run sweeps the killed run's namespaces, and completes.
+    let o = Command::new(bin())
+        .args(["experiment", "--fresh", "--repeats", "1", "--out"])
+        .args([&out, &file])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(namespaces_with(&part), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn an_experiment_cannot_set_host_wide_sysctls_or_unknown_bench_flags() {
+    let d = temp_dir("exp-wide");
+    let file = d.join("wide.toml");
+    for (change, needle) in [
+        (
+            "lab_set = { sysctl = { \"kernel.hostname\" = \"x\" } }",
+            "not per network namespace",
+        ),
+        (
+            "lab_set = { sysctl = { \"net.core.netdev_max_backlog\" = \"5000\" } }",
+            "host-wide",
+        ),
+        ("bench = [\"--flowz\", \"4\"]", "unknown bench flag --flowz"),
+    ] {
+        std::fs::write(
+            &file,
+            EXPERIMENT.replace(
+                "bench = [\"--paths\", \"{a.0}={b.0},{a.1}={b.1}\", \"-F\", \"2\", \"-T\", \"2\"]",
+                change,
+            ),
+        )
+        .unwrap();
+        let o = ws(&[Path::new("experiment"), &file, Path::new("--dry-run")]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{change}: accepted");
+        assert!(
+            err.contains("line 17") && err.contains(needle),
+            "{change}: {err}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -36,6 +36,13 @@ fn ok(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `wirespeed tune VERB --netns NS --state-dir DIR EXTRA...`.
+fn tune_in(ns: &str, dir: &str, verb: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["tune", verb, "--netns", ns, "--state-dir", dir];
+    args.extend_from_slice(extra);
+    ws(&args)
+}
+
 fn json(out: &Output) -> Value {
     serde_json::from_str(&ok(out)).expect("JSON output")
 }
@@ -384,19 +391,18 @@ fn apply_then_rollback_restores_every_value_and_apply_twice_is_a_no_op() {
     let d = dir.to_str().unwrap();
     let prof = write_profile("roll", FULL_PROFILE);
     let before = inspect(&ns);
-    let plan = json(&ws(&[
-        "tune",
-        "plan",
-        "--netns",
+    let plan = json(&tune_in(
         &ns,
-        "--state-dir",
         d,
-        "--profile",
-        prof.to_str().unwrap(),
-        "--dev",
-        "eth1",
-        "--json",
-    ]));
+        "plan",
+        &[
+            "--profile",
+            prof.to_str().unwrap(),
+            "--dev",
+            "eth1",
+            "--json",
+        ],
+    ));
     let steps = plan["steps"].as_array().unwrap();
     assert!(steps.len() >= 9, "{plan}");
     let cmds: Vec<&str> = steps
@@ -416,18 +422,12 @@ fn apply_then_rollback_restores_every_value_and_apply_twice_is_a_no_op() {
         gso < gso4,
         "IPv6 sizes must come before IPv4 ones: {cmds:?}"
     );
-    let out = ok(&ws(&[
-        "tune",
-        "apply",
-        "--netns",
+    let out = ok(&tune_in(
         &ns,
-        "--state-dir",
         d,
-        "--profile",
-        prof.to_str().unwrap(),
-        "--dev",
-        "eth1",
-    ]));
+        "apply",
+        &["--profile", prof.to_str().unwrap(), "--dev", "eth1"],
+    ));
     assert!(out.contains("applied"), "{out}");
     let mid = inspect(&ns);
     let e1 = link(&mid, "eth1");
@@ -453,18 +453,12 @@ fn apply_then_rollback_restores_every_value_and_apply_twice_is_a_no_op() {
     );
     // Apply twice: nothing to do, journal unchanged.
     let journal = std::fs::read(dir.join("journal.json")).unwrap();
-    let again = ok(&ws(&[
-        "tune",
-        "apply",
-        "--netns",
+    let again = ok(&tune_in(
         &ns,
-        "--state-dir",
         d,
-        "--profile",
-        prof.to_str().unwrap(),
-        "--dev",
-        "eth1",
-    ]));
+        "apply",
+        &["--profile", prof.to_str().unwrap(), "--dev", "eth1"],
+    ));
     assert!(again.contains("nothing to change"), "{again}");
     assert_eq!(std::fs::read(dir.join("journal.json")).unwrap(), journal);
     let status = ok(&ws(&["tune", "status", "--netns", &ns, "--state-dir", d]));
@@ -512,18 +506,12 @@ fn a_failure_mid_plan_leaves_nothing_changed() {
         .unwrap();
     assert!(st.success());
     let before = inspect(&ns);
-    let out = ws(&[
-        "tune",
-        "apply",
-        "--netns",
+    let out = tune_in(
         &ns,
-        "--state-dir",
         d,
-        "--profile",
-        prof.to_str().unwrap(),
-        "--dev",
-        "eth1",
-    ]);
+        "apply",
+        &["--profile", prof.to_str().unwrap(), "--dev", "eth1"],
+    );
     assert!(!out.status.success(), "apply should fail");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -577,34 +565,15 @@ fn the_confirm_deadline_rolls_back_and_confirm_keeps() {
     };
     let orig = rto(&ns);
     // Not confirmed: the watchdog restores both values after 2 s.
-    let out = ok(&ws(&[
-        "tune",
-        "apply",
-        "--netns",
+    let out = ok(&tune_in(
         &ns,
-        "--state-dir",
         d,
-        "--profile",
-        p,
-        "--dev",
-        "eth0",
-        "--confirm-within",
-        "2s",
-    ]));
+        "apply",
+        &["--profile", p, "--dev", "eth0", "--confirm-within", "2s"],
+    ));
     assert!(out.contains("roll back in 2 s"), "{out}");
     assert_eq!(rto(&ns), "7000");
-    let refused = ws(&[
-        "tune",
-        "apply",
-        "--netns",
-        &ns,
-        "--state-dir",
-        d,
-        "--profile",
-        p,
-        "--dev",
-        "eth1",
-    ]);
+    let refused = tune_in(&ns, d, "apply", &["--profile", p, "--dev", "eth1"]);
     assert!(
         !refused.status.success(),
         "a second apply while one waits must be refused"
@@ -621,20 +590,12 @@ fn the_confirm_deadline_rolls_back_and_confirm_keeps() {
     assert_eq!(link(&inspect(&ns), "eth0")["mtu"], 1500);
     std::fs::remove_file(dir.join("watchdog.log")).unwrap();
     // Confirmed: the values stay after the deadline; rollback still restores.
-    ok(&ws(&[
-        "tune",
-        "apply",
-        "--netns",
+    ok(&tune_in(
         &ns,
-        "--state-dir",
         d,
-        "--profile",
-        p,
-        "--dev",
-        "eth0",
-        "--confirm-within",
-        "2s",
-    ]));
+        "apply",
+        &["--profile", p, "--dev", "eth0", "--confirm-within", "2s"],
+    ));
     let c = ok(&ws(&["tune", "confirm", "--netns", &ns, "--state-dir", d]));
     assert!(c.contains("confirmed"), "{c}");
     assert!(
@@ -669,7 +630,7 @@ fn refuses_unsafe_values_with_a_clear_message() {
     for (text, dev, needle) in [
         ("[link]\nmtu = 5000\n", "vx0", "lower link eth0"),
         (
-            "[link]\ngso_max_size = 600000\n",
+            "[link]\ngso_max_size = 524288\n",
             "eth0",
             "tso_max_size of 524280",
         ),
@@ -678,22 +639,22 @@ fn refuses_unsafe_values_with_a_clear_message() {
             "eth0",
             "of memory",
         ),
-        ("[link]\nmtu = 70000\n", "eth0", "maximum"),
+        ("[link]\nmtu = 70000\n", "eth0", "65535"),
+        ("[link]\nmtu = 1000\n", "eth0", "IPv6's minimum of 1280"),
+        (
+            "[sysctl]\n\"net.ipv6.conf.all.disable_ipv6\" = \"1\"\n",
+            "eth0",
+            "cannot bring back",
+        ),
         ("[link]\nmtuu = 9000\n", "eth0", "unknown field `mtuu`"),
     ] {
         let prof = write_profile("unsafe", text);
-        let out = ws(&[
-            "tune",
-            "apply",
-            "--netns",
+        let out = tune_in(
             &ns,
-            "--state-dir",
             d,
-            "--profile",
-            prof.to_str().unwrap(),
-            "--dev",
-            dev,
-        ]);
+            "apply",
+            &["--profile", prof.to_str().unwrap(), "--dev", dev],
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             !out.status.success() && err.contains(needle),
@@ -704,18 +665,12 @@ fn refuses_unsafe_values_with_a_clear_message() {
     }
     assert!(!dir.join("journal.json").exists());
     // In a namespace rmem_max is read-only: skipped with the reason, not failed.
-    let plan = ok(&ws(&[
-        "tune",
-        "plan",
-        "--netns",
+    let plan = ok(&tune_in(
         &ns,
-        "--state-dir",
         d,
-        "--profile",
-        "throughput",
-        "--dev",
-        "eth0",
-    ]));
+        "plan",
+        &["--profile", "throughput", "--dev", "eth0"],
+    ));
     assert!(
         plan.contains("skipped: sysctl -w net.core.rmem_max")
             && plan.contains("read-only inside a network namespace"),
@@ -877,4 +832,591 @@ fn unprivileged_users_can_inspect_but_not_tune() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("run it as root"));
     assert!(!std::path::Path::new("/tmp/ws-nobody-never").exists());
+}
+
+/// `sysctl -n KEY` inside namespace `ns`.
+fn sysctl_in(ns: &str, key: &str) -> String {
+    let out = run({
+        let mut c = std::process::Command::new("ip");
+        c.args(["netns", "exec", ns, "sysctl", "-n", key]);
+        c
+    });
+    assert!(out.status.success(), "read {key} in {ns}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn journal_of(dir: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("journal.json")).unwrap()).unwrap()
+}
+
+fn fails(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "should have failed: {}{err}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn concurrent_applies_journal_every_change_and_wait_for_the_lock() {
+    if !root_or_skip("concurrent_applies") {
+        return;
+    }
+    let lab = lab("t-lock", "[[host]]\nname = \"a\"\n");
+    let ns = lab.ns("a");
+    let dir = state_dir("lock");
+    let d = dir.to_str().unwrap();
+    let keys = [
+        "net.ipv4.tcp_slow_start_after_idle",
+        "net.ipv4.tcp_no_metrics_save",
+        "net.ipv4.tcp_mtu_probing",
+        "net.ipv4.tcp_sack",
+        "net.ipv4.tcp_window_scaling",
+        "net.ipv4.tcp_tw_reuse",
+        "net.ipv4.tcp_autocorking",
+        "net.ipv4.tcp_thin_linear_timeouts",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
+        "net.ipv4.tcp_syn_retries",
+        "net.ipv4.tcp_synack_retries",
+        "net.ipv4.tcp_retries2",
+        "net.ipv4.ip_default_ttl",
+        "net.ipv4.tcp_rto_min_us",
+        "net.ipv4.tcp_reordering",
+        "net.ipv4.fib_multipath_hash_policy",
+        "net.ipv4.tcp_ecn",
+    ];
+    let orig: Vec<String> = keys.iter().map(|k| sysctl_in(&ns, k)).collect();
+    let profiles: Vec<PathBuf> = keys
+        .iter()
+        .zip(&orig)
+        .enumerate()
+        .map(|(i, (k, v))| {
+            let new = match v.as_str() {
+                "0" | "2" => "1".to_string(),
+                "1" => "0".to_string(),
+                n => (n.parse::<u64>().unwrap() + 1).to_string(),
+            };
+            write_profile(
+                &format!("lock{i}"),
+                &format!("[sysctl]\n\"{k}\" = \"{new}\"\n"),
+            )
+        })
+        .collect();
+    // 20 applies at once, each of another sysctl, on one journal.
+    let mut kids: Vec<std::process::Child> = profiles
+        .iter()
+        .map(|p| {
+            std::process::Command::new(bin())
+                .args([
+                    "tune",
+                    "apply",
+                    "--netns",
+                    &ns,
+                    "--state-dir",
+                    d,
+                    "--profile",
+                ])
+                .arg(p)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let end = Instant::now() + Duration::from_secs(120);
+    let mut failed = Vec::new();
+    for k in &mut kids {
+        loop {
+            match k.try_wait().unwrap() {
+                Some(st) => {
+                    if !st.success() {
+                        let mut e = String::new();
+                        use std::io::Read;
+                        let _ = k.stderr.take().unwrap().read_to_string(&mut e);
+                        failed.push(e);
+                    }
+                    break;
+                }
+                None if Instant::now() > end => {
+                    let _ = k.kill();
+                    let _ = k.wait();
+                    failed.push("did not finish in 120 s".into());
+                    break;
+                }
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+    let j = journal_of(&dir);
+    let journaled: Vec<(String, String)> = j["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["setting"]["key"].as_str().unwrap_or("").to_string(),
+                e["old"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (k, o) in keys.iter().zip(&orig) {
+        if sysctl_in(&ns, k) != *o {
+            assert!(
+                journaled.contains(&(k.to_string(), o.clone())),
+                "{k} changed but is not journaled with its old value {o}: {journaled:?}"
+            );
+        }
+    }
+    assert!(failed.is_empty(), "applies failed: {failed:?}");
+    assert_eq!(journaled.len(), keys.len(), "{journaled:?}");
+    // No temporary journal is left behind.
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.contains(".tmp")), "{names:?}");
+
+    // While another holds the lock, a command waits its --lock-wait and
+    // then names the holder.
+    let lockf = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("lock"))
+        .unwrap();
+    lockf.lock().unwrap();
+    std::fs::write(dir.join("lock"), format!("{}\n", std::process::id())).unwrap();
+    let t = Instant::now();
+    let err = fails(&tune_in(&ns, d, "rollback", &["--lock-wait", "1s"]));
+    assert!(t.elapsed() >= Duration::from_secs(1));
+    assert!(
+        err.contains("another wirespeed tune holds the lock")
+            && err.contains(&format!("(pid {})", std::process::id())),
+        "{err}"
+    );
+    drop(lockf);
+    let rb = ok(&ws(&["tune", "rollback", "--netns", &ns, "--state-dir", d]));
+    assert!(rb.contains("restored 20 setting(s)"), "{rb}");
+    for (k, o) in keys.iter().zip(&orig) {
+        assert_eq!(sysctl_in(&ns, k), *o, "{k} not restored");
+    }
+    for p in &profiles {
+        let _ = std::fs::remove_file(p);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    lab.down().unwrap();
+}
+
+#[test]
+fn a_dead_watchdog_cannot_leave_an_unconfirmed_apply_in_place() {
+    if !root_or_skip("a_dead_watchdog") {
+        return;
+    }
+    let lab = lab("t-wdog", &SHARED_PAIR.replace("SUBNET", "10.236.50.0/24"));
+    let ns = lab.ns("a");
+    let dir = state_dir("wdog");
+    let d = dir.to_str().unwrap();
+    let prof = write_profile(
+        "wdog",
+        "[sysctl]\n\"net.ipv4.tcp_rto_min_us\" = \"7000\"\n[link]\nmtu = 4000\n",
+    );
+    let p = prof.to_str().unwrap();
+    let orig = sysctl_in(&ns, "net.ipv4.tcp_rto_min_us");
+    let out = ok(&tune_in(
+        &ns,
+        d,
+        "apply",
+        &["--profile", p, "--dev", "eth0", "--confirm-within", "2s"],
+    ));
+    let j = journal_of(&dir);
+    let pid = j["watchdog_pid"]
+        .as_u64()
+        .expect("the journal names its watchdog");
+    assert!(out.contains(&format!("watchdog pid {pid}")), "{out}");
+    assert_eq!(j["boot_id"].as_str().map(str::len), Some(36), "{j}");
+    let st = ok(&ws(&["tune", "status", "--netns", &ns, "--state-dir", d]));
+    assert!(st.contains(&format!("watchdog pid {pid} running")), "{st}");
+    // SIGKILL the watchdog (as the OOM killer would).
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    // Let the deadline pass: nothing fires it now.
+    let deadline = j["deadline_unix"].as_f64().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    std::thread::sleep(Duration::from_secs_f64((deadline - now).max(0.0) + 0.5));
+    assert_eq!(sysctl_in(&ns, "net.ipv4.tcp_rto_min_us"), "7000");
+    // status: overdue, named, non-zero.
+    let out = ws(&["tune", "status", "--netns", &ns, "--state-dir", d]);
+    let err = fails(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("OVERDUE"), "{text}");
+    assert!(
+        err.contains("deadline passed") && err.contains(&format!("pid {pid}) is gone")),
+        "{err}"
+    );
+    // A late confirm is refused and says to roll back.
+    let err = fails(&ws(&["tune", "confirm", "--netns", &ns, "--state-dir", d]));
+    assert!(
+        err.contains("too late to confirm") && err.contains("rollback"),
+        "{err}"
+    );
+    assert_eq!(sysctl_in(&ns, "net.ipv4.tcp_rto_min_us"), "7000");
+    // The next command that touches the host rolls back first, and says so.
+    let out = tune_in(&ns, d, "plan", &["--profile", p, "--dev", "eth0"]);
+    let plan = ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unconfirmed") && err.contains("rolled it back first"),
+        "{err}"
+    );
+    assert_eq!(sysctl_in(&ns, "net.ipv4.tcp_rto_min_us"), orig);
+    assert_eq!(link(&inspect(&ns), "eth0")["mtu"], 1500);
+    assert!(
+        plan.contains("1500 -> 4000"),
+        "the plan sees the restored host: {plan}"
+    );
+    assert!(!dir.join("journal.json").exists());
+    ok(&ws(&["tune", "status", "--netns", &ns, "--state-dir", d]));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&prof);
+    lab.down().unwrap();
+}
+
+#[test]
+fn a_journal_from_an_earlier_boot_is_retired_without_touching_the_host() {
+    if !root_or_skip("earlier_boot") {
+        return;
+    }
+    let lab = lab("t-boot", "[[host]]\nname = \"a\"\n");
+    let ns = lab.ns("a");
+    let dir = state_dir("boot");
+    let d = dir.to_str().unwrap();
+    let prof = write_profile("boot", "[sysctl]\n\"net.ipv4.tcp_rto_min_us\" = \"7000\"\n");
+    ok(&tune_in(
+        &ns,
+        d,
+        "apply",
+        &["--profile", prof.to_str().unwrap()],
+    ));
+    // As after a reboot: another boot id, and the value is what boot set.
+    let mut j = journal_of(&dir);
+    j["boot_id"] = "00000000-0000-4000-8000-000000000000".into();
+    std::fs::write(dir.join("journal.json"), j.to_string()).unwrap();
+    let set = |v: &str| {
+        assert!(
+            lab.command("a", "sysctl")
+                .args(["-qw", &format!("net.ipv4.tcp_rto_min_us={v}")])
+                .status()
+                .unwrap()
+                .success()
+        )
+    };
+    set("9000");
+    let err = fails(&ws(&["tune", "status", "--netns", &ns, "--state-dir", d]));
+    assert!(err.contains("earlier boot"), "{err}");
+    let rb = ok(&ws(&["tune", "rollback", "--netns", &ns, "--state-dir", d]));
+    assert!(rb.contains("earlier boot"), "{rb}");
+    assert_eq!(sysctl_in(&ns, "net.ipv4.tcp_rto_min_us"), "9000");
+    assert!(!dir.join("journal.json").exists());
+    assert!(
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("stale-boot-"))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&prof);
+    lab.down().unwrap();
+}
+
+#[test]
+fn rollback_restores_the_ipv4_sizes_the_kernel_changed_as_a_side_effect() {
+    if !root_or_skip("side_effects") {
+        return;
+    }
+    let lab = lab(
+        "t-side",
+        "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"b\"\n\
+         gso_max_size = 185000\ngro_max_size = 185000\ngso_ipv4_max_size = 40000\ngro_ipv4_max_size = 40000\n",
+    );
+    let ns = lab.ns("a");
+    let dir = state_dir("side");
+    let d = dir.to_str().unwrap();
+    let before = inspect(&ns);
+    assert_eq!(link(&before, "eth0")["gso_ipv4_max_size"], 40000);
+    let prof = write_profile(
+        "side",
+        "[link]\ngso_max_size = 65536\ngro_max_size = 65536\n",
+    );
+    let out = ok(&tune_in(
+        &ns,
+        d,
+        "apply",
+        &["--profile", prof.to_str().unwrap(), "--dev", "eth0"],
+    ));
+    assert!(
+        out.contains("the kernel also changed gso_ipv4_max_size of eth0: 40000 -> 65536"),
+        "{out}"
+    );
+    let mid = link(&inspect(&ns), "eth0").clone();
+    assert_eq!(mid["gso_max_size"], 65536);
+    assert_eq!(mid["gso_ipv4_max_size"], 65536, "the kernel's side effect");
+    let st = ok(&ws(&["tune", "status", "--netns", &ns, "--state-dir", d]));
+    assert!(
+        st.contains(
+            "gso_ipv4_max_size of eth0: 40000 -> 65536 (side effect of gso_max_size of eth0)"
+        ),
+        "{st}"
+    );
+    ok(&ws(&["tune", "rollback", "--netns", &ns, "--state-dir", d]));
+    let after = inspect(&ns);
+    let e0 = link(&after, "eth0");
+    assert_eq!(e0["gso_max_size"], 185000);
+    assert_eq!(
+        e0["gso_ipv4_max_size"], 40000,
+        "rollback left the side effect"
+    );
+    assert_eq!(
+        e0["gro_ipv4_max_size"], 40000,
+        "rollback left the side effect"
+    );
+    assert_eq!(tunables(&after), tunables(&before));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&prof);
+    lab.down().unwrap();
+}
+
+#[test]
+fn under_netns_only_per_namespace_sysctls_are_set() {
+    if !root_or_skip("netns_confines_sysctls") {
+        return;
+    }
+    let lab = lab("t-scope", "[[host]]\nname = \"a\"\n");
+    let ns = lab.ns("a");
+    let dir = state_dir("scope");
+    let d = dir.to_str().unwrap();
+    let host = |k: &str| {
+        std::fs::read_to_string(format!("/proc/sys/{}", k.replace('.', "/")))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    // The host's own values: even if the refusal failed, nothing would change.
+    let keys = ["kernel.hostname", "vm.swappiness", "fs.file-max"];
+    let before: Vec<String> = keys.iter().map(|k| host(k)).collect();
+    for (k, v) in keys.iter().zip(&before) {
+        let prof = write_profile(
+            "scope",
+            &format!("[sysctl]\n\"net.ipv4.tcp_rto_min_us\" = \"7000\"\n\"{k}\" = \"{v}\"\n"),
+        );
+        let p = prof.to_str().unwrap();
+        for verb in ["plan", "apply"] {
+            let err = fails(&ws(&[
+                "tune",
+                verb,
+                "--netns",
+                &ns,
+                "--state-dir",
+                d,
+                "--profile",
+                p,
+            ]));
+            assert!(
+                err.contains(k) && err.contains("not per network namespace"),
+                "{verb} {k}: {err}"
+            );
+        }
+        // Without --netns the key is allowed and named host-wide (plan only:
+        // this test changes nothing on the host).
+        let plan = ok(&ws(&["tune", "plan", "--state-dir", d, "--profile", p]));
+        assert!(
+            plan.lines()
+                .any(|l| l.contains(&format!("sysctl -w {k}=")) && l.contains("(host-wide)")),
+            "{plan}"
+        );
+        let _ = std::fs::remove_file(&prof);
+    }
+    assert_eq!(keys.iter().map(|k| host(k)).collect::<Vec<_>>(), before);
+    assert_ne!(
+        sysctl_in(&ns, "net.ipv4.tcp_rto_min_us"),
+        "7000",
+        "a refused plan applies nothing"
+    );
+    assert!(!dir.join("journal.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+    lab.down().unwrap();
+}
+
+#[test]
+fn rollback_skips_a_deleted_nic_and_retires_the_journal() {
+    if !root_or_skip("deleted_nic") {
+        return;
+    }
+    let lab = lab("t-gone", &SHARED_PAIR.replace("SUBNET", "10.237.50.0/24"));
+    let ns = lab.ns("a");
+    let dir = state_dir("gone");
+    let d = dir.to_str().unwrap();
+    let orig = sysctl_in(&ns, "net.ipv4.tcp_rto_min_us");
+    let prof = write_profile(
+        "gone",
+        "[sysctl]\n\"net.ipv4.tcp_rto_min_us\" = \"7000\"\n[link]\nmtu = 4000\nsource_routing = true\n[link.features]\n\"rx-gro\" = \"on\"\n",
+    );
+    ok(&tune_in(
+        &ns,
+        d,
+        "apply",
+        &["--profile", prof.to_str().unwrap(), "--dev", "eth1"],
+    ));
+    let rules_with_table = || {
+        let out = run({
+            let mut c = std::process::Command::new("ip");
+            c.args(["-n", &ns, "rule", "show"]);
+            c
+        });
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("lookup 1"))
+            .count()
+    };
+    assert_eq!(rules_with_table(), 1, "source routing adds a rule");
+    assert!(
+        lab.command("a", "ip")
+            .args(["link", "del", "eth1"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let rb = ok(&ws(&["tune", "rollback", "--netns", &ns, "--state-dir", d]));
+    assert!(
+        rb.contains("skipped mtu of eth1") && rb.contains("no longer exists"),
+        "{rb}"
+    );
+    assert_eq!(sysctl_in(&ns, "net.ipv4.tcp_rto_min_us"), orig);
+    assert_eq!(rules_with_table(), 0, "the orphaned rule is removed");
+    assert!(!dir.join("journal.json").exists(), "the journal is retired");
+    let again = ok(&ws(&["tune", "rollback", "--netns", &ns, "--state-dir", d]));
+    assert!(again.contains("nothing to roll back"), "{again}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&prof);
+    lab.down().unwrap();
+}
+
+/// A lab whose host a got FULL_PROFILE on eth1 from an apply that was
+/// sent `signal` as soon as its journal existed (the readiness signal:
+/// written before the first change).
+struct Signalled {
+    lab: Lab,
+    ns: String,
+    dir: PathBuf,
+    prof: PathBuf,
+    before: Value,
+}
+
+impl Signalled {
+    fn new(tag: &str, subnet: &str, signal: &str, within: &str) -> Signalled {
+        let lab = lab(&format!("t-{tag}"), &SHARED_PAIR.replace("SUBNET", subnet));
+        let ns = lab.ns("a");
+        let dir = state_dir(tag);
+        let prof = write_profile(tag, FULL_PROFILE);
+        let before = inspect(&ns);
+        let mut child = std::process::Command::new(bin())
+            .args(["tune", "apply", "--netns", &ns, "--state-dir"])
+            .arg(&dir)
+            .arg("--profile")
+            .arg(&prof)
+            .args(["--dev", "eth1", "--confirm-within", within])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let end = Instant::now() + Duration::from_secs(30);
+        while !dir.join("journal.json").exists() && Instant::now() < end {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        assert!(
+            dir.join("journal.json").exists(),
+            "the apply never journaled"
+        );
+        let _ = std::process::Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+        Signalled {
+            lab,
+            ns,
+            dir,
+            prof,
+            before,
+        }
+    }
+
+    fn d(&self) -> &str {
+        self.dir.to_str().unwrap()
+    }
+
+    fn done(self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_file(&self.prof);
+        self.lab.down().unwrap();
+    }
+}
+
+#[test]
+fn ctrl_c_during_apply_gives_a_whole_guarded_apply() {
+    if !root_or_skip("ctrl_c_during_apply") {
+        return;
+    }
+    let t = Signalled::new("int", "10.238.50.0/24", "-INT", "30s");
+    // Every step is in place and the watchdog guards it.
+    let mid = inspect(&t.ns);
+    let e1 = link(&mid, "eth1");
+    assert_eq!(e1["mtu"], 9000);
+    assert_eq!(e1["gso_ipv4_max_size"], 185000);
+    assert_eq!(e1["features"]["rx-gro"]["on"], true);
+    assert_eq!(mid["sysctls"]["net.ipv4.tcp_rto_min_us"], "5000");
+    let j = journal_of(&t.dir);
+    assert!(j["watchdog_pid"].as_u64().is_some(), "no watchdog: {j}");
+    ok(&tune_in(&t.ns, t.d(), "status", &[]));
+    ok(&tune_in(&t.ns, t.d(), "rollback", &[]));
+    assert_eq!(tunables(&inspect(&t.ns)), tunables(&t.before));
+    t.done();
+}
+
+#[test]
+fn an_apply_killed_after_its_journal_is_rolled_back_exactly() {
+    if !root_or_skip("apply_killed_after_journal") {
+        return;
+    }
+    // SIGKILL lands somewhere between the journal and the end.
+    let t = Signalled::new("kill", "10.239.50.0/24", "-KILL", "2s");
+    let j = journal_of(&t.dir);
+    let st = tune_in(&t.ns, t.d(), "status", &[]);
+    if j["watchdog_pid"].is_null() {
+        let err = fails(&st);
+        assert!(err.contains("no watchdog was recorded"), "{err}");
+    }
+    // Whatever the kill left, once the deadline has passed either the
+    // watchdog or the next command restores the host exactly.
+    std::thread::sleep(Duration::from_millis(2500));
+    let p = t.prof.to_str().unwrap();
+    let _ = tune_in(&t.ns, t.d(), "plan", &["--profile", p, "--dev", "eth1"]);
+    assert!(
+        wait_until(10, || !t.dir.join("journal.json").exists()),
+        "nothing rolled back"
+    );
+    assert_eq!(tunables(&inspect(&t.ns)), tunables(&t.before));
+    t.done();
 }

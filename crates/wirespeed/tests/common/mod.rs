@@ -166,3 +166,22 @@ pub fn path(lab: &wirespeed_lab::Lab, link: usize) -> String {
         lab.addr4("b", link).unwrap()
     )
 }
+
+/// A fresh directory under the temp dir for one test: `ws-TAG-PID`.
+pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("ws-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("create a temp dir");
+    d
+}
+
+/// The namespaces in /run/netns whose name contains `part`.
+pub fn namespaces_with(part: &str) -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains(part))
+                .collect()
+        })
+        .unwrap_or_default()
+}
