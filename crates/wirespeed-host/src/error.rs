@@ -82,8 +82,8 @@ impl HostError {
     pub fn is_gone(&self) -> bool {
         match self {
             HostError::NoSuchLink(_) => true,
-            HostError::Netlink { source, .. } => source.raw_os_error() == Some(libc::ENODEV),
-            HostError::File { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            HostError::Netlink { error, .. } => error.raw_os_error() == Some(libc::ENODEV),
+            HostError::File { error, .. } => error.kind() == io::ErrorKind::NotFound,
             _ => false,
         }
     }

@@ -503,8 +503,8 @@ pub(crate) fn settle(st: &StateDir, at: &Where, roll: bool) -> Result<()> {
         Ok(Some(j)) => j,
         Ok(None) => return Ok(()),
         // Another user's journal (root's, read by a user): not ours to settle.
-        Err(wirespeed_host::HostError::File { source, .. })
-            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        Err(wirespeed_host::HostError::File { error, .. })
+            if error.kind() == std::io::ErrorKind::PermissionDenied =>
         {
             return Ok(());
         }
