@@ -282,11 +282,12 @@ impl TestSpec {
             Workload::Rr => format!("rr {}/{} bytes", self.request_size, self.response_size),
             Workload::Crr => format!("crr {}/{} bytes", self.request_size, self.response_size),
         };
+        let n = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
         format!(
-            "{what}, {} flows, {} threads, {} paths, {} s",
-            self.flows,
-            self.threads,
-            self.paths.len().max(1),
+            "{what}, {}, {}, {}, {} s",
+            n(u64::from(self.flows), "flow"),
+            n(u64::from(self.threads), "thread"),
+            n(self.paths.len().max(1) as u64, "path"),
             self.duration_s
         )
     }
