@@ -54,3 +54,9 @@ impl EngineError {
         }
     }
 }
+
+impl From<wirespeed_types::Invalid> for EngineError {
+    fn from(e: wirespeed_types::Invalid) -> EngineError {
+        EngineError::Spec(e.0)
+    }
+}

@@ -19,14 +19,16 @@ pub mod error;
 pub mod harness;
 pub mod merge;
 pub mod proto;
-pub mod result;
 mod rr;
 pub mod server;
 pub mod side;
 pub mod sockets;
-pub mod spec;
 mod stream;
 pub mod sys;
+
+/// The shared vocabulary, re-exported so `wirespeed_engine::spec::TestSpec`
+/// and friends keep their paths; they live in `wirespeed-types`.
+pub use wirespeed_types::{result, spec, units};
 
 pub use client::{ClientConfig, DEFAULT_PORT, run_test};
 pub use error::EngineError;

@@ -154,24 +154,25 @@ pub struct LabSpec {
     pub routes: Vec<RouteSpec>,
 }
 
-/// Parses a rate such as `1gbit`, `500mbit`, `2.5g` into bits per second.
+/// The rates a lab cap takes, bits per second: tbf and htb need at least
+/// 8 kbit/s, and 10 Tbit/s is beyond any veth.
+pub const CAP_RATES: std::ops::RangeInclusive<u64> = 8_000..=10_000_000_000_000;
+
+/// Parses a cap's rate such as `1gbit`, `500mbit`, `2.5g` into bits per
+/// second (the one rate grammar of `wirespeed-types`), or says why not.
+pub fn cap_rate(s: &str) -> Result<u64, String> {
+    let bps = wirespeed_types::units::parse_rate(s).map_err(|e| e.to_string())?;
+    if !CAP_RATES.contains(&bps) {
+        return Err(format!(
+            "rate {s:?} is outside what a tc cap takes: 8kbit to 10tbit"
+        ));
+    }
+    Ok(bps)
+}
+
+/// Parses a cap's rate, `None` when [`cap_rate`] refuses it.
 pub fn parse_rate(s: &str) -> Option<u64> {
-    let t = s.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let mult = match unit.trim_end_matches("bit").trim_end_matches("bps") {
-        "" => 1.0,
-        "k" => 1e3,
-        "m" => 1e6,
-        "g" => 1e9,
-        "t" => 1e12,
-        _ => return None,
-    };
-    let v: f64 = num.parse().ok()?;
-    let bps = v * mult;
-    (bps.is_finite() && (8000.0..=1e13).contains(&bps)).then_some(bps as u64)
+    cap_rate(s).ok()
 }
 
 /// Parses `A.B.C.D/LEN` into (network, prefix length).
@@ -400,13 +401,8 @@ impl LabSpec {
             {
                 return Err((at("mtu"), format!("MTU {m} must be between 68 and 65535")));
             }
-            if let Some(r) = &l.rate
-                && parse_rate(r).is_none()
-            {
-                return Err((
-                    at("rate"),
-                    format!("bad rate {r:?}: use e.g. 1gbit or 500mbit"),
-                ));
+            if let Some(Err(e)) = l.rate.as_deref().map(cap_rate) {
+                return Err((at("rate"), e));
             }
             if let Some(s) = &l.subnet {
                 match parse_v4_prefix(s) {
@@ -421,10 +417,8 @@ impl LabSpec {
                     }
                 }
             }
-            if let Some(r) = &l.flow_rate
-                && parse_rate(r).is_none()
-            {
-                return Err((at("flow_rate"), format!("bad rate {r:?}: use e.g. 300mbit")));
+            if let Some(Err(e)) = l.flow_rate.as_deref().map(cap_rate) {
+                return Err((at("flow_rate"), e));
             }
             if let Some(n) = l.flows {
                 if l.flow_rate.is_none() {

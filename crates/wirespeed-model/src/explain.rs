@@ -6,9 +6,9 @@ use crate::ceilings::{Ceilings, flows_needed};
 use crate::gbits;
 use crate::profile::SCHEMA_VERSION;
 use serde::{Deserialize, Serialize};
-use wirespeed_engine::result::{CpuUsage, FlowResult, jain};
-use wirespeed_engine::spec::FlowKind;
-use wirespeed_engine::{Direction, TestResult, Workload};
+use wirespeed_types::result::{CpuUsage, FlowResult, jain};
+use wirespeed_types::spec::FlowKind;
+use wirespeed_types::{Direction, TestResult, Workload};
 
 /// A core this busy (%) or more is the limit of its side.
 pub const CPU_BUSY_PCT: f64 = 90.0;
@@ -164,14 +164,14 @@ pub struct ExplainReport {
 fn ev(name: impl Into<String>, value: f64, unit: &str) -> Evidence {
     Evidence {
         name: name.into(),
-        value: wirespeed_engine::result::finite(value),
+        value: wirespeed_types::result::finite(value),
         unit: unit.to_string(),
     }
 }
 
 fn pct(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
-        wirespeed_engine::result::finite(part / whole * 100.0)
+        wirespeed_types::result::finite(part / whole * 100.0)
     } else {
         0.0
     }
@@ -209,7 +209,7 @@ fn directions(r: &TestResult) -> (f64, f64) {
 }
 
 /// A path's one-way load: its busier direction.
-fn path_load(p: &wirespeed_engine::result::PathResult) -> f64 {
+fn path_load(p: &wirespeed_types::result::PathResult) -> f64 {
     let one_way = p.forward_bps.max(p.reverse_bps);
     if one_way > 0.0 {
         one_way
@@ -609,7 +609,7 @@ fn hash_rule(r: &TestResult, nic_named: bool, out: &mut Vec<Bottleneck>) {
             counts.iter().copied().max().unwrap_or(0),
         );
         let loads: Vec<f64> = paths.iter().map(|p| p.throughput_bps).collect();
-        let balance = wirespeed_engine::result::balance(&loads);
+        let balance = wirespeed_types::result::balance(&loads);
         for p in paths {
             evidence.push(ev(
                 format!("path{}_flows", p.index),

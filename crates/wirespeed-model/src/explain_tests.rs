@@ -3,8 +3,8 @@
 use super::*;
 use crate::ceilings::{Query, ceilings};
 use crate::profile::builtin;
-use wirespeed_engine::TestSpec;
-use wirespeed_engine::result::{DirectionResult, PathResult, TcpInfo};
+use wirespeed_types::TestSpec;
+use wirespeed_types::result::{DirectionResult, PathResult, TcpInfo};
 
 const G: f64 = 1e9;
 

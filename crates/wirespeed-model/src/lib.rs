@@ -6,7 +6,7 @@
 //! figure with its source). [`ceilings`] turns a profile and a machine size
 //! into per-flow, per-NIC and per-VM ceilings and the flows needed to reach
 //! them; [`price_table`] prices sizes per delivered Gbit/s; [`explain`] sets
-//! a [`TestResult`](wirespeed_engine::TestResult) against the ceilings and
+//! a [`TestResult`](wirespeed_types::TestResult) against the ceilings and
 //! names the bottleneck with the numbers it rests on.
 //!
 //! Pure functions over data: this crate reads no files and touches no

@@ -12,7 +12,7 @@
 
 use crate::units::trim_num;
 use std::fmt::Write;
-use wirespeed_engine::result::finite;
+use wirespeed_types::result::finite;
 
 /// Width of every chart's coordinate system; the page scales it to fit.
 pub const W: f64 = 760.0;

@@ -5,7 +5,7 @@
 
 use crate::experiment::ExperimentResults;
 use std::fmt::Write;
-use wirespeed_engine::result::finite;
+use wirespeed_types::result::finite;
 
 /// Quotes a CSV field when it holds a comma, quote or line break.
 pub fn csv_field(s: &str) -> String {

@@ -4,8 +4,8 @@
 //! pure functions of the runs, recomputed by [`finalize`].
 
 use serde::{Deserialize, Serialize};
-use wirespeed_engine::result::finite;
-use wirespeed_engine::{Report, TestResult, Workload};
+use wirespeed_types::result::finite;
+use wirespeed_types::{Report, TestResult, Workload};
 
 /// Version of the experiment results schema.
 pub const EXPERIMENT_SCHEMA_VERSION: u32 = 1;
@@ -360,7 +360,7 @@ pub fn pct_text(p: Option<f64>) -> String {
 mod tests {
     use super::*;
     use crate::fixtures::{cell, rr, stream};
-    use wirespeed_engine::SCHEMA_VERSION;
+    use wirespeed_types::SCHEMA_VERSION;
 
     #[test]
     fn median_spread_and_stddev() {

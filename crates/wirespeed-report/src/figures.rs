@@ -16,8 +16,8 @@ use crate::units::{
 };
 use crate::{Metric, units};
 use std::fmt::Write;
-use wirespeed_engine::result::{IntervalSample, TestResult, finite};
-use wirespeed_engine::spec::FlowKind;
+use wirespeed_types::result::{IntervalSample, TestResult, finite};
+use wirespeed_types::spec::FlowKind;
 
 /// A figure: a caption with the figure's quotable number, a legend, one or
 /// more SVG panels (sharing their x axis), a note and an optional table.
@@ -280,7 +280,7 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
         if !single {
             continue;
         }
-        let flows: Vec<&wirespeed_engine::result::FlowResult> = main_flows(r).collect();
+        let flows: Vec<&wirespeed_types::result::FlowResult> = main_flows(r).collect();
         let has_flow_data = r.intervals.iter().any(|x| !x.flow_bps.is_empty());
         if r.paths.len() > 1 && has_flow_data {
             for p in &r.paths {
@@ -458,7 +458,7 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
     })
 }
 
-fn flow_name(f: &wirespeed_engine::result::FlowResult) -> String {
+fn flow_name(f: &wirespeed_types::result::FlowResult) -> String {
     match f.kind {
         Some(FlowKind::Reverse) => format!("flow {} (reverse)", f.id),
         _ => format!("flow {}", f.id),
@@ -535,7 +535,7 @@ fn latency_over_time(
 
 const PCT_NAMES: [&str; 6] = ["min", "p50", "p90", "p99", "p99.9", "max"];
 
-fn pct_values(l: &wirespeed_engine::result::LatencySummary) -> [f64; 6] {
+fn pct_values(l: &wirespeed_types::result::LatencySummary) -> [f64; 6] {
     [l.min_us, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us]
 }
 
@@ -706,12 +706,12 @@ fn percentile_figure(rows: &[(String, usize, &TestResult)], one_sweep: bool) -> 
 
 /// Goodput (or transactions/s) per flow with TCP_INFO, and fairness.
 pub fn flows(r: &TestResult) -> Option<Figure> {
-    let main: Vec<&wirespeed_engine::result::FlowResult> = main_flows(r).collect();
+    let main: Vec<&wirespeed_types::result::FlowResult> = main_flows(r).collect();
     if main.is_empty() {
         return None;
     }
     let rate = Rate::of(r);
-    let value = |f: &wirespeed_engine::result::FlowResult| match rate {
+    let value = |f: &wirespeed_types::result::FlowResult| match rate {
         Rate::Bps => finite(f.throughput_bps),
         Rate::Tps => finite(f.transactions as f64 / r.window_s),
     };
@@ -1135,7 +1135,7 @@ pub fn sweep(series: &[Series], colors: &[usize]) -> Vec<Figure> {
         for (name, pick, dash) in [
             (
                 "p50",
-                (|l: &wirespeed_engine::result::LatencySummary| l.p50_us) as fn(&_) -> f64,
+                (|l: &wirespeed_types::result::LatencySummary| l.p50_us) as fn(&_) -> f64,
                 false,
             ),
             ("p99", |l| l.p99_us, true),
@@ -1302,7 +1302,7 @@ pub fn interval_table(series: &[Series]) -> Option<Table> {
     if picked.len() == 1 {
         let r = first.run();
         let rate = Rate::of(r);
-        let flows: Vec<&wirespeed_engine::result::FlowResult> = main_flows(r).collect();
+        let flows: Vec<&wirespeed_types::result::FlowResult> = main_flows(r).collect();
         let has_flow = r.intervals.iter().any(|x| !x.flow_bps.is_empty());
         let show_flows = has_flow && flows.len() > 1 && flows.len() <= 8;
         let show_paths = has_flow && r.paths.len() > 1;

@@ -1,8 +1,8 @@
 //! Small synthetic results, for tests and examples of the renderings.
 
 use crate::experiment::{CellResult, Point};
-use wirespeed_engine::result::{LatencySummary, PathResult};
-use wirespeed_engine::{SCHEMA_VERSION, TestResult, TestSpec, Workload};
+use wirespeed_types::result::{LatencySummary, PathResult};
+use wirespeed_types::{SCHEMA_VERSION, TestResult, TestSpec, Workload};
 
 /// A stream result with `bps` over `paths` equal paths.
 pub fn stream(bps: f64, paths: usize) -> TestResult {

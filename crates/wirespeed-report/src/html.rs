@@ -31,8 +31,8 @@ use crate::units::{
     human_bps, human_pct, human_size, human_us, plural, tick_us, trim_num, utc_time,
 };
 use std::fmt::Write;
-use wirespeed_engine::TestResult;
-use wirespeed_engine::result::finite;
+use wirespeed_types::TestResult;
+use wirespeed_types::result::finite;
 
 const STYLE: &str = r#"body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:0 auto;padding:20px 24px 40px;max-width:1040px;color:#1d1d1d;background:#fff}
 h1{font-size:24px;margin:6px 0 2px}h2{font-size:19px;margin:34px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}h3{font-size:16px;margin:22px 0 6px}
@@ -131,7 +131,7 @@ fn kpis(items: &[(String, String)]) -> String {
 fn options(r: &TestResult) -> String {
     let s = &r.spec;
     let mut o = Vec::new();
-    if s.workload == wirespeed_engine::Workload::Stream {
+    if s.workload == wirespeed_types::Workload::Stream {
         o.push(format!("{} messages", human_size(s.msg_size as u64)));
     }
     match (s.sndbuf, s.rcvbuf) {
@@ -225,7 +225,7 @@ fn notes(o: &mut String, notes: &[&String]) {
 /// The key figures of one test.
 fn test_kpis(r: &TestResult) -> Vec<(String, String)> {
     let mut k = Vec::new();
-    if r.spec.workload == wirespeed_engine::Workload::Stream {
+    if r.spec.workload == wirespeed_types::Workload::Stream {
         k.push((human_bps(r.throughput_bps), "goodput".into()));
         for d in r.directions.iter().filter(|_| r.directions.len() > 1) {
             k.push((
@@ -341,9 +341,9 @@ fn sweep_section(o: &mut String, s: &Series, origin: &str) {
             format!(
                 "{} sweep over {}",
                 match r.spec.workload {
-                    wirespeed_engine::Workload::Crr => "crr",
-                    wirespeed_engine::Workload::Rr => "rr",
-                    wirespeed_engine::Workload::Stream => "stream",
+                    wirespeed_types::Workload::Crr => "crr",
+                    wirespeed_types::Workload::Rr => "rr",
+                    wirespeed_types::Workload::Stream => "stream",
                 },
                 s.x_title
             ),
@@ -994,16 +994,16 @@ mod tests {
         let mut st = stream(2e9, 2);
         st.spec.flows = 2;
         st.flows = (0..2)
-            .map(|i| wirespeed_engine::result::FlowResult {
+            .map(|i| wirespeed_types::result::FlowResult {
                 id: i,
                 path: i,
-                kind: Some(wirespeed_engine::spec::FlowKind::Forward),
+                kind: Some(wirespeed_types::spec::FlowKind::Forward),
                 throughput_bps: 1e9,
                 ..Default::default()
             })
             .collect();
         st.intervals = (1..=3)
-            .map(|i| wirespeed_engine::result::IntervalSample {
+            .map(|i| wirespeed_types::result::IntervalSample {
                 t_s: i as f64,
                 len_s: 1.0,
                 bps: 2e9,
@@ -1012,7 +1012,7 @@ mod tests {
             })
             .collect();
         let bench = |results| {
-            Content::Bench(wirespeed_engine::Report {
+            Content::Bench(wirespeed_types::Report {
                 schema_version: 1,
                 results,
             })
@@ -1055,7 +1055,7 @@ mod tests {
         r.spec.flows = 1;
         let src = Source::new(
             "one.json",
-            Content::Bench(wirespeed_engine::Report {
+            Content::Bench(wirespeed_types::Report {
                 schema_version: 1,
                 results: vec![r],
             }),

@@ -4,8 +4,8 @@
 //! own keys (per direction, per path, CPU, TCP_INFO sums).
 
 use std::fmt::Write;
-use wirespeed_engine::result::LatencySummary;
-use wirespeed_engine::{TestResult, Workload};
+use wirespeed_types::result::LatencySummary;
+use wirespeed_types::{TestResult, Workload};
 
 fn line(out: &mut String, k: &str, v: impl std::fmt::Display) {
     let _ = writeln!(out, "{k}={v}");

@@ -32,8 +32,8 @@ pub use kv::render_kv;
 pub use table::{heading, new_table, render_one, render_sweep};
 pub use units::{human_bps, human_count, human_size, human_us, plural};
 
-use wirespeed_engine::result::IntervalSample;
-use wirespeed_engine::{Report, Workload};
+use wirespeed_types::result::IntervalSample;
+use wirespeed_types::{Report, Workload};
 
 /// An output format of `bench`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,8 +112,8 @@ pub fn interval_line(s: &IntervalSample, workload: Workload) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use wirespeed_engine::result::{LatencySummary, PathResult, TestResult};
-    use wirespeed_engine::{SCHEMA_VERSION, TestSpec};
+    use wirespeed_types::result::{LatencySummary, PathResult, TestResult};
+    use wirespeed_types::{SCHEMA_VERSION, TestSpec};
 
     fn sample(workload: Workload, req: u32) -> TestResult {
         TestResult {

@@ -11,8 +11,8 @@ use crate::source::{Content, Series, Source, all_series, experiment_series, shap
 use crate::units::{human_pct, plural, trim_num};
 use crate::{Metric, human_us};
 use std::fmt::Write;
-use wirespeed_engine::TestResult;
-use wirespeed_engine::result::finite;
+use wirespeed_types::TestResult;
+use wirespeed_types::result::finite;
 
 /// Makes text safe inside a Markdown table cell.
 pub fn md_cell(s: &str) -> String {

@@ -4,9 +4,9 @@
 
 use crate::experiment::{ExperimentResults, Point};
 use crate::units::{human_size, plural};
-use wirespeed_engine::result::{IntervalLatency, IntervalSample, LatencySummary, finite};
-use wirespeed_engine::spec::FlowKind;
-use wirespeed_engine::{Direction, Report, TestResult, Workload};
+use wirespeed_types::result::{IntervalLatency, IntervalSample, LatencySummary, finite};
+use wirespeed_types::spec::FlowKind;
+use wirespeed_types::{Direction, Report, TestResult, Workload};
 
 /// The content of one results file.
 #[derive(Debug, Clone)]
@@ -316,7 +316,7 @@ pub fn interval_latency(s: &IntervalSample) -> Option<&IntervalLatency> {
 }
 
 /// The flows that carry the test (not the probe).
-pub fn main_flows(r: &TestResult) -> impl Iterator<Item = &wirespeed_engine::result::FlowResult> {
+pub fn main_flows(r: &TestResult) -> impl Iterator<Item = &wirespeed_types::result::FlowResult> {
     r.flows.iter().filter(|f| f.kind != Some(FlowKind::Probe))
 }
 
@@ -330,7 +330,7 @@ pub fn headline(r: &TestResult) -> f64 {
 mod tests {
     use super::*;
     use crate::fixtures::{rr, stream};
-    use wirespeed_engine::SCHEMA_VERSION;
+    use wirespeed_types::SCHEMA_VERSION;
 
     #[test]
     fn descriptions_use_plurals() {

@@ -4,9 +4,9 @@
 use crate::units::{human_bps, human_count, human_size, human_us, plural};
 use comfy_table::{CellAlignment, Table, presets};
 use std::fmt::Write;
-use wirespeed_engine::result::{CpuUsage, LatencySummary};
-use wirespeed_engine::spec::FlowKind;
-use wirespeed_engine::{TestResult, Workload};
+use wirespeed_types::result::{CpuUsage, LatencySummary};
+use wirespeed_types::spec::FlowKind;
+use wirespeed_types::{TestResult, Workload};
 
 /// A new table in wirespeed's style, right-aligning numeric columns.
 pub fn new_table(header: &[&str], numeric_from: usize) -> Table {

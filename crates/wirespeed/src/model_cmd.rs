@@ -111,11 +111,9 @@ fn load_profile(name: &str) -> Result<Profile> {
 fn rate(flag: &str, s: &Option<String>) -> Result<Option<f64>> {
     s.as_deref()
         .map(|v| {
-            parse_rate(v).map(|b| b as f64).map_err(|e| match e {
-                // The engine's message without its "invalid test" prefix.
-                wirespeed_engine::EngineError::Spec(m) => anyhow::anyhow!("{flag}: {m}"),
-                other => anyhow::anyhow!("{flag}: {other}"),
-            })
+            parse_rate(v)
+                .map(|b| b as f64)
+                .map_err(|e| anyhow::anyhow!("{flag}: {e}"))
         })
         .transpose()
 }

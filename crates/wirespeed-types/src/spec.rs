@@ -2,7 +2,11 @@
 //! socket knobs. A `TestSpec` crosses the wire, so both sides derive the same
 //! flow roster from it.
 
-use crate::error::EngineError;
+use crate::error::Invalid;
+pub use crate::units::{
+    MAX_DURATION_S, MAX_RATE_BPS, MAX_SIZE, MIN_PACING_BPS, parse_cpus, parse_duration, parse_rate,
+    parse_size, parse_sizes,
+};
 use serde::{Deserialize, Serialize};
 
 /// The traffic pattern of a test.
@@ -40,14 +44,14 @@ pub struct PathSpec {
 
 impl PathSpec {
     /// Parses `LOCAL=REMOTE` or a bare `REMOTE`.
-    pub fn parse(s: &str) -> Result<PathSpec, EngineError> {
+    pub fn parse(s: &str) -> Result<PathSpec, Invalid> {
         let s = s.trim();
         let (local, remote) = match s.split_once('=') {
             Some((l, r)) => (Some(l.trim().to_string()), r.trim().to_string()),
             None => (None, s.to_string()),
         };
         if remote.is_empty() || local.as_deref() == Some("") {
-            return Err(EngineError::Spec(format!(
+            return Err(Invalid(format!(
                 "bad path {s:?}: expected LOCAL=REMOTE (LOCAL an address or device name), e.g. 10.0.0.1=10.0.0.2"
             )));
         }
@@ -64,7 +68,7 @@ impl PathSpec {
 }
 
 /// Parses a comma list of paths.
-pub fn parse_paths(s: &str) -> Result<Vec<PathSpec>, EngineError> {
+pub fn parse_paths(s: &str) -> Result<Vec<PathSpec>, Invalid> {
     s.split(',')
         .filter(|p| !p.trim().is_empty())
         .map(PathSpec::parse)
@@ -201,8 +205,8 @@ pub struct FlowPlan {
 
 impl TestSpec {
     /// Checks the spec against hard sanity bounds and the server's limits.
-    pub fn validate(&self, limits: &Limits) -> Result<(), EngineError> {
-        let bad = |m: String| Err(EngineError::Spec(m));
+    pub fn validate(&self, limits: &Limits) -> Result<(), Invalid> {
+        let bad = |m: String| Err(Invalid(m));
         if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
             return bad(format!("duration must be > 0 s, got {}", self.duration_s));
         }
@@ -348,192 +352,9 @@ impl TestSpec {
     }
 }
 
-/// Parses a byte size: `80000`, `4k`, `64KiB`, `1m`, `4M` (k = 1024).
-pub fn parse_size(s: &str) -> Result<u64, EngineError> {
-    let t = s.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let mult: u64 = match unit.trim() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => {
-            return Err(EngineError::Spec(format!(
-                "bad size {s:?}: use bytes or a k/m/g suffix, e.g. 4k"
-            )));
-        }
-    };
-    let v: f64 = num.parse().map_err(|_| {
-        EngineError::Spec(format!(
-            "bad size {s:?}: use bytes or a k/m/g suffix, e.g. 4k"
-        ))
-    })?;
-    let bytes = v * mult as f64;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 / 2.0 {
-        return Err(EngineError::Spec(format!("size {s:?} is out of range")));
-    }
-    Ok(bytes.round() as u64)
-}
-
-/// Parses a comma list of sizes.
-pub fn parse_sizes(s: &str) -> Result<Vec<u64>, EngineError> {
-    let v: Vec<u64> = s
-        .split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(parse_size)
-        .collect::<Result<_, _>>()?;
-    if v.is_empty() {
-        return Err(EngineError::Spec(format!("no sizes in {s:?}")));
-    }
-    Ok(v)
-}
-
-/// Parses a duration: `10s`, `500ms`, `2m`, `1h` or plain seconds.
-pub fn parse_duration(s: &str) -> Result<f64, EngineError> {
-    let t = s.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let mult = match unit {
-        "" | "s" | "sec" => 1.0,
-        "ms" => 0.001,
-        "us" => 0.000_001,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => {
-            return Err(EngineError::Spec(format!(
-                "bad duration {s:?}: use e.g. 10s, 500ms, 2m"
-            )));
-        }
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| EngineError::Spec(format!("bad duration {s:?}: use e.g. 10s, 500ms, 2m")))?;
-    let secs = v * mult;
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(EngineError::Spec(format!("duration {s:?} is out of range")));
-    }
-    if secs > MAX_DURATION_S {
-        return Err(EngineError::Spec(format!(
-            "duration {s:?} is out of range: at most 365 days ({MAX_DURATION_S} s)"
-        )));
-    }
-    Ok(secs)
-}
-
-/// The longest duration [`parse_duration`] takes, seconds (365 days): far
-/// below what `Duration::from_secs_f64` can hold, so no parsed duration can
-/// make it panic.
-pub const MAX_DURATION_S: f64 = 365.0 * 86400.0;
-
-/// The lowest pacing rate, bits per second: SO_MAX_PACING_RATE counts bytes
-/// per second, and 0 bytes/s would mean no pacing at all.
-pub const MIN_PACING_BPS: u64 = 8;
-
-/// Parses a rate in bits per second: `1gbit`, `500mbit`, `2.5g`, `100m`.
-pub fn parse_rate(s: &str) -> Result<u64, EngineError> {
-    let t = s.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let mult = match unit
-        .trim_end_matches("/s")
-        .trim_end_matches("bit")
-        .trim_end_matches("bps")
-    {
-        "" => 1.0,
-        "k" => 1e3,
-        "m" => 1e6,
-        "g" => 1e9,
-        "t" => 1e12,
-        _ => {
-            return Err(EngineError::Spec(format!(
-                "bad rate {s:?}: use e.g. 1gbit, 500mbit"
-            )));
-        }
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| EngineError::Spec(format!("bad rate {s:?}: use e.g. 1gbit, 500mbit")))?;
-    let bps = v * mult;
-    if !bps.is_finite() || !(1.0..=1e15).contains(&bps) {
-        return Err(EngineError::Spec(format!("rate {s:?} is out of range")));
-    }
-    Ok(bps as u64)
-}
-
-/// Parses a CPU list: `0,2,4-7`.
-pub fn parse_cpus(s: &str) -> Result<Vec<usize>, EngineError> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let err = || EngineError::Spec(format!("bad CPU list {s:?}: use e.g. 0,2,4-7"));
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| err())?, b.parse().map_err(|_| err())?);
-                if a > b || b >= 1024 {
-                    return Err(err());
-                }
-                out.extend(a..=b);
-            }
-            None => {
-                let c: usize = part.parse().map_err(|_| err())?;
-                if c >= 1024 {
-                    return Err(err());
-                }
-                out.push(c)
-            }
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("80000").unwrap(), 80000);
-        assert_eq!(parse_size("4k").unwrap(), 4096);
-        assert_eq!(parse_size("64KiB").unwrap(), 65536);
-        assert_eq!(parse_size("4m").unwrap(), 4 << 20);
-        assert_eq!(parse_sizes("1k,4k,64k").unwrap(), vec![1024, 4096, 65536]);
-        assert!(parse_size("4x").is_err());
-        assert!(parse_size("").is_err());
-        assert!(parse_size("1e400").is_err());
-    }
-
-    #[test]
-    fn durations_and_rates_parse() {
-        assert_eq!(parse_duration("10s").unwrap(), 10.0);
-        assert_eq!(parse_duration("500ms").unwrap(), 0.5);
-        assert_eq!(parse_duration("2m").unwrap(), 120.0);
-        assert!(parse_duration("-1s").is_err());
-        // Values that would panic Duration::from_secs_f64, or are absurd.
-        for s in [
-            "99999999999999999999h",
-            "5000000000000h",
-            "1e400s",
-            "366d",
-            "8761h",
-        ] {
-            assert!(parse_duration(s).is_err(), "{s}");
-        }
-        assert_eq!(parse_duration("8760h").unwrap(), MAX_DURATION_S);
-        let e = parse_duration("5000000000000h").unwrap_err().to_string();
-        assert!(e.contains("at most 365 days"), "{e}");
-        assert_eq!(parse_rate("1gbit").unwrap(), 1_000_000_000);
-        assert_eq!(parse_rate("2.5g").unwrap(), 2_500_000_000);
-        assert!(parse_rate("fast").is_err());
-        assert_eq!(parse_cpus("0,2-3").unwrap(), vec![0, 2, 3]);
-        assert!(parse_cpus("3-1").is_err());
-    }
 
     #[test]
     fn paths_parse() {

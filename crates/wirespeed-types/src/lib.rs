@@ -1,0 +1,18 @@
+//! wirespeed's shared vocabulary: what a test is ([`TestSpec`]), what it
+//! measured ([`TestResult`], [`Report`]) and the units a user types (sizes,
+//! rates, durations), each parsed once with one range per unit.
+//!
+//! The engine produces these types, the model judges them and the report
+//! renders them; this crate has no sockets, so the pure crates do not
+//! compile the data plane.
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod result;
+pub mod spec;
+pub mod units;
+
+pub use error::Invalid;
+pub use result::{Report, SCHEMA_VERSION, TestResult};
+pub use spec::{Direction, Limits, PathSpec, TestSpec, Workload};
