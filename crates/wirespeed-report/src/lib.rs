@@ -17,6 +17,7 @@ pub mod fixtures;
 mod html;
 mod kv;
 mod md;
+pub mod model;
 pub mod source;
 mod table;
 mod units;
