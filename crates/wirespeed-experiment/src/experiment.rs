@@ -827,4 +827,30 @@ bench = ["-F", "8", "-T", "2"]
             "{e}"
         );
     }
+
+    #[test]
+    fn a_file_cell_keeps_every_repeated_path_and_names_unknown_flags() {
+        let text = LADDER.replace(
+            r#"bench = ["-F", "8", "-T", "2"]"#,
+            r#"bench = ["--path", "{a.0}={b.0}", "--path", "{a.1}={b.1}", "-F", "4"]"#,
+        );
+        let p = load_text(&text).unwrap();
+        let last = &p.cells[3];
+        assert_eq!(
+            last.bench.path,
+            v(&["10.70.0.1=10.70.0.2", "10.70.1.1=10.70.1.2"])
+        );
+        assert_eq!(last.bench.flows, 4);
+        let e = load_text(&LADDER.replace(r#""-T", "2""#, r#""--flowz", "2""#))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 26") && e.contains("unknown bench flag --flowz"),
+            "{e}"
+        );
+        let e = load_text(&LADDER.replace(r#""-T", "2""#, r#""--port", "2""#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--port is set by the experiment runner"), "{e}");
+    }
 }

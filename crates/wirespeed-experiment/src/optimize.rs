@@ -1005,3 +1005,251 @@ fn render(s: &Summary, search: &Search, elapsed: f64, a: &OptimizeArgs) -> Strin
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell::{BenchArgs, spec_from};
+    use wirespeed_host::Known;
+    use wirespeed_host::snapshot::{BigTcpSupport, Link};
+
+    fn ctx(goal: Goal, npaths: usize) -> Ctx {
+        Ctx {
+            goal,
+            rr_size: 1,
+            paths: (0..npaths)
+                .map(|i| PathSpec::parse(&format!("10.0.{i}.1=10.0.{i}.2")).unwrap())
+                .collect(),
+            devs: (0..npaths).map(|i| Some(format!("eth{i}"))).collect(),
+            duration_s: 1.0,
+            warmup_s: 0.2,
+        }
+    }
+
+    fn start(npaths: usize) -> Config {
+        Config {
+            npaths: npaths.min(1),
+            flows_per_path: 1,
+            threads: 1,
+            msg_size: 512 << 10,
+            buffer: None,
+            zerocopy: false,
+        }
+    }
+
+    fn labels(c: &Ctx, i: usize, best: &Config) -> Vec<String> {
+        bench_variable(c, i, best, &[])
+            .map(|v| v.candidates.into_iter().map(|(l, _)| l).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_bench_space_comes_in_order_and_only_goes_up() {
+        let c = ctx(Goal::Throughput, 2);
+        let best = start(2);
+        let names: Vec<&str> = (0..8)
+            .filter_map(|i| bench_variable(&c, i, &best, &[]))
+            .map(|v| v.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "paths used",
+                "flows per path",
+                "threads",
+                "message size",
+                "socket buffers",
+                "zero-copy"
+            ]
+        );
+        assert_eq!(labels(&c, 0, &best), ["2"]);
+        assert_eq!(labels(&c, 1, &best), ["2", "4", "8"]);
+        assert!(labels(&c, 2, &best).is_empty(), "one flow: no more threads");
+        assert_eq!(labels(&c, 3, &best), ["128k", "1m"]);
+        assert_eq!(labels(&c, 4, &best), ["1m", "4m"]);
+        let wide = Config {
+            npaths: 2,
+            flows_per_path: 4,
+            ..best.clone()
+        };
+        assert_eq!(labels(&c, 0, &wide), Vec::<String>::new());
+        assert_eq!(labels(&c, 1, &wide), ["8"]);
+        assert_eq!(labels(&c, 2, &wide), ["2", "4", "8"]);
+        let v = bench_variable(&c, 1, &wide, &[]).unwrap();
+        assert!(v.monotonic);
+        assert_eq!(v.candidates[0].1.conf.flows_per_path, 8);
+        assert!(!bench_variable(&c, 3, &best, &[]).unwrap().monotonic);
+        // Latency: only the socket buffers are tried on the bench side.
+        let rr = ctx(Goal::Rr, 2);
+        let names: Vec<&str> = (0..8)
+            .filter_map(|i| bench_variable(&rr, i, &best, &[]))
+            .map(|v| v.name)
+            .collect();
+        assert_eq!(names, ["socket buffers"]);
+    }
+
+    #[test]
+    fn a_path_brings_the_source_routing_of_its_nic() {
+        let c = ctx(Goal::Throughput, 2);
+        let route = |dev: &str| Action {
+            setting: Setting::Mtu { dev: dev.into() },
+            value: "1500".into(),
+        };
+        let v = bench_variable(&c, 0, &start(2), &[route("eth1"), route("eth7")]).unwrap();
+        let (label, change) = &v.candidates[0];
+        assert_eq!(label, "2 + source routing");
+        assert_eq!(change.actions, vec![route("eth1")]);
+        assert_eq!(change.conf.npaths, 2);
+    }
+
+    fn snap(links: Vec<Link>, rmem: &str, wmem: &str, ipv4: bool) -> Snapshot {
+        Snapshot {
+            schema_version: 1,
+            hostname: "h".into(),
+            netns: None,
+            kernel: "6.8".into(),
+            cpus: 4,
+            mem_total_bytes: Known::Value(1 << 30),
+            big_tcp: BigTcpSupport { ipv6: true, ipv4 },
+            links,
+            routes: vec![],
+            rules: vec![],
+            egress: vec![],
+            sysctls: [("net.ipv4.tcp_rmem", rmem), ("net.ipv4.tcp_wmem", wmem)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), Known::Value(v.to_string())))
+                .collect(),
+            sysctl_readonly: vec![],
+        }
+    }
+
+    #[test]
+    fn host_steps_offer_only_settings_that_raise_a_limit() {
+        let mut eth0 = Link::new(2, "eth0", "veth");
+        eth0.mtu = 1500;
+        eth0.max_mtu = Some(65535);
+        eth0.tso_max_size = Some(524_280);
+        eth0.gso_max_size = Some(65536);
+        let mut eth1 = Link::new(3, "eth1", "veth");
+        eth1.mtu = 9000;
+        eth1.tso_max_size = Some(65536);
+        let s = snap(
+            vec![eth0, eth1],
+            "4096 131072 6291456",
+            "4096 16384 67108864",
+            false,
+        );
+        let vars = host_variables(&s, &["eth0".into(), "eth1".into()], &start(1));
+        let names: Vec<&str> = vars.iter().map(|v| v.name).collect();
+        assert_eq!(names, ["tcp buffer maxima", "mtu", "big tcp"]);
+        let acts = |i: usize| vars[i].candidates[0].1.actions.clone();
+        assert_eq!(
+            acts(0),
+            vec![Action::sysctl("net.ipv4.tcp_rmem", "4096 131072 67108864")],
+            "wmem is at the maximum already"
+        );
+        assert_eq!(
+            acts(1),
+            vec![Action {
+                setting: Setting::Mtu { dev: "eth0".into() },
+                value: "9000".into()
+            }]
+        );
+        let big: Vec<String> = acts(2).iter().map(|a| a.setting.label()).collect();
+        assert_eq!(big.len(), 2, "GSO and GRO of eth0 only: {big:?}");
+        assert!(acts(2).iter().all(|a| a.value == "185000"));
+        // Nothing to raise: no host step.
+        let mut tuned = Link::new(2, "eth0", "veth");
+        tuned.mtu = 9000;
+        let s = snap(vec![tuned], "4096 1 67108864", "4096 1 67108864", true);
+        assert!(host_variables(&s, &["eth0".into()], &start(1)).is_empty());
+    }
+
+    #[test]
+    fn the_recommended_bench_command_runs_the_measured_spec() {
+        for (goal, conf) in [
+            (
+                Goal::Throughput,
+                Config {
+                    npaths: 2,
+                    flows_per_path: 4,
+                    threads: 4,
+                    msg_size: 128 << 10,
+                    buffer: Some(4 << 20),
+                    zerocopy: true,
+                },
+            ),
+            (
+                Goal::Bidir,
+                Config {
+                    npaths: 1,
+                    flows_per_path: 2,
+                    threads: 8,
+                    ..start(1)
+                },
+            ),
+            (
+                Goal::Rr,
+                Config {
+                    buffer: Some(1 << 20),
+                    ..start(1)
+                },
+            ),
+        ] {
+            let c = ctx(goal, 2);
+            let spec = c.spec(&conf).unwrap();
+            let mut a = BenchArgs::defaults();
+            a.layer(&["-d".into(), "1s".into(), "--warmup".into(), "0.2s".into()])
+                .unwrap();
+            a.layer(&c.bench_args(&conf)).unwrap();
+            let (from_cli, _) = spec_from(&a).unwrap();
+            assert_eq!(from_cli, spec, "{goal:?}: {:?}", c.bench_args(&conf));
+        }
+    }
+
+    fn result(bps: f64, p50_us: f64) -> TestResult {
+        TestResult {
+            throughput_bps: bps,
+            latency: Some(wirespeed_engine::result::LatencySummary {
+                p50_us,
+                ..Default::default()
+            }),
+            ..TestResult::default()
+        }
+    }
+
+    #[test]
+    fn steps_are_judged_by_the_models_rules_on_the_goals_figure() {
+        for (goal, base, noise, gain) in [
+            (Goal::Throughput, (1e9, 50.0), (1.01e9, 10.0), (1.5e9, 90.0)),
+            (Goal::Rr, (1e9, 50.0), (5e9, 49.5), (0.5e9, 30.0)),
+        ] {
+            let rules = Rules::new(3, 5, 3.0, goal.better());
+            let vals = |(b, l): (f64, f64)| -> Vec<f64> {
+                (0..3).map(|_| goal.value(&result(b, l))).collect()
+            };
+            let mut s = Search::new(rules);
+            assert!(s.judge("baseline", "1 path", &vals(base)).on_ladder());
+            let v = s.judge("x", "within noise", &vals(noise));
+            assert!(!v.on_ladder(), "{goal:?}: {v:?}");
+            assert_eq!(
+                s.judge("x", "better", &vals(gain)),
+                Verdict::Kept,
+                "{goal:?}"
+            );
+            assert_eq!(s.ladder().len(), 2);
+            assert_eq!(s.best().and_then(|b| b.median), Some(vals(gain)[0]));
+        }
+        assert!(Goal::Rr.value(&TestResult::default()).is_nan());
+    }
+
+    #[test]
+    fn the_noise_band_is_a_percentage() {
+        assert_eq!(parse_pct("3%").unwrap(), 3.0);
+        assert_eq!(parse_pct(" 2.5 ").unwrap(), 2.5);
+        assert!(parse_pct("100%").is_err() && parse_pct("x").is_err() && parse_pct("-1").is_err());
+        assert_eq!(size_arg(512 << 10), "512k");
+        assert_eq!(size_arg(4 << 20), "4m");
+        assert_eq!(size_arg(1000), "1000");
+    }
+}

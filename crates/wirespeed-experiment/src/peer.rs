@@ -211,3 +211,103 @@ pub fn findings(tests: &[PeerTest], npairs: usize) -> Vec<Finding> {
     }
     findings
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(n: usize) -> Vec<(String, String)> {
+        (0..n)
+            .map(|i| (format!("10.0.{i}.1"), format!("10.0.{i}.2")))
+            .collect()
+    }
+
+    /// The measured figures of `probes(pairs(n))`, one throughput each.
+    fn measured(n: usize, bps: &[f64]) -> Vec<PeerTest> {
+        let ps = probes(&pairs(n));
+        assert_eq!(ps.len(), bps.len());
+        ps.iter()
+            .zip(bps)
+            .map(|(p, &b)| {
+                p.result(&wirespeed_engine::TestResult {
+                    throughput_bps: b,
+                    ..Default::default()
+                })
+            })
+            .collect()
+    }
+
+    fn ids(f: &[Finding]) -> Vec<&str> {
+        f.iter().map(|f| f.id.as_str()).collect()
+    }
+
+    #[test]
+    fn probes_try_each_path_then_all_then_more_flows() {
+        let ps = probes(&pairs(2));
+        let shape: Vec<(&str, usize, u32)> = ps
+            .iter()
+            .map(|p| (p.name.as_str(), p.pairs.len(), p.flows_per_path))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("one flow, first path", 1, 1),
+                ("one flow, path 2", 1, 1),
+                ("one flow per path, all paths", 2, 1),
+                ("4 flows per path, all paths", 2, 4)
+            ]
+        );
+        assert_eq!(probes(&pairs(1)).len(), 2);
+        let s = ps[3].spec(0.1).unwrap();
+        assert_eq!((s.flows, s.threads, s.paths.len()), (8, 4, 2));
+        assert_eq!(s.duration_s, 0.5, "at least half a second");
+        let bare = Probe {
+            name: "x".into(),
+            pairs: vec![(String::new(), "10.0.0.2".into())],
+            flows_per_path: 1,
+        };
+        assert_eq!(bare.paths(), ["10.0.0.2"]);
+    }
+
+    #[test]
+    fn paths_that_add_nothing_share_a_bottleneck() {
+        let f = findings(&measured(2, &[0.9e9, 0.9e9, 1.0e9, 1.05e9]), 2);
+        assert_eq!(ids(&f), ["peer-nics-share-a-bottleneck"]);
+        assert_eq!(f[0].severity, Severity::Critical);
+        assert!(f[0].evidence.len() == 4 && f[0].title.contains("all 2 paths"));
+    }
+
+    #[test]
+    fn paths_that_add_up_ask_for_every_nic_and_flows_for_more() {
+        let f = findings(&measured(2, &[0.9e9, 0.9e9, 1.8e9, 1.9e9]), 2);
+        assert_eq!(ids(&f), ["peer-use-all-nics"]);
+        assert_eq!(f[0].severity, Severity::Warn);
+        assert_eq!(
+            f[0].bench_flags.as_deref(),
+            Some("--paths 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2")
+        );
+        // Several flows per path beat one by more than 20%.
+        let f = findings(&measured(2, &[0.5e9, 0.5e9, 1.0e9, 1.9e9]), 2);
+        assert_eq!(ids(&f), ["peer-use-all-nics", "peer-flow-count"]);
+        assert_eq!(
+            f[1].bench_flags.as_deref(),
+            Some("--paths 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2 -F 8")
+        );
+        // A gain inside the margins is only information.
+        let f = findings(&measured(2, &[1e9, 0.5e9, 1.2e9, 1.3e9]), 2);
+        assert_eq!(ids(&f), ["peer-use-all-nics"]);
+        assert_eq!(f[0].severity, Severity::Info);
+    }
+
+    #[test]
+    fn one_path_is_judged_on_flows_alone() {
+        let f = findings(&measured(1, &[0.3e9, 1e9]), 1);
+        assert_eq!(ids(&f), ["peer-flow-count"]);
+        assert_eq!(
+            f[0].bench_flags.as_deref(),
+            Some("--paths 10.0.0.1=10.0.0.2 -F 4")
+        );
+        assert!(findings(&measured(1, &[1e9, 1.1e9]), 1).is_empty());
+        assert!(findings(&[], 1).is_empty());
+    }
+}
