@@ -59,6 +59,9 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
             .unwrap_or("experiment");
         PathBuf::from(format!("{stem}.results.json"))
     });
+    // Only for the children that must be processes: doctor and tune in a
+    // lab namespace need its /sys, which `ip netns exec` mounts (see
+    // wirespeed_experiment::runner::Tuned). Tests run in-process.
     let exe = std::env::current_exe().context("find the wirespeed binary")?;
     let res = run_plan(
         &plan,
