@@ -2,8 +2,8 @@
 //! cannot set (gso_ipv4_max_size and gro_ipv4_max_size need iproute2 >=
 //! 6.3): set over rtnetlink from a thread that enters the host's
 //! namespace, through wirespeed-host's tuning code, which also reads each
-//! value back. And the processes left inside a namespace, killed before
-//! it is removed.
+//! value back. Threads that run inside a namespace ([`spawn_in`]). And
+//! the processes left inside a namespace, killed before it is removed.
 
 use crate::error::LabError;
 use std::os::fd::AsRawFd;
@@ -35,9 +35,6 @@ pub(crate) fn ipv4_sizes(argv: &[String]) -> Option<Ipv4Sizes<'_>> {
 
 /// Sets IPv4 GSO/GRO sizes of `dev` in namespace `ns` over netlink.
 pub(crate) fn set_ipv4_sizes(ns: &str, dev: &str, pairs: &[(&str, &str)]) -> Result<(), LabError> {
-    let path = std::path::Path::new("/run/netns").join(ns);
-    let file = std::fs::File::open(&path)
-        .map_err(|e| LabError::io(format!("open {}", path.display()), e))?;
     let what = format!(
         "ip -n {ns} link set dev {dev} {}",
         pairs
@@ -51,18 +48,7 @@ pub(crate) fn set_ipv4_sizes(ns: &str, dev: &str, pairs: &[(&str, &str)]) -> Res
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    // A thread of its own: setns(CLONE_NEWNET) changes only the calling
-    // thread's namespace, and this one ends right after.
-    let worker = std::thread::spawn(move || -> Result<(), String> {
-        // SAFETY: `file` is an open namespace file that outlives the call;
-        // setns has no memory-safety preconditions.
-        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        if rc != 0 {
-            return Err(format!(
-                "enter the namespace: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
+    let worker = spawn_in(ns, move || -> Result<(), String> {
         let mut host = Host::open(Fs::at("/")).map_err(|e| e.to_string())?;
         for (k, v) in &pairs {
             let s = if k == "gso_ipv4_max_size" {
@@ -73,15 +59,55 @@ pub(crate) fn set_ipv4_sizes(ns: &str, dev: &str, pairs: &[(&str, &str)]) -> Res
             host.set(&s, v).map_err(|e| e.to_string())?;
         }
         Ok(())
-    });
+    })?;
+    let fail = |stderr: String| LabError::Command {
+        cmd: what.clone(),
+        stderr,
+    };
     match worker.join() {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(stderr)) => Err(LabError::Command { cmd: what, stderr }),
-        Err(_) => Err(LabError::Command {
-            cmd: what,
-            stderr: "the netlink thread panicked".into(),
-        }),
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(stderr))) => Err(fail(stderr)),
+        Ok(Err(e)) => Err(fail(e.to_string())),
+        Err(_) => Err(fail("the netlink thread panicked".into())),
     }
+}
+
+/// Runs `f` on a fresh thread inside the network namespace
+/// `/run/netns/NS`: sockets and netlink sockets that `f` opens, and the
+/// threads it starts, live in that namespace; the rest of the process
+/// stays where it is. The thread's result is `Err` when it could not
+/// enter the namespace (then `f` never ran). /sys is not remounted: code
+/// that reads a namespace's devices under /sys needs `ip netns exec`.
+pub fn spawn_in<T, F>(
+    ns: &str,
+    f: F,
+) -> Result<std::thread::JoinHandle<Result<T, LabError>>, LabError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let path = std::path::Path::new("/run/netns").join(ns);
+    let file = std::fs::File::open(&path)
+        .map_err(|e| LabError::io(format!("open {}", path.display()), e))?;
+    let name = format!("netns {ns}");
+    // A thread of its own: setns(CLONE_NEWNET) changes only the calling
+    // thread's namespace (and the threads it starts), never the caller's.
+    std::thread::Builder::new()
+        .name(name.chars().take(15).collect())
+        .spawn(move || {
+            // SAFETY: `file` is an open namespace file that outlives the
+            // call; setns has no memory-safety preconditions.
+            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            if rc != 0 {
+                return Err(LabError::io(
+                    format!("enter {name}"),
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            drop(file);
+            Ok(f())
+        })
+        .map_err(|e| LabError::io("start a thread", e))
 }
 
 /// The pids of the processes whose network namespace is `/run/netns/NS`
