@@ -158,7 +158,7 @@ pub fn session_peers(control_port: u16) -> Vec<(IpAddr, String)> {
             add(
                 c.remote,
                 format!(
-                    "the connection of {name} (pid {pid}, this session's parent) with {}",
+                    "the connection of {name} (pid {pid}, which runs this command) with {}",
                     c.remote
                 ),
             );
@@ -197,11 +197,7 @@ pub fn carriers(snap: &Snapshot, control_port: u16) -> Vec<Carrier> {
         .iter()
         .filter(|r| r.dst == "default" && r.table == 254)
     {
-        let via = |g: &Option<String>| {
-            g.as_ref()
-                .map(|g| format!(" via {g}"))
-                .unwrap_or_default()
-        };
+        let via = |g: &Option<String>| g.as_ref().map(|g| format!(" via {g}")).unwrap_or_default();
         if let Some(d) = &r.dev {
             add(
                 &mut out,
@@ -229,11 +225,11 @@ pub fn carriers(snap: &Snapshot, control_port: u16) -> Vec<Carrier> {
     while i < out.len() && i < 64 {
         let c = out[i].clone();
         if let Some(l) = snap.link(&c.dev) {
-            let below = l
-                .lower
-                .iter()
-                .cloned()
-                .chain(l.bond.iter().flat_map(|b| b.slaves.iter().map(|s| s.name.clone())));
+            let below = l.lower.iter().cloned().chain(
+                l.bond
+                    .iter()
+                    .flat_map(|b| b.slaves.iter().map(|s| s.name.clone())),
+            );
             for d in below.collect::<Vec<_>>() {
                 add(&mut out, &d, format!("{} (through {})", c.what, c.dev));
             }
@@ -368,7 +364,8 @@ impl Checks {
             passed.push(format!("{role} {ip} answers"));
         }
         for s in plan.steps.iter().filter(|s| !s.no_op) {
-            let (Setting::Mtu { dev }, Ok(new)) = (&s.action.setting, s.action.value.parse::<u32>())
+            let (Setting::Mtu { dev }, Ok(new)) =
+                (&s.action.setting, s.action.value.parse::<u32>())
             else {
                 continue;
             };
@@ -444,7 +441,11 @@ mod tests {
         let d = mtu_doubt("eth1", 9000, &bounded).unwrap();
         assert!(d.contains("no path by eth1 was measured"), "{d}");
         let silent = [path("eth0", None, false)];
-        assert!(mtu_doubt("eth0", 9000, &silent).unwrap().contains("could not"));
+        assert!(
+            mtu_doubt("eth0", 9000, &silent)
+                .unwrap()
+                .contains("could not")
+        );
         let big = [path("eth0", Some(9000), false)];
         assert_eq!(mtu_doubt("eth0", 9000, &big), None);
     }

@@ -17,7 +17,11 @@ pub(crate) fn set_pmtu_do(fd: RawFd, v6: bool) -> io::Result<()> {
             libc::IPV6_PMTUDISC_DO,
         )
     } else {
-        (libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO)
+        (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DO,
+        )
     };
     // SAFETY: `val` is a live c_int for the duration of the call and the
     // length passed is its size; the kernel only reads it.

@@ -820,7 +820,9 @@ impl Tuned {
     /// returns its output; a failed apply has restored itself already.
     pub(crate) fn apply_in(&mut self, ns: &str, dir: PathBuf, args: &[&str]) -> Result<String> {
         let out = std::process::Command::new(&self.exe)
-            .args(["tune", "apply", "--netns", ns])
+            // --force: a lab's MTU is what the experiment varies, and
+            // nothing in the lab shows it to the path probe (issue 13).
+            .args(["tune", "apply", "--force", "--netns", ns])
             .args(args)
             .arg("--state-dir")
             .arg(&dir)

@@ -3,11 +3,11 @@
 //! (which also remounts /sys for that namespace).
 
 use anyhow::{Context, Result, bail};
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use wirespeed_engine::spec::{PathSpec, parse_duration, parse_rate};
 use wirespeed_engine::{ClientConfig, TestSpec, run_test};
-use std::net::IpAddr;
 use wirespeed_host::doctor::{Evidence, Goal, diagnose_measured};
 use wirespeed_host::guard::{self, Checks};
 use wirespeed_host::pathmtu::{self, PathMtu};
@@ -720,31 +720,24 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
             settle(&st, &a.plan.state.at, true)?;
             let Planned {
                 mut host,
-                plan,
+                mut plan,
                 snap,
                 peers,
             } = make_plan(&a.plan)?;
+            // Unverified steps wait for --force: moved to the skipped list.
+            let steps = std::mem::take(&mut plan.steps);
+            for s in steps {
+                match (&s.unverified, s.no_op, a.force) {
+                    (Some(u), false, false) => plan
+                        .skipped
+                        .push((s.action, format!("UNVERIFIED: {u}; --force applies it"))),
+                    _ => plan.steps.push(s),
+                }
+            }
             if !a.plan.json {
                 print!("{}", crate::host_render::plan(&plan));
             }
-            let doubtful: Vec<String> = plan
-                .steps
-                .iter()
-                .filter(|s| !s.no_op)
-                .filter_map(|s| {
-                    s.unverified
-                        .as_ref()
-                        .map(|u| format!("{}: {u}", s.command))
-                })
-                .collect();
-            if !doubtful.is_empty() && !a.force {
-                bail!(
-                    "refused: {} step(s) are unverified, nothing changed:\n  {}\npass --force to apply them anyway (under a confirm deadline; a lost full-size packet rolls them back)",
-                    doubtful.len(),
-                    doubtful.join("\n  ")
-                );
-            }
-            let risky = guard::touches_carrier(&plan) || !doubtful.is_empty();
+            let risky = guard::touches_carrier(&plan);
             let deadline = match (asked, a.no_confirm) {
                 (Some(d), _) => Some(d),
                 (None, false) if risky => {
@@ -770,7 +763,11 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
                 .context("tune apply failed")?;
             if done.changed.is_empty() {
                 drop(held);
-                println!("nothing to change: every value is already set");
+                if plan.skipped.is_empty() {
+                    println!("nothing to change: every value is already set");
+                } else {
+                    println!("nothing changed: every step is set already or skipped (above)");
+                }
                 return Ok(());
             }
             let mut guard = None;
@@ -804,8 +801,9 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
                         }
                     }
                     Err(failed) => {
-                        let r = tune::rollback(&mut host, &st)
-                            .context("a check failed after the apply, and the rollback failed too")?;
+                        let r = tune::rollback(&mut host, &st).context(
+                            "a check failed after the apply, and the rollback failed too",
+                        )?;
                         stop_timer(guard.as_ref().and_then(|g| g.2.as_deref()));
                         bail!(
                             "check failed after the apply: {failed}\nrolled back at once: {}",
