@@ -446,11 +446,33 @@ struct HostSide {
     keep: bool,
     touched: bool,
     done: bool,
+    /// The server and the paths' remote ends: checked after each apply.
+    peers: Vec<std::net::IpAddr>,
 }
 
 impl HostSide {
-    /// Applies actions; returns the commands and the values they replaced.
+    /// Applies actions, then checks that the gateway and the peers still
+    /// answer (and that a full-size packet gets through after an MTU
+    /// raise); a failed check undoes the step at once (issue 13).
+    /// Returns the commands and the values they replaced.
     fn apply(&mut self, source: &str, actions: Vec<Action>) -> Result<(Vec<String>, Vec<Action>)> {
+        let (cmds, undo, failed) = self.apply_unchecked(source, actions, true)?;
+        if let Some(failed) = failed {
+            self.apply_unchecked("optimize undo", undo, false)?;
+            bail!("check failed after the apply: {failed}; undone at once");
+        }
+        Ok((cmds, undo))
+    }
+
+    /// Applies actions; with `check`, also the checks after (their
+    /// failure, if any, returned beside the commands and undo values).
+    #[allow(clippy::type_complexity)]
+    fn apply_unchecked(
+        &mut self,
+        source: &str,
+        actions: Vec<Action>,
+        check: bool,
+    ) -> Result<(Vec<String>, Vec<Action>, Option<String>)> {
         let snap = crate::host_cmd::snapshot(&Where {
             netns: None,
             root: None,
@@ -475,8 +497,10 @@ impl HostSide {
             .map(|s| s.command.clone())
             .collect();
         self.touched = true;
+        let checks = check.then(|| wirespeed_host::guard::Checks::before(&snap, &self.peers));
         tune::apply(&mut self.host, &self.state, &plan, None)?;
-        Ok((cmds, undo))
+        let failed = checks.and_then(|c| c.after(&plan, Duration::from_secs(3)).err());
+        Ok((cmds, undo, failed))
     }
 
     /// Rolls everything back unless kept; returns what was restored.
@@ -842,12 +866,29 @@ fn open_host_side(a: &OptimizeArgs, notes: &mut Vec<String>) -> Result<Option<Ho
             state.dir().display()
         );
     }
+    let peers = std::iter::once(a.host.as_str())
+        .chain(
+            a.paths
+                .iter()
+                .flat_map(|p| p.split(','))
+                .map(|p| p.rsplit('=').next().unwrap_or(p)),
+        )
+        .filter_map(|h| {
+            h.trim().parse::<std::net::IpAddr>().ok().or_else(|| {
+                h.trim()
+                    .parse::<std::net::SocketAddr>()
+                    .ok()
+                    .map(|s| s.ip())
+            })
+        })
+        .collect();
     Ok(Some(HostSide {
         host,
         state,
         keep: a.keep,
         touched: false,
         done: false,
+        peers,
     }))
 }
 
