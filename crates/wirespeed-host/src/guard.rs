@@ -444,7 +444,7 @@ mod tests {
         assert!(
             mtu_doubt("eth0", 9000, &silent)
                 .unwrap()
-                .contains("could not")
+                .contains("could be measured")
         );
         let big = [path("eth0", Some(9000), false)];
         assert_eq!(mtu_doubt("eth0", 9000, &big), None);
