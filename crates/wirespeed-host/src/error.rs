@@ -47,6 +47,9 @@ pub enum HostError {
         /// The value read back.
         got: String,
     },
+    /// A path probe could not be sent (no ICMP socket, no route).
+    #[error("{0}")]
+    Probe(String),
     /// A tuning journal or profile could not be parsed or stored.
     #[error("{0}")]
     State(String),

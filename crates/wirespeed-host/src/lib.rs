@@ -13,11 +13,14 @@ pub mod doctor;
 mod error;
 pub mod ethtool;
 pub mod fsroot;
+pub mod guard;
 pub mod inspect;
 mod nl;
+pub mod pathmtu;
 pub mod profiles;
 mod rtnl;
 pub mod snapshot;
+mod sys;
 pub mod tune;
 
 pub use doctor::{Finding, Severity, diagnose};
