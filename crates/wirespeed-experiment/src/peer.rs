@@ -9,20 +9,7 @@ use wirespeed_host::doctor::Evidence;
 use wirespeed_host::{Finding, Severity, Snapshot};
 use wirespeed_report::human_bps;
 
-/// One measured peer test.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct PeerTest {
-    /// What was tried.
-    pub name: String,
-    /// Paths as LOCAL=REMOTE.
-    pub paths: Vec<String>,
-    /// Flows per path.
-    pub flows_per_path: u32,
-    /// Throughput in bit/s.
-    pub bps: f64,
-    /// Per path throughput in bit/s.
-    pub per_path_bps: Vec<f64>,
-}
+pub use wirespeed_types::result::PeerTest;
 
 /// One test to run against the peer: some of its paths, flows per path.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,6 +14,7 @@ mod csv;
 pub mod experiment;
 pub mod figures;
 pub mod fixtures;
+pub mod host;
 mod html;
 mod kv;
 mod md;

@@ -280,6 +280,21 @@ pub fn balance(xs: &[f64]) -> f64 {
     }
 }
 
+/// One measured test against a peer, as doctor `--peer` runs it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeerTest {
+    /// What was tried.
+    pub name: String,
+    /// Paths as LOCAL=REMOTE.
+    pub paths: Vec<String>,
+    /// Flows per path.
+    pub flows_per_path: u32,
+    /// Throughput in bit/s.
+    pub bps: f64,
+    /// Per path throughput in bit/s.
+    pub per_path_bps: Vec<f64>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

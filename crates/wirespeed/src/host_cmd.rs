@@ -251,7 +251,7 @@ pub fn run_inspect(a: InspectArgs) -> Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
     } else {
-        print!("{}", crate::host_render::snapshot(&s));
+        print!("{}", wirespeed_report::host::snapshot(&s));
     }
     Ok(())
 }
@@ -337,7 +337,10 @@ pub fn run_doctor(a: DoctorArgs) -> Result<()> {
         };
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        print!("{}", crate::host_render::findings(&findings, &peer_tests));
+        print!(
+            "{}",
+            wirespeed_report::host::findings(&findings, &peer_tests)
+        );
     }
     Ok(())
 }
@@ -553,7 +556,7 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&plan)?);
             } else {
-                print!("{}", crate::host_render::plan(&plan));
+                print!("{}", wirespeed_report::host::plan(&plan));
             }
         }
         TuneCmd::Apply(a) => {
@@ -588,7 +591,7 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
                 }
             }
             if !a.plan.json {
-                print!("{}", crate::host_render::plan(&plan));
+                print!("{}", wirespeed_report::host::plan(&plan));
             }
             let risky = guard::touches_carrier(&plan);
             let deadline = match (asked, a.no_confirm) {
@@ -724,7 +727,7 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
             match st.load()? {
                 None => println!("no journal: wirespeed has changed nothing here"),
                 Some(j) => {
-                    print!("{}", crate::host_render::journal(&j));
+                    print!("{}", wirespeed_report::host::journal(&j));
                     if let Some(p) = journal_problem(&j) {
                         bail!("{p}");
                     }

@@ -5,7 +5,6 @@ mod bench;
 mod demo;
 mod experiment;
 mod host_cmd;
-mod host_render;
 mod lab;
 mod model_cmd;
 mod optimize;

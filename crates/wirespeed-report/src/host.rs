@@ -1,11 +1,12 @@
-//! Terminal renderings of snapshots, findings, plans and journals.
+//! Terminal renderings of the host side: snapshots, doctor's findings,
+//! tune's plans and journals.
 
+use crate::{human_bps, new_table};
 use std::fmt::Write;
-use wirespeed_experiment::peer::PeerTest;
 use wirespeed_host::snapshot::Known;
 use wirespeed_host::tune::{Journal, Plan};
 use wirespeed_host::{Finding, Severity, Snapshot};
-use wirespeed_report::{human_bps, new_table};
+use wirespeed_types::result::PeerTest;
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|x| x.to_string()).unwrap_or_else(|| "-".into())
