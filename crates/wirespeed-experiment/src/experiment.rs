@@ -342,8 +342,30 @@ fn describe_def(d: &CellDef) -> String {
 pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
     let text = wirespeed_host::fsroot::read_text_file(path)
         .ctx(|| format!("read experiment file {}", path.display()))?;
+    parse(&text, path, a, Files::Read)
+}
+
+/// Checks an experiment file's `text` as [`load`] does, reading no file
+/// and touching no host: `origin` only names it in errors and anchors
+/// relative paths. A lab given as a file path is an error (inline it as
+/// `[lab]`); a tune profile given as a path is kept, not looked up.
+pub fn parse_str(text: &str, origin: &Path, a: &Overrides) -> Result<Plan> {
+    parse(text, origin, a, Files::None)
+}
+
+/// Whether the parser may read the files an experiment file names.
+#[derive(Clone, Copy, PartialEq)]
+enum Files {
+    /// Read an external lab file, resolve tune profile paths ([`load`]).
+    Read,
+    /// Read nothing ([`parse_str`]).
+    None,
+}
+
+/// The checks behind [`load`] and [`parse_str`].
+fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
     let shown = path.display().to_string();
-    let file: ExperimentFile = toml::from_str(&text).map_err(|e| {
+    let file: ExperimentFile = toml::from_str(text).map_err(|e| {
         ExperimentError::File(format!(
             "in {shown}: {}",
             e.to_string()
@@ -357,7 +379,7 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
             Some((t, i)) => format!("[[{t}]] #{} field `{field}`", i + 1),
             None => format!("field `{field}`"),
         };
-        ExperimentError::File(match locate(&text, table, field) {
+        ExperimentError::File(match locate(text, table, field) {
             Some(l) => format!("in {shown}: line {l}, {what}: {msg}"),
             None => format!("in {shown}: {what}: {msg}"),
         })
@@ -365,6 +387,16 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
     let mut base = match &file.lab {
         LabRef::Path(p) => {
             let lp = path.parent().unwrap_or(Path::new(".")).join(p);
+            if files == Files::None {
+                return Err(at(
+                    None,
+                    "lab",
+                    format!(
+                        "the lab is the file {}, which is not read when parsing text: inline it as [lab]",
+                        lp.display()
+                    ),
+                ));
+            }
             let lt = wirespeed_host::fsroot::read_text_file(&lp)
                 .map_err(|e| at(None, "lab", format!("read {}: {e}", lp.display())))?;
             LabSpec::from_toml_str(&lt).ctx(|| format!("in lab file {}", lp.display()))?
@@ -457,10 +489,12 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
         }
         let mut t = t.clone();
         if t.profile.contains('/') || t.profile.ends_with(".toml") {
-            let p = path.parent().unwrap_or(Path::new(".")).join(&t.profile);
-            let p = p
-                .canonicalize()
-                .map_err(|e| at(here, "profile", format!("{}: {e}", p.display())))?;
+            let mut p = path.parent().unwrap_or(Path::new(".")).join(&t.profile);
+            if files == Files::Read {
+                p = p
+                    .canonicalize()
+                    .map_err(|e| at(here, "profile", format!("{}: {e}", p.display())))?;
+            }
             t.profile = p.display().to_string();
         }
         for d in &mut t.devs {
@@ -824,6 +858,33 @@ bench = ["-F", "8", "-T", "2"]
             .to_string();
         assert!(
             e.contains("mode = \\\"ladder\\\"") || e.contains("mode = \"ladder\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn parse_str_plans_as_load_does_without_reading_files() {
+        let origin = Path::new("/nonexistent/dir/e.toml");
+        let p = parse_str(LADDER, origin, &Overrides::default()).unwrap();
+        assert_eq!(p.describe(), load_text(LADDER).unwrap().describe());
+        let text = LADDER.replace(
+            "[baseline]",
+            "[[tune]]\nhost = \"b\"\nprofile = \"p/x.toml\"\n\n[baseline]",
+        );
+        let p = parse_str(&text, origin, &Overrides::default()).unwrap();
+        assert_eq!(p.tunes[0].profile, "/nonexistent/dir/p/x.toml");
+        let e = load_text(&text).unwrap_err().to_string();
+        assert!(e.contains("`profile`"), "load looks the profile up: {e}");
+    }
+
+    #[test]
+    fn parse_str_names_an_external_lab_it_does_not_read() {
+        let text = "name = \"e\"\nlab = \"lab.toml\"\n[baseline]\nname = \"b\"\n";
+        let e = parse_str(text, Path::new("dir/e.toml"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("dir/lab.toml") && e.contains("inline it as [lab]"),
             "{e}"
         );
     }
