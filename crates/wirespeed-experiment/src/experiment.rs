@@ -472,6 +472,16 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
     for (field, v) in [("duration", &duration), ("warmup", &warmup)] {
         parse_duration(v).map_err(|e| at(None, field, e.to_string()))?;
     }
+    if defs.len() > MAX_CELLS {
+        return Err(at(
+            Some((kind, MAX_CELLS)),
+            "name",
+            format!(
+                "{} [[{kind}]]s: an experiment has at most {MAX_CELLS} besides the baseline",
+                defs.len()
+            ),
+        ));
+    }
     let all: Vec<(Option<(&str, usize)>, &CellDef)> =
         std::iter::once((Some(("baseline", 0)), &file.baseline))
             .chain(defs.iter().enumerate().map(|(i, d)| (Some((kind, i)), d)))
@@ -503,7 +513,11 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
         tunes.push(t);
     }
     let mut names = std::collections::HashSet::new();
-    let mut cells = Vec::new();
+    let mut cells: Vec<Planned> = Vec::new();
+    let reference = runner_args(&duration, &warmup);
+    let mut configurations = 0;
+    // The addressing the previous cell's bench arguments were resolved in.
+    let mut prev_plan: Option<Addressing> = None;
     for (idx, (table, def)) in all.iter().enumerate() {
         if def.name.trim().is_empty() || !names.insert(def.name.as_str()) {
             return Err(at(
@@ -546,9 +560,16 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
         }
         // Bench's defaults, the runner's duration and warm-up, then each
         // layer of the chain, placeholders resolved, through bench's parser.
-        let mut bench = runner_args(&duration, &warmup);
-        let reference = bench.clone();
-        for (t, d) in &chain {
+        // A ladder step in the same addressing as the step before starts
+        // from that step's arguments (the same layers, resolved alike), so
+        // a long ladder costs linear, not quadratic, time.
+        let (mut bench, layers) = match (file.mode, cells.last()) {
+            (Mode::Ladder, Some(prev)) if prev_plan.as_ref() == Some(&plan) => {
+                (prev.bench.clone(), &chain[chain.len() - 1..])
+            }
+            _ => (reference.clone(), &chain[..]),
+        };
+        for (t, d) in layers {
             let args = d
                 .bench
                 .iter()
@@ -566,6 +587,16 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
         }
         crate::cell::spec_from(&bench).map_err(|e| at(*table, "bench", e))?;
         let sweep = chain.iter().rev().find_map(|(_, d)| d.sweep.clone());
+        configurations += sweep.as_ref().map_or(1, |s| s.values.len().max(1));
+        if configurations > MAX_CONFIGURATIONS {
+            return Err(at(
+                *table,
+                "sweep",
+                format!(
+                    "more than {MAX_CONFIGURATIONS} configurations (cells times sweep values) up to this cell: split the experiment"
+                ),
+            ));
+        }
         if let Some(s) = &sweep {
             if s.values.is_empty() || !BenchArgs::takes_value(&s.arg) {
                 return Err(at(*table, "sweep", "a sweep needs a flag that takes a value (e.g. \"--size\") and at least one value".into()));
@@ -586,6 +617,7 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
         } else {
             describe_def(def)
         };
+        prev_plan = Some(plan);
         cells.push(Planned {
             name: def.name.clone(),
             change,
@@ -609,6 +641,13 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
         cells,
     })
 }
+
+/// Most `[[cell]]`s or `[[step]]`s besides the baseline.
+pub const MAX_CELLS: usize = 100;
+
+/// Most configurations an experiment measures: each cell once, a sweeping
+/// cell once per value (each of them `repeats` times).
+pub const MAX_CONFIGURATIONS: usize = 1000;
 
 /// Flags the runner sets itself; a cell may not.
 const RUNNER_FLAGS: [&str; 3] = ["--json", "--format", "--port"];
@@ -859,6 +898,80 @@ bench = ["-F", "8", "-T", "2"]
         assert!(
             e.contains("mode = \\\"ladder\\\"") || e.contains("mode = \"ladder\""),
             "{e}"
+        );
+    }
+
+    /// A two-host ladder with `steps`, each as given, after `baseline`.
+    fn ladder_of(baseline: &str, steps: impl Iterator<Item = String>) -> String {
+        let mut t = format!(
+            "name = \"e\"\nmode = \"ladder\"\n[lab]\nsubnet_base = 70\nhost = [{{ name = \"a\" }}, {{ name = \"b\" }}]\nlink = [{{ a = \"a\", b = \"b\" }}]\n[baseline]\nname = \"base\"\n{baseline}\n"
+        );
+        for (i, s) in steps.enumerate() {
+            t.push_str(&format!("[[step]]\nname = \"s{i}\"\n{s}\n"));
+        }
+        t
+    }
+
+    #[test]
+    fn a_long_ladder_is_planned_in_linear_time_and_capped() {
+        // Found while preparing the fuzz run: every step re-layered every step below it
+        // through bench's parser, and every inherited sweep value was
+        // checked again, so a 4 KB ladder took seconds (and 1 MB, hours).
+        let step = |_| "bench = [\"-F\", \"2\", \"--paths\", \"{a.0}={b.0}\"]".to_string();
+        let text = ladder_of("", (0..MAX_CELLS).map(step));
+        let t0 = std::time::Instant::now();
+        let p = parse_str(&text, Path::new("e.toml"), &Overrides::default()).unwrap();
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(p.cells.len(), MAX_CELLS + 1);
+        assert_eq!(
+            p.cells[MAX_CELLS].args,
+            v(&["--flows", "2", "--paths", "10.70.0.1=10.70.0.2"])
+        );
+        let text = ladder_of("", (0..=MAX_CELLS).map(step));
+        let e = parse_str(&text, Path::new("e.toml"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("[[step]] #101") && e.contains("at most 100"),
+            "{e}"
+        );
+        let sweep = format!(
+            "sweep = {{ arg = \"--flows\", values = [{}] }}",
+            vec!["\"2\""; 10].join(", ")
+        );
+        let text = ladder_of(&sweep, (0..MAX_CELLS).map(|_| String::new()));
+        let e = parse_str(&text, Path::new("e.toml"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("[[step]] #100") && e.contains("more than 1000 configurations"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_ladder_step_that_readdresses_the_lab_resolves_every_layer_again() {
+        let text = ladder_of(
+            "bench = [\"--paths\", \"{a.0}={b.0}\"]",
+            [
+                "bench = [\"-F\", \"2\"]",
+                "lab = { link = [{ a = \"b\", b = \"a\" }] }",
+            ]
+            .into_iter()
+            .map(String::from),
+        );
+        let p = parse_str(&text, Path::new("e.toml"), &Overrides::default()).unwrap();
+        assert_eq!(
+            p.cells[1].args,
+            v(&["--flows", "2", "--paths", "10.70.0.1=10.70.0.2"])
+        );
+        assert_eq!(
+            p.cells[2].args,
+            v(&["--flows", "2", "--paths", "10.70.0.2=10.70.0.1"])
         );
     }
 
