@@ -941,7 +941,7 @@ bench = ["-F", "8", "-T", "2"]
         );
         let sweep = format!(
             "sweep = {{ arg = \"--flows\", values = [{}] }}",
-            vec!["\"2\""; 10].join(", ")
+            ["\"2\""; 10].join(", ")
         );
         let text = ladder_of(&sweep, (0..MAX_CELLS).map(|_| String::new()));
         let e = parse_str(&text, Path::new("e.toml"), &Overrides::default())
