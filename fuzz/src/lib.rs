@@ -5,6 +5,8 @@
 
 #[path = "../bodies/engine.rs"]
 pub mod engine;
+#[path = "../bodies/experiment.rs"]
+pub mod experiment;
 #[path = "../bodies/host.rs"]
 pub mod host;
 #[path = "../bodies/lab.rs"]

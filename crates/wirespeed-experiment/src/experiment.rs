@@ -342,8 +342,30 @@ fn describe_def(d: &CellDef) -> String {
 pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
     let text = wirespeed_host::fsroot::read_text_file(path)
         .ctx(|| format!("read experiment file {}", path.display()))?;
+    parse(&text, path, a, Files::Read)
+}
+
+/// Checks an experiment file's `text` as [`load`] does, reading no file
+/// and touching no host: `origin` only names it in errors and anchors
+/// relative paths. A lab given as a file path is an error (inline it as
+/// `[lab]`); a tune profile given as a path is kept, not looked up.
+pub fn parse_str(text: &str, origin: &Path, a: &Overrides) -> Result<Plan> {
+    parse(text, origin, a, Files::None)
+}
+
+/// Whether the parser may read the files an experiment file names.
+#[derive(Clone, Copy, PartialEq)]
+enum Files {
+    /// Read an external lab file, resolve tune profile paths ([`load`]).
+    Read,
+    /// Read nothing ([`parse_str`]).
+    None,
+}
+
+/// The checks behind [`load`] and [`parse_str`].
+fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
     let shown = path.display().to_string();
-    let file: ExperimentFile = toml::from_str(&text).map_err(|e| {
+    let file: ExperimentFile = toml::from_str(text).map_err(|e| {
         ExperimentError::File(format!(
             "in {shown}: {}",
             e.to_string()
@@ -357,7 +379,7 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
             Some((t, i)) => format!("[[{t}]] #{} field `{field}`", i + 1),
             None => format!("field `{field}`"),
         };
-        ExperimentError::File(match locate(&text, table, field) {
+        ExperimentError::File(match locate(text, table, field) {
             Some(l) => format!("in {shown}: line {l}, {what}: {msg}"),
             None => format!("in {shown}: {what}: {msg}"),
         })
@@ -365,6 +387,16 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
     let mut base = match &file.lab {
         LabRef::Path(p) => {
             let lp = path.parent().unwrap_or(Path::new(".")).join(p);
+            if files == Files::None {
+                return Err(at(
+                    None,
+                    "lab",
+                    format!(
+                        "the lab is the file {}, which is not read when parsing text: inline it as [lab]",
+                        lp.display()
+                    ),
+                ));
+            }
             let lt = wirespeed_host::fsroot::read_text_file(&lp)
                 .map_err(|e| at(None, "lab", format!("read {}: {e}", lp.display())))?;
             LabSpec::from_toml_str(&lt).ctx(|| format!("in lab file {}", lp.display()))?
@@ -440,6 +472,16 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
     for (field, v) in [("duration", &duration), ("warmup", &warmup)] {
         parse_duration(v).map_err(|e| at(None, field, e.to_string()))?;
     }
+    if defs.len() > MAX_CELLS {
+        return Err(at(
+            Some((kind, MAX_CELLS)),
+            "name",
+            format!(
+                "{} [[{kind}]]s: an experiment has at most {MAX_CELLS} besides the baseline",
+                defs.len()
+            ),
+        ));
+    }
     let all: Vec<(Option<(&str, usize)>, &CellDef)> =
         std::iter::once((Some(("baseline", 0)), &file.baseline))
             .chain(defs.iter().enumerate().map(|(i, d)| (Some((kind, i)), d)))
@@ -457,10 +499,12 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
         }
         let mut t = t.clone();
         if t.profile.contains('/') || t.profile.ends_with(".toml") {
-            let p = path.parent().unwrap_or(Path::new(".")).join(&t.profile);
-            let p = p
-                .canonicalize()
-                .map_err(|e| at(here, "profile", format!("{}: {e}", p.display())))?;
+            let mut p = path.parent().unwrap_or(Path::new(".")).join(&t.profile);
+            if files == Files::Read {
+                p = p
+                    .canonicalize()
+                    .map_err(|e| at(here, "profile", format!("{}: {e}", p.display())))?;
+            }
             t.profile = p.display().to_string();
         }
         for d in &mut t.devs {
@@ -469,7 +513,11 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
         tunes.push(t);
     }
     let mut names = std::collections::HashSet::new();
-    let mut cells = Vec::new();
+    let mut cells: Vec<Planned> = Vec::new();
+    let reference = runner_args(&duration, &warmup);
+    let mut configurations = 0;
+    // The addressing the previous cell's bench arguments were resolved in.
+    let mut prev_plan: Option<Addressing> = None;
     for (idx, (table, def)) in all.iter().enumerate() {
         if def.name.trim().is_empty() || !names.insert(def.name.as_str()) {
             return Err(at(
@@ -512,9 +560,16 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
         }
         // Bench's defaults, the runner's duration and warm-up, then each
         // layer of the chain, placeholders resolved, through bench's parser.
-        let mut bench = runner_args(&duration, &warmup);
-        let reference = bench.clone();
-        for (t, d) in &chain {
+        // A ladder step in the same addressing as the step before starts
+        // from that step's arguments (the same layers, resolved alike), so
+        // a long ladder costs linear, not quadratic, time.
+        let (mut bench, layers) = match (file.mode, cells.last()) {
+            (Mode::Ladder, Some(prev)) if prev_plan.as_ref() == Some(&plan) => {
+                (prev.bench.clone(), &chain[chain.len() - 1..])
+            }
+            _ => (reference.clone(), &chain[..]),
+        };
+        for (t, d) in layers {
             let args = d
                 .bench
                 .iter()
@@ -532,6 +587,16 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
         }
         crate::cell::spec_from(&bench).map_err(|e| at(*table, "bench", e))?;
         let sweep = chain.iter().rev().find_map(|(_, d)| d.sweep.clone());
+        configurations += sweep.as_ref().map_or(1, |s| s.values.len().max(1));
+        if configurations > MAX_CONFIGURATIONS {
+            return Err(at(
+                *table,
+                "sweep",
+                format!(
+                    "more than {MAX_CONFIGURATIONS} configurations (cells times sweep values) up to this cell: split the experiment"
+                ),
+            ));
+        }
         if let Some(s) = &sweep {
             if s.values.is_empty() || !BenchArgs::takes_value(&s.arg) {
                 return Err(at(*table, "sweep", "a sweep needs a flag that takes a value (e.g. \"--size\") and at least one value".into()));
@@ -552,6 +617,7 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
         } else {
             describe_def(def)
         };
+        prev_plan = Some(plan);
         cells.push(Planned {
             name: def.name.clone(),
             change,
@@ -575,6 +641,13 @@ pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
         cells,
     })
 }
+
+/// Most `[[cell]]`s or `[[step]]`s besides the baseline.
+pub const MAX_CELLS: usize = 100;
+
+/// Most configurations an experiment measures: each cell once, a sweeping
+/// cell once per value (each of them `repeats` times).
+pub const MAX_CONFIGURATIONS: usize = 1000;
 
 /// Flags the runner sets itself; a cell may not.
 const RUNNER_FLAGS: [&str; 3] = ["--json", "--format", "--port"];
@@ -824,6 +897,107 @@ bench = ["-F", "8", "-T", "2"]
             .to_string();
         assert!(
             e.contains("mode = \\\"ladder\\\"") || e.contains("mode = \"ladder\""),
+            "{e}"
+        );
+    }
+
+    /// A two-host ladder with `steps`, each as given, after `baseline`.
+    fn ladder_of(baseline: &str, steps: impl Iterator<Item = String>) -> String {
+        let mut t = format!(
+            "name = \"e\"\nmode = \"ladder\"\n[lab]\nsubnet_base = 70\nhost = [{{ name = \"a\" }}, {{ name = \"b\" }}]\nlink = [{{ a = \"a\", b = \"b\" }}]\n[baseline]\nname = \"base\"\n{baseline}\n"
+        );
+        for (i, s) in steps.enumerate() {
+            t.push_str(&format!("[[step]]\nname = \"s{i}\"\n{s}\n"));
+        }
+        t
+    }
+
+    #[test]
+    fn a_long_ladder_is_planned_in_linear_time_and_capped() {
+        // Found while preparing the fuzz run: every step re-layered every step below it
+        // through bench's parser, and every inherited sweep value was
+        // checked again, so a 4 KB ladder took seconds (and 1 MB, hours).
+        let step = |_| "bench = [\"-F\", \"2\", \"--paths\", \"{a.0}={b.0}\"]".to_string();
+        let text = ladder_of("", (0..MAX_CELLS).map(step));
+        let t0 = std::time::Instant::now();
+        let p = parse_str(&text, Path::new("e.toml"), &Overrides::default()).unwrap();
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(p.cells.len(), MAX_CELLS + 1);
+        assert_eq!(
+            p.cells[MAX_CELLS].args,
+            v(&["--flows", "2", "--paths", "10.70.0.1=10.70.0.2"])
+        );
+        let text = ladder_of("", (0..=MAX_CELLS).map(step));
+        let e = parse_str(&text, Path::new("e.toml"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("[[step]] #101") && e.contains("at most 100"),
+            "{e}"
+        );
+        let sweep = format!(
+            "sweep = {{ arg = \"--flows\", values = [{}] }}",
+            ["\"2\""; 10].join(", ")
+        );
+        let text = ladder_of(&sweep, (0..MAX_CELLS).map(|_| String::new()));
+        let e = parse_str(&text, Path::new("e.toml"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("[[step]] #100") && e.contains("more than 1000 configurations"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_ladder_step_that_readdresses_the_lab_resolves_every_layer_again() {
+        let text = ladder_of(
+            "bench = [\"--paths\", \"{a.0}={b.0}\"]",
+            [
+                "bench = [\"-F\", \"2\"]",
+                "lab = { link = [{ a = \"b\", b = \"a\" }] }",
+            ]
+            .into_iter()
+            .map(String::from),
+        );
+        let p = parse_str(&text, Path::new("e.toml"), &Overrides::default()).unwrap();
+        assert_eq!(
+            p.cells[1].args,
+            v(&["--flows", "2", "--paths", "10.70.0.1=10.70.0.2"])
+        );
+        assert_eq!(
+            p.cells[2].args,
+            v(&["--flows", "2", "--paths", "10.70.0.2=10.70.0.1"])
+        );
+    }
+
+    #[test]
+    fn parse_str_plans_as_load_does_without_reading_files() {
+        let origin = Path::new("/nonexistent/dir/e.toml");
+        let p = parse_str(LADDER, origin, &Overrides::default()).unwrap();
+        assert_eq!(p.describe(), load_text(LADDER).unwrap().describe());
+        let text = LADDER.replace(
+            "[baseline]",
+            "[[tune]]\nhost = \"b\"\nprofile = \"p/x.toml\"\n\n[baseline]",
+        );
+        let p = parse_str(&text, origin, &Overrides::default()).unwrap();
+        assert_eq!(p.tunes[0].profile, "/nonexistent/dir/p/x.toml");
+        let e = load_text(&text).unwrap_err().to_string();
+        assert!(e.contains("`profile`"), "load looks the profile up: {e}");
+    }
+
+    #[test]
+    fn parse_str_names_an_external_lab_it_does_not_read() {
+        let text = "name = \"e\"\nlab = \"lab.toml\"\n[baseline]\nname = \"b\"\n";
+        let e = parse_str(text, Path::new("dir/e.toml"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("dir/lab.toml") && e.contains("inline it as [lab]"),
             "{e}"
         );
     }

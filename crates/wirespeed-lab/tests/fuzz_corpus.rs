@@ -1,7 +1,7 @@
-//! Replays the fuzz corpus of the lab-file parser and of experiment files
-//! (fuzz/corpus/{lab_file,experiment_file}, kept by cargo-fuzz;
-//! docs/fuzzing.md) through the fuzz targets' own bodies: every input that
-//! once found new code must still end without a panic and quickly.
+//! Replays the fuzz corpus of the lab-file parser (fuzz/corpus/lab_file,
+//! kept by cargo-fuzz; docs/fuzzing.md) through the fuzz target's own body:
+//! every input that once found new code must still end without a panic
+//! and quickly.
 
 #[path = "../../../fuzz/bodies/lab.rs"]
 mod bodies;
@@ -11,9 +11,4 @@ mod replay;
 #[test]
 fn lab_file_corpus_replays_without_panic() {
     replay::replay("lab_file", bodies::lab_file);
-}
-
-#[test]
-fn experiment_file_corpus_replays_without_panic() {
-    replay::replay("experiment_file", bodies::experiment_file);
 }
