@@ -214,6 +214,25 @@ impl Rate {
 }
 
 /// The middle of an interval, seconds into the window.
+/// One point per interval: the summed rate of the given flows, at the
+/// interval's middle (a path's or a direction's line).
+fn summed<'a>(
+    r: &TestResult,
+    rate: Rate,
+    flows: impl Iterator<Item = &'a &'a wirespeed_types::result::FlowResult> + Clone,
+) -> Vec<(f64, f64)> {
+    r.intervals
+        .iter()
+        .map(|x| {
+            let v: f64 = flows
+                .clone()
+                .filter_map(|f| rate.flow(x, f.id as usize))
+                .sum();
+            (mid(x), finite(v))
+        })
+        .collect()
+}
+
 fn mid(s: &IntervalSample) -> f64 {
     s.t_s - s.len_s / 2.0
 }
@@ -284,18 +303,7 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
         let has_flow_data = r.intervals.iter().any(|x| !x.flow_bps.is_empty());
         if r.paths.len() > 1 && has_flow_data {
             for p in &r.paths {
-                let pts = r
-                    .intervals
-                    .iter()
-                    .map(|x| {
-                        let v: f64 = flows
-                            .iter()
-                            .filter(|f| f.path == p.index)
-                            .filter_map(|f| rate.flow(x, f.id as usize))
-                            .sum();
-                        (mid(x), finite(v))
-                    })
-                    .collect();
+                let pts = summed(r, rate, flows.iter().filter(|f| f.path == p.index));
                 lines.push(
                     Line::new(
                         format!("path {} ({})", p.index, p.label),
@@ -315,18 +323,7 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
                 (FlowKind::Forward, "client → server", "#1b5e20"),
                 (FlowKind::Reverse, "server → client", "#8e2a8c"),
             ] {
-                let pts = r
-                    .intervals
-                    .iter()
-                    .map(|x| {
-                        let v: f64 = flows
-                            .iter()
-                            .filter(|f| f.kind == Some(k))
-                            .filter_map(|f| rate.flow(x, f.id as usize))
-                            .sum();
-                        (mid(x), finite(v))
-                    })
-                    .collect();
+                let pts = summed(r, rate, flows.iter().filter(|f| f.kind == Some(k)));
                 lines.push(Line::new(name, c, pts).dashed().width(2.0));
             }
         }
