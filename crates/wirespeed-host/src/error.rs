@@ -47,6 +47,14 @@ pub enum HostError {
         /// The value read back.
         got: String,
     },
+    /// A command wirespeed runs (tc) failed; `cmd` is the command line.
+    #[error("`{cmd}` failed: {stderr}")]
+    Command {
+        /// The command line as a person would type it.
+        cmd: String,
+        /// What it printed on stderr (trimmed).
+        stderr: String,
+    },
     /// A tuning journal or profile could not be parsed or stored.
     #[error("{0}")]
     State(String),

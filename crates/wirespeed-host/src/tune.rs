@@ -449,7 +449,9 @@ impl Host {
         // The initial namespace has a fixed inode on recent kernels
         // (0xEFFFFFF9); otherwise compare with pid 1's, which is unreadable
         // from inside another namespace (and in some sandboxes).
-        let me = std::fs::read_link("/proc/self/ns/net").ok();
+        // thread-self: a thread that entered a lab's namespace is not
+        // where the process is.
+        let me = std::fs::read_link("/proc/thread-self/ns/net").ok();
         let in_init_netns = me
             .as_ref()
             .is_some_and(|m| m.as_os_str() == "net:[4026531833]")
