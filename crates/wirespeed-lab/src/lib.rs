@@ -20,6 +20,7 @@ pub use build::{
     owner_pid, pid_alive, run, save_state, sweep_stale, tbf_sizes,
 };
 pub use error::LabError;
+pub use netns::spawn_in;
 pub use plan::{Addressing, Nic, Pair};
 pub use spec::{CapKind, HostSpec, LabSpec, LinkSpec, RouteSpec, VxlanSpec};
 pub use wirespeed_host::Op;

@@ -5,12 +5,12 @@
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::time::Duration;
-use wirespeed_engine::spec::{PathSpec, parse_duration, parse_rate};
-use wirespeed_engine::{ClientConfig, TestSpec, run_test};
-use wirespeed_host::doctor::{Evidence, Goal};
+use wirespeed_engine::spec::{parse_duration, parse_rate};
+use wirespeed_engine::{ClientConfig, run_test};
+use wirespeed_experiment::peer::{self, PeerTest};
+use wirespeed_host::doctor::Goal;
 use wirespeed_host::tune::{self, Host, StateDir};
-use wirespeed_host::{Finding, Fs, Severity, Snapshot, diagnose, inspect, profiles};
-use wirespeed_report::human_bps;
+use wirespeed_host::{Finding, Fs, Snapshot, diagnose, inspect, profiles};
 
 /// Environment variable naming the namespace after a `--netns` re-exec.
 const NETNS_ENV: &str = "WIRESPEED_NETNS";
@@ -232,21 +232,6 @@ pub fn run_inspect(a: InspectArgs) -> Result<()> {
     Ok(())
 }
 
-/// One measured peer test.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct PeerTest {
-    /// What was tried.
-    pub name: String,
-    /// Paths as LOCAL=REMOTE.
-    pub paths: Vec<String>,
-    /// Flows per path.
-    pub flows_per_path: u32,
-    /// Throughput in bit/s.
-    pub bps: f64,
-    /// Per path throughput in bit/s.
-    pub per_path_bps: Vec<f64>,
-}
-
 /// Doctor's JSON.
 #[derive(Debug, serde::Serialize)]
 struct DoctorReport {
@@ -256,71 +241,8 @@ struct DoctorReport {
     peer_tests: Vec<PeerTest>,
 }
 
-/// Pairs each peer address with a local address in its subnet, each local
-/// address used once (empty when none is found).
-fn local_for(s: &Snapshot, peers: &[String]) -> Vec<(String, String)> {
-    use wirespeed_host::inspect::{network, parse_cidr};
-    let mut used: Vec<std::net::IpAddr> = Vec::new();
-    let mut out = Vec::new();
-    for p in peers {
-        let pick = p.parse::<std::net::IpAddr>().ok().and_then(|pip| {
-            wirespeed_host::doctor::used_links(s)
-                .iter()
-                .flat_map(|l| l.addresses.iter())
-                .filter_map(|cidr| parse_cidr(cidr))
-                .find(|(ip, len)| network(*ip, *len) == network(pip, *len) && !used.contains(ip))
-                .map(|(ip, _)| ip)
-        });
-        used.extend(pick);
-        out.push((pick.map(|ip| ip.to_string()).unwrap_or_default(), p.clone()));
-    }
-    out
-}
-
-fn peer_test(
-    a: &DoctorArgs,
-    pairs: &[(String, String)],
-    flows: u32,
-    name: &str,
-) -> Result<PeerTest> {
-    let mut cfg = ClientConfig::new(&pairs[0].1);
-    cfg.port = a.port;
-    if let Some(k) = &a.key_file {
-        cfg.key = Some(crate::read_key(k)?);
-    }
-    let paths: Vec<String> = pairs
-        .iter()
-        .map(|(l, r)| {
-            if l.is_empty() {
-                r.clone()
-            } else {
-                format!("{l}={r}")
-            }
-        })
-        .collect();
-    let spec = TestSpec {
-        duration_s: parse_duration(&a.test_duration)?.max(0.5),
-        warmup_s: 0.3,
-        threads: (pairs.len() as u32 * flows).min(4),
-        flows: pairs.len() as u32 * flows,
-        paths: paths
-            .iter()
-            .map(|p| PathSpec::parse(p))
-            .collect::<Result<_, _>>()?,
-        ..TestSpec::default()
-    };
-    let r = run_test(&cfg, &spec, &mut |_| {})
-        .with_context(|| format!("peer test {name:?} against {} failed", pairs[0].1))?;
-    Ok(PeerTest {
-        name: name.into(),
-        paths,
-        flows_per_path: flows,
-        bps: r.throughput_bps,
-        per_path_bps: r.paths.iter().map(|p| p.throughput_bps).collect(),
-    })
-}
-
-/// Runs the peer tests and turns them into findings.
+/// Runs doctor's peer tests (wirespeed-experiment's [`peer::probes`])
+/// and turns them into findings ([`peer::findings`]).
 fn peer_findings(
     a: &DoctorArgs,
     s: &Snapshot,
@@ -334,86 +256,20 @@ fn peer_findings(
     if peers.is_empty() {
         bail!("--peer needs at least one address");
     }
-    let pairs = local_for(s, &peers);
-    let mut tests = vec![peer_test(a, &pairs[..1], 1, "one flow, first path")?];
-    if pairs.len() > 1 {
-        for (i, p) in pairs.iter().enumerate().skip(1) {
-            tests.push(peer_test(
-                a,
-                std::slice::from_ref(p),
-                1,
-                &format!("one flow, path {}", i + 1),
-            )?);
-        }
-        tests.push(peer_test(a, &pairs, 1, "one flow per path, all paths")?);
+    let pairs = peer::local_for(s, &peers);
+    let mut cfg = ClientConfig::new(&pairs[0].1);
+    cfg.port = a.port;
+    if let Some(k) = &a.key_file {
+        cfg.key = Some(crate::read_key(k)?);
     }
-    tests.push(peer_test(a, &pairs, 4, "4 flows per path, all paths")?);
-    let evidence: Vec<Evidence> = tests
-        .iter()
-        .map(|t| Evidence {
-            name: t.name.clone(),
-            value: format!("{} over {}", human_bps(t.bps), t.paths.join(", ")),
-        })
-        .collect();
-    let base = tests[0].bps.max(1.0);
-    let best_single = tests
-        .iter()
-        .filter(|t| t.paths.len() == 1 && t.flows_per_path == 1)
-        .map(|t| t.bps)
-        .fold(0.0, f64::max);
-    let last = tests.last().expect("at least one test");
-    let all1 = tests
-        .iter()
-        .find(|t| t.paths.len() > 1 && t.flows_per_path == 1)
-        .map(|t| t.bps);
-    let mut findings = Vec::new();
-    let all_paths = last.paths.join(",");
-    if let Some(all1) = all1 {
-        let sum_single: f64 = tests
-            .iter()
-            .filter(|t| t.paths.len() == 1 && t.flows_per_path == 1)
-            .map(|t| t.bps)
-            .sum();
-        if all1 < 0.75 * sum_single {
-            findings.push(Finding {
-                id: "peer-nics-share-a-bottleneck".into(),
-                severity: Severity::Critical,
-                title: format!(
-                    "all {} paths together reach {} where each alone reaches up to {}: the NICs share one bottleneck",
-                    pairs.len(),
-                    human_bps(all1),
-                    human_bps(best_single)
-                ),
-                evidence: evidence.clone(),
-                why: "When the paths add nothing, their traffic leaves by the same NIC (no per-NIC source routing) or meets one cap; the second NIC is unused.".into(),
-                actions: vec![],
-                bench_flags: Some(format!("--paths {all_paths} after fixing the routing (tune apply)")),
-            });
-        } else {
-            findings.push(Finding {
-                id: "peer-use-all-nics".into(),
-                severity: if all1 > 1.3 * base { Severity::Warn } else { Severity::Info },
-                title: format!("one test over all {} paths reaches {} vs {} over one path", pairs.len(), human_bps(all1), human_bps(base)),
-                evidence: evidence.clone(),
-                why: "Each NIC adds its own bandwidth only when flows are spread over all of them in one test.".into(),
-                actions: vec![],
-                bench_flags: Some(format!("--paths {all_paths}")),
-            });
-        }
+    let duration = parse_duration(&a.test_duration)?;
+    let mut tests = Vec::new();
+    for p in peer::probes(&pairs) {
+        let r = run_test(&cfg, &p.spec(duration)?, &mut |_| {})
+            .with_context(|| format!("peer test {:?} against {} failed", p.name, pairs[0].1))?;
+        tests.push(p.result(&r));
     }
-    let with_flows = last.bps;
-    let ref_bps = all1.unwrap_or(base);
-    if with_flows > 1.2 * ref_bps {
-        findings.push(Finding {
-            id: "peer-flow-count".into(),
-            severity: Severity::Warn,
-            title: format!("4 flows per path reach {} against {} with one: the flow count is a bottleneck", human_bps(with_flows), human_bps(ref_bps)),
-            evidence,
-            why: "A single flow is bound by one core, one window or a per-flow cap; several flows per path lift it (report 2: 4 streams per NIC reached the cap).".into(),
-            actions: vec![],
-            bench_flags: Some(format!("--paths {all_paths} -F {}", 4 * pairs.len())),
-        });
-    }
+    let findings = peer::findings(&tests, pairs.len());
     Ok((tests, findings))
 }
 

@@ -1,7 +1,7 @@
 //! Terminal renderings of snapshots, findings, plans and journals.
 
-use crate::host_cmd::PeerTest;
 use std::fmt::Write;
+use wirespeed_experiment::peer::PeerTest;
 use wirespeed_host::snapshot::Known;
 use wirespeed_host::tune::{Journal, Plan};
 use wirespeed_host::{Finding, Severity, Snapshot};

@@ -60,7 +60,7 @@ pub fn run(c: LabCmd) -> Result<()> {
             if let Some(n) = note {
                 eprintln!("{n}");
             }
-            describe(&lab, &spec);
+            print!("{}", wirespeed_experiment::demo::describe_lab(&lab, &spec));
             let state = lab.keep()?;
             let path = state_dir.join(format!("{}.json", state.name));
             println!(
@@ -118,20 +118,4 @@ pub fn run(c: LabCmd) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Prints each host's interfaces and addresses.
-pub fn describe(lab: &Lab, spec: &LabSpec) {
-    for h in &spec.hosts {
-        println!("host {} (namespace {})", h.name, lab.ns(&h.name));
-        for (i, _) in spec.links.iter().enumerate() {
-            if let (Some(dev), Some(a4), Some(a6)) = (
-                lab.dev(&h.name, i),
-                lab.addr4(&h.name, i),
-                lab.addr6(&h.name, i),
-            ) {
-                println!("  {dev}: {a4} {a6}");
-            }
-        }
-    }
 }

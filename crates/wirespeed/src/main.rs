@@ -34,7 +34,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run a test against a `wirespeed serve` on HOST.
-    Bench(Box<bench::BenchArgs>),
+    Bench(Box<bench::BenchCmd>),
     /// Serve tests to wirespeed clients.
     Serve(ServeArgs),
     /// Emulated hosts in network namespaces (root).
@@ -56,7 +56,7 @@ enum Cmd {
     /// Run an experiment file: cells against a baseline, repeated, in a lab (root).
     Experiment(experiment::ExperimentArgs),
     /// Search the bench and host settings that raise throughput or cut latency.
-    Optimize(Box<optimize::OptimizeArgs>),
+    Optimize(Box<optimize::OptimizeCmd>),
     /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared.
     Report(report_cmd::ReportArgs),
 }

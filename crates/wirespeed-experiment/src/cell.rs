@@ -1,0 +1,537 @@
+//! A cell: one test to run, typed. `wirespeed bench`'s flags are defined
+//! here once ([`BenchArgs`]); the CLI parses them, and an experiment
+//! builds each cell by layering argument lists through the same parser
+//! ([`BenchArgs::layer`]): bench's defaults, then the runner's, then each
+//! layer of the file, a later layer's flag replacing the same flag below.
+//! Arguments are never merged by hand.
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, FromArgMatches};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+use wirespeed_engine::spec::{
+    parse_cpus, parse_duration, parse_paths, parse_rate, parse_size, parse_sizes,
+};
+use wirespeed_engine::{ClientConfig, Direction, TestSpec, Workload};
+
+type Result<T, E = String> = std::result::Result<T, E>;
+
+/// The flags of `wirespeed bench` (all but the server and the model
+/// options): the one definition the CLI and experiment cells parse with.
+#[derive(clap::Args, Debug, Clone, PartialEq, Serialize)]
+pub struct BenchArgs {
+    /// Control port when HOST names none.
+    #[arg(short, long, default_value_t = wirespeed_engine::DEFAULT_PORT)]
+    pub port: u16,
+    /// Workload: stream (bulk TCP), rr (request/response), crr (connect/rr/close).
+    #[arg(short, long, default_value = "stream", value_parser = ["stream", "rr", "crr"])]
+    pub workload: String,
+    /// Stream direction: forward (client sends), reverse, bidir.
+    #[arg(long, default_value = "forward", value_parser = ["forward", "reverse", "bidir"])]
+    pub direction: String,
+    /// Short for --direction reverse.
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Short for --direction bidir.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Measured time, e.g. 10s.
+    #[arg(short, long, default_value = "10s")]
+    pub duration: String,
+    /// Traffic before measuring, excluded from figures.
+    #[arg(long, default_value = "1s")]
+    pub warmup: String,
+    /// Worker threads per side (each one event loop).
+    #[arg(short = 'T', long, default_value_t = 1)]
+    pub threads: u32,
+    /// Flows per direction (stream) or concurrent transactions (rr, crr).
+    #[arg(
+        short = 'F',
+        long,
+        visible_alias = "parallel",
+        short_alias = 'P',
+        default_value_t = 1
+    )]
+    pub flows: u32,
+    /// A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs.
+    #[arg(long = "path")]
+    pub path: Vec<String>,
+    /// Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2.
+    #[arg(long)]
+    pub paths: Option<String>,
+    /// Bytes per send/recv call in stream tests.
+    #[arg(short = 'l', long, default_value = "512k")]
+    pub msg_size: String,
+    /// rr/crr request and response size; a comma list runs a sweep.
+    #[arg(short, long)]
+    pub size: Option<String>,
+    /// rr/crr request size.
+    #[arg(long)]
+    pub request: Option<String>,
+    /// rr/crr response size.
+    #[arg(long)]
+    pub response: Option<String>,
+    /// SO_SNDBUF and SO_RCVBUF both.
+    #[arg(long)]
+    pub socket_buffer: Option<String>,
+    /// SO_SNDBUF.
+    #[arg(long)]
+    pub sndbuf: Option<String>,
+    /// SO_RCVBUF.
+    #[arg(long)]
+    pub rcvbuf: Option<String>,
+    /// Congestion control, e.g. cubic or bbr.
+    #[arg(long, visible_alias = "cc")]
+    pub congestion: Option<String>,
+    /// Force TCP_NODELAY on (default: on for rr/crr, off for stream).
+    #[arg(long, conflicts_with = "no_nodelay")]
+    pub nodelay: bool,
+    /// Force TCP_NODELAY off.
+    #[arg(long)]
+    pub no_nodelay: bool,
+    /// Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth).
+    #[arg(long)]
+    pub zerocopy: bool,
+    /// Receive with MSG_TRUNC: the kernel discards data instead of copying it.
+    #[arg(long)]
+    pub skip_rx_copy: bool,
+    /// Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit.
+    #[arg(long)]
+    pub pacing: Option<String>,
+    /// Pin client worker threads to these CPUs, e.g. 0,1 or 0-3.
+    #[arg(long)]
+    pub pin: Option<String>,
+    /// Pin server worker threads to these CPUs.
+    #[arg(long)]
+    pub remote_pin: Option<String>,
+    /// Interval reports, e.g. 1s.
+    #[arg(short, long)]
+    pub interval: Option<String>,
+    /// Measure 1-byte request/response latency beside a stream test.
+    #[arg(long)]
+    pub probe_rr: bool,
+    /// Output: table, json or kv (neper-style key=value).
+    #[arg(long, default_value = "table")]
+    pub format: String,
+    /// Short for --format json.
+    #[arg(long)]
+    pub json: bool,
+    /// Show every flow in the table.
+    #[arg(long)]
+    pub per_flow: bool,
+    /// Key file for a server started with --key-file.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// Timeout for connecting and for each control answer as a whole.
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+}
+
+/// Bench's flags as a clap command of their own (no program name, no
+/// server, no `--help`): what a layer is parsed with.
+fn command() -> clap::Command {
+    BenchArgs::augment_args(
+        clap::Command::new("bench")
+            .no_binary_name(true)
+            .disable_help_flag(true),
+    )
+}
+
+/// Types of bench's flag values, for dropping the values clap filled in.
+macro_rules! remove_default {
+    ($m:expr, $id:expr, $($t:ty),+) => {
+        false $(|| matches!($m.try_remove_many::<$t>($id), Ok(Some(_))))+
+    };
+}
+
+/// Removes what clap filled in itself (defaults), so that updating from a
+/// layer touches only the flags the layer names. Returns the ids it names.
+fn keep_named(m: &mut ArgMatches) -> Vec<String> {
+    let ids: Vec<String> = m.ids().map(|i| i.as_str().to_string()).collect();
+    let mut named = Vec::new();
+    for id in ids {
+        match m.value_source(&id) {
+            Some(ValueSource::CommandLine) => named.push(id),
+            Some(_) => {
+                let _ = remove_default!(m, &id, String, bool, u32, u16, PathBuf);
+            }
+            None => {}
+        }
+    }
+    named
+}
+
+/// A clap error as one line: an unknown flag is named as unknown.
+fn clap_message(e: clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let get = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    if e.kind() == ErrorKind::UnknownArgument {
+        let arg = get(ContextKind::InvalidArg).unwrap_or_default();
+        if !arg.starts_with('-') || arg == "-" {
+            return format!(
+                "{arg:?} is not a flag: the server address comes from `target`, values follow their flag"
+            );
+        }
+        let tip = get(ContextKind::SuggestedArg)
+            .map(|s| format!(", did you mean {s}?"))
+            .unwrap_or_default();
+        return format!("unknown bench flag {arg}{tip} (`wirespeed bench --help` lists them)");
+    }
+    let text = e.render().to_string();
+    let line = text.lines().next().unwrap_or("");
+    line.strip_prefix("error: ").unwrap_or(line).to_string()
+}
+
+impl BenchArgs {
+    /// Bench's defaults: what `wirespeed bench HOST` runs.
+    pub fn defaults() -> BenchArgs {
+        let m = command()
+            .try_get_matches_from(Vec::<String>::new())
+            .expect("bench's flags all have defaults or are optional");
+        BenchArgs::from_arg_matches(&m).expect("defaults match their own definition")
+    }
+
+    /// Applies one layer of arguments, parsed by bench's own parser: each
+    /// flag it names (any spelling) replaces that flag's value below; a
+    /// flag repeated within the layer (`--path A --path B`) keeps every
+    /// value. Returns the long names of the flags it named.
+    pub fn layer(&mut self, args: &[String]) -> Result<Vec<String>> {
+        let mut m = command().try_get_matches_from(args).map_err(clap_message)?;
+        let named = keep_named(&mut m);
+        self.update_from_arg_matches(&m).map_err(clap_message)?;
+        let cmd = command();
+        Ok(named
+            .iter()
+            .filter_map(|id| cmd.get_arguments().find(|a| a.get_id() == id.as_str()))
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect())
+    }
+
+    /// Whether `flag` (any spelling) is a bench flag that takes a value.
+    pub fn takes_value(flag: &str) -> bool {
+        match command().try_get_matches_from([flag]) {
+            Ok(_) => false,
+            Err(e) => e.kind() != clap::error::ErrorKind::UnknownArgument,
+        }
+    }
+
+    /// The arguments that turn `base` into `self`, long flags in bench's
+    /// order (a rendering for people and result files, read back by
+    /// [`BenchArgs::layer`]).
+    pub fn argv_from(&self, base: &BenchArgs) -> Vec<String> {
+        use serde_json::Value;
+        let (me, old) = (
+            serde_json::to_value(self).unwrap_or_default(),
+            serde_json::to_value(base).unwrap_or_default(),
+        );
+        let mut v = Vec::new();
+        for a in command().get_arguments() {
+            let (Some(long), id) = (a.get_long(), a.get_id().as_str()) else {
+                continue;
+            };
+            if me[id] == old[id] {
+                continue;
+            }
+            let flag = format!("--{long}");
+            match &me[id] {
+                Value::Bool(true) => v.push(flag),
+                Value::String(s) => v.extend([flag, s.clone()]),
+                Value::Number(n) => v.extend([flag, n.to_string()]),
+                Value::Array(xs) => {
+                    for x in xs {
+                        let x = x
+                            .as_str()
+                            .map(String::from)
+                            .unwrap_or_else(|| x.to_string());
+                        v.extend([flag.clone(), x]);
+                    }
+                }
+                _ => {}
+            }
+        }
+        v
+    }
+
+    /// The client's settings against `host`: port, timeout and key (with
+    /// the key file's warning, if any).
+    pub fn client(&self, host: &str) -> Result<(ClientConfig, Option<String>)> {
+        let mut cfg = ClientConfig::new(host);
+        cfg.port = self.port;
+        let t = parse_duration(&self.timeout).map_err(|e| format!("--timeout: {e}"))?;
+        cfg.timeout = Duration::from_secs_f64(t.max(0.1));
+        let mut warning = None;
+        if let Some(p) = &self.key_file {
+            let k = wirespeed_engine::server::read_key_file(p).map_err(|e| e.to_string())?;
+            warning = k.warning;
+            cfg.key = Some(k.key);
+        }
+        Ok((cfg, warning))
+    }
+}
+
+fn opt_size(s: &Option<String>) -> Result<Option<u32>> {
+    s.as_deref().map(size32).transpose()
+}
+
+fn size32(s: &str) -> Result<u32> {
+    let v = parse_size(s).map_err(|e| e.to_string())?;
+    u32::try_from(v).map_err(|_| format!("size {s} must be below 4 GiB"))
+}
+
+/// Builds the spec (and a size sweep's sizes) from the flags.
+pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
+    fn e(x: impl ToString) -> String {
+        x.to_string()
+    }
+    let workload = match a.workload.as_str() {
+        "rr" => Workload::Rr,
+        "crr" => Workload::Crr,
+        _ => Workload::Stream,
+    };
+    let direction = match (a.reverse, a.bidir, a.direction.as_str()) {
+        (true, _, _) | (_, _, "reverse") => Direction::Reverse,
+        (_, true, _) | (_, _, "bidir") => Direction::Bidir,
+        _ => Direction::Forward,
+    };
+    let mut paths = Vec::new();
+    for p in &a.path {
+        paths.extend(parse_paths(p).map_err(e)?);
+    }
+    if let Some(p) = &a.paths {
+        paths.extend(parse_paths(p).map_err(e)?);
+    }
+    let buf = opt_size(&a.socket_buffer)?;
+    let mut spec = TestSpec {
+        workload,
+        direction,
+        duration_s: parse_duration(&a.duration).map_err(e)?,
+        warmup_s: parse_duration(&a.warmup).map_err(e)?,
+        threads: a.threads,
+        flows: a.flows,
+        paths,
+        msg_size: size32(&a.msg_size)?,
+        sndbuf: opt_size(&a.sndbuf)?.or(buf),
+        rcvbuf: opt_size(&a.rcvbuf)?.or(buf),
+        congestion: a.congestion.clone(),
+        nodelay: if a.nodelay {
+            true
+        } else if a.no_nodelay {
+            false
+        } else {
+            workload != Workload::Stream
+        },
+        zerocopy: a.zerocopy,
+        skip_rx_copy: a.skip_rx_copy,
+        pacing_bps: a
+            .pacing
+            .as_deref()
+            .map(parse_rate)
+            .transpose()
+            .map_err(|e| format!("--pacing: {e}"))?,
+        client_cpus: a
+            .pin
+            .as_deref()
+            .map(parse_cpus)
+            .transpose()
+            .map_err(e)?
+            .unwrap_or_default(),
+        server_cpus: a
+            .remote_pin
+            .as_deref()
+            .map(parse_cpus)
+            .transpose()
+            .map_err(e)?
+            .unwrap_or_default(),
+        interval_s: a
+            .interval
+            .as_deref()
+            .map(parse_duration)
+            .transpose()
+            .map_err(e)?
+            .unwrap_or(0.0),
+        probe_rr: a.probe_rr,
+        ..TestSpec::default()
+    };
+    if a.probe_rr && workload != Workload::Stream {
+        return Err(
+            "--probe-rr measures latency beside a stream test; rr and crr measure latency already"
+                .into(),
+        );
+    }
+    let mut sizes = Vec::new();
+    if let Some(s) = &a.size {
+        if workload == Workload::Stream {
+            return Err("--size applies to rr and crr; use --msg-size for stream".into());
+        }
+        for v in parse_sizes(s).map_err(e)? {
+            let v = u32::try_from(v).map_err(|_| "size must be below 4 GiB".to_string())?;
+            sizes.push((v, v));
+        }
+    }
+    let req = opt_size(&a.request)?;
+    let resp = opt_size(&a.response)?;
+    if sizes.is_empty() {
+        sizes.push((req.unwrap_or(1), resp.unwrap_or(1)));
+    } else if req.is_some() || resp.is_some() {
+        return Err("use either --size or --request/--response".into());
+    }
+    spec.request_size = sizes[0].0;
+    spec.response_size = sizes[0].1;
+    spec.validate(&wirespeed_engine::Limits::default())
+        .map_err(e)?;
+    Ok((spec, sizes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn layered(layers: &[&[&str]]) -> Result<BenchArgs> {
+        let mut a = BenchArgs::defaults();
+        for l in layers {
+            a.layer(&v(l))?;
+        }
+        Ok(a)
+    }
+
+    #[test]
+    fn a_repeated_path_keeps_every_path() {
+        let a = layered(&[&[
+            "--path",
+            "10.0.0.1=10.0.0.2",
+            "--path",
+            "10.0.1.1=10.0.1.2",
+            "-F",
+            "4",
+        ]])
+        .unwrap();
+        assert_eq!(a.path, v(&["10.0.0.1=10.0.0.2", "10.0.1.1=10.0.1.2"]));
+        assert_eq!(a.flows, 4);
+        let (spec, _) = spec_from(&a).unwrap();
+        assert_eq!(spec.paths.len(), 2);
+        assert_eq!(spec.flows, 4);
+    }
+
+    #[test]
+    fn a_later_layer_replaces_a_flag_and_keeps_the_rest() {
+        let a = layered(&[
+            &["--paths", "x=y", "-F", "1", "--zerocopy", "-d", "5s"],
+            &["--flows", "4", "--paths=p=q"],
+        ])
+        .unwrap();
+        assert_eq!(a.paths.as_deref(), Some("p=q"));
+        assert_eq!(a.flows, 4);
+        assert!(a.zerocopy, "a flag the later layer does not name stays");
+        assert_eq!(
+            a.duration, "5s",
+            "a value the later layer does not name stays"
+        );
+        // A layer replaces a repeated flag as a whole.
+        let a = layered(&[&["--path", "a=b", "--path", "c=d"], &["--path", "e=f"]]).unwrap();
+        assert_eq!(a.path, v(&["e=f"]));
+        // Aliases and shorts are one flag.
+        let a = layered(&[&["-P", "2"], &["--parallel", "3"], &["--cc", "cubic", "-R"]]).unwrap();
+        assert_eq!(
+            (a.flows, a.congestion.as_deref(), a.reverse),
+            (3, Some("cubic"), true)
+        );
+    }
+
+    #[test]
+    fn an_unknown_flag_is_named_as_unknown() {
+        for bad in [
+            &["--bogus", "1"][..],
+            &["--flows", "2", "--zerocopyy"],
+            &["-Z"],
+        ] {
+            let e = layered(&[bad]).unwrap_err();
+            assert!(e.contains("unknown bench flag"), "{bad:?}: {e}");
+            assert!(!e.contains("value"), "{bad:?}: {e}");
+        }
+        let e = layered(&[&["--flowz", "4"]]).unwrap_err();
+        assert!(e.starts_with("unknown bench flag --flowz"), "{e}");
+        assert!(
+            layered(&[&["10.0.0.1"]])
+                .unwrap_err()
+                .contains("not a flag")
+        );
+        let e = layered(&[&["-d"]]).unwrap_err();
+        assert!(
+            e.contains("value is required") && e.contains("--duration"),
+            "{e}"
+        );
+        assert!(layered(&[&["-F", "many"]]).unwrap_err().contains("many"));
+    }
+
+    #[test]
+    fn a_layer_names_its_flags_by_long_name() {
+        let mut a = BenchArgs::defaults();
+        let named = a.layer(&v(&["-F", "2", "--cc", "bbr", "--json"])).unwrap();
+        assert_eq!(named, v(&["--flows", "--congestion", "--json"]));
+        assert!(BenchArgs::takes_value("--size") && BenchArgs::takes_value("-F"));
+        assert!(!BenchArgs::takes_value("--zerocopy") && !BenchArgs::takes_value("--nope"));
+    }
+
+    #[test]
+    fn the_rendered_arguments_read_back_to_the_same_cell() {
+        let base = layered(&[&["-d", "3s", "--warmup", "0.5s"]]).unwrap();
+        let a = layered(&[
+            &["-d", "3s", "--warmup", "0.5s"],
+            &[
+                "--path",
+                "a=b",
+                "--path",
+                "c=d",
+                "-F",
+                "8",
+                "-w",
+                "rr",
+                "--zerocopy",
+            ],
+            &["--key-file", "/k", "--size", "1k,4k"],
+        ])
+        .unwrap();
+        let argv = a.argv_from(&base);
+        assert_eq!(
+            argv,
+            v(&[
+                "--workload",
+                "rr",
+                "--flows",
+                "8",
+                "--path",
+                "a=b",
+                "--path",
+                "c=d",
+                "--size",
+                "1k,4k",
+                "--zerocopy",
+                "--key-file",
+                "/k"
+            ])
+        );
+        let mut back = base.clone();
+        back.layer(&argv).unwrap();
+        assert_eq!(back, a);
+        assert!(base.argv_from(&base).is_empty());
+    }
+
+    #[test]
+    fn every_default_is_dropped_from_a_layer() {
+        let mut m = command()
+            .try_get_matches_from(Vec::<String>::new())
+            .unwrap();
+        assert!(keep_named(&mut m).is_empty());
+        for a in command().get_arguments() {
+            assert!(!m.contains_id(a.get_id().as_str()), "{:?} kept", a.get_id());
+        }
+    }
+}

@@ -1,0 +1,856 @@
+//! Experiment files: a matrix of configurations, each a change against
+//! a named baseline (one variable at a time) or a ladder of steps that
+//! add up, every configuration repeated, run in a lab ([`crate::runner`]).
+//! This module reads and checks a file into a [`Plan`]: lab patches
+//! merged, placeholders resolved, each cell's bench arguments layered
+//! through bench's own parser. The format is in docs/experiment-file.md.
+
+use crate::cell::BenchArgs;
+use crate::error::{Context, ExperimentError, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use wirespeed_engine::spec::parse_duration;
+use wirespeed_lab::LabSpec;
+use wirespeed_lab::plan::{Addressing, address};
+use wirespeed_lab::spec::locate;
+use wirespeed_report::experiment::Mode;
+
+/// What the command line overrides in the file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Repeats per cell.
+    pub repeats: Option<u32>,
+    /// Measured time per run, e.g. 2s.
+    pub duration: Option<String>,
+    /// Warm-up per run.
+    pub warmup: Option<String>,
+}
+
+/// How a cell changes the lab in place (applied before it runs, undone after).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LabSet {
+    /// Hosts the sysctls apply to (default: every host).
+    #[serde(default)]
+    hosts: Vec<String>,
+    /// Links MTU and GSO/GRO sizes apply to, both ends (default: every link).
+    #[serde(default)]
+    links: Vec<usize>,
+    #[serde(default)]
+    mtu: Option<u32>,
+    #[serde(default)]
+    gso_max_size: Option<u32>,
+    #[serde(default)]
+    gro_max_size: Option<u32>,
+    #[serde(default)]
+    sysctl: BTreeMap<String, String>,
+}
+
+/// A sweep: the same cell once per value of one bench flag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Sweep {
+    pub(crate) arg: String,
+    pub(crate) values: Vec<String>,
+}
+
+/// A `[baseline]`, `[[cell]]` or `[[step]]` of the file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CellDef {
+    name: String,
+    #[serde(default)]
+    change: Option<String>,
+    #[serde(default)]
+    bench: Vec<String>,
+    #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
+    lab_set: Option<LabSet>,
+    #[serde(default)]
+    lab: Option<toml::Table>,
+    #[serde(default)]
+    sweep: Option<Sweep>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+enum LabRef {
+    Path(String),
+    Inline(toml::Table),
+}
+
+fn default_server() -> String {
+    "b".into()
+}
+
+fn default_client() -> String {
+    "a".into()
+}
+
+/// A tuning profile applied with `wirespeed tune apply` on one host after
+/// each lab build, rolled back before the lab is removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TuneDef {
+    pub(crate) host: String,
+    pub(crate) profile: String,
+    #[serde(default)]
+    pub(crate) devs: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExperimentFile {
+    name: String,
+    lab: LabRef,
+    #[serde(default = "default_server")]
+    server: String,
+    #[serde(default = "default_client")]
+    client: String,
+    #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
+    repeats: Option<u32>,
+    #[serde(default)]
+    duration: Option<String>,
+    #[serde(default)]
+    warmup: Option<String>,
+    #[serde(default)]
+    mode: Mode,
+    baseline: CellDef,
+    #[serde(default, rename = "cell")]
+    cells: Vec<CellDef>,
+    #[serde(default, rename = "step")]
+    steps: Vec<CellDef>,
+    #[serde(default, rename = "tune")]
+    tunes: Vec<TuneDef>,
+}
+
+/// One setting a cell changes in place: a sysctl on a host or a link
+/// attribute on both ends of a link.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub(crate) enum Setting {
+    Sysctl { host: String, key: String },
+    Link { link: usize, attr: &'static str },
+}
+
+/// A cell ready to run: everything merged and every placeholder resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Planned {
+    pub(crate) name: String,
+    pub(crate) change: String,
+    pub(crate) lab: LabSpec,
+    pub(crate) settings: BTreeMap<Setting, String>,
+    /// The bench arguments as a person would type them (beside the
+    /// runner's duration and warm-up).
+    pub(crate) args: Vec<String>,
+    /// The same, typed: every layer applied through bench's parser.
+    #[serde(skip)]
+    pub(crate) bench: BenchArgs,
+    pub(crate) target: String,
+    pub(crate) sweep: Option<Sweep>,
+}
+
+/// The whole experiment, checked: what [`crate::runner::run`] runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub(crate) name: String,
+    pub(crate) mode: Mode,
+    pub(crate) server: String,
+    pub(crate) client: String,
+    pub(crate) repeats: u32,
+    pub(crate) duration: String,
+    pub(crate) warmup: String,
+    pub(crate) tunes: Vec<TuneDef>,
+    pub(crate) cells: Vec<Planned>,
+}
+
+/// Merges `patch` into `base`: tables key by key, arrays of tables element
+/// by element (extra elements appended), anything else replaced.
+fn merge_toml(base: &mut toml::Value, patch: &toml::Value) {
+    match (base, patch) {
+        (toml::Value::Table(b), toml::Value::Table(p)) => {
+            for (k, v) in p {
+                match b.get_mut(k) {
+                    Some(bv) => merge_toml(bv, v),
+                    None => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (toml::Value::Array(b), toml::Value::Array(p))
+            if p.iter().all(toml::Value::is_table) && b.iter().all(toml::Value::is_table) =>
+        {
+            for (i, v) in p.iter().enumerate() {
+                match b.get_mut(i) {
+                    Some(bv) => merge_toml(bv, v),
+                    None => b.push(v.clone()),
+                }
+            }
+        }
+        (b, p) => *b = p.clone(),
+    }
+}
+
+/// Replaces `{HOST.N}`, `{HOST.N.v6}`, `{HOST.devN}`, `{HOST.vxJ}` and
+/// `{HOST.vxJ.v6}` by the lab's addresses and device names.
+fn resolve(s: &str, plan: &Addressing) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..]
+            .find('}')
+            .ok_or_else(|| format!("unclosed placeholder in {s:?}"))?;
+        let key = &rest[open + 1..open + close];
+        out.push_str(&placeholder(key, plan).ok_or_else(|| {
+            format!("unknown placeholder {{{key}}}: use {{HOST.N}}, {{HOST.N.v6}}, {{HOST.devN}}, {{HOST.vxJ}} or {{HOST.vxJ.v6}} (N a link index, J an overlay index)")
+        })?);
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn placeholder(key: &str, plan: &Addressing) -> Option<String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    let (host, what, v6) = match parts.as_slice() {
+        [h, w] => (*h, *w, false),
+        [h, w, "v6"] => (*h, *w, true),
+        _ => return None,
+    };
+    if let Some(j) = what.strip_prefix("vx") {
+        let nic = plan.vxlans.get(j.parse::<usize>().ok()?)?.end(host)?;
+        return Some(if v6 {
+            nic.addr6.to_string()
+        } else {
+            nic.addr4.to_string()
+        });
+    }
+    if let Some(i) = what.strip_prefix("dev") {
+        return (!v6)
+            .then(|| plan.links.get(i.parse::<usize>().ok()?)?.end(host))?
+            .map(|n| n.dev.clone());
+    }
+    let nic = plan.links.get(what.parse::<usize>().ok()?)?.end(host)?;
+    Some(if v6 {
+        nic.addr6.to_string()
+    } else {
+        nic.addr4.to_string()
+    })
+}
+
+/// The settings of a `lab_set`, checked against the lab.
+fn settings_of(set: &LabSet, spec: &LabSpec) -> Result<Vec<(Setting, String)>, String> {
+    let mut out = Vec::new();
+    for h in &set.hosts {
+        if !spec.hosts.iter().any(|x| x.name == *h) {
+            return Err(format!("no host named {h:?}"));
+        }
+    }
+    let hosts: Vec<&str> = if set.hosts.is_empty() {
+        spec.hosts.iter().map(|h| h.name.as_str()).collect()
+    } else {
+        set.hosts.iter().map(String::as_str).collect()
+    };
+    for (k, v) in &set.sysctl {
+        wirespeed_lab::spec::check_lab_sysctl(k, v)?;
+        for h in &hosts {
+            out.push((
+                Setting::Sysctl {
+                    host: h.to_string(),
+                    key: k.clone(),
+                },
+                v.clone(),
+            ));
+        }
+    }
+    let links: Vec<usize> = if set.links.is_empty() {
+        (0..spec.links.len()).collect()
+    } else {
+        set.links.clone()
+    };
+    for &l in &links {
+        if l >= spec.links.len() {
+            return Err(format!(
+                "link {l} does not exist (there are {})",
+                spec.links.len()
+            ));
+        }
+        for (attr, v, range) in [
+            ("mtu", set.mtu, 68..=65535),
+            ("gso_max_size", set.gso_max_size, 1024..=524_280),
+            ("gro_max_size", set.gro_max_size, 1024..=524_280),
+        ] {
+            if let Some(v) = v {
+                if !range.contains(&v) {
+                    return Err(format!(
+                        "{attr} {v} out of range {}..={}",
+                        range.start(),
+                        range.end()
+                    ));
+                }
+                out.push((Setting::Link { link: l, attr }, v.to_string()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn describe_def(d: &CellDef) -> String {
+    if let Some(c) = &d.change {
+        return c.clone();
+    }
+    let mut parts = Vec::new();
+    if !d.bench.is_empty() {
+        parts.push(d.bench.join(" "));
+    }
+    if let Some(s) = &d.lab_set {
+        let mut v = Vec::new();
+        for (k, x) in [
+            ("mtu", s.mtu),
+            ("gso_max_size", s.gso_max_size),
+            ("gro_max_size", s.gro_max_size),
+        ] {
+            if let Some(x) = x {
+                v.push(format!("{k} {x}"));
+            }
+        }
+        v.extend(s.sysctl.iter().map(|(k, x)| format!("{k}={x}")));
+        parts.push(v.join(", "));
+    }
+    if let Some(l) = &d.lab {
+        parts.push(format!("lab {}", toml::Value::Table(l.clone())).replace('\n', " "));
+    }
+    if let Some(s) = &d.sweep {
+        parts.push(format!("sweep {} {}", s.arg, s.values.join(",")));
+    }
+    if let Some(t) = &d.target {
+        parts.push(format!("target {t}"));
+    }
+    if parts.is_empty() {
+        "no change".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// Reads and checks an experiment file; every error names the line and field.
+pub fn load(path: &Path, a: &Overrides) -> Result<Plan> {
+    let text = wirespeed_host::fsroot::read_text_file(path)
+        .ctx(|| format!("read experiment file {}", path.display()))?;
+    let shown = path.display().to_string();
+    let file: ExperimentFile = toml::from_str(&text).map_err(|e| {
+        ExperimentError::File(format!(
+            "in {shown}: {}",
+            e.to_string()
+                .trim_end()
+                .replace("TOML parse error", "experiment file")
+        ))
+    })?;
+    let at = |table: Option<(&str, usize)>, field: &str, msg: String| {
+        let what = match table {
+            Some((t, _)) if t == "baseline" => format!("[{t}] field `{field}`"),
+            Some((t, i)) => format!("[[{t}]] #{} field `{field}`", i + 1),
+            None => format!("field `{field}`"),
+        };
+        ExperimentError::File(match locate(&text, table, field) {
+            Some(l) => format!("in {shown}: line {l}, {what}: {msg}"),
+            None => format!("in {shown}: {what}: {msg}"),
+        })
+    };
+    let mut base = match &file.lab {
+        LabRef::Path(p) => {
+            let lp = path.parent().unwrap_or(Path::new(".")).join(p);
+            let lt = wirespeed_host::fsroot::read_text_file(&lp)
+                .map_err(|e| at(None, "lab", format!("read {}: {e}", lp.display())))?;
+            LabSpec::from_toml_str(&lt).ctx(|| format!("in lab file {}", lp.display()))?
+        }
+        LabRef::Inline(t) => {
+            let mut t = t.clone();
+            t.entry("name")
+                .or_insert_with(|| toml::Value::String("exp".into()));
+            let spec: LabSpec = toml::Value::Table(t)
+                .try_into()
+                .map_err(|e| at(None, "lab", format!("in the inline [lab]: {e}")))?;
+            spec.validate()
+                .map_err(|e| at(None, "lab", format!("in the inline [lab]: {e}")))?;
+            spec
+        }
+    };
+    base.subnet_base = Some(base.base());
+    for (field, h) in [("server", &file.server), ("client", &file.client)] {
+        if !base.hosts.iter().any(|x| x.name == *h) {
+            return Err(at(None, field, format!("the lab has no host {h:?}")));
+        }
+    }
+    if file.server == file.client {
+        return Err(at(
+            None,
+            "client",
+            "client and server must be different hosts".into(),
+        ));
+    }
+    let (kind, defs) = match (file.mode, file.cells.is_empty(), file.steps.is_empty()) {
+        (_, false, false) => {
+            return Err(at(
+                Some(("step", 0)),
+                "name",
+                "use either [[cell]] or [[step]], not both".into(),
+            ));
+        }
+        (Mode::Ladder, true, _) => ("step", &file.steps),
+        (Mode::OneAtATime, _, true) => ("cell", &file.cells),
+        (Mode::Ladder, false, true) => {
+            return Err(at(
+                Some(("cell", 0)),
+                "name",
+                "a ladder has [[step]]s; use mode = \"one-at-a-time\" for [[cell]]s".into(),
+            ));
+        }
+        (Mode::OneAtATime, true, false) => {
+            return Err(at(
+                Some(("step", 0)),
+                "name",
+                "[[step]]s make a ladder: add mode = \"ladder\"".into(),
+            ));
+        }
+    };
+    let repeats = a.repeats.or(file.repeats).unwrap_or(3);
+    if !(1..=100).contains(&repeats) {
+        return Err(at(
+            None,
+            "repeats",
+            format!("{repeats} repeats: use 1 to 100"),
+        ));
+    }
+    let duration = a
+        .duration
+        .clone()
+        .or(file.duration.clone())
+        .unwrap_or_else(|| "3s".into());
+    let warmup = a
+        .warmup
+        .clone()
+        .or(file.warmup.clone())
+        .unwrap_or_else(|| "0.5s".into());
+    for (field, v) in [("duration", &duration), ("warmup", &warmup)] {
+        parse_duration(v).map_err(|e| at(None, field, e.to_string()))?;
+    }
+    let all: Vec<(Option<(&str, usize)>, &CellDef)> =
+        std::iter::once((Some(("baseline", 0)), &file.baseline))
+            .chain(defs.iter().enumerate().map(|(i, d)| (Some((kind, i)), d)))
+            .collect();
+    let plan0 = address(&base).map_err(|e| at(None, "lab", e))?;
+    let mut tunes = Vec::new();
+    for (i, t) in file.tunes.iter().enumerate() {
+        let here = Some(("tune", i));
+        if !base.hosts.iter().any(|x| x.name == t.host) {
+            return Err(at(
+                here,
+                "host",
+                format!("the lab has no host {:?}", t.host),
+            ));
+        }
+        let mut t = t.clone();
+        if t.profile.contains('/') || t.profile.ends_with(".toml") {
+            let p = path.parent().unwrap_or(Path::new(".")).join(&t.profile);
+            let p = p
+                .canonicalize()
+                .map_err(|e| at(here, "profile", format!("{}: {e}", p.display())))?;
+            t.profile = p.display().to_string();
+        }
+        for d in &mut t.devs {
+            *d = resolve(d, &plan0).map_err(|e| at(here, "devs", e))?;
+        }
+        tunes.push(t);
+    }
+    let mut names = std::collections::HashSet::new();
+    let mut cells = Vec::new();
+    for (idx, (table, def)) in all.iter().enumerate() {
+        if def.name.trim().is_empty() || !names.insert(def.name.as_str()) {
+            return Err(at(
+                *table,
+                "name",
+                format!("cell names must be unique and not empty: {:?}", def.name),
+            ));
+        }
+        let chain: Vec<&(Option<(&str, usize)>, &CellDef)> = match file.mode {
+            Mode::Ladder => all[..=idx].iter().collect(),
+            Mode::OneAtATime if idx == 0 => vec![&all[0]],
+            Mode::OneAtATime => vec![&all[0], &all[idx]],
+        };
+        let mut lab_v = toml::Value::try_from(&base).ctx(|| "encode lab".into())?;
+        for (t, d) in &chain {
+            if let Some(p) = &d.lab {
+                if p.contains_key("name") || p.contains_key("subnet_base") {
+                    return Err(at(
+                        *t,
+                        "lab",
+                        "a cell's lab change may not rename the lab".into(),
+                    ));
+                }
+                merge_toml(&mut lab_v, &toml::Value::Table(p.clone()));
+            }
+        }
+        let lab: LabSpec = lab_v
+            .try_into()
+            .map_err(|e| at(*table, "lab", format!("the changed lab is invalid: {e}")))?;
+        lab.validate()
+            .map_err(|e| at(*table, "lab", format!("the changed lab is invalid: {e}")))?;
+        let plan = address(&lab).map_err(|e| at(*table, "lab", e))?;
+        let mut settings = BTreeMap::new();
+        for (t, d) in &chain {
+            if let Some(s) = &d.lab_set {
+                for (k, v) in settings_of(s, &lab).map_err(|e| at(*t, "lab_set", e))? {
+                    settings.insert(k, v);
+                }
+            }
+        }
+        // Bench's defaults, the runner's duration and warm-up, then each
+        // layer of the chain, placeholders resolved, through bench's parser.
+        let mut bench = runner_args(&duration, &warmup);
+        let reference = bench.clone();
+        for (t, d) in &chain {
+            let args = d
+                .bench
+                .iter()
+                .map(|x| resolve(x, &plan))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| at(*t, "bench", e))?;
+            let named = bench.layer(&args).map_err(|e| at(*t, "bench", e))?;
+            if let Some(f) = named.iter().find(|f| RUNNER_FLAGS.contains(&f.as_str())) {
+                return Err(at(
+                    *t,
+                    "bench",
+                    format!("{f} is set by the experiment runner"),
+                ));
+            }
+        }
+        crate::cell::spec_from(&bench).map_err(|e| at(*table, "bench", e))?;
+        let sweep = chain.iter().rev().find_map(|(_, d)| d.sweep.clone());
+        if let Some(s) = &sweep {
+            if s.values.is_empty() || !BenchArgs::takes_value(&s.arg) {
+                return Err(at(*table, "sweep", "a sweep needs a flag that takes a value (e.g. \"--size\") and at least one value".into()));
+            }
+            for v in &s.values {
+                sweep_point(&bench, s, v).map_err(|e| at(*table, "sweep", e))?;
+            }
+        }
+        let target_t = chain
+            .iter()
+            .rev()
+            .find_map(|(_, d)| d.target.clone())
+            .or(file.target.clone())
+            .unwrap_or_else(|| format!("{{{}.0}}", file.server));
+        let target = resolve(&target_t, &plan).map_err(|e| at(*table, "target", e))?;
+        let change = if idx == 0 {
+            def.change.clone().unwrap_or_else(|| "baseline".into())
+        } else {
+            describe_def(def)
+        };
+        cells.push(Planned {
+            name: def.name.clone(),
+            change,
+            lab,
+            settings,
+            args: bench.argv_from(&reference),
+            bench,
+            target,
+            sweep,
+        });
+    }
+    Ok(Plan {
+        name: file.name,
+        mode: file.mode,
+        server: file.server,
+        client: file.client,
+        repeats,
+        duration,
+        warmup,
+        tunes,
+        cells,
+    })
+}
+
+/// Flags the runner sets itself; a cell may not.
+const RUNNER_FLAGS: [&str; 3] = ["--json", "--format", "--port"];
+
+/// Bench's defaults with the run's duration and warm-up: the bottom layer
+/// of every cell.
+fn runner_args(duration: &str, warmup: &str) -> BenchArgs {
+    let mut a = BenchArgs::defaults();
+    a.duration = duration.to_string();
+    a.warmup = warmup.to_string();
+    a
+}
+
+/// A cell's arguments at one point of its sweep (`ARG VALUE` as the top
+/// layer), checked into a spec.
+pub(crate) fn sweep_point(bench: &BenchArgs, s: &Sweep, value: &str) -> Result<BenchArgs, String> {
+    let mut b = bench.clone();
+    b.layer(&[s.arg.clone(), value.to_string()])?;
+    crate::cell::spec_from(&b)?;
+    Ok(b)
+}
+
+/// FNV-1a over the plan's JSON: what a resumed run must match.
+pub(crate) fn fingerprint(plan: &Plan) -> String {
+    let text = serde_json::to_string(plan).unwrap_or_default();
+    let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    format!("{h:016x}")
+}
+
+impl Plan {
+    /// The plan as text: what each cell would run (the dry run).
+    pub fn describe(&self) -> String {
+        let plan = self;
+        let mut o = String::new();
+        use std::fmt::Write;
+        let _ = writeln!(
+            o,
+            "experiment {} ({}), {} repeat(s) of {} (+{} warm-up), server {} client {}",
+            plan.name,
+            plan.mode.as_str(),
+            plan.repeats,
+            plan.duration,
+            plan.warmup,
+            plan.server,
+            plan.client
+        );
+        for t in &plan.tunes {
+            let _ = writeln!(
+                o,
+                "after each lab build, on {}: wirespeed tune apply --profile {}{} (rolled back after)",
+                t.host,
+                t.profile,
+                t.devs
+                    .iter()
+                    .map(|d| format!(" --dev {d}"))
+                    .collect::<String>()
+            );
+        }
+        for (i, c) in plan.cells.iter().enumerate() {
+            let rebuild = if i > 0 && c.lab != plan.cells[i - 1].lab {
+                " [new lab build]"
+            } else {
+                ""
+            };
+            let _ = writeln!(o, "{i}. {}: {}{rebuild}", c.name, c.change);
+            let _ = writeln!(o, "   wirespeed bench {} {}", c.target, c.args.join(" "));
+            for (s, v) in &c.settings {
+                let _ = match s {
+                    Setting::Sysctl { host, key } => writeln!(o, "   on {host}: sysctl {key}={v}"),
+                    Setting::Link { link, attr } => writeln!(o, "   link {link}: {attr} {v}"),
+                };
+            }
+            if let Some(s) = &c.sweep {
+                let _ = writeln!(o, "   sweep {} over {}", s.arg, s.values.join(", "));
+            }
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn placeholders_resolve_to_lab_addresses() {
+        let mut s = LabSpec::two_hosts("x", 2, None);
+        s.subnet_base = Some(61);
+        s.vxlans.push(wirespeed_lab::VxlanSpec {
+            link: 0,
+            ..Default::default()
+        });
+        let p = address(&s).unwrap();
+        assert_eq!(
+            resolve("{a.0}={b.1},{a.dev1} {b.0.v6} {b.vx0}", &p).unwrap(),
+            "10.61.0.1=10.61.1.2,eth1 fd00:10:61::2 10.61.200.2"
+        );
+        assert!(
+            resolve("{c.0}", &p)
+                .unwrap_err()
+                .contains("unknown placeholder {c.0}")
+        );
+        assert!(resolve("{a.5}", &p).is_err());
+        assert!(resolve("{a.0", &p).is_err());
+    }
+
+    #[test]
+    fn lab_patches_merge_tables_and_arrays_of_tables() {
+        let mut base: toml::Value = toml::from_str(
+            "name = \"x\"\n[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\n[[link]]\na = \"a\"\nb = \"b\"\nrate = \"1gbit\"\n",
+        )
+        .unwrap();
+        let patch: toml::Value =
+            toml::from_str("host = [{ source_routing = true }, { source_routing = true }]\nlink = [{ mtu = 9000 }]\n")
+                .unwrap();
+        merge_toml(&mut base, &patch);
+        let spec: LabSpec = base.try_into().unwrap();
+        assert!(spec.hosts.iter().all(|h| h.source_routing));
+        assert_eq!(spec.hosts[1].name, "b");
+        assert_eq!(spec.links[0].mtu, Some(9000));
+        assert_eq!(spec.links[0].rate.as_deref(), Some("1gbit"));
+    }
+
+    fn load_text(text: &str) -> Result<Plan> {
+        let dir = std::env::temp_dir().join(format!("ws-exp-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let f = dir.join(format!(
+            "e{}.toml",
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::write(&f, text).unwrap();
+        let r = load(&f, &Overrides::default());
+        let _ = std::fs::remove_file(&f);
+        r
+    }
+
+    const LADDER: &str = r#"name = "ladder"
+mode = "ladder"
+repeats = 2
+
+[lab]
+name = "l"
+subnet_base = 70
+host = [{ name = "a" }, { name = "b" }]
+link = [{ a = "a", b = "b", rate = "1gbit" }, { a = "a", b = "b", rate = "1gbit" }]
+
+[baseline]
+name = "one NIC"
+bench = ["--paths", "{a.0}={b.0}"]
+
+[[step]]
+name = "two NICs"
+bench = ["--paths", "{a.0}={b.0},{a.1}={b.1}"]
+lab = { host = [{ source_routing = true }, { source_routing = true }] }
+
+[[step]]
+name = "mtu"
+lab_set = { mtu = 9000 }
+
+[[step]]
+name = "flows"
+bench = ["-F", "8", "-T", "2"]
+"#;
+
+    #[test]
+    fn a_ladder_accumulates_its_steps() {
+        let p = load_text(LADDER).unwrap();
+        assert_eq!(p.repeats, 2);
+        let last = &p.cells[3];
+        assert_eq!(
+            last.args,
+            v(&[
+                "--threads",
+                "2",
+                "--flows",
+                "8",
+                "--paths",
+                "10.70.0.1=10.70.0.2,10.70.1.1=10.70.1.2",
+            ])
+        );
+        assert_eq!((last.bench.flows, last.bench.threads), (8, 2));
+        assert_eq!(last.bench.duration, "3s", "the runner's duration");
+        assert_eq!(last.settings.len(), 2, "mtu on both links");
+        assert!(last.lab.hosts.iter().all(|h| h.source_routing));
+        assert!(!p.cells[0].lab.hosts[0].source_routing);
+        assert_eq!(p.cells[0].target, "10.70.0.2");
+        assert_eq!(p.cells[2].lab, p.cells[1].lab);
+    }
+
+    #[test]
+    fn tune_entries_resolve_devices_and_name_bad_hosts() {
+        let text = LADDER.replace(
+            "[baseline]",
+            "[[tune]]\nhost = \"b\"\nprofile = \"tpu-multinic\"\ndevs = [\"{b.dev1}\"]\n\n[baseline]",
+        );
+        let p = load_text(&text).unwrap();
+        assert_eq!(p.tunes.len(), 1);
+        assert_eq!(p.tunes[0].devs, v(&["eth1"]));
+        assert_eq!(p.tunes[0].profile, "tpu-multinic");
+        let e = load_text(&text.replace("host = \"b\"", "host = \"z\""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 12") && e.contains("[[tune]] #1 field `host`"),
+            "{e}"
+        );
+        let e = load_text(&text.replace("{b.dev1}", "{b.dev9}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 14") && e.contains("`devs`"), "{e}");
+    }
+
+    #[test]
+    fn bad_files_name_the_line_and_field() {
+        let e = load_text(&LADDER.replace("{a.1}={b.1}", "{a.1}={c.1}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 17") && e.contains("[[step]] #1 field `bench`") && e.contains("{c.1}"),
+            "{e}"
+        );
+        let e = load_text(&LADDER.replace("mtu = 9000", "mtu = 9"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 22") && e.contains("lab_set"), "{e}");
+        let e = load_text(&LADDER.replace("name = \"one NIC\"", "name = \"mtu\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 21") && e.contains("unique"), "{e}");
+        let e = load_text(&LADDER.replace("repeats = 2", "repeats = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3") && e.contains("repeats"), "{e}");
+        let e = load_text(&LADDER.replace("bench = [\"-F\"", "bnch = [\"-F\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 26") && e.contains("bnch"), "{e}");
+        let e = load_text(&LADDER.replace("mode = \"ladder\"\n", ""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("mode = \\\"ladder\\\"") || e.contains("mode = \"ladder\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_file_cell_keeps_every_repeated_path_and_names_unknown_flags() {
+        let text = LADDER.replace(
+            r#"bench = ["-F", "8", "-T", "2"]"#,
+            r#"bench = ["--path", "{a.0}={b.0}", "--path", "{a.1}={b.1}", "-F", "4"]"#,
+        );
+        let p = load_text(&text).unwrap();
+        let last = &p.cells[3];
+        assert_eq!(
+            last.bench.path,
+            v(&["10.70.0.1=10.70.0.2", "10.70.1.1=10.70.1.2"])
+        );
+        assert_eq!(last.bench.flows, 4);
+        let e = load_text(&LADDER.replace(r#""-T", "2""#, r#""--flowz", "2""#))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 26") && e.contains("unknown bench flag --flowz"),
+            "{e}"
+        );
+        let e = load_text(&LADDER.replace(r#""-T", "2""#, r#""--port", "2""#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--port is set by the experiment runner"), "{e}");
+    }
+}

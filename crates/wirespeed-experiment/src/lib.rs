@@ -1,0 +1,25 @@
+//! Measured tests for wirespeed, planned and judged: experiment files
+//! (the format, the planner, placeholder resolution and the runner),
+//! optimize's search, doctor's measured (peer) rules and the demo's
+//! scenario. Tests run with the engine in-process, inside a lab's network
+//! namespaces when there is a lab ([`inlab`]).
+//!
+//! A cell ([`cell::BenchArgs`] and the [`wirespeed_engine::TestSpec`] it
+//! makes) is built through the same clap definitions `wirespeed bench`
+//! parses. This crate neither renders pages (wirespeed-report) nor
+//! changes a host itself (wirespeed-host's journal and the lab do).
+
+#![warn(missing_docs)]
+
+pub mod cell;
+pub mod demo;
+mod error;
+pub mod experiment;
+pub mod inlab;
+pub mod optimize;
+pub mod peer;
+pub mod runner;
+pub mod sys;
+
+pub use cell::{BenchArgs, spec_from};
+pub use error::{Context, ExperimentError, Result};

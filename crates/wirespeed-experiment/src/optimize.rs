@@ -1,0 +1,1255 @@
+//! Optimize's search (`wirespeed optimize HOST`): finds, one variable at a time, the settings
+//! that raise the goal (throughput one way or both ways, or rr latency),
+//! measuring each step with the engine until its median is stable and
+//! keeping it only when it beats the noise band. Host settings go through
+//! tune's journal and are rolled back at the end unless `--keep`.
+//! The decisions are `wirespeed_model::optimize`'s; this file builds the
+//! search space, measures, applies and renders.
+
+use crate::error::{Context, ExperimentError, Result, failed};
+use crate::sys::stop_requested as stopped;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use wirespeed_engine::spec::{PathSpec, parse_duration, parse_paths, parse_size};
+use wirespeed_engine::{ClientConfig, Direction, TestResult, TestSpec, Workload, run_test};
+use wirespeed_host::doctor::Goal as DoctorGoal;
+use wirespeed_host::tune::{self, Action, Host, Setting, StateDir};
+use wirespeed_host::{Fs, Snapshot, diagnose};
+use wirespeed_model::optimize::{Better, Budget, Rules, Search, StepRecord, Verdict, needs_more};
+use wirespeed_report::experiment::{
+    CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Mode, Point, finalize, pct_text,
+};
+use wirespeed_report::{human_bps, human_size};
+
+/// Options of `wirespeed optimize`.
+#[derive(clap::Args, Debug)]
+pub struct OptimizeArgs {
+    /// Server to optimize against (a `wirespeed serve`): HOST or HOST:PORT.
+    pub host: String,
+    /// Control port when HOST names none.
+    #[arg(short, long, default_value_t = wirespeed_engine::DEFAULT_PORT)]
+    pub port: u16,
+    /// Key file for a server started with --key-file.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// What to raise: throughput (one way), bidir (both ways) or rr (lower p50 latency).
+    #[arg(long, default_value = "throughput", value_parser = ["throughput", "bidir", "rr"])]
+    pub goal: String,
+    /// Request and response size of the rr goal.
+    #[arg(long, default_value = "1")]
+    pub size: String,
+    /// Candidate paths LOCAL=REMOTE, comma separated, in the order they are added.
+    #[arg(long)]
+    pub paths: Option<String>,
+    /// Time for the whole search, e.g. 2m; steps that no longer fit are skipped.
+    #[arg(long, default_value = "2m")]
+    pub budget: String,
+    /// Measured time of each repeat.
+    #[arg(long, default_value = "2s")]
+    pub step_duration: String,
+    /// Traffic before each repeat's measurement.
+    #[arg(long, default_value = "0.5s")]
+    pub warmup: String,
+    /// Repeats of each step at least.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: u32,
+    /// Repeats of each step at most (while its median is not stable).
+    #[arg(long, default_value_t = 5)]
+    pub max_repeats: u32,
+    /// Noise band a step must beat, e.g. 3%.
+    #[arg(long, default_value = "3%")]
+    pub noise: String,
+    /// Leave the host settings found in place (undo later with `wirespeed tune rollback`).
+    #[arg(long)]
+    pub keep: bool,
+    /// Do not try host settings (MTU, BIG TCP, TCP buffer sysctls).
+    #[arg(long)]
+    pub no_host: bool,
+    /// Journal directory for host settings [default: /var/lib/wirespeed/optimize/NETNS].
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Write the ladder as experiment results JSON here (`wirespeed report` renders it).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// Print the results JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Timeout for connecting and for each control answer.
+    #[arg(long, default_value = "10s")]
+    pub timeout: String,
+}
+
+/// The goal of a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Goal {
+    Throughput,
+    Bidir,
+    Rr,
+}
+
+impl Goal {
+    fn better(self) -> Better {
+        match self {
+            Goal::Rr => Better::Lower,
+            _ => Better::Higher,
+        }
+    }
+
+    /// The figure judged: goodput in bit/s, or rr p50 latency in us.
+    fn value(self, r: &TestResult) -> f64 {
+        match self {
+            Goal::Rr => r.latency.as_ref().map_or(f64::NAN, |l| l.p50_us),
+            _ => r.throughput_bps,
+        }
+    }
+
+    fn human(self, v: Option<f64>) -> String {
+        match (self, v) {
+            (_, None) => "-".into(),
+            (Goal::Rr, Some(v)) => format!("{v:.1} us p50"),
+            (_, Some(v)) => human_bps(v),
+        }
+    }
+}
+
+/// One configuration of the bench side (host settings are tracked apart).
+#[derive(Debug, Clone, PartialEq)]
+struct Config {
+    npaths: usize,
+    flows_per_path: u32,
+    threads: u32,
+    msg_size: u32,
+    buffer: Option<u32>,
+    zerocopy: bool,
+}
+
+/// A size as bench takes it: `512k`, `4m` or bytes.
+fn size_arg(v: u32) -> String {
+    if v.is_multiple_of(1 << 20) {
+        format!("{}m", v >> 20)
+    } else if v.is_multiple_of(1024) {
+        format!("{}k", v >> 10)
+    } else {
+        v.to_string()
+    }
+}
+
+/// What a search needs to build specs.
+struct Ctx {
+    goal: Goal,
+    rr_size: u32,
+    paths: Vec<PathSpec>,
+    /// The local NIC of each candidate path, where known.
+    devs: Vec<Option<String>>,
+    duration_s: f64,
+    warmup_s: f64,
+}
+
+impl Ctx {
+    fn spec(&self, c: &Config) -> Result<TestSpec> {
+        let paths: Vec<PathSpec> = self.paths.iter().take(c.npaths).cloned().collect();
+        let flows = c.flows_per_path * c.npaths.max(1) as u32;
+        let mut s = TestSpec {
+            duration_s: self.duration_s,
+            warmup_s: self.warmup_s,
+            threads: c.threads.min(flows),
+            flows,
+            paths,
+            msg_size: c.msg_size,
+            sndbuf: c.buffer,
+            rcvbuf: c.buffer,
+            zerocopy: c.zerocopy,
+            ..TestSpec::default()
+        };
+        match self.goal {
+            Goal::Throughput => {}
+            Goal::Bidir => s.direction = Direction::Bidir,
+            Goal::Rr => {
+                s.workload = Workload::Rr;
+                s.request_size = self.rr_size;
+                s.response_size = self.rr_size;
+                s.nodelay = true;
+            }
+        }
+        s.validate(&wirespeed_engine::Limits::default())?;
+        Ok(s)
+    }
+
+    /// The `wirespeed bench` arguments of a configuration.
+    fn bench_args(&self, c: &Config) -> Vec<String> {
+        let mut v = Vec::new();
+        let used: Vec<String> = self.paths.iter().take(c.npaths).map(path_arg).collect();
+        if !used.is_empty() {
+            v.extend(["--paths".to_string(), used.join(",")]);
+        }
+        let flows = c.flows_per_path * c.npaths.max(1) as u32;
+        match self.goal {
+            Goal::Rr => {
+                v.extend([
+                    "-w".into(),
+                    "rr".into(),
+                    "--size".into(),
+                    size_arg(self.rr_size),
+                ]);
+            }
+            g => {
+                if g == Goal::Bidir {
+                    v.push("--bidir".into());
+                }
+                v.extend(["-F".into(), flows.to_string()]);
+                v.extend(["-T".into(), c.threads.min(flows).to_string()]);
+                v.extend(["-l".into(), size_arg(c.msg_size)]);
+            }
+        }
+        if let Some(b) = c.buffer {
+            v.extend(["--socket-buffer".into(), size_arg(b)]);
+        }
+        if c.zerocopy {
+            v.push("--zerocopy".into());
+        }
+        v
+    }
+}
+
+fn path_arg(p: &PathSpec) -> String {
+    match &p.local {
+        Some(l) => format!("{l}={}", p.remote),
+        None => p.remote.clone(),
+    }
+}
+
+/// One change to try on top of the best configuration: a bench
+/// configuration and the host actions it needs (either may be as before).
+#[derive(Debug, Clone)]
+struct Change {
+    conf: Config,
+    actions: Vec<Action>,
+}
+
+/// A variable and its candidate values; `monotonic` ones stop at the
+/// first candidate that does not beat the best.
+struct Variable {
+    name: &'static str,
+    monotonic: bool,
+    candidates: Vec<(String, Change)>,
+}
+
+/// Bench-side variables, built from the best configuration when their
+/// turn comes. A path added on a NIC that shares its subnet with another
+/// brings the doctor's per-NIC source routing along (`routes`), as report
+/// 2's second NIC needed its own route.
+fn bench_variable(ctx: &Ctx, i: usize, best: &Config, routes: &[Action]) -> Option<Variable> {
+    let with = |f: &dyn Fn(&mut Config)| {
+        let mut conf = best.clone();
+        f(&mut conf);
+        Change {
+            conf,
+            actions: Vec::new(),
+        }
+    };
+    let add_paths = |n: usize| {
+        let mut ch = with(&|c| c.npaths = n);
+        ch.actions = routes
+            .iter()
+            .filter(|r| {
+                r.setting
+                    .dev()
+                    .is_some_and(|d| ctx.devs.iter().take(n).any(|x| x.as_deref() == Some(d)))
+            })
+            .cloned()
+            .collect();
+        ch
+    };
+    let stream = ctx.goal != Goal::Rr;
+    let v = match i {
+        0 if stream => Variable {
+            name: "paths used",
+            monotonic: true,
+            candidates: (best.npaths + 1..=ctx.paths.len())
+                .map(|n| {
+                    let ch = add_paths(n);
+                    let label = if ch.actions.is_empty() {
+                        n.to_string()
+                    } else {
+                        format!("{n} + source routing")
+                    };
+                    (label, ch)
+                })
+                .collect(),
+        },
+        1 if stream => Variable {
+            name: "flows per path",
+            monotonic: true,
+            candidates: [2u32, 4, 8]
+                .into_iter()
+                .filter(|&f| f > best.flows_per_path)
+                .map(|f| (f.to_string(), with(&|c| c.flows_per_path = f)))
+                .collect(),
+        },
+        2 if stream => {
+            let flows = best.flows_per_path * best.npaths.max(1) as u32;
+            Variable {
+                name: "threads",
+                monotonic: true,
+                candidates: [2u32, 4, 8]
+                    .into_iter()
+                    .filter(|&t| t > best.threads && t <= flows)
+                    .map(|t| (t.to_string(), with(&|c| c.threads = t)))
+                    .collect(),
+            }
+        }
+        3 if stream => Variable {
+            name: "message size",
+            monotonic: false,
+            candidates: [128u32 << 10, 1 << 20]
+                .into_iter()
+                .filter(|&m| m != best.msg_size)
+                .map(|m| (size_arg(m), with(&|c| c.msg_size = m)))
+                .collect(),
+        },
+        4 => Variable {
+            name: "socket buffers",
+            monotonic: false,
+            candidates: [1u32 << 20, 4 << 20]
+                .into_iter()
+                .map(|b| (size_arg(b), with(&|c| c.buffer = Some(b))))
+                .collect(),
+        },
+        5 if stream => Variable {
+            name: "zero-copy",
+            monotonic: true,
+            candidates: vec![("on".into(), with(&|c| c.zerocopy = true))],
+        },
+        _ => return None,
+    };
+    Some(v)
+}
+
+/// The NIC of a path: LOCAL as a device, or the device holding LOCAL.
+fn dev_of(snap: &Snapshot, p: &PathSpec) -> Option<String> {
+    let local = p.local.as_deref()?;
+    if snap.link(local).is_some() {
+        return Some(local.to_string());
+    }
+    let bare = |a: &str| a.split('/').next().unwrap_or("").to_string();
+    snap.egress
+        .iter()
+        .find(|e| bare(&e.address) == local)
+        .map(|e| e.dev.clone())
+        .or_else(|| {
+            snap.links
+                .iter()
+                .find(|l| l.addresses.iter().any(|a| bare(a) == local))
+                .map(|l| l.name.clone())
+        })
+}
+
+/// Largest TCP buffer the sysctl step offers, bytes.
+const TCP_MEM_MAX: u64 = 64 << 20;
+/// MTU the jumbo step offers.
+const JUMBO_MTU: u32 = 9000;
+/// GSO/GRO size the BIG TCP step offers (report 4), bounded by tso_max_size.
+const BIG_TCP_SIZE: u32 = 185_000;
+
+fn host_change(best: &Config, actions: Vec<Action>) -> Change {
+    Change {
+        conf: best.clone(),
+        actions,
+    }
+}
+
+/// Host-side variables for the NICs of the paths in use.
+fn host_variables(snap: &Snapshot, devs: &[String], best: &Config) -> Vec<Variable> {
+    let mut out = Vec::new();
+    let mut sys = Vec::new();
+    for key in ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
+        if let Some(v) = snap.sysctl_ints(key).filter(|v| v.len() == 3)
+            && v[2] < TCP_MEM_MAX
+        {
+            sys.push(Action::sysctl(
+                key,
+                format!("{} {} {TCP_MEM_MAX}", v[0], v[1]),
+            ));
+        }
+    }
+    if !sys.is_empty() {
+        out.push(Variable {
+            name: "tcp buffer maxima",
+            monotonic: true,
+            candidates: vec![(human_size(TCP_MEM_MAX), host_change(best, sys))],
+        });
+    }
+    let links: Vec<_> = devs.iter().filter_map(|d| snap.link(d)).collect();
+    let mtu: Vec<Action> = links
+        .iter()
+        .filter(|l| l.mtu < JUMBO_MTU && l.max_mtu.is_none_or(|m| m >= JUMBO_MTU))
+        .map(|l| Action {
+            setting: Setting::Mtu {
+                dev: l.name.clone(),
+            },
+            value: JUMBO_MTU.to_string(),
+        })
+        .collect();
+    if !mtu.is_empty() {
+        out.push(Variable {
+            name: "mtu",
+            monotonic: true,
+            candidates: vec![(JUMBO_MTU.to_string(), host_change(best, mtu))],
+        });
+    }
+    let mut big = Vec::new();
+    let mut size = BIG_TCP_SIZE;
+    for l in &links {
+        let Some(tso) = l.tso_max_size.filter(|t| *t > 65536) else {
+            continue;
+        };
+        let n = tso.min(BIG_TCP_SIZE);
+        size = size.min(n);
+        let dev = l.name.clone();
+        let mut add = |s: Setting, cur: Option<u32>| {
+            if cur.is_none_or(|c| c < n) {
+                big.push(Action {
+                    setting: s,
+                    value: n.to_string(),
+                });
+            }
+        };
+        add(Setting::GsoMaxSize { dev: dev.clone() }, l.gso_max_size);
+        add(Setting::GroMaxSize { dev: dev.clone() }, l.gro_max_size);
+        if snap.big_tcp.ipv4 {
+            add(
+                Setting::GsoIpv4MaxSize { dev: dev.clone() },
+                l.gso_ipv4_max_size,
+            );
+            add(Setting::GroIpv4MaxSize { dev }, l.gro_ipv4_max_size);
+        }
+    }
+    if !big.is_empty() {
+        out.push(Variable {
+            name: "big tcp",
+            monotonic: true,
+            candidates: vec![(size.to_string(), host_change(best, big))],
+        });
+    }
+    out
+}
+
+/// The host side: tune's journal, rolled back when the search ends, on
+/// error too (the guard's drop), unless kept.
+struct HostSide {
+    host: Host,
+    state: StateDir,
+    keep: bool,
+    /// Where /proc and /sys are read.
+    fs: Fs,
+    touched: bool,
+    done: bool,
+}
+
+impl HostSide {
+    /// Applies actions; returns the commands and the values they replaced.
+    fn apply(&mut self, source: &str, actions: Vec<Action>) -> Result<(Vec<String>, Vec<Action>)> {
+        let snap = snapshot(&self.fs)?;
+        let plan = self.host.plan(source, actions, &snap)?;
+        if let Some((a, why)) = plan.skipped.first() {
+            return Err(failed(a.setting.label(), why));
+        }
+        let undo = plan
+            .steps
+            .iter()
+            .filter(|s| !s.no_op)
+            .map(|s| Action {
+                setting: s.action.setting.clone(),
+                value: s.current.clone(),
+            })
+            .collect();
+        let cmds = plan
+            .steps
+            .iter()
+            .filter(|s| !s.no_op)
+            .map(|s| s.command.clone())
+            .collect();
+        self.touched = true;
+        tune::apply(&mut self.host, &self.state, &plan, None)?;
+        Ok((cmds, undo))
+    }
+
+    /// Rolls everything back unless kept; returns what was restored.
+    fn finish(&mut self) -> Result<Vec<String>> {
+        if self.done || self.keep || !self.touched {
+            self.done = true;
+            return Ok(vec![]);
+        }
+        self.done = true;
+        let r = tune::rollback(&mut self.host, &self.state)?;
+        for (what, why) in &r.skipped {
+            eprintln!("warning: could not restore {what}: {why} (it no longer exists)");
+        }
+        Ok(r.restored)
+    }
+}
+
+impl Drop for HostSide {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish() {
+            eprintln!(
+                "warning: rolling back host settings failed: {e}; run `wirespeed tune rollback --state-dir {}`",
+                self.state.dir().display()
+            );
+        }
+    }
+}
+
+/// The `optimize` part of the results file, beside the experiment fields.
+#[derive(Debug, Serialize)]
+struct Summary {
+    /// What was raised.
+    goal: Goal,
+    /// Repeats and noise band the steps were judged by.
+    rules: Rules,
+    /// The time budget and what was spent.
+    budget: Budget,
+    /// Every step: baseline, kept, rejected and skipped.
+    steps: Vec<StepRecord>,
+    /// The best configuration's median (bit/s, or us p50 for rr).
+    best_median: Option<f64>,
+    /// The `wirespeed bench` command of the best configuration.
+    bench_command: String,
+    /// Host changes the best configuration needs, as commands.
+    host_changes: Vec<String>,
+    /// Whether they were left in place (`--keep`).
+    host_changes_kept: bool,
+    /// The journal's directory, when host settings were tried.
+    state_dir: Option<String>,
+    /// Settings restored at the end.
+    rolled_back: Vec<String>,
+    /// What was left out and why.
+    notes: Vec<String>,
+}
+
+/// The results file: experiment results (for `wirespeed report`) plus the search.
+#[derive(Serialize)]
+struct Output<'a> {
+    #[serde(flatten)]
+    results: &'a ExperimentResults,
+    optimize: &'a Summary,
+}
+
+fn parse_pct(s: &str) -> Result<f64> {
+    let t = s.trim().trim_end_matches('%').trim();
+    let v: f64 = t
+        .parse()
+        .ctx(|| format!("bad --noise {s:?}: expected a percentage such as 3%"))?;
+    if !(v.is_finite() && (0.0..100.0).contains(&v)) {
+        return Err(ExperimentError::Bench(format!(
+            "--noise {s:?} must be between 0% and 100%"
+        )));
+    }
+    Ok(v)
+}
+
+/// Measures one configuration: repeats until the rules are satisfied,
+/// the budget cannot cover another repeat, or a stop was asked for.
+fn measure(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    goal: Goal,
+    rules: &Rules,
+    budget: &mut Budget,
+) -> (Vec<f64>, Vec<TestResult>, Option<String>) {
+    let (mut vals, mut runs) = (Vec::new(), Vec::new());
+    while needs_more(rules, &vals) && budget.covers_repeat() && !stopped() {
+        let t = Instant::now();
+        let r = run_test(cfg, spec, &mut |_| {});
+        budget.measured(t.elapsed().as_secs_f64());
+        match r {
+            Ok(r) => {
+                vals.push(goal.value(&r));
+                runs.push(r);
+            }
+            Err(e) => return (vals, runs, Some(e.to_string())),
+        }
+    }
+    (vals, runs, None)
+}
+
+/// What a search leaves: the results file's JSON and the text for people.
+#[derive(Debug)]
+pub struct Finished {
+    /// Experiment results plus the search, as written to `--out`.
+    pub json: String,
+    /// The ladder table, the recommendation and the host changes.
+    pub text: String,
+}
+
+/// The host as the search reads it: `fs` roots /proc and /sys.
+fn snapshot(fs: &Fs) -> Result<Snapshot> {
+    let mut s = wirespeed_host::inspect(fs)?;
+    s.netns = std::env::var("WIRESPEED_NETNS").ok();
+    Ok(s)
+}
+
+/// Runs the search against `a.host` from this namespace; host settings go
+/// through a journal under `fs` (rolled back at the end unless `--keep`).
+/// The caller settles an overdue tune journal first.
+pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
+    crate::sys::catch_stop_signals();
+    let goal = match a.goal.as_str() {
+        "bidir" => Goal::Bidir,
+        "rr" => Goal::Rr,
+        _ => Goal::Throughput,
+    };
+    let rules = Rules::new(
+        a.repeats,
+        a.max_repeats,
+        parse_pct(&a.noise)?,
+        goal.better(),
+    );
+    let mut ctx = Ctx {
+        devs: Vec::new(),
+        goal,
+        rr_size: u32::try_from(parse_size(&a.size)?)
+            .map_err(|_| ExperimentError::Bench("--size must be below 4 GiB".into()))?,
+        paths: a
+            .paths
+            .as_deref()
+            .map(parse_paths)
+            .transpose()?
+            .unwrap_or_default(),
+        duration_s: parse_duration(&a.step_duration)?,
+        warmup_s: parse_duration(&a.warmup)?,
+    };
+    let mut cfg = ClientConfig::new(&a.host);
+    cfg.port = a.port;
+    cfg.timeout = Duration::from_secs_f64(parse_duration(&a.timeout)?.max(0.1));
+    if let Some(p) = &a.key_file {
+        let k = wirespeed_engine::server::read_key_file(p)?;
+        if let Some(w) = &k.warning {
+            eprintln!("warning: {w}");
+        }
+        cfg.key = Some(k.key);
+    }
+    let mut best = Config {
+        npaths: ctx.paths.len().min(1),
+        flows_per_path: 1,
+        threads: 1,
+        msg_size: 512 << 10,
+        buffer: None,
+        zerocopy: false,
+    };
+    ctx.spec(&best)?;
+    let mut budget = Budget::new(
+        parse_duration(&a.budget)?,
+        ctx.duration_s + ctx.warmup_s + 0.2,
+    );
+    let mut notes = Vec::new();
+    let mut host = if a.no_host {
+        None
+    } else {
+        open_host_side(a, &fs, &mut notes)?
+    };
+    // Per-NIC source routing the doctor asks for, brought in with the paths.
+    let mut routes = Vec::new();
+    if let Ok(snap) = snapshot(&fs) {
+        ctx.devs = ctx.paths.iter().map(|p| dev_of(&snap, p)).collect();
+        if host.is_some() {
+            routes = diagnose(&snap, &DoctorGoal::default())
+                .into_iter()
+                .filter(|f| f.id == "second-nic-unused")
+                .flat_map(|f| f.actions)
+                .collect();
+        }
+    }
+
+    let mut search = Search::new(rules);
+    // Per ladder entry: the runs, the bench config and the host changes in force.
+    let mut ladder_runs: Vec<(Vec<TestResult>, Config, Vec<String>)> = Vec::new();
+    let mut host_changes: Vec<String> = Vec::new();
+    let started = Instant::now();
+    let base_spec = ctx.spec(&best)?;
+    let (vals, runs, err) = measure(&cfg, &base_spec, goal, &rules, &mut budget);
+    if let Some(e) = err {
+        return Err(failed(format!("the baseline test against {}", a.host), e));
+    }
+    if !search
+        .judge("baseline", "1 path, 1 flow", &vals)
+        .on_ladder()
+    {
+        return Err(failed(
+            format!("the baseline against {}", a.host),
+            "it measured nothing usable",
+        ));
+    }
+    ladder_runs.push((runs, best.clone(), vec![]));
+    if !a.json {
+        eprintln!("baseline: {}", goal.human(search.baseline_median()));
+    }
+
+    let mut host_vars: Option<Vec<Variable>> = None;
+    let mut bench_i = 0usize;
+    loop {
+        let var = if let Some(v) = bench_variable(&ctx, bench_i, &best, &routes) {
+            bench_i += 1;
+            v
+        } else if bench_i < 6 {
+            bench_i += 1;
+            continue;
+        } else {
+            let hv = host_vars.get_or_insert_with(|| match &host {
+                Some(_) => host_snapshot_vars(&ctx, &fs, &best, &mut notes),
+                None => Vec::new(),
+            });
+            if hv.is_empty() {
+                break;
+            }
+            hv.remove(0)
+        };
+        for (setting, change) in var.candidates {
+            if stopped() {
+                search.skip(var.name, &setting, "interrupted");
+                continue;
+            }
+            if !budget.covers_step(&rules) {
+                search.skip(
+                    var.name,
+                    &setting,
+                    &format!(
+                        "budget: {:.1} s left, a step needs {:.1} s",
+                        budget.left_s(),
+                        budget.per_measurement_s() * rules.min_repeats as f64
+                    ),
+                );
+                continue;
+            }
+            let conf = change.conf.clone();
+            let mut applied = None;
+            if !change.actions.is_empty() {
+                let t = Instant::now();
+                let r = match host.as_mut() {
+                    Some(h) => h.apply(&format!("optimize {}", var.name), change.actions.clone()),
+                    None => Err(ExperimentError::Bench(
+                        "host settings are off (--no-host or no rights)".into(),
+                    )),
+                };
+                budget.spend(t.elapsed().as_secs_f64());
+                match r {
+                    Ok(x) => applied = Some(x),
+                    // A pure host step is pointless without its settings.
+                    Err(e) if conf == best => {
+                        search.skip(var.name, &setting, &format!("not applied: {e}"));
+                        continue;
+                    }
+                    Err(e) => notes.push(format!(
+                        "{} {setting}: measured without its host settings: {e}",
+                        var.name
+                    )),
+                }
+            }
+            let verdict = match ctx.spec(&conf) {
+                Err(e) => search.skip(var.name, &setting, &format!("{e:#}")),
+                Ok(spec) => {
+                    let (vals, runs, err) = measure(&cfg, &spec, goal, &rules, &mut budget);
+                    if let Some(e) = err {
+                        search.skip(var.name, &setting, &format!("test failed: {e}"))
+                    } else {
+                        let v = search.judge(var.name, &setting, &vals);
+                        if v == Verdict::Kept {
+                            let mut changes = host_changes.clone();
+                            if let Some((cmds, _)) = &applied {
+                                changes.extend(cmds.iter().cloned());
+                            }
+                            ladder_runs.push((runs, conf.clone(), changes));
+                        }
+                        v
+                    }
+                }
+            };
+            if !a.json {
+                let s = search.steps.last().expect("a step was just recorded");
+                eprintln!(
+                    "{} {}: {} {}",
+                    s.variable,
+                    s.setting,
+                    goal.human(s.median),
+                    verdict_text(&s.verdict)
+                );
+            }
+            if verdict == Verdict::Kept {
+                best = conf;
+                if let Some((cmds, _)) = applied {
+                    host_changes.extend(cmds);
+                }
+            } else {
+                if let (Some((_, undo)), Some(h)) = (applied, host.as_mut())
+                    && let Err(e) = h.apply("optimize undo", undo)
+                {
+                    notes.push(format!("undoing {} failed: {e:#}", var.name));
+                }
+                if var.monotonic {
+                    break;
+                }
+            }
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let rolled_back = match host.as_mut() {
+        Some(h) => h.finish()?,
+        None => vec![],
+    };
+    if stopped() {
+        notes.push("interrupted: remaining steps skipped".into());
+    }
+    let results = ladder_results(a, &ctx, &search, ladder_runs, &rules);
+    let summary = Summary {
+        goal,
+        rules,
+        budget,
+        best_median: search.best().and_then(|b| b.median),
+        bench_command: format!(
+            "wirespeed bench {} {}",
+            a.host,
+            ctx.bench_args(&best).join(" ")
+        ),
+        host_changes,
+        host_changes_kept: a.keep,
+        state_dir: host.as_ref().map(|h| h.state.dir().display().to_string()),
+        rolled_back,
+        notes,
+        steps: search.steps.clone(),
+    };
+    let text = serde_json::to_string_pretty(&Output {
+        results: &results,
+        optimize: &summary,
+    })
+    .ctx(|| "encode the results".into())?;
+    if let Some(p) = &a.out {
+        std::fs::write(p, format!("{text}\n")).ctx(|| format!("write {}", p.display()))?;
+    }
+    Ok(Finished {
+        text: render(&summary, &search, elapsed, a),
+        json: text,
+    })
+}
+
+fn open_host_side(a: &OptimizeArgs, fs: &Fs, notes: &mut Vec<String>) -> Result<Option<HostSide>> {
+    let host = match Host::open(fs.clone()) {
+        Ok(h) => h,
+        Err(e) => {
+            notes.push(format!("host settings skipped: cannot open netlink: {e}"));
+            return Ok(None);
+        }
+    };
+    let dir = a.state_dir.clone().unwrap_or_else(|| {
+        let ns = std::env::var("WIRESPEED_NETNS").unwrap_or_else(|_| "host".into());
+        PathBuf::from("/var/lib/wirespeed/optimize").join(ns)
+    });
+    let state = StateDir::new(dir);
+    if state.load()?.is_some_and(|j| !j.entries.is_empty()) {
+        return Err(ExperimentError::Bench(format!(
+            "{} holds a journal of earlier changes: undo them with `wirespeed tune rollback --state-dir {0}` or choose another --state-dir",
+            state.dir().display()
+        )));
+    }
+    Ok(Some(HostSide {
+        host,
+        state,
+        keep: a.keep,
+        fs: fs.clone(),
+        touched: false,
+        done: false,
+    }))
+}
+
+fn host_snapshot_vars(ctx: &Ctx, fs: &Fs, best: &Config, notes: &mut Vec<String>) -> Vec<Variable> {
+    let snap = match snapshot(fs) {
+        Ok(s) => s,
+        Err(e) => {
+            notes.push(format!("host settings skipped: {e}"));
+            return vec![];
+        }
+    };
+    let mut devs = Vec::new();
+    for (i, p) in ctx.paths.iter().enumerate().take(best.npaths) {
+        match ctx.devs.get(i).cloned().flatten() {
+            Some(d) if !devs.contains(&d) => devs.push(d),
+            Some(_) => {}
+            None => notes.push(format!(
+                "path {} names no local NIC: MTU and BIG TCP are not tried on it",
+                path_arg(p)
+            )),
+        }
+    }
+    if devs.is_empty() && ctx.paths.is_empty() {
+        notes.push("no --paths: MTU and BIG TCP need LOCAL=REMOTE paths to know the NICs".into());
+    }
+    host_variables(&snap, &devs, best)
+}
+
+/// The ladder as experiment results: the baseline and each kept step.
+fn ladder_results(
+    a: &OptimizeArgs,
+    ctx: &Ctx,
+    search: &Search,
+    runs: Vec<(Vec<TestResult>, Config, Vec<String>)>,
+    rules: &Rules,
+) -> ExperimentResults {
+    let cells = search
+        .ladder()
+        .into_iter()
+        .zip(runs)
+        .map(|(s, (runs, conf, host))| CellResult {
+            name: if s.verdict == Verdict::Baseline {
+                "baseline".into()
+            } else {
+                format!("{} {}", s.variable, s.setting)
+            },
+            change: if s.verdict == Verdict::Baseline {
+                s.setting.clone()
+            } else {
+                format!("{} = {}", s.variable, s.setting)
+            },
+            bench_args: ctx.bench_args(&conf),
+            lab_changes: host,
+            points: vec![Point {
+                runs,
+                ..Point::default()
+            }],
+            ..CellResult::default()
+        })
+        .collect();
+    let mut res = ExperimentResults {
+        schema_version: EXPERIMENT_SCHEMA_VERSION,
+        name: format!("optimize {} ({})", a.host, a.goal),
+        mode: Mode::Ladder,
+        repeats: rules.min_repeats,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        cells,
+        ..ExperimentResults::default()
+    };
+    finalize(&mut res);
+    res
+}
+
+fn verdict_text(v: &Verdict) -> String {
+    match v {
+        Verdict::Rejected { reason } | Verdict::Skipped { reason } => {
+            format!("{}: {reason}", v.name())
+        }
+        _ => v.name().into(),
+    }
+}
+
+/// The ladder table, the recommendation and the host changes.
+fn render(s: &Summary, search: &Search, elapsed: f64, a: &OptimizeArgs) -> String {
+    let mut o = String::new();
+    let head = [
+        "step", "variable", "setting", "median", "vs prev", "vs base", "verdict",
+    ];
+    let mut rows: Vec<[String; 7]> = vec![head.map(String::from)];
+    for (i, st) in search.steps.iter().enumerate() {
+        rows.push([
+            i.to_string(),
+            st.variable.clone(),
+            st.setting.clone(),
+            s.goal.human(st.median),
+            pct_text(st.vs_previous_pct),
+            pct_text(st.vs_baseline_pct),
+            verdict_text(&st.verdict),
+        ]);
+    }
+    let w: Vec<usize> = (0..6)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in &rows {
+        let mut line = String::new();
+        for c in 0..6 {
+            line.push_str(&format!("{:<w$}  ", r[c], w = w[c]));
+        }
+        line.push_str(&r[6]);
+        o.push_str(line.trim_end());
+        o.push('\n');
+    }
+    let ladder: Vec<String> = search
+        .ladder()
+        .iter()
+        .map(|x| s.goal.human(x.median))
+        .collect();
+    o.push_str(&format!(
+        "\nladder: {}  ({} in {elapsed:.0} s of a {:.0} s budget, noise band {}%)\n",
+        ladder.join(" -> "),
+        pct_text(search.ladder().last().and_then(|x| x.vs_baseline_pct)),
+        s.budget.total_s,
+        s.rules.noise_pct
+    ));
+    o.push_str(&format!("best: {}\n", s.bench_command));
+    if !s.host_changes.is_empty() {
+        let state = match (&s.state_dir, a.keep) {
+            (Some(d), true) => format!("kept; undo: wirespeed tune rollback --state-dir {d}"),
+            _ => "rolled back; apply them to keep the gain".to_string(),
+        };
+        o.push_str(&format!("host changes ({state}):\n"));
+        for c in &s.host_changes {
+            o.push_str(&format!("  {c}\n"));
+        }
+    }
+    for n in &s.notes {
+        o.push_str(&format!("note: {n}\n"));
+    }
+    if let Some(p) = &a.out {
+        o.push_str(&format!(
+            "results: {} (wirespeed report {0} -o report.html)\n",
+            p.display()
+        ));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cell::{BenchArgs, spec_from};
+    use wirespeed_host::Known;
+    use wirespeed_host::snapshot::{BigTcpSupport, Link};
+
+    fn ctx(goal: Goal, npaths: usize) -> Ctx {
+        Ctx {
+            goal,
+            rr_size: 1,
+            paths: (0..npaths)
+                .map(|i| PathSpec::parse(&format!("10.0.{i}.1=10.0.{i}.2")).unwrap())
+                .collect(),
+            devs: (0..npaths).map(|i| Some(format!("eth{i}"))).collect(),
+            duration_s: 1.0,
+            warmup_s: 0.2,
+        }
+    }
+
+    fn start(npaths: usize) -> Config {
+        Config {
+            npaths: npaths.min(1),
+            flows_per_path: 1,
+            threads: 1,
+            msg_size: 512 << 10,
+            buffer: None,
+            zerocopy: false,
+        }
+    }
+
+    fn labels(c: &Ctx, i: usize, best: &Config) -> Vec<String> {
+        bench_variable(c, i, best, &[])
+            .map(|v| v.candidates.into_iter().map(|(l, _)| l).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_bench_space_comes_in_order_and_only_goes_up() {
+        let c = ctx(Goal::Throughput, 2);
+        let best = start(2);
+        let names: Vec<&str> = (0..8)
+            .filter_map(|i| bench_variable(&c, i, &best, &[]))
+            .map(|v| v.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "paths used",
+                "flows per path",
+                "threads",
+                "message size",
+                "socket buffers",
+                "zero-copy"
+            ]
+        );
+        assert_eq!(labels(&c, 0, &best), ["2"]);
+        assert_eq!(labels(&c, 1, &best), ["2", "4", "8"]);
+        assert!(labels(&c, 2, &best).is_empty(), "one flow: no more threads");
+        assert_eq!(labels(&c, 3, &best), ["128k", "1m"]);
+        assert_eq!(labels(&c, 4, &best), ["1m", "4m"]);
+        let wide = Config {
+            npaths: 2,
+            flows_per_path: 4,
+            ..best.clone()
+        };
+        assert_eq!(labels(&c, 0, &wide), Vec::<String>::new());
+        assert_eq!(labels(&c, 1, &wide), ["8"]);
+        assert_eq!(labels(&c, 2, &wide), ["2", "4", "8"]);
+        let v = bench_variable(&c, 1, &wide, &[]).unwrap();
+        assert!(v.monotonic);
+        assert_eq!(v.candidates[0].1.conf.flows_per_path, 8);
+        assert!(!bench_variable(&c, 3, &best, &[]).unwrap().monotonic);
+        // Latency: only the socket buffers are tried on the bench side.
+        let rr = ctx(Goal::Rr, 2);
+        let names: Vec<&str> = (0..8)
+            .filter_map(|i| bench_variable(&rr, i, &best, &[]))
+            .map(|v| v.name)
+            .collect();
+        assert_eq!(names, ["socket buffers"]);
+    }
+
+    #[test]
+    fn a_path_brings_the_source_routing_of_its_nic() {
+        let c = ctx(Goal::Throughput, 2);
+        let route = |dev: &str| Action {
+            setting: Setting::Mtu { dev: dev.into() },
+            value: "1500".into(),
+        };
+        let v = bench_variable(&c, 0, &start(2), &[route("eth1"), route("eth7")]).unwrap();
+        let (label, change) = &v.candidates[0];
+        assert_eq!(label, "2 + source routing");
+        assert_eq!(change.actions, vec![route("eth1")]);
+        assert_eq!(change.conf.npaths, 2);
+    }
+
+    fn snap(links: Vec<Link>, rmem: &str, wmem: &str, ipv4: bool) -> Snapshot {
+        Snapshot {
+            schema_version: 1,
+            hostname: "h".into(),
+            netns: None,
+            kernel: "6.8".into(),
+            cpus: 4,
+            mem_total_bytes: Known::Value(1 << 30),
+            big_tcp: BigTcpSupport { ipv6: true, ipv4 },
+            links,
+            routes: vec![],
+            rules: vec![],
+            egress: vec![],
+            sysctls: [("net.ipv4.tcp_rmem", rmem), ("net.ipv4.tcp_wmem", wmem)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), Known::Value(v.to_string())))
+                .collect(),
+            sysctl_readonly: vec![],
+        }
+    }
+
+    #[test]
+    fn host_steps_offer_only_settings_that_raise_a_limit() {
+        let mut eth0 = Link::new(2, "eth0", "veth");
+        eth0.mtu = 1500;
+        eth0.max_mtu = Some(65535);
+        eth0.tso_max_size = Some(524_280);
+        eth0.gso_max_size = Some(65536);
+        let mut eth1 = Link::new(3, "eth1", "veth");
+        eth1.mtu = 9000;
+        eth1.tso_max_size = Some(65536);
+        let s = snap(
+            vec![eth0, eth1],
+            "4096 131072 6291456",
+            "4096 16384 67108864",
+            false,
+        );
+        let vars = host_variables(&s, &["eth0".into(), "eth1".into()], &start(1));
+        let names: Vec<&str> = vars.iter().map(|v| v.name).collect();
+        assert_eq!(names, ["tcp buffer maxima", "mtu", "big tcp"]);
+        let acts = |i: usize| vars[i].candidates[0].1.actions.clone();
+        assert_eq!(
+            acts(0),
+            vec![Action::sysctl("net.ipv4.tcp_rmem", "4096 131072 67108864")],
+            "wmem is at the maximum already"
+        );
+        assert_eq!(
+            acts(1),
+            vec![Action {
+                setting: Setting::Mtu { dev: "eth0".into() },
+                value: "9000".into()
+            }]
+        );
+        let big: Vec<String> = acts(2).iter().map(|a| a.setting.label()).collect();
+        assert_eq!(big.len(), 2, "GSO and GRO of eth0 only: {big:?}");
+        assert!(acts(2).iter().all(|a| a.value == "185000"));
+        // Nothing to raise: no host step.
+        let mut tuned = Link::new(2, "eth0", "veth");
+        tuned.mtu = 9000;
+        let s = snap(vec![tuned], "4096 1 67108864", "4096 1 67108864", true);
+        assert!(host_variables(&s, &["eth0".into()], &start(1)).is_empty());
+    }
+
+    #[test]
+    fn the_recommended_bench_command_runs_the_measured_spec() {
+        for (goal, conf) in [
+            (
+                Goal::Throughput,
+                Config {
+                    npaths: 2,
+                    flows_per_path: 4,
+                    threads: 4,
+                    msg_size: 128 << 10,
+                    buffer: Some(4 << 20),
+                    zerocopy: true,
+                },
+            ),
+            (
+                Goal::Bidir,
+                Config {
+                    npaths: 1,
+                    flows_per_path: 2,
+                    threads: 8,
+                    ..start(1)
+                },
+            ),
+            (
+                Goal::Rr,
+                Config {
+                    buffer: Some(1 << 20),
+                    ..start(1)
+                },
+            ),
+        ] {
+            let c = ctx(goal, 2);
+            let spec = c.spec(&conf).unwrap();
+            let mut a = BenchArgs::defaults();
+            a.layer(&["-d".into(), "1s".into(), "--warmup".into(), "0.2s".into()])
+                .unwrap();
+            a.layer(&c.bench_args(&conf)).unwrap();
+            let (from_cli, _) = spec_from(&a).unwrap();
+            assert_eq!(from_cli, spec, "{goal:?}: {:?}", c.bench_args(&conf));
+        }
+    }
+
+    fn result(bps: f64, p50_us: f64) -> TestResult {
+        TestResult {
+            throughput_bps: bps,
+            latency: Some(wirespeed_engine::result::LatencySummary {
+                p50_us,
+                ..Default::default()
+            }),
+            ..TestResult::default()
+        }
+    }
+
+    #[test]
+    fn steps_are_judged_by_the_models_rules_on_the_goals_figure() {
+        for (goal, base, noise, gain) in [
+            (Goal::Throughput, (1e9, 50.0), (1.01e9, 10.0), (1.5e9, 90.0)),
+            (Goal::Rr, (1e9, 50.0), (5e9, 49.5), (0.5e9, 30.0)),
+        ] {
+            let rules = Rules::new(3, 5, 3.0, goal.better());
+            let vals = |(b, l): (f64, f64)| -> Vec<f64> {
+                (0..3).map(|_| goal.value(&result(b, l))).collect()
+            };
+            let mut s = Search::new(rules);
+            assert!(s.judge("baseline", "1 path", &vals(base)).on_ladder());
+            let v = s.judge("x", "within noise", &vals(noise));
+            assert!(!v.on_ladder(), "{goal:?}: {v:?}");
+            assert_eq!(
+                s.judge("x", "better", &vals(gain)),
+                Verdict::Kept,
+                "{goal:?}"
+            );
+            assert_eq!(s.ladder().len(), 2);
+            assert_eq!(s.best().and_then(|b| b.median), Some(vals(gain)[0]));
+        }
+        assert!(Goal::Rr.value(&TestResult::default()).is_nan());
+    }
+
+    #[test]
+    fn the_noise_band_is_a_percentage() {
+        assert_eq!(parse_pct("3%").unwrap(), 3.0);
+        assert_eq!(parse_pct(" 2.5 ").unwrap(), 2.5);
+        assert!(parse_pct("100%").is_err() && parse_pct("x").is_err() && parse_pct("-1").is_err());
+        assert_eq!(size_arg(512 << 10), "512k");
+        assert_eq!(size_arg(4 << 20), "4m");
+        assert_eq!(size_arg(1000), "1000");
+    }
+}

@@ -1,0 +1,495 @@
+//! Runs an experiment [`Plan`]: builds each cell's lab, starts the server
+//! in the server host's namespace and runs every test from the client
+//! host's namespace, all in this process ([`crate::inlab`]). Results are
+//! saved after every finished cell (write + rename), so a stopped run
+//! resumes at the first unfinished cell.
+
+use crate::cell::spec_from;
+use crate::error::{Context, ExperimentError, Result, failed};
+use crate::experiment::{Plan, Planned, Setting, TuneDef, fingerprint, sweep_point};
+use crate::inlab::{LabServer, test_in};
+use crate::sys::stop_requested as stopped;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use wirespeed_engine::TestResult;
+use wirespeed_engine::spec::parse_size;
+use wirespeed_lab::{Lab, LabSpec};
+use wirespeed_report::experiment::{
+    CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Mode, Point, finalize, pct_text,
+};
+use wirespeed_report::{human_size, human_us, new_table};
+
+/// The commands that apply one setting (with `value`) on the lab.
+fn setting_commands(lab: &Lab, s: &Setting, value: &str) -> Vec<Vec<String>> {
+    match s {
+        Setting::Sysctl { host, key } => vec![vec![
+            "ip".into(),
+            "netns".into(),
+            "exec".into(),
+            lab.ns(host),
+            "sysctl".into(),
+            "-q".into(),
+            "-w".into(),
+            format!("{key}={value}"),
+        ]],
+        Setting::Link { link, attr } => {
+            let Some(p) = lab.plan().links.get(*link) else {
+                return Vec::new();
+            };
+            [(&p.host_a, &p.a.dev), (&p.host_b, &p.b.dev)]
+                .iter()
+                .map(|(h, dev)| {
+                    [
+                        "ip",
+                        "-n",
+                        &lab.ns(h),
+                        "link",
+                        "set",
+                        "dev",
+                        dev,
+                        attr,
+                        value,
+                    ]
+                    .iter()
+                    .map(|x| x.to_string())
+                    .collect()
+                })
+                .collect()
+        }
+    }
+}
+
+/// Settings applied to a lab, undone (in reverse order) on drop.
+struct Applied<'a> {
+    lab: &'a Lab,
+    undo: Vec<(Setting, String)>,
+}
+
+impl Applied<'_> {
+    fn apply<'a>(lab: &'a Lab, settings: &BTreeMap<Setting, String>) -> Result<Applied<'a>> {
+        let mut applied = Applied {
+            lab,
+            undo: Vec::new(),
+        };
+        for (s, v) in settings {
+            let old = match s {
+                Setting::Sysctl { host, key } => {
+                    let out = lab
+                        .command(host, "sysctl")
+                        .args(["-n", key])
+                        .output()
+                        .ctx(|| format!("read sysctl {key} on {host}"))?;
+                    if !out.status.success() {
+                        return Err(failed(
+                            format!("read sysctl {key} on host {host}"),
+                            String::from_utf8_lossy(&out.stderr).trim(),
+                        ));
+                    }
+                    String::from_utf8_lossy(&out.stdout).trim().to_string()
+                }
+                Setting::Link { link, attr } => {
+                    let l = &lab.spec().links[*link];
+                    match *attr {
+                        "mtu" => l.mtu.unwrap_or(1500),
+                        "gso_max_size" => l.gso_max_size.unwrap_or(65536),
+                        _ => l.gro_max_size.unwrap_or(65536),
+                    }
+                    .to_string()
+                }
+            };
+            for cmd in setting_commands(lab, s, v) {
+                wirespeed_lab::run(&cmd)?;
+            }
+            applied.undo.push((s.clone(), old));
+        }
+        Ok(applied)
+    }
+}
+
+impl Drop for Applied<'_> {
+    fn drop(&mut self) {
+        while let Some((s, v)) = self.undo.pop() {
+            for cmd in setting_commands(self.lab, &s, &v) {
+                if let Err(e) = wirespeed_lab::run(&cmd) {
+                    eprintln!("warning: could not undo a lab change: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// Writes `res` to `path` atomically: a temporary file, then a rename.
+fn save(res: &ExperimentResults, path: &Path) -> Result<()> {
+    let text = serde_json::to_string_pretty(res).ctx(|| "encode results".into())?;
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, text + "\n").ctx(|| format!("write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).ctx(|| format!("rename {} to {}", tmp.display(), path.display()))
+}
+
+/// Tuning applied with `wirespeed tune apply` in lab namespaces, each with
+/// its own journal directory; rolled back (newest first) on drop.
+///
+/// Tune runs as a child process on purpose: inside a namespace it needs
+/// that namespace's /sys (device speeds, drivers, queues), which `ip
+/// netns exec` mounts for a process; a thread that enters the namespace
+/// would still read this process's /sys. The child dies with us
+/// ([`crate::sys::die_with_parent`]); its journal undoes a half apply.
+pub struct Tuned {
+    exe: PathBuf,
+    done: Vec<(String, PathBuf)>,
+}
+
+impl Tuned {
+    /// Nothing applied yet; `exe` is the wirespeed binary.
+    pub fn new(exe: &Path) -> Tuned {
+        Tuned {
+            exe: exe.to_path_buf(),
+            done: Vec::new(),
+        }
+    }
+
+    /// Runs `wirespeed tune apply --netns NS --state-dir DIR ARGS...` and
+    /// returns its output; a failed apply has restored itself already.
+    pub fn apply_in(&mut self, ns: &str, dir: PathBuf, args: &[&str]) -> Result<String> {
+        let mut cmd = std::process::Command::new(&self.exe);
+        cmd.args(["tune", "apply", "--netns", ns])
+            .args(args)
+            .arg("--state-dir")
+            .arg(&dir)
+            .stdin(std::process::Stdio::null());
+        crate::sys::die_with_parent(&mut cmd);
+        let out = cmd.output().ctx(|| "run wirespeed tune apply".into())?;
+        if !out.status.success() {
+            return Err(failed(
+                format!("`wirespeed tune apply --netns {ns} {}`", args.join(" ")),
+                String::from_utf8_lossy(&out.stderr).trim(),
+            ));
+        }
+        self.done.push((ns.to_string(), dir));
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Runs `wirespeed tune apply` for each `[[tune]]` on its host.
+    fn apply(lab: &Lab, tunes: &[TuneDef], exe: &Path) -> Result<Tuned> {
+        let mut t = Tuned::new(exe);
+        for (i, d) in tunes.iter().enumerate() {
+            let dir = std::env::temp_dir().join(format!("wirespeed-tune-{}-{i}", lab.name()));
+            let mut args = vec!["--profile", d.profile.as_str()];
+            for dev in &d.devs {
+                args.extend(["--dev", dev.as_str()]);
+            }
+            let out = t.apply_in(&lab.ns(&d.host), dir, &args)?;
+            eprintln!(
+                "tuned host {} with {}: {}",
+                d.host,
+                d.profile,
+                out.lines().last().unwrap_or("")
+            );
+        }
+        Ok(t)
+    }
+}
+
+impl Drop for Tuned {
+    fn drop(&mut self) {
+        while let Some((ns, dir)) = self.done.pop() {
+            // A child for the same reason as the apply (the namespace's /sys).
+            let mut cmd = std::process::Command::new(&self.exe);
+            cmd.args(["tune", "rollback", "--netns", &ns, "--state-dir"])
+                .arg(&dir)
+                .stdin(std::process::Stdio::null());
+            crate::sys::die_with_parent(&mut cmd);
+            let ok = cmd.output().is_ok_and(|o| o.status.success());
+            if !ok {
+                eprintln!("warning: could not roll back the tuning of {ns}");
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// The lab of the cells being run and its server. Fields drop in order:
+/// the tuning is rolled back and the server stopped before the lab goes.
+struct Running {
+    spec: LabSpec,
+    _tuned: Tuned,
+    _server: LabServer,
+    lab: Lab,
+}
+
+impl Running {
+    fn start(spec: &LabSpec, plan: &Plan, exe: &Path) -> Result<Running> {
+        let mut s = spec.clone();
+        s.name = Lab::unique("exp");
+        let lab = Lab::up(&s)?;
+        let server = LabServer::start(&lab, &plan.server, wirespeed_engine::DEFAULT_PORT)?;
+        let tuned = Tuned::apply(&lab, &plan.tunes, exe)?;
+        Ok(Running {
+            spec: spec.clone(),
+            _tuned: tuned,
+            _server: server,
+            lab,
+        })
+    }
+}
+
+/// Runs one point of a cell (each size of a `--size` list) from the
+/// client's namespace.
+fn bench_once(
+    lab: &Lab,
+    plan: &Plan,
+    target: &str,
+    bench: &crate::cell::BenchArgs,
+) -> Result<Vec<TestResult>> {
+    let (spec, sizes) = spec_from(bench).map_err(ExperimentError::Bench)?;
+    let (cfg, _) = bench.client(target).map_err(ExperimentError::Bench)?;
+    let mut out = Vec::new();
+    for (req, resp) in sizes {
+        let mut s = spec.clone();
+        s.request_size = req;
+        s.response_size = resp;
+        match test_in(lab, &plan.client, &cfg, &s) {
+            Ok(r) => out.push(r),
+            Err(_) if stopped() => return Err(ExperimentError::Interrupted),
+            Err(e) => {
+                return Err(failed(
+                    format!(
+                        "`wirespeed bench {target} {}`",
+                        bench
+                            .argv_from(&crate::cell::BenchArgs::defaults())
+                            .join(" ")
+                    ),
+                    e,
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs every repeat of one cell (every point of its sweep).
+fn run_cell(run: &Running, plan: &Plan, c: &Planned, label: &str) -> Result<CellResult> {
+    let _applied = Applied::apply(&run.lab, &c.settings)?;
+    let xs: Vec<Option<String>> = match &c.sweep {
+        Some(s) => s.values.iter().cloned().map(Some).collect(),
+        None => vec![None],
+    };
+    let mut points: Vec<Point> = Vec::new();
+    for x in &xs {
+        let bench = match (&c.sweep, x) {
+            (Some(s), Some(v)) => sweep_point(&c.bench, s, v).map_err(ExperimentError::Bench)?,
+            _ => c.bench.clone(),
+        };
+        for r in 0..plan.repeats {
+            if stopped() {
+                return Err(ExperimentError::Interrupted);
+            }
+            let results = bench_once(&run.lab, plan, &c.target, &bench)?;
+            let many = results.len() > 1;
+            for res in results {
+                let px = if many {
+                    Some(human_size(res.spec.request_size as u64))
+                } else {
+                    x.clone()
+                };
+                let m = wirespeed_report::Metric::of(&res);
+                eprintln!(
+                    "{label} {}{} run {}/{}: {}",
+                    c.name,
+                    px.as_deref().map(|v| format!(" @ {v}")).unwrap_or_default(),
+                    r + 1,
+                    plan.repeats,
+                    m.human(m.value(&res))
+                );
+                let xv = px
+                    .as_deref()
+                    .and_then(|v| parse_size(v).ok().map(|b| b as f64));
+                match points.iter_mut().find(|p| p.x == px) {
+                    Some(p) => p.runs.push(res),
+                    None => points.push(Point {
+                        x: px.clone(),
+                        x_value: xv.or_else(|| many.then_some(res.spec.request_size as f64)),
+                        runs: vec![res],
+                        ..Point::default()
+                    }),
+                }
+            }
+        }
+    }
+    let mut lab_changes: Vec<String> = c
+        .settings
+        .iter()
+        .map(|(s, v)| match s {
+            Setting::Sysctl { host, key } => format!("{host}: {key}={v}"),
+            Setting::Link { link, attr } => format!("link {link}: {attr} {v}"),
+        })
+        .collect();
+    if c.lab != plan.cells[0].lab {
+        lab_changes.push("own lab build (topology change)".into());
+    }
+    Ok(CellResult {
+        name: c.name.clone(),
+        change: c.change.clone(),
+        bench_args: std::iter::once(c.target.clone())
+            .chain(c.args.iter().cloned())
+            .collect(),
+        lab_changes,
+        sweep_arg: c
+            .sweep
+            .as_ref()
+            .map(|s| s.arg.clone())
+            .or_else(|| (points.len() > 1).then(|| "--size".to_string())),
+        points,
+        ..CellResult::default()
+    })
+}
+
+/// The end-of-run table: one row per cell.
+pub fn summary_table(res: &ExperimentResults) -> String {
+    let ladder = res.mode == Mode::Ladder;
+    let rr = res
+        .cells
+        .iter()
+        .any(|c| c.points.iter().any(|p| p.latency.is_some()));
+    let mut head = vec!["cell", "median", "min - max", "spread", "vs baseline"];
+    if ladder {
+        head.push("vs previous");
+    }
+    if rr {
+        head.push("p50 latency");
+    }
+    let mut t = new_table(&head, 1);
+    for c in &res.cells {
+        let m = c.metric;
+        let mut row = vec![
+            c.name.clone(),
+            m.human(c.stats.median),
+            format!("{} - {}", m.human(c.stats.min), m.human(c.stats.max)),
+            format!("{:.1}%", c.stats.spread_pct),
+            if c.name == res.baseline {
+                "baseline".into()
+            } else {
+                pct_text(c.vs_baseline_pct)
+            },
+        ];
+        if ladder {
+            row.push(pct_text(c.vs_previous_pct));
+        }
+        if rr {
+            row.push(
+                c.points
+                    .last()
+                    .and_then(|p| p.latency.as_ref())
+                    .map(|l| human_us(l.p50_us))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        t.add_row(row);
+    }
+    format!("{t}\n")
+}
+
+/// How to run a plan.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Where results are saved (and resumed from).
+    pub out: PathBuf,
+    /// Ignore earlier results in `out` and run every cell.
+    pub fresh: bool,
+    /// The wirespeed binary, for `[[tune]]`'s `wirespeed tune apply`.
+    pub exe: PathBuf,
+}
+
+/// Runs every cell of `plan` not finished in `o.out` yet, saving after
+/// each; the finished results, or an error once stopped (SIGINT or
+/// SIGTERM: the finished cells are saved and the next run resumes).
+pub fn run(plan: &Plan, o: &RunOptions) -> Result<ExperimentResults> {
+    if !wirespeed_lab::is_root() {
+        return Err(wirespeed_lab::LabError::NotRoot.into());
+    }
+    let out = &o.out;
+    let fp = fingerprint(plan);
+    let mut res = ExperimentResults {
+        schema_version: EXPERIMENT_SCHEMA_VERSION,
+        name: plan.name.clone(),
+        mode: plan.mode,
+        fingerprint: fp.clone(),
+        baseline: plan.cells[0].name.clone(),
+        repeats: plan.repeats,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        cells: Vec::new(),
+    };
+    let mut done: BTreeMap<String, CellResult> = BTreeMap::new();
+    if out.exists() && !o.fresh {
+        let text = std::fs::read_to_string(out).ctx(|| format!("read {}", out.display()))?;
+        let old: ExperimentResults = serde_json::from_str(&text).ctx(|| {
+            format!("{} is not an experiment results file; use --fresh to overwrite it or --out elsewhere", out.display())
+        })?;
+        if old.name != plan.name || old.fingerprint != fp {
+            return Err(ExperimentError::File(format!(
+                "{} holds results of another experiment or of a changed definition ({} {} vs {} {}): use --fresh to start over, or --out elsewhere",
+                out.display(),
+                old.name,
+                old.fingerprint,
+                plan.name,
+                fp
+            )));
+        }
+        done = old.cells.into_iter().map(|c| (c.name.clone(), c)).collect();
+    }
+    crate::sys::catch_stop_signals();
+    let mut running: Option<Running> = None;
+    let n = plan.cells.len();
+    for (i, c) in plan.cells.iter().enumerate() {
+        if let Some(d) = done.remove(&c.name) {
+            eprintln!("skipping finished cell {}", c.name);
+            res.cells.push(d);
+            continue;
+        }
+        if stopped() {
+            break;
+        }
+        if running.as_ref().is_none_or(|r| r.spec != c.lab) {
+            // The old lab (and its server) goes before the new one is built.
+            drop(running.take());
+            eprintln!("building the lab for cell {}", c.name);
+            running = Some(Running::start(&c.lab, plan, &o.exe)?);
+        }
+        let Some(r) = running.as_ref() else { continue };
+        let cell = match run_cell(r, plan, c, &format!("[{}/{n}]", i + 1)) {
+            Ok(cell) => cell,
+            Err(e) if stopped() => {
+                eprintln!("stopped during cell {}: {e}", c.name);
+                break;
+            }
+            Err(e) => {
+                return Err(failed(
+                    format!(
+                        "cell {} failed; finished cells are saved in {}",
+                        c.name,
+                        out.display()
+                    ),
+                    e,
+                ));
+            }
+        };
+        res.cells.push(cell);
+        finalize(&mut res);
+        save(&res, out)?;
+    }
+    drop(running);
+    finalize(&mut res);
+    if res.cells.len() < n {
+        save(&res, out)?;
+        return Err(failed(
+            "interrupted",
+            format!(
+                "{} of {n} cells finished, saved in {}; run the same command again to resume",
+                res.cells.len(),
+                out.display()
+            ),
+        ));
+    }
+    save(&res, out)?;
+    Ok(res)
+}
