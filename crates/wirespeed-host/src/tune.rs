@@ -6,11 +6,14 @@
 
 use crate::HostError;
 
+mod changes;
 mod knobs;
+
 use crate::ethtool::Ethtool;
 use crate::fsroot::Fs;
 use crate::rtnl::Rtnl;
 use crate::snapshot::Snapshot;
+pub use changes::NsChanges;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -1220,7 +1223,11 @@ mod tests {
             labels[10],
             "source routing of 10.9.9.1/24 via j0 (table 190)"
         );
-        let steps: Vec<Setting> = plan.steps.iter().map(|s| s.action.setting.clone()).collect();
+        let steps: Vec<Setting> = plan
+            .steps
+            .iter()
+            .map(|s| s.action.setting.clone())
+            .collect();
         let entries: Vec<Setting> = j.entries.iter().map(|e| e.setting.clone()).collect();
         assert_eq!(steps, entries);
     }

@@ -398,32 +398,6 @@ pub fn apply(op: &Op) -> Result<(), LabError> {
     })
 }
 
-/// Runs one command line; a failure carries the command line and its
-/// stderr. Only for what is not yet a typed [`Op`] (the experiment's
-/// settings, until they go through wirespeed-host).
-pub fn run(argv: &[String]) -> Result<(), LabError> {
-    let out = Command::new(&argv[0])
-        .args(&argv[1..])
-        .output()
-        .map_err(|e| {
-            LabError::io(
-                format!(
-                    "run {} (is it installed? iproute2, procps and ethtool are needed)",
-                    argv[0]
-                ),
-                e,
-            )
-        })?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(LabError::Command {
-            cmd: argv.join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
-}
-
 /// What is needed to find and remove a lab later (`lab down`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabState {

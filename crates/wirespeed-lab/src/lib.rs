@@ -17,7 +17,7 @@ pub mod spec;
 
 pub use build::{
     Lab, LabState, apply, build_ops, cap_ops, destroy, flow_cap_ops, is_root, load_state, ns_name,
-    owner_pid, pid_alive, run, save_state, sweep_stale, tbf_sizes,
+    owner_pid, pid_alive, save_state, sweep_stale, tbf_sizes,
 };
 pub use error::LabError;
 pub use netns::spawn_in;

@@ -1,11 +1,13 @@
-//! A journal written by an older wirespeed (tests/fixtures/journal-v1.json,
-//! recorded before each kind of setting was defined once) still rolls
-//! back, on a veth pair in a namespace of this test's own (root only;
-//! skipped with a note otherwise).
+//! Changes made through wirespeed-host inside a namespace of the test's
+//! own (root only; skipped with a note otherwise): a journal written by an
+//! older wirespeed (fixtures/journal-v1.json, recorded before each kind of
+//! setting was defined once) still rolls back, and NsChanges (what an
+//! experiment's lab_set uses) restores what it changed, side effects
+//! included.
 
 use wirespeed_host::netns;
-use wirespeed_host::tune::{self, Host, Journal, Setting, StateDir};
-use wirespeed_host::{Fs, Op};
+use wirespeed_host::tune::{self, Host, Journal, NsChanges, Setting, StateDir};
+use wirespeed_host::{Fs, LinkSize, Op};
 
 fn root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
@@ -55,8 +57,7 @@ fn a_journal_of_the_old_format_rolls_back() {
     for op in &ops {
         op.apply().unwrap_or_else(|e| panic!("{op}: {e}"));
     }
-    let mut j: Journal =
-        serde_json::from_str(include_str!("fixtures/journal-v1.json")).unwrap();
+    let mut j: Journal = serde_json::from_str(include_str!("fixtures/journal-v1.json")).unwrap();
     // What a veth has (no private flags, rings or bond), in this boot.
     j.entries.retain(|e| {
         !matches!(
@@ -94,4 +95,59 @@ fn a_journal_of_the_old_format_rolls_back() {
     assert_eq!(rolled.restored.len(), 8);
     let old: Vec<&str> = entries.iter().map(|e| e.old.as_str()).collect();
     assert_eq!(now, old);
+}
+
+fn read_all(ns: &str, settings: &[Setting]) -> Vec<String> {
+    netns::run_in(ns, || {
+        let mut h = Host::open(Fs::at("/"))?;
+        settings.iter().map(|s| h.read(s)).collect()
+    })
+    .unwrap()
+}
+
+#[test]
+fn changes_in_a_namespace_are_undone_with_their_side_effects() {
+    if !root() {
+        eprintln!("skipping changes_in_a_namespace_are_undone: needs root");
+        return;
+    }
+    let ns = Ns(format!("wsc-p{}-0", std::process::id()));
+    netns::create(&ns.0).unwrap();
+    Op::Veth {
+        ns_a: ns.0.clone(),
+        dev_a: "c0".into(),
+        ns_b: ns.0.clone(),
+        dev_b: "c1".into(),
+    }
+    .apply()
+    .unwrap();
+    // A raised IPv4 GSO size, which setting gso_max_size <= 64 KiB resets.
+    Op::LinkSet {
+        ns: ns.0.clone(),
+        dev: "c0".into(),
+        sizes: vec![(LinkSize::GsoIpv4MaxSize, 40000)],
+    }
+    .apply()
+    .unwrap();
+    let dev = || "c0".to_string();
+    let watched = [
+        Setting::Sysctl {
+            key: "net.ipv4.tcp_slow_start_after_idle".into(),
+        },
+        Setting::Mtu { dev: dev() },
+        Setting::GsoMaxSize { dev: dev() },
+        Setting::GsoIpv4MaxSize { dev: dev() },
+    ];
+    let before = read_all(&ns.0, &watched);
+    assert_eq!(before[3], "40000");
+    let mut c = NsChanges::new();
+    c.set(&ns.0, &watched[0], "0").unwrap();
+    c.set(&ns.0, &watched[1], "9000").unwrap();
+    c.set(&ns.0, &watched[2], "30000").unwrap();
+    let during = read_all(&ns.0, &watched);
+    assert_eq!(during, ["0", "9000", "30000", "30000"]);
+    // A refused write is an error, and what it recorded is undone too.
+    assert!(c.set(&ns.0, &watched[1], "70000").is_err());
+    c.undo().unwrap();
+    assert_eq!(read_all(&ns.0, &watched), before);
 }
