@@ -446,11 +446,38 @@ struct HostSide {
     fs: Fs,
     touched: bool,
     done: bool,
+    /// The server and the paths' remote ends: checked after each apply.
+    peers: Vec<std::net::IpAddr>,
 }
 
+/// What an apply did: the commands, the values they replaced and the
+/// check that failed after it, if one did.
+type Applied = (Vec<String>, Vec<Action>, Option<String>);
+
 impl HostSide {
-    /// Applies actions; returns the commands and the values they replaced.
+    /// Applies actions, then checks that the gateway and the peers still
+    /// answer (and that a full-size packet gets through after an MTU
+    /// raise); a failed check undoes the step at once (issue 13).
+    /// Returns the commands and the values they replaced.
     fn apply(&mut self, source: &str, actions: Vec<Action>) -> Result<(Vec<String>, Vec<Action>)> {
+        let (cmds, undo, check_failed) = self.apply_unchecked(source, actions, true)?;
+        if let Some(why) = check_failed {
+            self.apply_unchecked("optimize undo", undo, false)?;
+            return Err(failed(
+                "check after the apply",
+                format!("{why}; undone at once"),
+            ));
+        }
+        Ok((cmds, undo))
+    }
+
+    /// Applies actions; with `check`, also the checks after.
+    fn apply_unchecked(
+        &mut self,
+        source: &str,
+        actions: Vec<Action>,
+        check: bool,
+    ) -> Result<Applied> {
         let snap = snapshot(&self.fs)?;
         let plan = self.host.plan(source, actions, &snap)?;
         if let Some((a, why)) = plan.skipped.first() {
@@ -472,8 +499,11 @@ impl HostSide {
             .map(|s| s.command.clone())
             .collect();
         self.touched = true;
+        let checks = check.then(|| wirespeed_host::guard::Checks::before(&snap, &self.peers));
         tune::apply(&mut self.host, &self.state, &plan, None)?;
-        Ok((cmds, undo))
+        let check_failed =
+            checks.and_then(|c| c.after(&plan, std::time::Duration::from_secs(3)).err());
+        Ok((cmds, undo, check_failed))
     }
 
     /// Rolls everything back unless kept; returns what was restored.
@@ -852,6 +882,21 @@ fn open_host_side(a: &OptimizeArgs, fs: &Fs, notes: &mut Vec<String>) -> Result<
             state.dir().display()
         )));
     }
+    // The server and the paths' remote ends, checked after each host step.
+    let peers = std::iter::once(a.host.as_str())
+        .chain(
+            a.paths
+                .iter()
+                .flat_map(|p| p.split(','))
+                .map(|p| p.rsplit('=').next().unwrap_or(p)),
+        )
+        .filter_map(|h| {
+            let h = h.trim();
+            h.parse::<std::net::IpAddr>()
+                .ok()
+                .or_else(|| h.parse::<std::net::SocketAddr>().ok().map(|s| s.ip()))
+        })
+        .collect();
     Ok(Some(HostSide {
         host,
         state,
@@ -859,6 +904,7 @@ fn open_host_side(a: &OptimizeArgs, fs: &Fs, notes: &mut Vec<String>) -> Result<
         fs: fs.clone(),
         touched: false,
         done: false,
+        peers,
     }))
 }
 

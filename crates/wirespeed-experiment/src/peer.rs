@@ -183,6 +183,7 @@ pub fn findings(tests: &[PeerTest], npairs: usize) -> Vec<Finding> {
                 why: "When the paths add nothing, their traffic leaves by the same NIC (no per-NIC source routing) or meets one cap; the second NIC is unused.".into(),
                 actions: vec![],
                 bench_flags: Some(format!("--paths {all_paths} after fixing the routing (tune apply)")),
+                unverified: None,
             });
         } else {
             findings.push(Finding {
@@ -193,6 +194,7 @@ pub fn findings(tests: &[PeerTest], npairs: usize) -> Vec<Finding> {
                 why: "Each NIC adds its own bandwidth only when flows are spread over all of them in one test.".into(),
                 actions: vec![],
                 bench_flags: Some(format!("--paths {all_paths}")),
+                unverified: None,
             });
         }
     }
@@ -207,6 +209,7 @@ pub fn findings(tests: &[PeerTest], npairs: usize) -> Vec<Finding> {
             why: "A single flow is bound by one core, one window or a per-flow cap; several flows per path lift it (report 2: 4 streams per NIC reached the cap).".into(),
             actions: vec![],
             bench_flags: Some(format!("--paths {all_paths} -F {}", 4 * npairs)),
+            unverified: None,
         });
     }
     findings

@@ -113,7 +113,9 @@ impl Tuned {
     /// returns its output; a failed apply has restored itself already.
     pub fn apply_in(&mut self, ns: &str, dir: PathBuf, args: &[&str]) -> Result<String> {
         let mut cmd = std::process::Command::new(&self.exe);
-        cmd.args(["tune", "apply", "--netns", ns])
+        // --force: a lab's MTU is what the experiment varies, and nothing
+        // in the lab shows it to the path probe (issue 13).
+        cmd.args(["tune", "apply", "--force", "--netns", ns])
             .args(args)
             .arg("--state-dir")
             .arg(&dir)

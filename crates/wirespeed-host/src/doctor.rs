@@ -1,9 +1,11 @@
 //! Doctor: rules over a [`Snapshot`] that name what limits bandwidth or
 //! latency, with the values read as evidence, the reason, and the fix as
 //! [`Action`]s (and bench flags where the fix is in how one tests).
-//! Pure: no I/O.
+//! Pure: no I/O (path measurements come in as [`PathMtu`]s).
 
+use crate::guard::mtu_doubt;
 use crate::inspect::{network, parse_cidr};
+use crate::pathmtu::PathMtu;
 use crate::snapshot::{Link, Snapshot};
 use crate::tune::{Action, Setting};
 use serde::{Deserialize, Serialize};
@@ -47,6 +49,10 @@ pub struct Finding {
     pub actions: Vec<Action>,
     /// Bench flags that use what the host has (e.g. more flows, all paths).
     pub bench_flags: Option<String>,
+    /// Set when nothing measured shows the fix is safe (an MTU raise the
+    /// path may not carry): why. `tune apply` applies it only with --force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<String>,
 }
 
 /// What the user is after.
@@ -92,13 +98,19 @@ fn set(setting: Setting, value: impl ToString) -> Action {
     }
 }
 
-/// Runs every rule.
+/// Runs every rule, with no path measured (MTU raises come out unverified).
 pub fn diagnose(s: &Snapshot, goal: &Goal) -> Vec<Finding> {
+    diagnose_measured(s, goal, &[])
+}
+
+/// Runs every rule, with the path MTUs measured toward the gateways and
+/// peers as evidence for the rules that depend on the path.
+pub fn diagnose_measured(s: &Snapshot, goal: &Goal, paths: &[PathMtu]) -> Vec<Finding> {
     let mut out = Vec::new();
     second_nic_unused(s, &mut out);
     ecmp_hash(s, &mut out);
     bond_hash(s, &mut out);
-    jumbo_frames(s, &mut out);
+    jumbo_frames(s, paths, &mut out);
     socket_buffers(s, goal, &mut out);
     offloads(s, &mut out);
     big_tcp(s, &mut out);
@@ -174,6 +186,7 @@ fn second_nic_unused(s: &Snapshot, out: &mut Vec<Finding>) {
             why: "The main table has one route for the subnet, so traffic from every local address leaves by the same NIC; the other NIC's bandwidth is never used (report 2: each extra NIC needs a route via its own interface).".into(),
             actions,
             bench_flags: Some("--paths LOCAL1=REMOTE1,LOCAL2=REMOTE2 (one path per NIC)".into()),
+            unverified: None,
         });
     }
 }
@@ -211,6 +224,7 @@ fn ecmp_hash(s: &Snapshot, out: &mut Vec<Finding>) {
             why: "With the L3 hash every flow between one pair of addresses takes the same next hop, however many flows run: one link carries it all. The L4 hash (1) spreads flows by port.".into(),
             actions: vec![Action::sysctl(key, "1")],
             bench_flags: Some("-F 8 (several flows, so the L4 hash has ports to spread)".into()),
+            unverified: None,
         });
     }
 }
@@ -271,6 +285,7 @@ fn bond_hash(s: &Snapshot, out: &mut Vec<Finding>) {
                 want,
             )],
             bench_flags: Some("-F 8".into()),
+            unverified: None,
         });
     }
 }
@@ -294,13 +309,20 @@ fn jumbo_target(s: &Snapshot, l: &Link, depth: u8) -> u32 {
     target
 }
 
-fn jumbo_frames(s: &Snapshot, out: &mut Vec<Finding>) {
+/// Payload of one full-size IPv4 TCP segment at `mtu`: 20 bytes of IP,
+/// 20 of TCP and 12 of timestamps off (1448 at 1500, 1348 at 1400).
+pub fn tcp_payload(mtu: u32) -> u32 {
+    mtu.saturating_sub(52)
+}
+
+fn jumbo_frames(s: &Snapshot, paths: &[PathMtu], out: &mut Vec<Finding>) {
     for l in used_links(s) {
         let lower = l.lower.as_deref().and_then(|n| s.link(n));
         let target = jumbo_target(s, l, 0);
-        if l.mtu >= target || target < 2000 {
-            continue;
-        }
+        let via: Vec<&PathMtu> = paths
+            .iter()
+            .filter(|p| p.dev.as_deref() == Some(l.name.as_str()))
+            .collect();
         let mut evidence = vec![ev(format!("{} mtu", l.name), l.mtu)];
         if let Some(m) = l.max_mtu {
             evidence.push(ev(format!("{} max_mtu", l.name), m));
@@ -308,19 +330,113 @@ fn jumbo_frames(s: &Snapshot, out: &mut Vec<Finding>) {
         if let Some(lo) = lower {
             evidence.push(ev(format!("{} (lower) mtu", lo.name), lo.mtu));
         }
+        for p in &via {
+            evidence.push(ev(
+                format!(
+                    "path MTU toward {} ({}, {} probe{})",
+                    p.target,
+                    p.role,
+                    p.probes,
+                    if p.probes == 1 { "" } else { "s" }
+                ),
+                p.summary(),
+            ));
+        }
+        // A path measured below the device's own MTU: large packets
+        // depend on ICMP reaching this host (or are lost); no larger MTU.
+        let low = via
+            .iter()
+            .filter(|p| p.exact)
+            .filter_map(|p| p.mtu.map(|m| (m, *p)))
+            .filter(|(m, _)| *m < l.mtu)
+            .min_by_key(|(m, _)| *m);
+        if let Some((m, p)) = low {
+            out.push(Finding {
+                id: "path-mtu".into(),
+                severity: Severity::Warn,
+                title: format!(
+                    "the path from {} toward {} ({}) carries {m} bytes, less than {}'s MTU {}: no larger MTU",
+                    l.name, p.target, p.role, l.name, l.mtu
+                ),
+                evidence,
+                why: format!(
+                    "Packets above {m} bytes get through only while the hop's ICMP \"fragmentation needed\" reaches this host and the kernel lowers its path MTU; where that ICMP is filtered they are lost (a black hole for bulk TCP). A TCP segment carries {} bytes at {m} against {} at {}. Raising {}'s MTU would lose more, not gain: fix the narrow hop, or set {}'s MTU to {m}.",
+                    tcp_payload(m),
+                    tcp_payload(l.mtu),
+                    l.mtu,
+                    l.name,
+                    l.name
+                ),
+                actions: vec![],
+                bench_flags: None,
+                unverified: None,
+            });
+            continue;
+        }
+        if l.mtu >= target || target < 2000 {
+            continue;
+        }
+        // An MTU below Ethernet's 1500 is what a cloud or tunnel network
+        // hands out (DHCP option 26) when it carries no more; probes
+        // cannot go above it, so nothing here can show it is wrong.
+        let answered: Vec<String> = via
+            .iter()
+            .filter(|p| p.mtu == Some(l.mtu) && !p.exact)
+            .map(|p| format!("{} {}", p.role, p.target))
+            .collect();
+        if l.mtu < 1500 && l.kind != "vxlan" {
+            out.push(Finding {
+                id: "jumbo-frames".into(),
+                severity: Severity::Info,
+                title: format!(
+                    "{} runs MTU {} (max_mtu allows {target}); the network it is on was measured only up to {}: no change advised",
+                    l.name, l.mtu, l.mtu
+                ),
+                evidence,
+                why: format!(
+                    "An MTU below Ethernet's 1500 is set for a network that carries no more (a cloud overlay or a tunnel, often by DHCP); {}a probe cannot be larger than {}'s own MTU, so nothing on this host can show that {target} bytes would get through, and a larger MTU on such a network loses every large packet, your own SSH session's included. At MTU {} a TCP segment carries {} bytes. Raise it only where the provider documents a larger MTU (then: wirespeed tune apply --profile FILE --peer PEER --force, which checks a full-size packet and rolls back if it is lost).",
+                    if answered.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{} answered at that size, but ", answered.join(" and "))
+                    },
+                    l.name,
+                    l.mtu,
+                    tcp_payload(l.mtu)
+                ),
+                actions: vec![],
+                bench_flags: None,
+                unverified: None,
+            });
+            continue;
+        }
+        let doubt = mtu_doubt(&l.name, target, paths);
         out.push(Finding {
             id: "jumbo-frames".into(),
             severity: Severity::Warn,
-            title: format!("{} runs MTU {} where {} is allowed", l.name, l.mtu, target),
+            title: format!(
+                "{} runs MTU {} where {} is allowed{}",
+                l.name,
+                l.mtu,
+                target,
+                if doubt.is_some() {
+                    " (unverified: the path beyond may not carry it)"
+                } else {
+                    ""
+                }
+            ),
             evidence,
             why: format!(
-                "Each packet costs per-packet work on both sides; at MTU {} a 1448-byte segment carries {:.1}% payload, at {target} it carries {:.1}% and needs a sixth of the packets (report 2: 18.4 -> 19.9 Gbit/s). Every link on the path, and the peer, must take the larger MTU.",
+                "Each packet costs per-packet work on both sides; at MTU {} a TCP segment carries {} bytes ({:.1}% of the frame), at {target} it carries {} ({:.1}%) in a sixth of the packets (report 2: 18.4 -> 19.9 Gbit/s). Every link on the path, and the peer, must take the larger MTU.",
                 l.mtu,
-                100.0 * (l.mtu.saturating_sub(52)) as f64 / (l.mtu + 14) as f64,
-                100.0 * (target - 52) as f64 / (target + 14) as f64
+                tcp_payload(l.mtu),
+                100.0 * tcp_payload(l.mtu) as f64 / (l.mtu + 14) as f64,
+                tcp_payload(target),
+                100.0 * tcp_payload(target) as f64 / (target + 14) as f64
             ),
             actions: vec![set(Setting::Mtu { dev: l.name.clone() }, target)],
             bench_flags: None,
+            unverified: doubt,
         });
     }
 }
@@ -385,6 +501,7 @@ fn socket_buffers(s: &Snapshot, goal: &Goal, out: &mut Vec<Finding>) {
         why: "A TCP flow cannot have more than its window in flight; the window is bounded by tcp_rmem's maximum (autotuning) or rmem_max (SO_RCVBUF). Below the bandwidth-delay product the flow idles each round trip (report 2: 8 MB buffers took 19.9 to 29.1 Gbit/s).".into(),
         actions,
         bench_flags: None,
+        unverified: None,
     });
 }
 
@@ -433,6 +550,7 @@ fn offloads(s: &Snapshot, out: &mut Vec<Finding>) {
             why: "Without TSO/GSO the stack builds every MTU-sized packet itself, without GRO it processes each one on receive: per-packet CPU cost caps a flow well below the link (veth ships with GRO off).".into(),
             actions,
             bench_flags: None,
+            unverified: None,
         });
     }
 }
@@ -508,6 +626,7 @@ fn big_tcp(s: &Snapshot, out: &mut Vec<Finding>) {
             why: format!("GSO/GRO packets stop at 64 KiB; BIG TCP lets the stack handle packets up to {size} bytes (the driver allows {tso}), fewer per byte: report 4 saw +50% transactions/s and -30% latency for 80000-byte request/response. GRO sizes only matter where GRO is on."),
             actions,
             bench_flags: None,
+            unverified: None,
         });
     }
 }
@@ -524,6 +643,7 @@ fn slow_start(s: &Snapshot, goal: &Goal, out: &mut Vec<Finding>) {
         why: "Request/response work idles between requests; each idle resets the congestion window, so large responses pay extra round trips (report 1 and tuned's network-throughput set it to 0).".into(),
         actions: vec![Action::sysctl("net.ipv4.tcp_slow_start_after_idle", "0")],
         bench_flags: None,
+        unverified: None,
     });
 }
 
@@ -542,6 +662,7 @@ fn overlay(s: &Snapshot, out: &mut Vec<Finding>) {
             why: "Every packet is encapsulated and decapsulated in software: 50 bytes less payload and extra CPU per packet. Report 3 measured 20-25% fewer read IOPS at 1-8 KiB blocks and 30-50% at 1-8 MiB over VXLAN, against about 2% for direct routing.".into(),
             actions: vec![],
             bench_flags: Some("compare against the underlay address: --path UNDERLAY_LOCAL=UNDERLAY_REMOTE".into()),
+            unverified: None,
         });
     }
 }
@@ -562,6 +683,7 @@ fn congestion_control(s: &Snapshot, out: &mut Vec<Finding>) {
             why: "On sub-millisecond paths bbr's pacing can hold one flow well below cubic (here between namespaces about 16 vs 33 Gbit/s); measure both before choosing.".into(),
             actions: vec![],
             bench_flags: Some("--cc cubic".into()),
+            unverified: None,
         });
     }
 }

@@ -55,6 +55,9 @@ pub enum HostError {
         /// What it printed on stderr (trimmed).
         stderr: String,
     },
+    /// A path probe could not be sent (no ICMP socket, no route).
+    #[error("{0}")]
+    Probe(String),
     /// A tuning journal or profile could not be parsed or stored.
     #[error("{0}")]
     State(String),

@@ -427,7 +427,7 @@ fn egress_of(rt: &mut Rtnl, links: &[Link]) -> Vec<Egress> {
                 continue;
             };
             let leaves_by = rt
-                .route_get(dst, ip)
+                .route_get(dst, Some(ip))
                 .ok()
                 .flatten()
                 .and_then(|i| links.iter().find(|x| x.index == i).map(|x| x.name.clone()));

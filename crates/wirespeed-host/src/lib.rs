@@ -13,13 +13,16 @@ pub mod doctor;
 mod error;
 pub mod ethtool;
 pub mod fsroot;
+pub mod guard;
 pub mod inspect;
 pub mod netns;
 pub mod netops;
 mod nl;
+pub mod pathmtu;
 pub mod profiles;
 mod rtnl;
 pub mod snapshot;
+mod sys;
 pub mod tune;
 
 pub use doctor::{Finding, Severity, diagnose};

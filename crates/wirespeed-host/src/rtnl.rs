@@ -168,19 +168,25 @@ impl Rtnl {
         Ok(out)
     }
 
-    /// The output interface the kernel picks for DST from SRC.
-    pub(crate) fn route_get(&mut self, dst: IpAddr, src: IpAddr) -> Result<Option<u32>, HostError> {
+    /// The output interface the kernel picks for DST (from SRC, if given).
+    pub(crate) fn route_get(
+        &mut self,
+        dst: IpAddr,
+        src: Option<IpAddr>,
+    ) -> Result<Option<u32>, HostError> {
         let mut ask = RouteMessage::default();
         ask.header.address_family = family(&dst);
         ask.header.destination_prefix_length = host_len(&dst);
-        ask.header.source_prefix_length = host_len(&src);
         ask.attributes
             .push(RouteAttribute::Destination(route_addr(dst)));
-        ask.attributes.push(RouteAttribute::Source(route_addr(src)));
+        if let Some(src) = src {
+            ask.header.source_prefix_length = host_len(&src);
+            ask.attributes.push(RouteAttribute::Source(route_addr(src)));
+        }
         let got = self.nl.request(
             RouteNetlinkMessage::GetRoute(ask),
             0,
-            &format!("route get {dst} from {src}"),
+            &format!("route get {dst}"),
         )?;
         Ok(got.iter().find_map(|m| match m {
             RouteNetlinkMessage::NewRoute(r) => r.attributes.iter().find_map(|a| match a {

@@ -119,6 +119,14 @@ pub struct Step {
     /// sysctl outside net.*, or one of the few host-wide net.* ones).
     #[serde(default)]
     pub host_wide: bool,
+    /// Set when the step touches a device that carries the default route,
+    /// the user's session or a control connection: what it carries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carrier: Option<String>,
+    /// Set when nothing measured shows the path takes the change (an MTU
+    /// raise): why; `tune apply` needs `--force` for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<String>,
 }
 
 /// What tuning would do.
@@ -480,6 +488,8 @@ impl Host {
                 no_op,
                 host_wide,
                 action: a,
+                carrier: None,
+                unverified: None,
             });
         }
         Ok(Plan {

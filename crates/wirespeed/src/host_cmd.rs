@@ -3,14 +3,17 @@
 //! (which also remounts /sys for that namespace).
 
 use anyhow::{Context, Result, bail};
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use wirespeed_engine::spec::{parse_duration, parse_rate};
 use wirespeed_engine::{ClientConfig, run_test};
 use wirespeed_experiment::peer::{self, PeerTest};
-use wirespeed_host::doctor::Goal;
-use wirespeed_host::tune::{self, Host, StateDir};
-use wirespeed_host::{Finding, Fs, Snapshot, diagnose, inspect, profiles};
+use wirespeed_host::doctor::{Goal, diagnose_measured};
+use wirespeed_host::guard::{self, Checks};
+use wirespeed_host::pathmtu::{self, PathMtu};
+use wirespeed_host::tune::{self, Host, Setting, StateDir};
+use wirespeed_host::{Finding, Fs, Snapshot, inspect, profiles};
 
 /// Environment variable naming the namespace after a `--netns` re-exec.
 const NETNS_ENV: &str = "WIRESPEED_NETNS";
@@ -56,6 +59,10 @@ pub struct DoctorArgs {
     /// Length of each peer test.
     #[arg(long, default_value = "2s")]
     test_duration: String,
+    /// Do not probe the path MTU toward the gateway and peers (MTU
+    /// advice then comes out unverified).
+    #[arg(long)]
+    no_probe: bool,
     /// Print findings as JSON.
     #[arg(long)]
     json: bool,
@@ -153,6 +160,11 @@ pub struct TuneArgs {
     /// NICs a profile's link settings apply to (repeat; default: all in use).
     #[arg(long = "dev")]
     devs: Vec<String>,
+    /// Addresses beyond this host that must stay reachable (repeat or
+    /// comma-separate): their path MTU is measured before an MTU change,
+    /// and they are checked after an apply, like the default gateway.
+    #[arg(long = "peer", value_delimiter = ',')]
+    peers: Vec<String>,
     /// Print the plan as JSON.
     #[arg(long)]
     json: bool,
@@ -163,9 +175,21 @@ pub struct TuneArgs {
 pub struct ApplyArgs {
     #[command(flatten)]
     plan: TuneArgs,
-    /// Roll back automatically unless `wirespeed tune confirm` comes within this time.
-    #[arg(long)]
+    /// Roll back automatically unless `wirespeed tune confirm` comes
+    /// within this time. A plan that touches the device carrying the
+    /// default route, your session or a control connection gets 120s
+    /// unless told otherwise.
+    #[arg(long, conflicts_with = "no_confirm")]
     confirm_within: Option<String>,
+    /// Apply a plan that touches what carries this host without a
+    /// confirm deadline (and without the checks after it).
+    #[arg(long)]
+    no_confirm: bool,
+    /// Apply steps marked unverified (an MTU the path was not shown to
+    /// carry); the checks after the apply still roll them back if a
+    /// full-size packet is lost.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Re-runs this process inside namespace `name` when asked to and not
@@ -239,6 +263,8 @@ struct DoctorReport {
     netns: Option<String>,
     findings: Vec<Finding>,
     peer_tests: Vec<PeerTest>,
+    /// Path MTUs measured toward the gateways and peers.
+    paths: Vec<PathMtu>,
 }
 
 /// Runs doctor's peer tests (wirespeed-experiment's [`peer::probes`])
@@ -283,7 +309,18 @@ pub fn run_doctor(a: DoctorArgs) -> Result<()> {
         }
     }
     let s = snapshot(&a.at)?;
-    let mut findings = diagnose(&s, &a.goal.goal()?);
+    let paths = if a.no_probe || a.at.root.is_some() {
+        vec![]
+    } else {
+        let peers: Vec<IpAddr> = a
+            .peer
+            .iter()
+            .flat_map(|p| p.split(','))
+            .filter_map(|p| p.trim().parse().ok())
+            .collect();
+        pathmtu::measure_all(&s, &peers)
+    };
+    let mut findings = diagnose_measured(&s, &a.goal.goal()?, &paths);
     let mut peer_tests = Vec::new();
     if let Some(p) = &a.peer {
         let (t, f) = peer_findings(&a, &s, p)?;
@@ -296,6 +333,7 @@ pub fn run_doctor(a: DoctorArgs) -> Result<()> {
             netns: s.netns.clone(),
             findings,
             peer_tests,
+            paths,
         };
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
@@ -429,8 +467,34 @@ pub(crate) fn open_host(at: &Where) -> Result<Host> {
     Host::open(fs_of(at)).context("cannot open netlink")
 }
 
-fn make_plan(a: &TuneArgs) -> Result<(Host, tune::Plan)> {
+/// A plan and what it was judged by.
+struct Planned {
+    host: Host,
+    plan: tune::Plan,
+    snap: Snapshot,
+    peers: Vec<IpAddr>,
+}
+
+fn peer_addrs(a: &TuneArgs) -> Result<Vec<IpAddr>> {
+    a.peers
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            p.parse::<IpAddr>()
+                .with_context(|| format!("--peer {p:?} is not an IP address"))
+        })
+        .collect()
+}
+
+/// Builds the plan (a profile's, or doctor's fixes), measures the path
+/// MTU where a step raises one, and marks the steps that touch what
+/// carries this host and those nothing shows to be safe.
+fn make_plan(a: &TuneArgs) -> Result<Planned> {
     let snap = snapshot(&a.state.at)?;
+    let peers = peer_addrs(a)?;
+    let probe = a.state.at.root.is_none();
+    let mut paths: Option<Vec<PathMtu>> = None;
     let (source, actions) = match &a.profile {
         Some(p) => {
             let prof = profiles::load(p)?;
@@ -440,7 +504,13 @@ fn make_plan(a: &TuneArgs) -> Result<(Host, tune::Plan)> {
             )
         }
         None => {
-            let f = diagnose(&snap, &a.goal.goal()?);
+            let measured = if probe {
+                pathmtu::measure_all(&snap, &peers)
+            } else {
+                vec![]
+            };
+            let f = diagnose_measured(&snap, &a.goal.goal()?, &measured);
+            paths = Some(measured);
             (
                 "doctor".to_string(),
                 f.into_iter().flat_map(|f| f.actions).collect(),
@@ -448,8 +518,29 @@ fn make_plan(a: &TuneArgs) -> Result<(Host, tune::Plan)> {
         }
     };
     let mut host = open_host(&a.state.at)?;
-    let plan = host.plan(&source, actions, &snap)?;
-    Ok((host, plan))
+    let mut plan = host.plan(&source, actions, &snap)?;
+    let raises_mtu = plan.steps.iter().any(|s| {
+        !s.no_op
+            && matches!(s.action.setting, Setting::Mtu { .. })
+            && s.action.value.parse::<u32>().ok() > s.current.parse::<u32>().ok()
+    });
+    let paths = match paths {
+        Some(p) => p,
+        None if raises_mtu && probe => pathmtu::measure_all(&snap, &peers),
+        None => vec![],
+    };
+    let carriers = if probe {
+        guard::carriers(&snap, wirespeed_engine::DEFAULT_PORT)
+    } else {
+        vec![]
+    };
+    guard::mark(&mut plan, &carriers, &paths);
+    Ok(Planned {
+        host,
+        plan,
+        snap,
+        peers,
+    })
 }
 
 /// Runs `wirespeed tune ...`.
@@ -458,7 +549,7 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
         TuneCmd::Plan(a) => {
             enter_netns(&a.state.at)?;
             settle(&state_dir(&a.state)?, &a.state.at, true)?;
-            let (_, plan) = make_plan(&a)?;
+            let plan = make_plan(&a)?.plan;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&plan)?);
             } else {
@@ -468,22 +559,54 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
         TuneCmd::Apply(a) => {
             need_root()?;
             enter_netns(&a.plan.state.at)?;
-            let deadline = a
+            let asked = a
                 .confirm_within
                 .as_deref()
                 .map(parse_duration)
                 .transpose()
                 .context("--confirm-within")?
                 .map(Duration::from_secs_f64);
-            if deadline.is_some_and(|d| d < Duration::from_secs(1)) {
+            if asked.is_some_and(|d| d < Duration::from_secs(1)) {
                 bail!("--confirm-within must be at least 1s");
             }
             let st = state_dir(&a.plan.state)?;
             settle(&st, &a.plan.state.at, true)?;
-            let (mut host, plan) = make_plan(&a.plan)?;
+            let Planned {
+                mut host,
+                mut plan,
+                snap,
+                peers,
+            } = make_plan(&a.plan)?;
+            // Unverified steps wait for --force: moved to the skipped list.
+            let steps = std::mem::take(&mut plan.steps);
+            for s in steps {
+                match (&s.unverified, s.no_op, a.force) {
+                    (Some(u), false, false) => plan
+                        .skipped
+                        .push((s.action, format!("UNVERIFIED: {u}; --force applies it"))),
+                    _ => plan.steps.push(s),
+                }
+            }
             if !a.plan.json {
                 print!("{}", crate::host_render::plan(&plan));
             }
+            let risky = guard::touches_carrier(&plan);
+            let deadline = match (asked, a.no_confirm) {
+                (Some(d), _) => Some(d),
+                (None, false) if risky => {
+                    println!(
+                        "this plan touches what carries this host: it rolls back in {} s unless confirmed (--confirm-within to choose, --no-confirm to apply without)",
+                        guard::DEFAULT_CONFIRM.as_secs()
+                    );
+                    Some(guard::DEFAULT_CONFIRM)
+                }
+                _ => None,
+            };
+            // What answers now is what must answer after (with a deadline).
+            let checks = match deadline {
+                Some(_) if a.plan.state.at.root.is_none() => Checks::before(&snap, &peers),
+                _ => Checks::default(),
+            };
             // From the lock to the recorded watchdog, SIGINT/SIGTERM/SIGHUP
             // wait: Ctrl-C gives a whole, journaled, guarded apply, never
             // half of one (they act once it is done).
@@ -493,7 +616,11 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
                 .context("tune apply failed")?;
             if done.changed.is_empty() {
                 drop(held);
-                println!("nothing to change: every value is already set");
+                if plan.skipped.is_empty() {
+                    println!("nothing to change: every value is already set");
+                } else {
+                    println!("nothing changed: every step is set already or skipped (above)");
+                }
                 return Ok(());
             }
             let mut guard = None;
@@ -514,6 +641,29 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
             drop(held);
             for s in &done.side_effects {
                 println!("  the kernel also changed {s} (journaled: rollback restores it)");
+            }
+            if let Some((d, _, _)) = &guard {
+                for s in &checks.silent {
+                    println!("  not checked (did not answer before the apply): {s}");
+                }
+                let window = (*d / 3).clamp(Duration::from_secs(1), Duration::from_secs(10));
+                match checks.after(&plan, window) {
+                    Ok(passed) => {
+                        for p in passed {
+                            println!("  check passed: {p}");
+                        }
+                    }
+                    Err(failed) => {
+                        let r = tune::rollback(&mut host, &st).context(
+                            "a check failed after the apply, and the rollback failed too",
+                        )?;
+                        stop_timer(guard.as_ref().and_then(|g| g.2.as_deref()));
+                        bail!(
+                            "check failed after the apply: {failed}\nrolled back at once: {}",
+                            rolled_text(&r)
+                        );
+                    }
+                }
             }
             if let Some((d, pid, timer)) = guard {
                 println!(

@@ -265,8 +265,19 @@ pub fn findings(f: &[Finding], peer: &[PeerTest]) -> String {
             let _ = writeln!(o, "    {} = {}", e.name, e.value);
         }
         let _ = writeln!(o, "  why: {}", x.why);
+        if let (Some(u), false) = (&x.unverified, x.actions.is_empty()) {
+            let _ = writeln!(
+                o,
+                "  UNVERIFIED: {u}; `tune apply` applies it only with --force (then checks a full-size packet and rolls back if it is lost)"
+            );
+        }
         for a in &x.actions {
-            let _ = writeln!(o, "  fix: {}", a.command());
+            let tag = if x.unverified.is_some() {
+                " (unverified)"
+            } else {
+                ""
+            };
+            let _ = writeln!(o, "  fix{tag}: {}", a.command());
         }
         if let Some(b) = &x.bench_flags {
             let _ = writeln!(o, "  bench: {b}");
@@ -277,7 +288,7 @@ pub fn findings(f: &[Finding], peer: &[PeerTest]) -> String {
     if fixes > 0 {
         let _ = writeln!(
             o,
-            "{fixes} finding(s) have fixes: `wirespeed tune plan` shows them, `wirespeed tune apply --confirm-within 60s` applies them"
+            "{fixes} finding(s) have fixes: `wirespeed tune plan` shows them, `wirespeed tune apply` applies them (with a confirm deadline when they touch what carries this host)"
         );
     }
     o
@@ -295,6 +306,12 @@ pub fn plan(p: &Plan) -> String {
         };
         let scope = if s.host_wide { " (host-wide)" } else { "" };
         let _ = writeln!(o, "  {}    # {}{scope}", s.command, state);
+        if let Some(c) = s.carrier.as_ref().filter(|_| !s.no_op) {
+            let _ = writeln!(o, "      ! touches what carries this host: {c}");
+        }
+        if let Some(u) = s.unverified.as_ref().filter(|_| !s.no_op) {
+            let _ = writeln!(o, "      ! UNVERIFIED: {u} (apply needs --force)");
+        }
     }
     for (a, why) in &p.skipped {
         let _ = writeln!(o, "  skipped: {} ({why})", a.command());
