@@ -13,107 +13,68 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use wirespeed_engine::TestResult;
 use wirespeed_engine::spec::parse_size;
+use wirespeed_host::tune::{self, NsChanges};
 use wirespeed_lab::{Lab, LabSpec};
 use wirespeed_report::experiment::{
     CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Mode, Point, finalize, pct_text,
 };
 use wirespeed_report::{human_size, human_us, new_table};
 
-/// The commands that apply one setting (with `value`) on the lab.
-fn setting_commands(lab: &Lab, s: &Setting, value: &str) -> Vec<Vec<String>> {
+/// The host settings behind one lab setting: (namespace, setting) pairs,
+/// a link's on both of its ends.
+fn host_settings(lab: &Lab, s: &Setting) -> Vec<(String, tune::Setting)> {
     match s {
-        Setting::Sysctl { host, key } => vec![vec![
-            "ip".into(),
-            "netns".into(),
-            "exec".into(),
-            lab.ns(host),
-            "sysctl".into(),
-            "-q".into(),
-            "-w".into(),
-            format!("{key}={value}"),
-        ]],
+        Setting::Sysctl { host, key } => {
+            vec![(lab.ns(host), tune::Setting::Sysctl { key: key.clone() })]
+        }
         Setting::Link { link, attr } => {
             let Some(p) = lab.plan().links.get(*link) else {
                 return Vec::new();
             };
             [(&p.host_a, &p.a.dev), (&p.host_b, &p.b.dev)]
-                .iter()
-                .map(|(h, dev)| {
-                    [
-                        "ip",
-                        "-n",
-                        &lab.ns(h),
-                        "link",
-                        "set",
-                        "dev",
-                        dev,
-                        attr,
-                        value,
-                    ]
-                    .iter()
-                    .map(|x| x.to_string())
-                    .collect()
+                .into_iter()
+                .filter_map(|(h, dev)| {
+                    let dev = dev.clone();
+                    let s = match *attr {
+                        "mtu" => tune::Setting::Mtu { dev },
+                        "gso_max_size" => tune::Setting::GsoMaxSize { dev },
+                        "gro_max_size" => tune::Setting::GroMaxSize { dev },
+                        _ => return None,
+                    };
+                    Some((lab.ns(h), s))
                 })
                 .collect()
         }
     }
 }
 
-/// Settings applied to a lab, undone (in reverse order) on drop.
-struct Applied<'a> {
-    lab: &'a Lab,
-    undo: Vec<(Setting, String)>,
+/// A cell's settings applied to its lab through wirespeed-host (each old
+/// value read first, the new one read back), undone newest first on drop.
+struct Applied {
+    changes: NsChanges,
 }
 
-impl Applied<'_> {
-    fn apply<'a>(lab: &'a Lab, settings: &BTreeMap<Setting, String>) -> Result<Applied<'a>> {
+impl Applied {
+    fn apply(lab: &Lab, settings: &BTreeMap<Setting, String>) -> Result<Applied> {
         let mut applied = Applied {
-            lab,
-            undo: Vec::new(),
+            changes: NsChanges::new(),
         };
         for (s, v) in settings {
-            let old = match s {
-                Setting::Sysctl { host, key } => {
-                    let out = lab
-                        .command(host, "sysctl")
-                        .args(["-n", key])
-                        .output()
-                        .ctx(|| format!("read sysctl {key} on {host}"))?;
-                    if !out.status.success() {
-                        return Err(failed(
-                            format!("read sysctl {key} on host {host}"),
-                            String::from_utf8_lossy(&out.stderr).trim(),
-                        ));
-                    }
-                    String::from_utf8_lossy(&out.stdout).trim().to_string()
-                }
-                Setting::Link { link, attr } => {
-                    let l = &lab.spec().links[*link];
-                    match *attr {
-                        "mtu" => l.mtu.unwrap_or(1500),
-                        "gso_max_size" => l.gso_max_size.unwrap_or(65536),
-                        _ => l.gro_max_size.unwrap_or(65536),
-                    }
-                    .to_string()
-                }
-            };
-            for cmd in setting_commands(lab, s, v) {
-                wirespeed_lab::run(&cmd)?;
+            for (ns, hs) in host_settings(lab, s) {
+                applied
+                    .changes
+                    .set(&ns, &hs, v)
+                    .map_err(|e| failed(format!("set {} in {ns}", hs.label()), e))?;
             }
-            applied.undo.push((s.clone(), old));
         }
         Ok(applied)
     }
 }
 
-impl Drop for Applied<'_> {
+impl Drop for Applied {
     fn drop(&mut self) {
-        while let Some((s, v)) = self.undo.pop() {
-            for cmd in setting_commands(self.lab, &s, &v) {
-                if let Err(e) = wirespeed_lab::run(&cmd) {
-                    eprintln!("warning: could not undo a lab change: {e}");
-                }
-            }
+        if let Err(e) = self.changes.undo() {
+            eprintln!("warning: could not undo a lab change: {e}");
         }
     }
 }
