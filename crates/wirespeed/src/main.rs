@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod experiment;
 mod host_cmd;
+mod k8s_cmd;
 mod lab;
 mod model_cmd;
 mod optimize;
@@ -58,6 +59,9 @@ enum Cmd {
     Optimize(Box<optimize::OptimizeCmd>),
     /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared.
     Report(report_cmd::ReportArgs),
+    /// Agents on Kubernetes: host network, pod network or DRA-claimed NICs.
+    #[command(subcommand)]
+    K8s(k8s_cmd::K8sCmd),
 }
 
 /// Options of `wirespeed serve`. Every deadline and cap, and what a client
@@ -214,6 +218,7 @@ fn main() {
         Cmd::Experiment(a) => experiment::run(a),
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Optimize(a) => optimize::run(*a),
+        Cmd::K8s(c) => k8s_cmd::run(c),
     };
     if let Err(e) = r {
         eprintln!("error: {e:#}");

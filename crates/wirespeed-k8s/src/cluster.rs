@@ -1,0 +1,164 @@
+//! Talking to the API server: a client from a kubeconfig, server-side
+//! apply of the typed objects, and deleting them again (waiting until they
+//! are gone).
+
+use crate::K8sError;
+use crate::manifests::Object;
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Client, Config, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+use std::path::Path;
+use std::time::Duration;
+
+/// The field manager of wirespeed's server-side applies.
+pub const FIELD_MANAGER: &str = "wirespeed";
+
+/// A client from `kubeconfig`, or as kubectl finds one ($KUBECONFIG,
+/// ~/.kube/config, or the in-cluster service account).
+pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, K8sError> {
+    let config = match kubeconfig {
+        Some(p) => {
+            let kc = Kubeconfig::read_from(p)
+                .map_err(|e| K8sError::Config(format!("{}: {e}", p.display())))?;
+            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| K8sError::Config(format!("{}: {e}", p.display())))?
+        }
+        None => Config::infer()
+            .await
+            .map_err(|e| K8sError::Config(e.to_string()))?,
+    };
+    Client::try_from(config).map_err(|e| K8sError::Config(e.to_string()))
+}
+
+/// Trait bundle of an object this crate applies.
+trait Obj: Resource + Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static {}
+impl<K> Obj for K where
+    K: Resource + Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+}
+
+fn namespaced<K>(client: &Client, o: &K) -> Api<K>
+where
+    K: Obj + Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+{
+    let ns = o.meta().namespace.clone().unwrap_or_default();
+    Api::namespaced(client.clone(), &ns)
+}
+
+fn cluster_wide<K>(client: &Client, _o: &K) -> Api<K>
+where
+    K: Obj + Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>,
+{
+    Api::all(client.clone())
+}
+
+/// Runs `$body` with `$api` (an `Api<K>` of the object's kind and scope)
+/// and `$o` (the typed object).
+macro_rules! with_api {
+    ($client:expr, $obj:expr, |$api:ident, $o:ident| $body:expr) => {
+        match $obj {
+            Object::Namespace($o) => {
+                let $api = cluster_wide($client, $o);
+                $body
+            }
+            Object::DeviceClass($o) => {
+                let $api = cluster_wide($client, $o);
+                $body
+            }
+            Object::ServiceAccount($o) => {
+                let $api = namespaced($client, $o);
+                $body
+            }
+            Object::Role($o) => {
+                let $api = namespaced($client, $o);
+                $body
+            }
+            Object::RoleBinding($o) => {
+                let $api = namespaced($client, $o);
+                $body
+            }
+            Object::Secret($o) => {
+                let $api = namespaced($client, $o);
+                $body
+            }
+            Object::ResourceClaimTemplate($o) => {
+                let $o = &**$o;
+                let $api = namespaced($client, $o);
+                $body
+            }
+            Object::DaemonSet($o) => {
+                let $o = &**$o;
+                let $api = namespaced($client, $o);
+                $body
+            }
+        }
+    };
+}
+
+/// Server-side applies `obj` (field manager "wirespeed", strict field
+/// validation, conflicts forced to this manager); returns its uid.
+pub async fn apply(client: &Client, obj: &Object) -> Result<String, K8sError> {
+    let what = format!("apply {}", obj.describe());
+    let pp = PatchParams::apply(FIELD_MANAGER)
+        .force()
+        .validation_strict();
+    let name = obj.name().to_string();
+    let meta = with_api!(client, obj, |api, o| api
+        .patch(&name, &pp, &Patch::Apply(o))
+        .await
+        .map(|r| r.meta().clone()))
+    .map_err(|e| K8sError::api(&what, e))?;
+    Ok(meta.uid.unwrap_or_default())
+}
+
+/// Whether `obj` exists on the server (by kind, namespace and name).
+pub async fn exists(client: &Client, obj: &Object) -> Result<bool, K8sError> {
+    let name = obj.name().to_string();
+    let found = with_api!(client, obj, |api, _o| api
+        .get_opt(&name)
+        .await
+        .map(|r| r.is_some()))
+    .map_err(|e| K8sError::api(format!("get {}", obj.describe()), e))?;
+    Ok(found)
+}
+
+/// Deletes `obj` (background propagation: the garbage collector removes
+/// what it owns, such as a DaemonSet's pods) and, unless it is a
+/// namespace, waits at most `wait` for it to be gone. A namespace is left
+/// Terminating while its controller empties it. Absent objects are fine.
+pub async fn delete(client: &Client, obj: &Object, wait: Duration) -> Result<(), K8sError> {
+    let name = obj.name().to_string();
+    let what = obj.describe();
+    let dp = DeleteParams::background();
+    let is_ns = matches!(obj, Object::Namespace(_));
+    let r: Result<(), K8sError> = with_api!(client, obj, |api, _o| {
+        let uid = match api.delete(&name, &dp).await {
+            Ok(either) => either.left().and_then(|o| o.meta().uid.clone()),
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+            Err(e) => return Err(K8sError::api(format!("delete {what}"), e)),
+        };
+        match uid {
+            Some(uid) if !is_ns => {
+                tokio::time::timeout(
+                    wait,
+                    await_condition(api, &name, conditions::is_deleted(&uid)),
+                )
+                .await
+                .map_err(|_| K8sError::Timeout {
+                    what: format!("{what} to be deleted"),
+                    secs: wait.as_secs(),
+                })?
+                .map_err(|e| K8sError::Discovery(format!("watching {what}: {e}")))?;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    });
+    r
+}

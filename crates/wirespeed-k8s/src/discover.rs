@@ -1,0 +1,352 @@
+//! Finding the agents: wait until a DaemonSet's agents are Ready, then read
+//! each pod's addresses: the pod IPs (pod network), the node's IPs
+//! (hostNetwork), or the addresses of the NICs its ResourceClaim got from
+//! DraNet (`status.devices[].networkData`).
+
+use crate::K8sError;
+use crate::manifests::{APP_AGENT, APP_LABEL, CLAIM_NAME, DRANET_DRIVER, NETWORK_LABEL, Network};
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use kube::api::{Api, ListParams};
+use kube::runtime::wait::await_condition;
+use kube::{Client, Resource};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+/// One address an agent can be tested on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentNic {
+    /// The interface name when known (DraNet's networkData).
+    pub name: Option<String>,
+    /// The address.
+    pub addr: IpAddr,
+}
+
+/// A ready agent and where to reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Agent {
+    /// Its pod.
+    pub pod: String,
+    /// Its node (spec.nodeName, else the host IP).
+    pub node: String,
+    /// The network mode of its DaemonSet.
+    pub network: Network,
+    /// The address its API and server listen on (pod IP; node IP on the
+    /// host network).
+    pub control: IpAddr,
+    /// The addresses traffic goes to, one per NIC.
+    pub nics: Vec<AgentNic>,
+}
+
+fn ready(p: &Pod) -> bool {
+    let Some(st) = &p.status else { return false };
+    st.phase.as_deref() == Some("Running")
+        && st
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+fn parse_ip(s: &str, what: &str) -> Result<IpAddr, K8sError> {
+    s.split('/')
+        .next()
+        .unwrap_or("")
+        .parse()
+        .map_err(|_| K8sError::Discovery(format!("{what}: {s:?} is not an IP address")))
+}
+
+/// The claim a dra pod got for its NICs (from `status.resourceClaimStatuses`).
+pub fn claim_of(p: &Pod) -> Option<String> {
+    p.status
+        .as_ref()?
+        .resource_claim_statuses
+        .iter()
+        .flatten()
+        .find(|s| s.name == CLAIM_NAME)?
+        .resource_claim_name
+        .clone()
+}
+
+/// The claimed NICs' addresses in a claim's status (DraNet's devices only).
+pub fn claim_nics(c: &ResourceClaim) -> Result<Vec<AgentNic>, K8sError> {
+    let name = c.metadata.name.as_deref().unwrap_or("?");
+    let mut out = Vec::new();
+    for d in c.status.iter().flat_map(|s| s.devices.iter().flatten()) {
+        if d.driver != DRANET_DRIVER {
+            continue;
+        }
+        let Some(nd) = &d.network_data else { continue };
+        for ip in nd.ips.iter().flatten() {
+            out.push(AgentNic {
+                name: nd.interface_name.clone(),
+                addr: parse_ip(ip, &format!("ResourceClaim {name} device {}", d.device))?,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The agent of a Ready pod. `claims` maps claim names to claims (dra).
+pub fn agent_of(
+    network: Network,
+    p: &Pod,
+    claims: &BTreeMap<String, ResourceClaim>,
+) -> Result<Agent, K8sError> {
+    let name = p.metadata.name.clone().unwrap_or_default();
+    let st = p
+        .status
+        .as_ref()
+        .ok_or_else(|| K8sError::Discovery(format!("pod {name} has no status")))?;
+    let what = format!("pod {name}");
+    // The plural list when set, else the single field (older servers).
+    let ips = |many: Option<Vec<&String>>, one: Option<&String>| -> Result<Vec<IpAddr>, K8sError> {
+        match many {
+            Some(v) if !v.is_empty() => v.into_iter().map(|ip| parse_ip(ip, &what)).collect(),
+            _ => one.into_iter().map(|ip| parse_ip(ip, &what)).collect(),
+        }
+    };
+    let host_ips = ips(
+        st.host_ips
+            .as_ref()
+            .map(|v| v.iter().map(|h| &h.ip).collect()),
+        st.host_ip.as_ref(),
+    )?;
+    let pod_ips = ips(
+        st.pod_ips
+            .as_ref()
+            .map(|v| v.iter().map(|h| &h.ip).collect()),
+        st.pod_ip.as_ref(),
+    )?;
+    let node = p
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .or_else(|| host_ips.first().map(IpAddr::to_string))
+        .unwrap_or_default();
+    let plain = |ips: &[IpAddr]| -> Vec<AgentNic> {
+        ips.iter()
+            .map(|a| AgentNic {
+                name: None,
+                addr: *a,
+            })
+            .collect()
+    };
+    let (control, nics) = match network {
+        Network::Host => (host_ips.first().or(pod_ips.first()), plain(&host_ips)),
+        Network::Pod => (pod_ips.first(), plain(&pod_ips)),
+        Network::Dra => {
+            let claim = claim_of(p).ok_or_else(|| {
+                K8sError::Discovery(format!(
+                    "{what} has no ResourceClaim for {CLAIM_NAME:?} in its status"
+                ))
+            })?;
+            let c = claims.get(&claim).ok_or_else(|| {
+                K8sError::Discovery(format!("{what}: ResourceClaim {claim} not found"))
+            })?;
+            (pod_ips.first(), claim_nics(c)?)
+        }
+    };
+    let control = *control.ok_or_else(|| {
+        K8sError::Discovery(format!("{what} is Ready but has no {network} address"))
+    })?;
+    if nics.is_empty() {
+        return Err(K8sError::Discovery(format!(
+            "{what}: no addresses for the {network} network"
+        )));
+    }
+    Ok(Agent {
+        pod: name,
+        node,
+        network,
+        control,
+        nics,
+    })
+}
+
+/// A DaemonSet is rolled out: its controller saw the current spec, wants
+/// at least one pod and all of them are updated and Ready.
+fn rolled_out(ds: Option<&DaemonSet>) -> bool {
+    let Some(ds) = ds else { return false };
+    let Some(st) = &ds.status else { return false };
+    st.observed_generation.unwrap_or(0) >= ds.metadata.generation.unwrap_or(0)
+        && st.desired_number_scheduled > 0
+        && st.number_ready == st.desired_number_scheduled
+        && st.updated_number_scheduled.unwrap_or(0) == st.desired_number_scheduled
+}
+
+/// Does `claim` carry DraNet's network data?
+fn has_network_data(c: Option<&ResourceClaim>) -> bool {
+    c.is_some_and(|c| claim_nics(c).is_ok_and(|n| !n.is_empty()))
+}
+
+async fn within<T, E: std::fmt::Display>(
+    deadline: Instant,
+    what: &str,
+    fut: impl Future<Output = Result<T, E>>,
+) -> Result<T, K8sError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    tokio::time::timeout(left, fut)
+        .await
+        .map_err(|_| K8sError::Timeout {
+            what: what.to_string(),
+            secs: left.as_secs(),
+        })?
+        .map_err(|e| K8sError::Discovery(format!("{what}: {e}")))
+}
+
+/// Waits (watching, at most `timeout`) until the `network` DaemonSet in
+/// `ns` is rolled out, then returns its Ready agents with their addresses.
+pub async fn discover(
+    client: &Client,
+    ns: &str,
+    network: Network,
+    timeout: Duration,
+) -> Result<Vec<Agent>, K8sError> {
+    let deadline = Instant::now() + timeout;
+    let ds_name = network.daemonset_name();
+    let dss: Api<DaemonSet> = Api::namespaced(client.clone(), ns);
+    let ds = within(
+        deadline,
+        &format!("DaemonSet {ns}/{ds_name} to have all agents Ready"),
+        await_condition(dss, &ds_name, rolled_out),
+    )
+    .await?
+    .ok_or_else(|| K8sError::Discovery(format!("DaemonSet {ns}/{ds_name} vanished")))?;
+    let uid = ds.meta().uid.clone();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let lp = ListParams::default().labels(&format!(
+        "{APP_LABEL}={APP_AGENT},{NETWORK_LABEL}={}",
+        network.as_str()
+    ));
+    let list = pods
+        .list(&lp)
+        .await
+        .map_err(|e| K8sError::api(format!("list pods of DaemonSet {ns}/{ds_name}"), e))?;
+    let mine: Vec<Pod> = list
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && ready(p))
+        .filter(|p| {
+            p.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.kind == "DaemonSet" && Some(&o.uid) == uid.as_ref())
+        })
+        .collect();
+    if mine.is_empty() {
+        return Err(K8sError::Discovery(format!(
+            "DaemonSet {ns}/{ds_name} reports Ready agents but none of its pods is Running and Ready"
+        )));
+    }
+    let mut claims = BTreeMap::new();
+    if network == Network::Dra {
+        let api: Api<ResourceClaim> = Api::namespaced(client.clone(), ns);
+        for p in &mine {
+            let pod = p.metadata.name.as_deref().unwrap_or("?");
+            let Some(name) = claim_of(p) else {
+                return Err(K8sError::Discovery(format!(
+                    "pod {ns}/{pod} is Ready but names no ResourceClaim for {CLAIM_NAME:?}"
+                )));
+            };
+            let c = within(
+                deadline,
+                &format!("ResourceClaim {ns}/{name} (pod {pod}) to carry its NICs' addresses"),
+                await_condition(api.clone(), &name, has_network_data),
+            )
+            .await?
+            .ok_or_else(|| K8sError::Discovery(format!("ResourceClaim {ns}/{name} vanished")))?;
+            claims.insert(name, c);
+        }
+    }
+    let mut agents = mine
+        .iter()
+        .map(|p| agent_of(network, p, &claims))
+        .collect::<Result<Vec<_>, _>>()?;
+    agents.sort_by(|a, b| (&a.node, &a.pod).cmp(&(&b.node, &b.pod)));
+    Ok(agents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{PodCondition, PodIP, PodResourceClaimStatus, PodStatus};
+    use k8s_openapi::api::resource::v1::{
+        AllocatedDeviceStatus, NetworkDeviceData, ResourceClaimStatus,
+    };
+
+    fn pod(ip: &str, host: &str) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some("a-1".into());
+        p.status = Some(PodStatus {
+            phase: Some("Running".into()),
+            pod_ip: Some(ip.into()),
+            pod_ips: Some(vec![PodIP { ip: ip.into() }]),
+            host_ip: Some(host.into()),
+            conditions: Some(vec![PodCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..PodCondition::default()
+            }]),
+            resource_claim_statuses: Some(vec![PodResourceClaimStatus {
+                name: CLAIM_NAME.into(),
+                resource_claim_name: Some("a-1-nic-x".into()),
+            }]),
+            ..PodStatus::default()
+        });
+        p
+    }
+
+    fn claim(ips: &[&str]) -> ResourceClaim {
+        let mut c = ResourceClaim::default();
+        c.metadata.name = Some("a-1-nic-x".into());
+        c.status = Some(ResourceClaimStatus {
+            devices: Some(vec![AllocatedDeviceStatus {
+                driver: DRANET_DRIVER.into(),
+                pool: "node-a".into(),
+                device: "eth1".into(),
+                network_data: Some(NetworkDeviceData {
+                    interface_name: Some("eth1".into()),
+                    ips: Some(ips.iter().map(|s| s.to_string()).collect()),
+                    ..NetworkDeviceData::default()
+                }),
+                ..AllocatedDeviceStatus::default()
+            }]),
+            ..ResourceClaimStatus::default()
+        });
+        c
+    }
+
+    #[test]
+    fn each_mode_takes_its_own_addresses() {
+        let p = pod("10.244.0.7", "192.168.0.10");
+        let none = BTreeMap::new();
+        let h = agent_of(Network::Host, &p, &none).unwrap();
+        assert_eq!(h.control.to_string(), "192.168.0.10");
+        assert_eq!(h.node, "192.168.0.10");
+        let a = agent_of(Network::Pod, &p, &none).unwrap();
+        assert_eq!(a.nics[0].addr.to_string(), "10.244.0.7");
+        let claims = BTreeMap::from([("a-1-nic-x".to_string(), claim(&["10.10.1.2/24"]))]);
+        let d = agent_of(Network::Dra, &p, &claims).unwrap();
+        assert_eq!(d.control.to_string(), "10.244.0.7");
+        assert_eq!(d.nics[0].addr.to_string(), "10.10.1.2");
+        assert_eq!(d.nics[0].name.as_deref(), Some("eth1"));
+        assert!(agent_of(Network::Dra, &p, &none).is_err());
+    }
+
+    #[test]
+    fn a_lying_status_is_an_error_not_a_panic() {
+        let p = pod("not-an-ip", "192.168.0.10");
+        assert!(agent_of(Network::Pod, &p, &BTreeMap::new()).is_err());
+        let claims = BTreeMap::from([("a-1-nic-x".to_string(), claim(&["10.10.1.x/24"]))]);
+        let p = pod("10.244.0.7", "192.168.0.10");
+        assert!(agent_of(Network::Dra, &p, &claims).is_err());
+        let claims = BTreeMap::from([("a-1-nic-x".to_string(), claim(&[]))]);
+        assert!(agent_of(Network::Dra, &p, &claims).is_err());
+        assert!(!ready(&Pod::default()));
+    }
+}

@@ -1,0 +1,72 @@
+//! The one error type of this crate.
+
+use thiserror::Error;
+
+/// What can go wrong building manifests or running agents on a cluster.
+#[derive(Debug, Error)]
+pub enum K8sError {
+    /// Bad options (a name Kubernetes would refuse, a selector, a profile).
+    #[error("{0}")]
+    Invalid(String),
+    /// The tune profile could not be loaded.
+    #[error(transparent)]
+    Profile(#[from] wirespeed_host::HostError),
+    /// The kubeconfig could not be read or used.
+    #[error("kubeconfig: {0}")]
+    Config(String),
+    /// The API server refused or failed a request (`what` says which).
+    /// kube's error is in the message, not a `source`, so it prints once.
+    #[error("{what}: {error}")]
+    Api {
+        /// The request, e.g. "apply DaemonSet wirespeed/wirespeed-agent-host".
+        what: String,
+        /// kube's error (it carries the server's status message).
+        error: kube::Error,
+    },
+    /// An object this run would create already exists.
+    #[error(
+        "{0} already exists and was not made by this run: not touching it (choose another --namespace)"
+    )]
+    Exists(String),
+    /// Agents did not become ready, or their addresses could not be found.
+    #[error("{0}")]
+    Discovery(String),
+    /// Waiting for something took longer than allowed.
+    #[error("timed out after {secs} s waiting for {what}")]
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// The limit.
+        secs: u64,
+    },
+    /// The run was interrupted (Ctrl-C or SIGTERM); what it made was deleted.
+    #[error("interrupted by {0}; the objects this run made were deleted")]
+    Interrupted(&'static str),
+    /// The fleet matrix failed.
+    #[error("fleet run: {0}")]
+    Fleet(String),
+    /// Serialising objects failed.
+    #[error("cannot render the objects: {0}")]
+    Render(String),
+    /// Cleanup left objects behind (each named).
+    #[error("cleanup incomplete: {0}")]
+    Cleanup(String),
+    /// A local I/O error (runtime, signals, files); printed once.
+    #[error("{what}: {error}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        error: std::io::Error,
+    },
+}
+
+impl K8sError {
+    /// An API error with what was being asked.
+    pub fn api(what: impl Into<String>, error: kube::Error) -> K8sError {
+        K8sError::Api {
+            what: what.into(),
+            error,
+        }
+    }
+}

@@ -1,0 +1,901 @@
+//! The Kubernetes objects that run wirespeed agents, built as typed
+//! k8s-openapi values (never YAML text): a namespace, service accounts and
+//! the narrowest RBAC, a Secret holding the fleet key, one DaemonSet of
+//! agents per network mode, and for `dra` the DeviceClass and
+//! ResourceClaimTemplate that hand a pod DraNet-managed NICs, tuned from a
+//! wirespeed tune profile.
+
+use crate::K8sError;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec};
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, KeyToPath,
+    Namespace, ObjectFieldSelector, PodResourceClaim, PodSecurityContext, PodSpec, PodTemplateSpec,
+    Probe, ResourceClaim as ContainerClaim, ResourceRequirements, SeccompProfile, Secret,
+    SecretVolumeSource, SecurityContext, ServiceAccount, Volume, VolumeMount,
+};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::resource::v1::{
+    CELDeviceSelector, DeviceClaim, DeviceClaimConfiguration, DeviceClass, DeviceClassSpec,
+    DeviceRequest, DeviceSelector, ExactDeviceRequest, OpaqueDeviceConfiguration,
+    ResourceClaimSpec, ResourceClaimTemplate, ResourceClaimTemplateSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use wirespeed_host::profiles::Profile;
+
+/// The DRA driver name of DraNet.
+pub const DRANET_DRIVER: &str = "dra.net";
+/// Label every object carries: who manages it.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "wirespeed");
+/// Label of agent pods (and the DaemonSet selector's key).
+pub const APP_LABEL: &str = "app.kubernetes.io/name";
+/// Value of [`APP_LABEL`] on agent pods.
+pub const APP_AGENT: &str = "wirespeed-agent";
+/// Label naming an agent's network mode (host, pod, dra).
+pub const NETWORK_LABEL: &str = "wirespeed.dev/network";
+/// Label naming the run that made an object (`k8s run`), so its objects can
+/// be listed and deleted together.
+pub const RUN_LABEL: &str = "wirespeed.dev/run";
+/// The service account agents run as (no API rights, no token mounted).
+pub const AGENT_SA: &str = "wirespeed-agent";
+/// The service account for discovery from inside the cluster.
+pub const RUNNER_SA: &str = "wirespeed-runner";
+/// The Role (and RoleBinding) granting [`RUNNER_SA`] what discovery reads.
+pub const DISCOVER_ROLE: &str = "wirespeed-discover";
+/// The Secret holding the fleet key.
+pub const KEY_SECRET: &str = "wirespeed-key";
+/// The key's entry in [`KEY_SECRET`].
+pub const KEY_ENTRY: &str = "key";
+/// Where the key file is mounted in agent containers.
+pub const KEY_DIR: &str = "/etc/wirespeed";
+/// The ResourceClaimTemplate name (dra).
+pub const CLAIM_TEMPLATE: &str = "wirespeed-nic";
+/// The pod's name for its claim, and the request's name in the template.
+pub const CLAIM_NAME: &str = "nic";
+
+/// How agent pods reach each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// hostNetwork: the nodes' own addresses and NICs.
+    Host,
+    /// The cluster's pod network (its CNI: overlay or direct routing).
+    Pod,
+    /// NICs claimed through DRA from DraNet, moved into the pod.
+    Dra,
+}
+
+impl Network {
+    /// All modes, in comparison order (host is the baseline).
+    pub const ALL: [Network; 3] = [Network::Host, Network::Pod, Network::Dra];
+
+    /// The lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Host => "host",
+            Network::Pod => "pod",
+            Network::Dra => "dra",
+        }
+    }
+
+    /// The DaemonSet of this mode's agents.
+    pub fn daemonset_name(self) -> String {
+        format!("wirespeed-agent-{}", self.as_str())
+    }
+
+    /// Parses "host,pod,dra" (each at most once).
+    pub fn parse_list(s: &str) -> Result<Vec<Network>, K8sError> {
+        let mut out: Vec<Network> = Vec::new();
+        for part in s.split(',').map(str::trim) {
+            let n: Network = part.parse()?;
+            if out.contains(&n) {
+                return Err(K8sError::Invalid(format!(
+                    "network {part} given twice in {s:?}"
+                )));
+            }
+            out.push(n);
+        }
+        Ok(out)
+    }
+}
+
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Network {
+    type Err = K8sError;
+    fn from_str(s: &str) -> Result<Network, K8sError> {
+        match s {
+            "host" => Ok(Network::Host),
+            "pod" => Ok(Network::Pod),
+            "dra" => Ok(Network::Dra),
+            _ => Err(K8sError::Invalid(format!(
+                "network {s:?}: use host, pod or dra (comma-separated for several)"
+            ))),
+        }
+    }
+}
+
+/// Which NICs a `dra` claim asks DraNet for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NicSelector {
+    /// GCE network name prefix (report 1): `gce.dra.net/networkName`.
+    NetworkPrefix(String),
+    /// Interface name prefix: `dra.net/ifName`.
+    IfNamePrefix(String),
+    /// A CEL expression over `device`, passed through (the API server
+    /// compiles and type-checks it).
+    Cel(String),
+}
+
+impl NicSelector {
+    /// The CEL expression. Prefixes are checked to be plain names, so they
+    /// need no quoting inside the CEL string literal.
+    pub fn cel(&self) -> Result<String, K8sError> {
+        let plain = |p: &str, what: &str| {
+            if p.is_empty()
+                || p.len() > 63
+                || !p
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            {
+                return Err(K8sError::Invalid(format!(
+                    "{what} {p:?}: use 1 to 63 letters, digits, '-', '_' or '.' (or --nic-cel for any CEL)"
+                )));
+            }
+            Ok(())
+        };
+        match self {
+            NicSelector::NetworkPrefix(p) => {
+                plain(p, "network name prefix")?;
+                Ok(format!(
+                    "\"networkName\" in device.attributes[\"gce.dra.net\"] && \
+                     device.attributes[\"gce.dra.net\"].networkName.startsWith(\"{p}\")"
+                ))
+            }
+            NicSelector::IfNamePrefix(p) => {
+                plain(p, "interface name prefix")?;
+                Ok(format!(
+                    "\"ifName\" in device.attributes[\"dra.net\"] && \
+                     device.attributes[\"dra.net\"].ifName.startsWith(\"{p}\")"
+                ))
+            }
+            NicSelector::Cel(e) => {
+                if e.trim().is_empty() {
+                    return Err(K8sError::Invalid("--nic-cel: empty CEL expression".into()));
+                }
+                Ok(e.clone())
+            }
+        }
+    }
+}
+
+/// Everything the objects depend on.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Network modes; one DaemonSet each.
+    pub networks: Vec<Network>,
+    /// Namespace of every namespaced object.
+    pub namespace: String,
+    /// Agent container image.
+    pub image: String,
+    /// The agent's engine server port (tests connect here).
+    pub port: u16,
+    /// The agent's HTTP API port (health, metrics, starting tests).
+    pub http_port: u16,
+    /// The fleet key (the agent's `--key-file` content), stored in the Secret.
+    pub key: Vec<u8>,
+    /// Tune profile for the pods' sysctl init step and DraNet's NIC config:
+    /// (name, profile).
+    pub profile: Option<(String, Profile)>,
+    /// The NICs a dra claim selects.
+    pub nic_selector: NicSelector,
+    /// NICs per dra claim.
+    pub nics: u32,
+    /// Let DraNet detach eBPF programs from claimed NICs (report 1 did).
+    pub disable_ebpf: bool,
+    /// Restrict agents to nodes with these labels.
+    pub node_selector: BTreeMap<String, String>,
+    /// Run id label value (`k8s run`), none for printed manifests.
+    pub run_id: Option<String>,
+}
+
+impl Options {
+    /// Defaults for `networks` in `namespace` with `key`.
+    pub fn new(networks: Vec<Network>, namespace: &str, key: &[u8]) -> Options {
+        Options {
+            networks,
+            namespace: namespace.to_string(),
+            image: default_image(),
+            port: DEFAULT_PORT,
+            http_port: DEFAULT_HTTP_PORT,
+            key: key.to_vec(),
+            profile: None,
+            nic_selector: NicSelector::NetworkPrefix("rdma-".into()),
+            nics: 1,
+            disable_ebpf: true,
+            node_selector: BTreeMap::new(),
+            run_id: None,
+        }
+    }
+
+    /// The cluster-scoped DeviceClass name (namespaced by name, so runs in
+    /// different namespaces do not collide).
+    pub fn device_class_name(&self) -> String {
+        format!("{}-dranet", self.namespace)
+    }
+
+    fn labels(&self) -> BTreeMap<String, String> {
+        let mut l = BTreeMap::from([(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())]);
+        if let Some(r) = &self.run_id {
+            l.insert(RUN_LABEL.into(), r.clone());
+        }
+        l
+    }
+
+    fn meta(&self, name: &str, namespaced: bool) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: namespaced.then(|| self.namespace.clone()),
+            labels: Some(self.labels()),
+            ..ObjectMeta::default()
+        }
+    }
+
+    /// Checks names and numbers Kubernetes or the agent would refuse.
+    pub fn validate(&self) -> Result<(), K8sError> {
+        if self.networks.is_empty() {
+            return Err(K8sError::Invalid("no network mode given".into()));
+        }
+        // The DeviceClass name adds "-dranet" to the namespace.
+        if !is_dns_label(&self.namespace) || self.namespace.len() > 56 {
+            return Err(K8sError::Invalid(format!(
+                "namespace {:?}: use at most 56 lower-case letters, digits and '-', starting and ending with a letter or digit",
+                self.namespace
+            )));
+        }
+        if self.image.trim().is_empty() || self.image.chars().any(char::is_whitespace) {
+            return Err(K8sError::Invalid(format!("image {:?}", self.image)));
+        }
+        if self.port == 0 || self.http_port == 0 || self.port == self.http_port {
+            return Err(K8sError::Invalid(format!(
+                "ports {} and {}: use two different ports, 1 to 65535",
+                self.port, self.http_port
+            )));
+        }
+        if self.key.trim_ascii().len() < 16 {
+            return Err(K8sError::Invalid(
+                "key: at least 16 bytes (generated keys are 64 hex digits)".into(),
+            ));
+        }
+        if !(1..=16).contains(&self.nics) {
+            return Err(K8sError::Invalid(format!(
+                "--nics {}: use 1 to 16 NICs per claim",
+                self.nics
+            )));
+        }
+        for (k, v) in &self.node_selector {
+            if k.is_empty() || k.len() > 253 || v.len() > 63 {
+                return Err(K8sError::Invalid(format!("node selector {k}={v}")));
+            }
+        }
+        if self.networks.contains(&Network::Dra) {
+            self.nic_selector.cel()?;
+        }
+        Ok(())
+    }
+}
+
+/// The agent's default engine port (wirespeed-engine's).
+pub const DEFAULT_PORT: u16 = 5300;
+/// The agent's default HTTP API port (wirespeed-fleet's).
+pub const DEFAULT_HTTP_PORT: u16 = 5380;
+
+/// The default agent image: built from the repo's Containerfile.
+pub fn default_image() -> String {
+    format!("localhost/wirespeed:{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// A DNS-1123 label: lower-case alphanumerics and '-', 1-63 long.
+pub fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// A fresh fleet key: 32 random bytes written as 64 hex digits (the
+/// key is those digits, as the agent reads its key file).
+pub fn generate_key() -> Result<Vec<u8>, K8sError> {
+    let mut b = [0u8; 32];
+    getrandom::fill(&mut b).map_err(|e| K8sError::Invalid(format!("no randomness: {e}")))?;
+    Ok(b.iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<String>()
+        .into_bytes())
+}
+
+/// One object of the set, typed.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Object {
+    /// The namespace.
+    Namespace(Namespace),
+    /// A service account.
+    ServiceAccount(ServiceAccount),
+    /// A namespaced role.
+    Role(Role),
+    /// A role binding.
+    RoleBinding(RoleBinding),
+    /// The key.
+    Secret(Secret),
+    /// DraNet's device class (cluster-scoped).
+    DeviceClass(DeviceClass),
+    /// The claim template for dra pods (boxed: large).
+    ResourceClaimTemplate(Box<ResourceClaimTemplate>),
+    /// Agents of one network mode (boxed: by far the largest).
+    DaemonSet(Box<DaemonSet>),
+}
+
+impl Object {
+    /// Kind as Kubernetes spells it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Object::Namespace(_) => "Namespace",
+            Object::ServiceAccount(_) => "ServiceAccount",
+            Object::Role(_) => "Role",
+            Object::RoleBinding(_) => "RoleBinding",
+            Object::Secret(_) => "Secret",
+            Object::DeviceClass(_) => "DeviceClass",
+            Object::ResourceClaimTemplate(_) => "ResourceClaimTemplate",
+            Object::DaemonSet(_) => "DaemonSet",
+        }
+    }
+
+    /// The object's metadata.
+    pub fn meta(&self) -> &ObjectMeta {
+        match self {
+            Object::Namespace(o) => &o.metadata,
+            Object::ServiceAccount(o) => &o.metadata,
+            Object::Role(o) => &o.metadata,
+            Object::RoleBinding(o) => &o.metadata,
+            Object::Secret(o) => &o.metadata,
+            Object::DeviceClass(o) => &o.metadata,
+            Object::ResourceClaimTemplate(o) => &o.metadata,
+            Object::DaemonSet(o) => &o.metadata,
+        }
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        self.meta().name.as_deref().unwrap_or("")
+    }
+
+    /// "Kind ns/name" or "Kind name", for messages.
+    pub fn describe(&self) -> String {
+        match &self.meta().namespace {
+            Some(ns) => format!("{} {ns}/{}", self.kind(), self.name()),
+            None => format!("{} {}", self.kind(), self.name()),
+        }
+    }
+}
+
+/// DraNet's per-claim interface settings (its opaque config `interface`).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DranetInterface {
+    /// MTU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// gso_max_size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gso_max_size: Option<u32>,
+    /// gro_max_size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gro_max_size: Option<u32>,
+    /// gso_ipv4_max_size.
+    #[serde(rename = "gsoIPv4MaxSize", skip_serializing_if = "Option::is_none")]
+    pub gso_ipv4_max_size: Option<u32>,
+    /// gro_ipv4_max_size.
+    #[serde(rename = "groIPv4MaxSize", skip_serializing_if = "Option::is_none")]
+    pub gro_ipv4_max_size: Option<u32>,
+    /// Detach eBPF programs from the NIC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disable_ebpf_programs: Option<bool>,
+}
+
+/// DraNet's ethtool settings.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DranetEthtool {
+    /// Offload features by kernel name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub features: BTreeMap<String, bool>,
+    /// Driver private flags.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub private_flags: BTreeMap<String, bool>,
+}
+
+/// DraNet's opaque claim parameters.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct DranetConfig {
+    /// Interface settings.
+    pub interface: DranetInterface,
+    /// ethtool settings, when the profile has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ethtool: Option<DranetEthtool>,
+}
+
+impl DranetConfig {
+    /// The config from a tune profile's `[link]` table.
+    pub fn from_profile(p: Option<&Profile>, disable_ebpf: bool) -> DranetConfig {
+        let on = |m: &BTreeMap<String, String>| -> BTreeMap<String, bool> {
+            m.iter().map(|(k, v)| (k.clone(), v == "on")).collect()
+        };
+        let mut c = DranetConfig {
+            interface: DranetInterface {
+                disable_ebpf_programs: disable_ebpf.then_some(true),
+                ..DranetInterface::default()
+            },
+            ethtool: None,
+        };
+        if let Some(p) = p {
+            let l = &p.link;
+            c.interface.mtu = l.mtu;
+            c.interface.gso_max_size = l.gso_max_size;
+            c.interface.gro_max_size = l.gro_max_size;
+            c.interface.gso_ipv4_max_size = l.gso_ipv4_max_size;
+            c.interface.gro_ipv4_max_size = l.gro_ipv4_max_size;
+            let e = DranetEthtool {
+                features: on(&l.features),
+                private_flags: on(&l.private_flags),
+            };
+            if !e.features.is_empty() || !e.private_flags.is_empty() {
+                c.ethtool = Some(e);
+            }
+        }
+        c
+    }
+}
+
+/// The sysctl init step's arguments (`sysctl -w k=v ...`) from a profile;
+/// none when the profile sets no sysctls.
+pub fn sysctl_args(p: &Profile) -> Option<Vec<String>> {
+    if p.sysctl.is_empty() {
+        return None;
+    }
+    let mut a = vec!["sysctl".to_string(), "-w".to_string()];
+    a.extend(p.sysctl.iter().map(|(k, v)| format!("{k}={v}")));
+    Some(a)
+}
+
+/// Builds every object, in apply order (namespace first, DaemonSets last).
+pub fn build(o: &Options) -> Result<Vec<Object>, K8sError> {
+    o.validate()?;
+    let mut out = Vec::new();
+    // hostNetwork and the privileged sysctl init step need the
+    // "privileged" Pod Security level; otherwise agents meet "restricted".
+    let privileged = o.networks.contains(&Network::Host) || sysctl_step(o).is_some();
+    let level = if privileged {
+        "privileged"
+    } else {
+        "restricted"
+    };
+    let mut ns_meta = o.meta(&o.namespace, false);
+    let labels = ns_meta.labels.get_or_insert_with(BTreeMap::new);
+    for mode in ["enforce", "warn", "audit"] {
+        labels.insert(format!("pod-security.kubernetes.io/{mode}"), level.into());
+    }
+    out.push(Object::Namespace(Namespace {
+        metadata: ns_meta,
+        ..Namespace::default()
+    }));
+    // Agents need no API access: no Role, no token in their pods.
+    out.push(Object::ServiceAccount(ServiceAccount {
+        metadata: o.meta(AGENT_SA, true),
+        automount_service_account_token: Some(false),
+        ..ServiceAccount::default()
+    }));
+    // Discovery from inside the cluster reads pods, their DaemonSets and
+    // their claims in this namespace, and nothing else.
+    out.push(Object::ServiceAccount(ServiceAccount {
+        metadata: o.meta(RUNNER_SA, true),
+        ..ServiceAccount::default()
+    }));
+    let rule = |group: &str, resources: &[&str], verbs: &[&str]| PolicyRule {
+        api_groups: Some(vec![group.to_string()]),
+        resources: Some(resources.iter().map(|s| s.to_string()).collect()),
+        verbs: verbs.iter().map(|s| s.to_string()).collect(),
+        ..PolicyRule::default()
+    };
+    let read = ["get", "list", "watch"];
+    let mut rules = vec![
+        rule("", &["pods"], &read),
+        rule("apps", &["daemonsets"], &read),
+    ];
+    if o.networks.contains(&Network::Dra) {
+        rules.push(rule("resource.k8s.io", &["resourceclaims"], &read));
+    }
+    out.push(Object::Role(Role {
+        metadata: o.meta(DISCOVER_ROLE, true),
+        rules: Some(rules),
+    }));
+    out.push(Object::RoleBinding(RoleBinding {
+        metadata: o.meta(DISCOVER_ROLE, true),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: DISCOVER_ROLE.into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: RUNNER_SA.into(),
+            namespace: Some(o.namespace.clone()),
+            ..Subject::default()
+        }]),
+    }));
+    out.push(Object::Secret(Secret {
+        metadata: o.meta(KEY_SECRET, true),
+        type_: Some("Opaque".into()),
+        data: Some(BTreeMap::from([(
+            KEY_ENTRY.to_string(),
+            ByteString(o.key.clone()),
+        )])),
+        ..Secret::default()
+    }));
+    if o.networks.contains(&Network::Dra) {
+        out.push(Object::DeviceClass(device_class(o)));
+        out.push(Object::ResourceClaimTemplate(Box::new(claim_template(o)?)));
+    }
+    for &n in &o.networks {
+        out.push(Object::DaemonSet(Box::new(daemonset(o, n))));
+    }
+    Ok(out)
+}
+
+fn device_class(o: &Options) -> DeviceClass {
+    DeviceClass {
+        metadata: o.meta(&o.device_class_name(), false),
+        spec: DeviceClassSpec {
+            selectors: Some(vec![DeviceSelector {
+                cel: Some(CELDeviceSelector {
+                    expression: format!("device.driver == \"{DRANET_DRIVER}\""),
+                }),
+            }]),
+            ..DeviceClassSpec::default()
+        },
+    }
+}
+
+fn claim_template(o: &Options) -> Result<ResourceClaimTemplate, K8sError> {
+    let cfg = DranetConfig::from_profile(o.profile.as_ref().map(|(_, p)| p), o.disable_ebpf);
+    let params = serde_json::to_value(&cfg).map_err(|e| K8sError::Render(e.to_string()))?;
+    Ok(ResourceClaimTemplate {
+        metadata: o.meta(CLAIM_TEMPLATE, true),
+        spec: ResourceClaimTemplateSpec {
+            // Copied into each claim: lets a run find and delete its claims.
+            metadata: Some(ObjectMeta {
+                labels: Some(o.labels()),
+                ..ObjectMeta::default()
+            }),
+            spec: ResourceClaimSpec {
+                devices: Some(DeviceClaim {
+                    requests: Some(vec![DeviceRequest {
+                        name: CLAIM_NAME.into(),
+                        exactly: Some(ExactDeviceRequest {
+                            device_class_name: o.device_class_name(),
+                            allocation_mode: Some("ExactCount".into()),
+                            count: Some(i64::from(o.nics)),
+                            selectors: Some(vec![DeviceSelector {
+                                cel: Some(CELDeviceSelector {
+                                    expression: o.nic_selector.cel()?,
+                                }),
+                            }]),
+                            ..ExactDeviceRequest::default()
+                        }),
+                        ..DeviceRequest::default()
+                    }]),
+                    config: Some(vec![DeviceClaimConfiguration {
+                        requests: Some(vec![CLAIM_NAME.into()]),
+                        opaque: Some(OpaqueDeviceConfiguration {
+                            driver: DRANET_DRIVER.into(),
+                            parameters: RawExtension(params),
+                        }),
+                    }]),
+                    ..DeviceClaim::default()
+                }),
+            },
+        },
+    })
+}
+
+/// The init step's sysctls: only inside a pod's own network namespace
+/// (pod, dra); a hostNetwork pod would change the node, which is
+/// `wirespeed tune`'s job (with its rollback), not a DaemonSet's.
+fn sysctl_step(o: &Options) -> Option<Vec<String>> {
+    o.networks
+        .iter()
+        .any(|n| *n != Network::Host)
+        .then(|| o.profile.as_ref().and_then(|(_, p)| sysctl_args(p)))
+        .flatten()
+}
+
+fn env_field(name: &str, path: &str) -> EnvVar {
+    EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.into(),
+                ..ObjectFieldSelector::default()
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    }
+}
+
+/// The agent's command line in the image (`$(WIRESPEED_POD)` is expanded
+/// by the kubelet from the container's environment).
+pub fn agent_args(port: u16, http_port: u16) -> Vec<String> {
+    vec![
+        "agent".into(),
+        "--name".into(),
+        "$(WIRESPEED_POD)".into(),
+        "--listen".into(),
+        format!("[::]:{port}"),
+        "--http".into(),
+        format!("[::]:{http_port}"),
+        "--key-file".into(),
+        format!("{KEY_DIR}/{KEY_ENTRY}"),
+    ]
+}
+
+fn daemonset(o: &Options, n: Network) -> DaemonSet {
+    let name = n.daemonset_name();
+    let mut pod_labels = o.labels();
+    pod_labels.insert(APP_LABEL.into(), APP_AGENT.into());
+    pod_labels.insert(NETWORK_LABEL.into(), n.as_str().into());
+    let selector = BTreeMap::from([
+        (APP_LABEL.to_string(), APP_AGENT.to_string()),
+        (NETWORK_LABEL.to_string(), n.as_str().to_string()),
+    ]);
+    let mut meta = o.meta(&name, true);
+    meta.labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(NETWORK_LABEL.into(), n.as_str().into());
+    let probe = |path: &str| Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::Int(i32::from(o.http_port)),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(5),
+        ..Probe::default()
+    };
+    let agent = Container {
+        name: "agent".into(),
+        image: Some(o.image.clone()),
+        args: Some(agent_args(o.port, o.http_port)),
+        ports: Some(vec![
+            ContainerPort {
+                name: Some("engine".into()),
+                container_port: i32::from(o.port),
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            },
+            ContainerPort {
+                name: Some("http".into()),
+                container_port: i32::from(o.http_port),
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            },
+        ]),
+        env: Some(vec![
+            env_field("WIRESPEED_NODE", "spec.nodeName"),
+            env_field("WIRESPEED_POD", "metadata.name"),
+        ]),
+        volume_mounts: Some(vec![VolumeMount {
+            name: "key".into(),
+            mount_path: KEY_DIR.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        }]),
+        readiness_probe: Some(probe("/healthz")),
+        resources: (n == Network::Dra).then(|| ResourceRequirements {
+            claims: Some(vec![ContainerClaim {
+                name: CLAIM_NAME.into(),
+                ..ContainerClaim::default()
+            }]),
+            ..ResourceRequirements::default()
+        }),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Capabilities::default()
+            }),
+            ..SecurityContext::default()
+        }),
+        ..Container::default()
+    };
+    let init = (n != Network::Host)
+        .then(|| sysctl_step(o))
+        .flatten()
+        .map(|args| Container {
+            name: "sysctls".into(),
+            image: Some(o.image.clone()),
+            command: Some(args),
+            security_context: Some(SecurityContext {
+                privileged: Some(true),
+                run_as_user: Some(0),
+                run_as_non_root: Some(false),
+                ..SecurityContext::default()
+            }),
+            ..Container::default()
+        });
+    let spec = PodSpec {
+        service_account_name: Some(AGENT_SA.into()),
+        automount_service_account_token: Some(false),
+        host_network: (n == Network::Host).then_some(true),
+        dns_policy: (n == Network::Host).then(|| "ClusterFirstWithHostNet".into()),
+        node_selector: (!o.node_selector.is_empty()).then(|| o.node_selector.clone()),
+        security_context: Some(PodSecurityContext {
+            run_as_user: Some(65532),
+            run_as_group: Some(65532),
+            fs_group: Some(65532),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".into(),
+                ..SeccompProfile::default()
+            }),
+            ..PodSecurityContext::default()
+        }),
+        init_containers: init.map(|c| vec![c]),
+        containers: vec![agent],
+        resource_claims: (n == Network::Dra).then(|| {
+            vec![PodResourceClaim {
+                name: CLAIM_NAME.into(),
+                resource_claim_template_name: Some(CLAIM_TEMPLATE.into()),
+                ..PodResourceClaim::default()
+            }]
+        }),
+        volumes: Some(vec![Volume {
+            name: "key".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(KEY_SECRET.into()),
+                default_mode: Some(0o440),
+                items: Some(vec![KeyToPath {
+                    key: KEY_ENTRY.into(),
+                    path: KEY_ENTRY.into(),
+                    ..KeyToPath::default()
+                }]),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        }]),
+        ..PodSpec::default()
+    };
+    DaemonSet {
+        metadata: meta,
+        spec: Some(DaemonSetSpec {
+            selector: LabelSelector {
+                match_labels: Some(selector),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(spec),
+            },
+            ..DaemonSetSpec::default()
+        }),
+        ..DaemonSet::default()
+    }
+}
+
+/// The objects as a multi-document YAML stream.
+pub fn to_yaml(objs: &[Object]) -> Result<String, K8sError> {
+    serde_saphyr::to_string_multiple(objs).map_err(|e| K8sError::Render(e.to_string()))
+}
+
+/// The objects as a JSON `v1 List` (what `kubectl apply -f` also takes).
+pub fn to_json(objs: &[Object]) -> Result<String, K8sError> {
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objs});
+    serde_json::to_string_pretty(&list).map_err(|e| K8sError::Render(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(n: &[Network]) -> Options {
+        Options::new(n.to_vec(), "wirespeed", "ab".repeat(32).as_bytes())
+    }
+
+    #[test]
+    fn network_list_parses_and_refuses_repeats_and_unknowns() {
+        assert_eq!(
+            Network::parse_list("host,pod,dra").unwrap(),
+            Network::ALL.to_vec()
+        );
+        assert!(Network::parse_list("host,host").is_err());
+        assert!(Network::parse_list("overlay").is_err());
+        assert!(Network::parse_list("").is_err());
+    }
+
+    #[test]
+    fn host_daemonset_uses_host_network_and_pod_does_not() {
+        let objs = build(&opts(&[Network::Host, Network::Pod])).unwrap();
+        let ds: Vec<&DaemonSet> = objs
+            .iter()
+            .filter_map(|o| match o {
+                Object::DaemonSet(d) => Some(&**d),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ds.len(), 2);
+        let spec = |d: &DaemonSet| d.spec.clone().unwrap().template.spec.unwrap();
+        assert_eq!(spec(ds[0]).host_network, Some(true));
+        assert_eq!(spec(ds[1]).host_network, None);
+        assert!(!objs.iter().any(|o| matches!(o, Object::DeviceClass(_))));
+    }
+
+    #[test]
+    fn dra_config_and_sysctls_come_from_the_profile() {
+        let mut o = opts(&[Network::Dra]);
+        let p = wirespeed_host::profiles::load("tpu-multinic").unwrap();
+        o.profile = Some(("tpu-multinic".into(), p.clone()));
+        let objs = build(&o).unwrap();
+        let json = to_json(&objs).unwrap();
+        for want in [
+            "\"mtu\": 8896",
+            "\"gsoMaxSize\": 65536",
+            "\"groIPv4MaxSize\": 65536",
+            "\"disableEbpfPrograms\": true",
+            "\"enable-max-rx-buffer-size\": true",
+            "net.ipv4.tcp_rto_min_us=5000",
+            "net.ipv4.tcp_rmem=4096 41943040 314572800",
+            "startsWith(\\\"rdma-\\\")",
+        ] {
+            assert!(json.contains(want), "{want} missing from {json}");
+        }
+        let yaml = to_yaml(&objs).unwrap();
+        assert_eq!(yaml.matches("\n---\n").count(), objs.len() - 1, "{yaml}");
+    }
+
+    #[test]
+    fn host_network_gets_no_sysctl_init_step() {
+        let mut o = opts(&[Network::Host]);
+        let p = wirespeed_host::profiles::load("tpu-multinic").unwrap();
+        o.profile = Some(("tpu-multinic".into(), p));
+        let json = to_json(&build(&o).unwrap()).unwrap();
+        assert!(!json.contains("initContainers"), "{json}");
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        let mut o = opts(&[Network::Dra]);
+        o.namespace = "Bad_NS".into();
+        assert!(build(&o).is_err());
+        let mut o = opts(&[Network::Dra]);
+        o.nic_selector = NicSelector::NetworkPrefix("a\") || true || (\"".into());
+        assert!(build(&o).is_err());
+        let mut o = opts(&[Network::Pod]);
+        o.key = b"short".to_vec();
+        assert!(build(&o).is_err());
+    }
+}

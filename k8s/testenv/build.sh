@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Build a real etcd and kube-apiserver from their upstream Go module sources
+# (through the Go module proxy) into a cache directory, for tests and CI.
+#
+#   k8s/testenv/build.sh            # -> target/k8s-testenv/bin/{etcd,kube-apiserver}
+#   KUBE_TESTENV_DIR=/x build.sh    # -> /x/bin/{etcd,kube-apiserver}
+#
+# Does nothing when both binaries and a version stamp naming the versions
+# below are already there. The Go module cache and build cache are the
+# user's (GOMODCACHE, GOCACHE: set them to move them), so CI keeps them
+# between runs. Needs Go >= 1.26 (etcd 3.6.16 says `go 1.26.0`) and the
+# module proxy; nothing else from the network. See README.md beside this.
+set -euo pipefail
+
+# Newest v1.34 patch that the proxy serves AND whose checksum the checksum
+# database (sum.golang.org, through the proxy) knows: v1.34.11 and v1.34.12
+# are served but their sumdb lookups are 404 here, so they cannot be
+# verified. Bump with care: every published k8s.io/* staging module must
+# exist at v0.34.N too (the build says which one does not).
+KUBE_VERSION=v1.34.10
+# Newest etcd v3.6 patch the proxy serves (Kubernetes 1.34 itself pins the
+# etcd client at v3.6.4; the server is wire compatible across 3.6.x).
+ETCD_VERSION=v3.6.16
+# Bump when the recipe changes so cached binaries are rebuilt.
+RECIPE=1
+
+die() { echo "build.sh: $*" >&2; exit 1; }
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+root=${KUBE_TESTENV_DIR:-$repo/target/k8s-testenv}
+bin=$root/bin
+stamp=$bin/VERSIONS
+want="kubernetes=$KUBE_VERSION etcd=$ETCD_VERSION recipe=$RECIPE"
+
+command -v go >/dev/null || die "go not found: install Go >= 1.26"
+gov=$(go env GOVERSION)
+[[ $gov =~ ^go1\.([0-9]+) ]] && ((BASH_REMATCH[1] >= 26)) ||
+  die "$gov is too old: etcd $ETCD_VERSION needs Go >= 1.26 (GOTOOLCHAIN=local: no toolchain download)"
+mkdir -p "$root"
+root=$(cd "$root" && pwd)
+bin=$root/bin
+stamp=$bin/VERSIONS
+
+# One build at a time per cache dir (two CI jobs, or a test and a human).
+exec 9>"$root/.build.lock"
+flock -w 1800 9 || die "another build.sh holds $root/.build.lock for 30 min; giving up"
+
+up_to_date() {
+  [[ -x $bin/etcd && -x $bin/kube-apiserver && -f $stamp ]] && [[ "$(cat "$stamp")" == "$want" ]]
+}
+if up_to_date; then
+  echo "k8s testenv up to date in $bin ($want)"
+  exit 0
+fi
+
+# Reproducible, small, static binaries; no toolchain downloads; no go.work;
+# no VCS stamping (the copy lives inside this repo's git tree).
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOFLAGS="-trimpath -buildvcs=false"
+
+src=$root/src
+new=$root/bin.new
+cleanup() { chmod -R u+w "$src" 2>/dev/null || true; rm -rf "$src" "$new"; }
+trap cleanup EXIT
+cleanup
+mkdir -p "$src" "$new"
+
+# `go mod download -json M@V` -> value of one string field.
+json_field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}\$/\1/p"; }
+download() {
+  local out err
+  out=$(cd "$src" && go mod download -json "$1") || { echo "$out" >&2; die "cannot download $1"; }
+  err=$(json_field Error <<<"$out")
+  [[ -z $err ]] || die "cannot download $1: $err"
+  printf '%s\n' "$out"
+}
+
+secs() { date +%s; }
+total0=$(secs)
+
+# ---- etcd: a scratch module that requires the server module, whose root
+# package is etcd's main.
+t0=$(secs)
+mkdir -p "$src/etcd"
+(
+  cd "$src/etcd"
+  go mod init wirespeed.test/k8s-testenv/etcd >/dev/null 2>&1
+  go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  go build -ldflags="-s -w" -o "$new/etcd" go.etcd.io/etcd/server/v3
+) || die "etcd $ETCD_VERSION build failed"
+etcd_secs=$(($(secs) - t0))
+echo "built etcd $ETCD_VERSION in ${etcd_secs}s"
+
+# ---- kube-apiserver: a writable copy of the k8s.io/kubernetes module.
+# Its go.mod replaces every k8s.io/X with ./staging/src/k8s.io/X, which the
+# module zip lacks (nested modules are cut out of a module zip): point each
+# at the published k8s.io/X v0.34.N instead. The sample-* modules are
+# examples linked into no binary; the proxy does not serve all their
+# versions, so they are dropped rather than resolved. go.work names the
+# missing staging dirs and vendor/ holds only an OWNERS file (it would turn
+# on -mod=vendor): both go.
+t0=$(secs)
+info=$(download "k8s.io/kubernetes@$KUBE_VERSION")
+moddir=$(json_field Dir <<<"$info")
+infofile=$(json_field Info <<<"$info")
+[[ -d $moddir ]] || die "k8s.io/kubernetes@$KUBE_VERSION: no module dir"
+kube=$src/kubernetes
+cp -r "$moddir" "$kube"
+chmod -R u+w "$kube"
+rm -rf "$kube/go.work" "$kube/go.work.sum" "$kube/vendor"
+
+staging_version=v0.${KUBE_VERSION#v1.}
+edits=()
+while read -r path; do
+  case $path in
+    k8s.io/sample-*) edits+=("-dropreplace=$path" "-droprequire=$path") ;;
+    *) edits+=("-replace=$path=$path@$staging_version") ;;
+  esac
+done < <(sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/src/k8s\.io/.*#\1#p' "$kube/go.mod")
+((${#edits[@]} > 0)) || die "no ./staging replace lines in k8s.io/kubernetes@$KUBE_VERSION go.mod"
+(cd "$kube" && go mod edit "${edits[@]}")
+if grep -q '=> \./staging' "$kube/go.mod"; then die "a ./staging replace survived the rewrite"; fi
+
+# Version info as Kubernetes' own build sets it (hack/lib/version.sh), so
+# /version says v1.34.N; the build date is the module's (reproducible).
+build_date=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$infofile")
+minor=${KUBE_VERSION#v1.}
+minor=${minor%%.*}
+ldflags="-s -w"
+for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+  ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.buildDate=${build_date:-1970-01-01T00:00:00Z}"
+done
+(
+  cd "$kube"
+  go build -mod=mod -ldflags="$ldflags" -o "$new/kube-apiserver" ./cmd/kube-apiserver
+) || die "kube-apiserver $KUBE_VERSION build failed"
+kube_secs=$(($(secs) - t0))
+echo "built kube-apiserver $KUBE_VERSION in ${kube_secs}s"
+
+"$new/etcd" --version | head -1
+"$new/kube-apiserver" --version
+mkdir -p "$bin"
+mv -f "$new/etcd" "$new/kube-apiserver" "$bin/"
+echo "$want" >"$stamp"
+ls -l "$bin/etcd" "$bin/kube-apiserver"
+echo "k8s testenv built in $bin in $(($(secs) - total0))s (etcd ${etcd_secs}s, kube-apiserver ${kube_secs}s)"
