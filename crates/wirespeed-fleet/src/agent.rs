@@ -215,7 +215,7 @@ impl Metrics {
             registry: Registry::default(),
         };
         registry.register(
-            "link_throughput_bits_per_second",
+            "link_throughput_bytes_per_second",
             "Goodput of the last test towards a peer, per path, workload and direction",
             m.throughput.clone(),
         );
@@ -336,7 +336,9 @@ impl Metrics {
                 ("workload".into(), label.to_string()),
                 ("direction".into(), direction.clone()),
             ];
-            self.throughput.get_or_create(&labels).set(p.throughput_bps);
+            self.throughput
+                .get_or_create(&labels)
+                .set(p.throughput_bps / 8.0);
             if let Some(l) = &r.latency {
                 self.p50.get_or_create(&labels).set(l.p50_us / 1e6);
                 self.p99.get_or_create(&labels).set(l.p99_us / 1e6);
@@ -417,7 +419,52 @@ async fn facts(State(st): State<Arc<Shared>>) -> Response {
     }
 }
 
-async fn metrics(State(st): State<Arc<Shared>>) -> Response {
+/// OpenMetrics text as the Prometheus text format (0.0.4): a counter's
+/// HELP and TYPE lines name its `_total` sample, and there is no `# EOF`.
+/// prometheus-client writes only OpenMetrics; promtool and plain `curl`
+/// users read the older format.
+pub fn openmetrics_to_prometheus(om: &str) -> String {
+    let mut out = String::with_capacity(om.len());
+    let mut help: Option<&str> = None;
+    for line in om.lines() {
+        if line == "# EOF" {
+            continue;
+        }
+        if line.starts_with("# HELP ") {
+            if let Some(h) = help.replace(line) {
+                out.push_str(h);
+                out.push('\n');
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ")
+            && let Some(name) = rest.strip_suffix(" counter")
+            && !name.ends_with("_total")
+        {
+            if let Some(h) = help.take() {
+                let text = h.strip_prefix(&format!("# HELP {name} ")).unwrap_or("");
+                out.push_str(&format!("# HELP {name}_total {text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name}_total counter\n"));
+            continue;
+        }
+        if let Some(h) = help.take() {
+            out.push_str(h);
+            out.push('\n');
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if let Some(h) = help {
+        out.push_str(h);
+        out.push('\n');
+    }
+    out
+}
+
+/// `/metrics`: OpenMetrics when the scraper asks for it (Prometheus
+/// does), else the Prometheus text format.
+async fn metrics(State(st): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let _ = facts_json(&st).await;
     let mut out = String::new();
     if encode(&mut out, &st.metrics.registry).is_err() {
@@ -426,12 +473,18 @@ async fn metrics(State(st): State<Arc<Shared>>) -> Response {
             "encoding the metrics failed",
         );
     }
+    let openmetrics = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/openmetrics-text"));
+    if openmetrics {
+        let ct = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+        return ([(header::CONTENT_TYPE, ct)], out).into_response();
+    }
+    let ct = "text/plain; version=0.0.4; charset=utf-8";
     (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        out,
+        [(header::CONTENT_TYPE, ct)],
+        openmetrics_to_prometheus(&out),
     )
         .into_response()
 }

@@ -96,22 +96,14 @@ pub fn host_facts(agent: &AgentSpec, s: &wirespeed_host::Snapshot) -> HostFacts 
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// The median of the finite values (0 without any).
+fn median(v: &[f64]) -> f64 {
+    wirespeed_model::optimize::median(v).unwrap_or(0.0)
 }
 
 fn median_opt(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let mut xs: Vec<f64> = v.flatten().collect();
-    (!xs.is_empty()).then(|| median(&mut xs))
+    let xs: Vec<f64> = v.flatten().collect();
+    (!xs.is_empty()).then(|| median(&xs))
 }
 
 fn link_name(t: &LinkTest) -> String {
@@ -160,7 +152,7 @@ pub fn analyze(r: &mut FleetResults, snaps: &[(String, wirespeed_host::Snapshot)
         let mut spreads = Vec::new();
         for (name, ts) in &groups {
             let mut samples: Vec<f64> = ts.iter().map(|t| t.throughput_bps).collect();
-            let m = median(&mut samples.clone());
+            let m = median(&samples);
             if samples.len() >= 2 && m > 0.0 {
                 samples.sort_by(|a, b| a.total_cmp(b));
                 spreads.push((samples[samples.len() - 1] - samples[0]) / m);
@@ -182,7 +174,7 @@ pub fn analyze(r: &mut FleetResults, snaps: &[(String, wirespeed_host::Snapshot)
                 format!("no repeats: the default {:.0}%", DEFAULT_BAND * 100.0),
             )
         } else {
-            let s = median(&mut spreads);
+            let s = median(&spreads);
             (
                 (3.0 * s).clamp(MIN_BAND, 0.5),
                 format!(
@@ -210,7 +202,7 @@ pub fn analyze(r: &mut FleetResults, snaps: &[(String, wirespeed_host::Snapshot)
             host: host.to_string(),
             peer: None,
             nic,
-            throughput_bps: median(&mut cs.iter().map(|c| c.throughput_bps).collect::<Vec<_>>()),
+            throughput_bps: median(&cs.iter().map(|c| c.throughput_bps).collect::<Vec<_>>()),
             p50_us: median_opt(cs.iter().map(|c| c.p50_us)),
             p99_us: median_opt(cs.iter().map(|c| c.p99_us)),
             samples: cs.iter().map(|c| c.throughput_bps).collect(),
@@ -223,8 +215,7 @@ pub fn analyze(r: &mut FleetResults, snaps: &[(String, wirespeed_host::Snapshot)
             .iter()
             .map(|(h, cs)| agg(h.clone(), h, None, cs))
             .collect();
-        let med =
-            |cs: &[Cell]| median(&mut cs.iter().map(|c| c.throughput_bps).collect::<Vec<_>>());
+        let med = |cs: &[Cell]| median(&cs.iter().map(|c| c.throughput_bps).collect::<Vec<_>>());
         let m = Matrix {
             workload: label.clone(),
             latency,
@@ -504,6 +495,19 @@ pub fn judge(
             a.name,
             a.error.as_deref().unwrap_or("no answer")
         ));
+    }
+    let failed = r
+        .tests
+        .iter()
+        .filter(|t| {
+            t.error
+                .as_deref()
+                .is_some_and(|e| !e.starts_with("skipped"))
+        })
+        .count();
+    if failed > 0 {
+        v.failures
+            .push(format!("{failed} of {} tests failed", r.tests.len()));
     }
     for m in &r.matrices {
         for c in &m.links {
