@@ -12,8 +12,11 @@ pub mod deploy;
 pub mod discover;
 mod error;
 pub mod manifests;
+pub mod run;
+pub mod testkit;
 
 pub use deploy::Deployment;
 pub use discover::{Agent, AgentNic, discover};
 pub use error::K8sError;
 pub use manifests::{Network, NicSelector, Object, Options};
+pub use run::{Comparison, NetworkRun, RunConfig, compare, render_comparison, run_blocking};

@@ -45,10 +45,10 @@ where
 
 #[tokio::test(flavor = "current_thread")]
 async fn manifests_of_every_network_are_accepted_by_server_side_apply() {
-    let Some(env) = TestEnv::start("manifests") else {
+    let Some(env) = TestEnv::start("manifests", None) else {
         return;
     };
-    let client = env.client().await;
+    let client = env.client().await.unwrap();
     let sets: [(&str, Vec<Network>); 4] = [
         ("ws-host", vec![Network::Host]),
         ("ws-pod", vec![Network::Pod]),
@@ -172,10 +172,10 @@ fn forbidden<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> bool {
 
 #[tokio::test(flavor = "current_thread")]
 async fn discovery_finds_every_networks_agents_and_teardown_removes_the_run() {
-    let Some(env) = TestEnv::start("discover") else {
+    let Some(env) = TestEnv::start("discover", None) else {
         return;
     };
-    let client = env.client().await;
+    let client = env.client().await.unwrap();
     let ns = "ws-run";
     let mut o = Options::new(Network::ALL.to_vec(), ns, &key());
     o.profile = tpu();
@@ -200,7 +200,9 @@ async fn discovery_finds_every_networks_agents_and_teardown_removes_the_run() {
         })
         .collect();
     for n in Network::ALL {
-        play_daemonset(&client, ns, &n.daemonset_name(), &nodes).await;
+        play_daemonset(&client, ns, &n.daemonset_name(), &nodes)
+            .await
+            .unwrap();
     }
     let wait = Duration::from_secs(20);
     let host = discover(&client, ns, Network::Host, wait).await.unwrap();

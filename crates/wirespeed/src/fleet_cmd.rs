@@ -200,7 +200,7 @@ fn plan(a: PlanArgs) -> Result<()> {
     Ok(())
 }
 
-fn workloads(b: &BenchArgs) -> Result<Vec<WorkloadSpec>> {
+pub(crate) fn workloads(b: &BenchArgs) -> Result<Vec<WorkloadSpec>> {
     let (spec, sizes) = spec_from(b).map_err(anyhow::Error::msg)?;
     if !spec.paths.is_empty() {
         bail!("--path/--paths do not apply: each test runs over a NIC pair of the fleet file");
@@ -231,6 +231,31 @@ fn workloads(b: &BenchArgs) -> Result<Vec<WorkloadSpec>> {
             WorkloadSpec { label, spec: s }
         })
         .collect())
+}
+
+/// One progress line of a fleet run (for stderr).
+pub(crate) fn progress_line(p: &Progress) -> String {
+    match p {
+        Progress::Round { round, of, jobs } => {
+            format!("round {}/{of}: {jobs} test(s) at once", round + 1)
+        }
+        Progress::Test(t) => match &t.error {
+            Some(err) => format!(
+                "  {} {} -> {} ({} -> {}): {err}",
+                t.workload, t.client, t.server, t.client_nic, t.server_nic
+            ),
+            None => format!(
+                "  {} {} -> {} ({} -> {}): {}",
+                t.workload,
+                t.client,
+                t.server,
+                t.client_nic,
+                t.server_nic,
+                wirespeed_report::human_bps(t.throughput_bps)
+            ),
+        },
+        Progress::Down { agent, why } => format!("agent {agent} is DOWN: {why}"),
+    }
 }
 
 fn run_matrix(a: RunArgs) -> Result<()> {
@@ -269,30 +294,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     let mut opts = RunOptions::new(workloads(&a.bench)?, key);
     opts.repeats = a.repeats.clamp(1, 100);
     opts.progress = Some(Arc::new(|p: &Progress| {
-        let mut e = std::io::stderr().lock();
-        let _ = match p {
-            Progress::Round { round, of, jobs } => {
-                writeln!(e, "round {}/{of}: {jobs} test(s) at once", round + 1)
-            }
-            Progress::Test(t) => match &t.error {
-                Some(err) => writeln!(
-                    e,
-                    "  {} {} -> {} ({} -> {}): {err}",
-                    t.workload, t.client, t.server, t.client_nic, t.server_nic
-                ),
-                None => writeln!(
-                    e,
-                    "  {} {} -> {} ({} -> {}): {}",
-                    t.workload,
-                    t.client,
-                    t.server,
-                    t.client_nic,
-                    t.server_nic,
-                    wirespeed_report::human_bps(t.throughput_bps)
-                ),
-            },
-            Progress::Down { agent, why } => writeln!(e, "agent {agent} is DOWN: {why}"),
-        };
+        let _ = writeln!(std::io::stderr().lock(), "{}", progress_line(p));
     }));
     opts.http_timeout = Duration::from_secs(5);
     let mut r = wirespeed_fleet::run(&fleet, &plan, &opts)?;

@@ -2,14 +2,17 @@
 
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use wirespeed_k8s::manifests::{self, Network, NicSelector, Options};
 
 /// Kubernetes subcommands.
 #[derive(clap::Subcommand, Debug)]
 pub enum K8sCmd {
     /// Print the objects that run agents (YAML, or JSON with --output json).
-    Manifests(ManifestArgs),
+    Manifests(Box<ManifestArgs>),
+    /// Apply the agents, wait for them, run the fleet matrix per network
+    /// mode, compare the modes, delete what was applied (also on Ctrl-C).
+    Run(Box<RunArgs>),
 }
 
 /// What the objects are made of.
@@ -22,9 +25,6 @@ pub struct ObjectArgs {
     /// Agent image (build it from the repo's Containerfile).
     #[arg(long, default_value_t = manifests::default_image())]
     image: String,
-    /// The agents' engine port.
-    #[arg(long, default_value_t = manifests::DEFAULT_PORT)]
-    port: u16,
     /// The agents' HTTP API port.
     #[arg(long, default_value_t = manifests::DEFAULT_HTTP_PORT)]
     http_port: u16,
@@ -52,10 +52,6 @@ pub struct ObjectArgs {
     /// Run agents only on nodes with this label (KEY=VALUE, repeatable).
     #[arg(long, value_name = "KEY=VALUE")]
     node_selector: Vec<String>,
-    /// The fleet key file (as `wirespeed serve --key-file`); a fresh key
-    /// is made when absent.
-    #[arg(long)]
-    key_file: Option<PathBuf>,
 }
 
 /// Options of `k8s manifests`.
@@ -66,22 +62,66 @@ pub struct ManifestArgs {
     /// Namespace of the objects.
     #[arg(long, default_value = "wirespeed")]
     namespace: String,
+    /// The agents' engine port.
+    #[arg(long, default_value_t = manifests::DEFAULT_PORT)]
+    port: u16,
+    /// The fleet key file (as `wirespeed serve --key-file`); a fresh key
+    /// is made when absent.
+    #[arg(long)]
+    key_file: Option<PathBuf>,
     /// yaml (multi-document) or json (a v1 List).
     #[arg(long, default_value = "yaml")]
     output: String,
 }
 
+/// Options of `k8s run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    objects: ObjectArgs,
+    /// The kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Namespace to create (it must not exist) [default: wirespeed-RUNID].
+    #[arg(long)]
+    namespace: Option<String>,
+    /// pairs, ring, all-to-all, one-to-many or many-to-one.
+    #[arg(long, default_value = "all-to-all")]
+    pattern: String,
+    /// Tests each agent takes part in at once.
+    #[arg(long, default_value_t = 1)]
+    concurrent: u32,
+    /// Runs of each test; two or more measure the noise band.
+    #[arg(long, default_value_t = 1)]
+    repeats: u32,
+    /// Longest wait for each mode's agents to be Ready.
+    #[arg(long, default_value = "5m")]
+    ready_timeout: String,
+    /// Leave the objects in the cluster afterwards.
+    #[arg(long)]
+    keep: bool,
+    /// Also write every mode's agents and fleet results, and the
+    /// comparison, as JSON here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Bench's flags: workload, duration, flows, sizes, --port (the
+    /// agents' engine port), --key-file (else a fresh key).
+    #[command(flatten)]
+    bench: wirespeed_experiment::BenchArgs,
+}
+
 impl ObjectArgs {
-    /// The library's options for `namespace`.
-    fn options(&self, namespace: &str) -> Result<Options> {
+    /// The library's options for `namespace`, the engine `port` and the
+    /// key from `key_file` (a fresh one when none).
+    fn options(&self, namespace: &str, port: u16, key_file: Option<&Path>) -> Result<Options> {
         let networks = Network::parse_list(&self.network)?;
-        let key = match &self.key_file {
+        let key = match key_file {
             Some(p) => crate::read_key(p)?,
             None => manifests::generate_key()?,
         };
         let mut o = Options::new(networks, namespace, &key);
         o.image = self.image.clone();
-        o.port = self.port;
+        o.port = port;
         o.http_port = self.http_port;
         if let Some(p) = &self.profile {
             let prof =
@@ -114,7 +154,9 @@ impl ObjectArgs {
 pub fn run(c: K8sCmd) -> Result<()> {
     match c {
         K8sCmd::Manifests(a) => {
-            let o = a.objects.options(&a.namespace)?;
+            let o = a
+                .objects
+                .options(&a.namespace, a.port, a.key_file.as_deref())?;
             let objs = manifests::build(&o)?;
             let text = match a.output.as_str() {
                 "yaml" => manifests::to_yaml(&objs)?,
@@ -124,5 +166,57 @@ pub fn run(c: K8sCmd) -> Result<()> {
             print!("{text}");
             Ok(())
         }
+        K8sCmd::Run(a) => run_matrix(*a),
     }
+}
+
+fn run_matrix(a: RunArgs) -> Result<()> {
+    let pattern: wirespeed_fleet::Pattern = a.pattern.parse()?;
+    // A short id names this run's namespace and labels all it makes.
+    let run_id: String = String::from_utf8(manifests::generate_key()?)?[..8].to_string();
+    let ns = a
+        .namespace
+        .clone()
+        .unwrap_or_else(|| format!("wirespeed-{run_id}"));
+    let mut o = a
+        .objects
+        .options(&ns, a.bench.port, a.bench.key_file.as_deref())?;
+    o.run_id = Some(run_id);
+    let mut fleet = wirespeed_fleet::RunOptions::new(
+        crate::fleet_cmd::workloads(&a.bench)?,
+        o.key.trim_ascii().to_vec(),
+    );
+    fleet.repeats = a.repeats.clamp(1, 100);
+    fleet.progress = Some(std::sync::Arc::new(|p: &wirespeed_fleet::Progress| {
+        eprintln!("{}", crate::fleet_cmd::progress_line(p));
+    }));
+    let cfg = wirespeed_k8s::RunConfig {
+        kubeconfig: a.kubeconfig.clone(),
+        objects: o,
+        pattern,
+        concurrent: a.concurrent,
+        fleet,
+        ready_timeout: crate::duration_flag("ready-timeout", &a.ready_timeout)?,
+        delete_timeout: std::time::Duration::from_secs(60),
+        keep: a.keep,
+    };
+    let runs = wirespeed_k8s::run_blocking(&cfg, &|l| eprintln!("k8s: {l}"))?;
+    let cmp = wirespeed_k8s::compare(&runs);
+    if let Some(p) = &a.out {
+        let doc = serde_json::json!({"runs": runs, "comparison": cmp});
+        std::fs::write(p, serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("write {}", p.display()))?;
+    }
+    for r in &runs {
+        println!("== {} network: {} agents", r.network, r.agents.len());
+        print!("{}", wirespeed_report::render_fleet(&r.results));
+    }
+    if runs.len() > 1 {
+        println!(
+            "== network modes side by side (gaps against {})",
+            runs[0].network
+        );
+        print!("{}", wirespeed_k8s::render_comparison(&cmp));
+    }
+    Ok(())
 }

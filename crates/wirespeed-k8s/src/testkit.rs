@@ -1,0 +1,413 @@
+//! For tests: a real etcd + kube-apiserver (k8s/testenv/start.sh),
+//! stopped by a guard, and helpers that play the controllers and the
+//! kubelet that test environment lacks (k8s/testenv/README.md says what
+//! that covers). Not for use against a real cluster.
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::K8sError;
+use crate::manifests::{CLAIM_NAME, DRANET_DRIVER, Network};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Where build.sh put the binaries.
+fn bin_dir() -> PathBuf {
+    if let Some(b) = std::env::var_os("KUBE_TESTENV_BIN") {
+        return b.into();
+    }
+    if let Some(d) = std::env::var_os("KUBE_TESTENV_DIR") {
+        return PathBuf::from(d).join("bin");
+    }
+    repo().join("target/k8s-testenv/bin")
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Skips (prints why, returns false) outside CI; fails under CI=true.
+pub fn require(ok: bool, why: &str, test: &str) -> bool {
+    if ok {
+        return true;
+    }
+    assert!(!in_ci(), "{test}: {why} (CI=true: not skipping)");
+    eprintln!("SKIP {test}: {why}");
+    false
+}
+
+/// A running testenv; dropping it stops both servers and removes its dir.
+pub struct TestEnv {
+    dir: PathBuf,
+    /// Its kubeconfig (admin token).
+    pub kubeconfig: PathBuf,
+}
+
+impl TestEnv {
+    /// Starts one, or None (skipped) when the binaries are missing
+    /// outside CI; in network namespace `netns` when given (its servers
+    /// then listen on that namespace's loopback). Panics when start.sh
+    /// fails (a test's setup).
+    pub fn start(test: &str, netns: Option<&str>) -> Option<TestEnv> {
+        let bin = bin_dir();
+        let have = bin.join("etcd").is_file() && bin.join("kube-apiserver").is_file();
+        if !require(
+            have,
+            &format!(
+                "no etcd/kube-apiserver in {} (run k8s/testenv/build.sh)",
+                bin.display()
+            ),
+            test,
+        ) {
+            return None;
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!(
+            "wirespeed-k8s-{test}-{}-{nanos}",
+            std::process::id()
+        ));
+        let script = repo().join("k8s/testenv/start.sh");
+        let mut cmd = match netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(&script);
+                c
+            }
+            None => Command::new(&script),
+        };
+        let st = cmd
+            .arg(&dir)
+            .env("KUBE_TESTENV_BIN", &bin)
+            .status()
+            .expect("run k8s/testenv/start.sh");
+        assert!(st.success(), "{test}: k8s/testenv/start.sh failed: {st}");
+        Some(TestEnv {
+            kubeconfig: dir.join("kubeconfig"),
+            dir,
+        })
+    }
+
+    /// An admin client.
+    pub async fn client(&self) -> Result<Client, K8sError> {
+        crate::cluster::client(Some(&self.kubeconfig)).await
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        let st = Command::new(repo().join("k8s/testenv/stop.sh"))
+            .arg(&self.dir)
+            .status();
+        if !matches!(st, Ok(s) if s.success()) {
+            eprintln!("k8s/testenv/stop.sh {} failed: {st:?}", self.dir.display());
+        }
+    }
+}
+
+/// One node as the test plays it: its name, its node IP, the agent pod's
+/// IP on the pod network, and for dra the claimed NICs (name, CIDR).
+#[derive(Debug, Clone)]
+pub struct FakeNode {
+    /// Node name.
+    pub name: String,
+    /// Node IP (hostIP; the pod IP too on the host network).
+    pub host_ip: String,
+    /// Pod IP (pod network).
+    pub pod_ip: String,
+    /// DraNet NICs moved into the pod: (interface, "addr/prefix").
+    pub nics: Vec<(String, String)>,
+}
+
+fn owner(kind: &str, api_version: &str, meta: &ObjectMeta) -> OwnerReference {
+    OwnerReference {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+fn merge(v: serde_json::Value) -> Patch<serde_json::Value> {
+    Patch::Merge(v)
+}
+
+/// Plays the DaemonSet controller, the scheduler, the resource-claim
+/// controller, DraNet and the kubelet for DaemonSet `ds` in `ns`: one pod
+/// per node from the DaemonSet's own template (owner reference, node
+/// name), for dra its ResourceClaim from the template with allocation and
+/// networkData, then Running/Ready pod status and the DaemonSet's status.
+pub async fn play_daemonset(
+    client: &Client,
+    ns: &str,
+    ds: &str,
+    nodes: &[FakeNode],
+) -> Result<Vec<Pod>, K8sError> {
+    let dss: Api<DaemonSet> = Api::namespaced(client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let claims: Api<ResourceClaim> = Api::namespaced(client.clone(), ns);
+    let rcts: Api<k8s_openapi::api::resource::v1::ResourceClaimTemplate> =
+        Api::namespaced(client.clone(), ns);
+    let d = dss
+        .get(ds)
+        .await
+        .map_err(|e| K8sError::api("get DaemonSet", e))?;
+    let Some(tpl) = d.spec.clone().map(|s| s.template) else {
+        return Err(K8sError::Discovery(format!("DaemonSet {ds} has no spec")));
+    };
+    let mut out = Vec::new();
+    for n in nodes {
+        let mut spec = tpl.spec.clone().unwrap_or_default();
+        spec.node_name = Some(n.name.clone());
+        let mut meta = tpl.metadata.clone().unwrap_or_default();
+        meta.name = Some(format!("{ds}-{}", n.name));
+        meta.namespace = Some(ns.into());
+        meta.owner_references = Some(vec![owner("DaemonSet", "apps/v1", &d.metadata)]);
+        let host_net = spec.host_network == Some(true);
+        let wants_claim = spec
+            .resource_claims
+            .iter()
+            .flatten()
+            .find(|c| c.name == CLAIM_NAME)
+            .and_then(|c| c.resource_claim_template_name.clone());
+        let pod = pods
+            .create(
+                &PostParams::default(),
+                &Pod {
+                    metadata: meta,
+                    spec: Some(spec),
+                    status: None,
+                },
+            )
+            .await
+            .map_err(|e| K8sError::api("create the pod the DaemonSet controller would", e))?;
+        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+        let mut status = json!({
+            "phase": "Running",
+            "hostIP": n.host_ip,
+            "hostIPs": [{"ip": n.host_ip}],
+            "podIP": if host_net { &n.host_ip } else { &n.pod_ip },
+            "podIPs": [{"ip": if host_net { &n.host_ip } else { &n.pod_ip }}],
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Initialized", "status": "True"},
+                {"type": "ContainersReady", "status": "True"},
+                {"type": "Ready", "status": "True"},
+            ],
+        });
+        if let Some(tpl_name) = wants_claim {
+            let t = rcts
+                .get(&tpl_name)
+                .await
+                .map_err(|e| K8sError::api("get ResourceClaimTemplate", e))?;
+            let claim_name = format!("{pod_name}-{CLAIM_NAME}");
+            let tmeta = t.spec.metadata.clone().unwrap_or_default();
+            claims
+                .create(
+                    &PostParams::default(),
+                    &ResourceClaim {
+                        metadata: ObjectMeta {
+                            name: Some(claim_name.clone()),
+                            namespace: Some(ns.into()),
+                            labels: tmeta.labels,
+                            annotations: Some(
+                                [(
+                                    "resource.kubernetes.io/pod-claim-name".to_string(),
+                                    CLAIM_NAME.to_string(),
+                                )]
+                                .into(),
+                            ),
+                            owner_references: Some(vec![owner("Pod", "v1", &pod.metadata)]),
+                            ..ObjectMeta::default()
+                        },
+                        spec: t.spec.spec.clone(),
+                        status: None,
+                    },
+                )
+                .await
+                .map_err(|e| {
+                    K8sError::api("create the claim the resource-claim controller would", e)
+                })?;
+            let results: Vec<_> = n
+                .nics
+                .iter()
+                .map(|(dev, _)| {
+                    json!({"request": CLAIM_NAME, "driver": DRANET_DRIVER, "pool": n.name, "device": dev})
+                })
+                .collect();
+            let devices: Vec<_> = n
+                .nics
+                .iter()
+                .map(|(dev, cidr)| {
+                    json!({"driver": DRANET_DRIVER, "pool": n.name, "device": dev,
+                           "networkData": {"interfaceName": dev, "ips": [cidr]}})
+                })
+                .collect();
+            claims
+                .patch_status(
+                    &claim_name,
+                    &PatchParams::default(),
+                    &merge(json!({"status": {
+                        "allocation": {"devices": {"results": results}},
+                        "reservedFor": [{"resource": "pods", "name": pod_name,
+                                         "uid": pod.metadata.uid}],
+                        "devices": devices,
+                    }})),
+                )
+                .await
+                .map_err(|e| K8sError::api("write the claim's allocation and networkData as the scheduler and DraNet would", e))?;
+            status["resourceClaimStatuses"] =
+                json!([{"name": CLAIM_NAME, "resourceClaimName": claim_name}]);
+        }
+        let pod = pods
+            .patch_status(
+                &pod_name,
+                &PatchParams::default(),
+                &merge(json!({ "status": status })),
+            )
+            .await
+            .map_err(|e| K8sError::api("write pod status as the kubelet would", e))?;
+        out.push(pod);
+    }
+    let count = nodes.len();
+    dss.patch_status(
+        ds,
+        &PatchParams::default(),
+        &merge(json!({"status": {
+            "observedGeneration": d.metadata.generation,
+            "currentNumberScheduled": count,
+            "desiredNumberScheduled": count,
+            "numberMisscheduled": 0,
+            "numberReady": count,
+            "numberAvailable": count,
+            "updatedNumberScheduled": count,
+        }})),
+    )
+    .await
+    .map_err(|e| K8sError::api("write DaemonSet status as its controller would", e))?;
+    Ok(out)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, K8sError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| K8sError::Io {
+            what: "start a runtime".into(),
+            error: e,
+        })
+}
+
+async fn applied(client: &Client, ns: &str, n: Network, wait: Duration) -> Result<(), K8sError> {
+    let dss: Api<DaemonSet> = Api::namespaced(client.clone(), ns);
+    let name = n.daemonset_name();
+    tokio::time::timeout(wait, await_condition(dss, &name, conditions::is_created()))
+        .await
+        .map_err(|_| K8sError::Timeout {
+            what: format!("DaemonSet {ns}/{name} to be applied"),
+            secs: wait.as_secs(),
+        })?
+        .map_err(|e| K8sError::Discovery(format!("watch DaemonSet {ns}/{name}: {e}")))?;
+    Ok(())
+}
+
+/// Waits (at most `wait`) until mode `n`'s DaemonSet exists in `ns`.
+/// Blocking (own runtime).
+pub fn wait_applied(
+    kubeconfig: &Path,
+    ns: &str,
+    n: Network,
+    wait: Duration,
+) -> Result<(), K8sError> {
+    runtime()?.block_on(async {
+        let client = crate::cluster::client(Some(kubeconfig)).await?;
+        applied(&client, ns, n, wait).await
+    })
+}
+
+/// Plays the cluster for a `k8s run` in namespace `ns`: for each mode,
+/// waits (at most `wait`) for its DaemonSet to be applied, then plays it
+/// with [`play_daemonset`]. Blocking (own runtime): run it on a thread
+/// beside the run.
+pub fn play_run(
+    kubeconfig: &Path,
+    ns: &str,
+    plays: &[(Network, Vec<FakeNode>)],
+    wait: Duration,
+) -> Result<(), K8sError> {
+    runtime()?.block_on(async {
+        let client = crate::cluster::client(Some(kubeconfig)).await?;
+        for (n, nodes) in plays {
+            applied(&client, ns, *n, wait).await?;
+            play_daemonset(&client, ns, &n.daemonset_name(), nodes).await?;
+        }
+        Ok(())
+    })
+}
+
+/// What a run left in `ns` and cluster-wide, by kind and name: every kind
+/// a run applies (pods and claims are the DaemonSet's and the test's, left
+/// for a garbage collector this server lacks). A namespace that is gone or
+/// Terminating is not listed. Blocking (own runtime).
+pub fn leftovers(kubeconfig: &Path, ns: &str) -> Result<Vec<String>, K8sError> {
+    use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate};
+    use kube::api::ListParams;
+    runtime()?.block_on(async {
+        let client = crate::cluster::client(Some(kubeconfig)).await?;
+        let mine = ListParams::default().labels(&format!(
+            "{}={}",
+            crate::manifests::MANAGED_BY.0,
+            crate::manifests::MANAGED_BY.1
+        ));
+        let mut left = Vec::new();
+        macro_rules! names {
+            ($kind:ty, $api:expr) => {{
+                let api: Api<$kind> = $api;
+                let l = api
+                    .list(&mine)
+                    .await
+                    .map_err(|e| K8sError::api(concat!("list ", stringify!($kind)), e))?;
+                for o in l.items {
+                    left.push(format!(
+                        "{} {}",
+                        stringify!($kind),
+                        o.metadata.name.unwrap_or_default()
+                    ));
+                }
+            }};
+        }
+        names!(DaemonSet, Api::namespaced(client.clone(), ns));
+        names!(Secret, Api::namespaced(client.clone(), ns));
+        names!(ServiceAccount, Api::namespaced(client.clone(), ns));
+        names!(Role, Api::namespaced(client.clone(), ns));
+        names!(RoleBinding, Api::namespaced(client.clone(), ns));
+        names!(ResourceClaimTemplate, Api::namespaced(client.clone(), ns));
+        names!(DeviceClass, Api::all(client.clone()));
+        let nss: Api<Namespace> = Api::all(client.clone());
+        let n = nss
+            .get_opt(ns)
+            .await
+            .map_err(|e| K8sError::api("get namespace", e))?;
+        if n.is_some_and(|n| n.metadata.deletion_timestamp.is_none()) {
+            left.push(format!("Namespace {ns}"));
+        }
+        Ok(left)
+    })
+}

@@ -1,0 +1,278 @@
+//! `wirespeed k8s run` end to end against a real kube-apiserver + etcd
+//! (k8s/testenv), with real `wirespeed agent`s in lab namespaces and the
+//! test playing the kubelet, the DaemonSet and resource-claim controllers
+//! and DraNet (wirespeed_k8s::testkit; k8s/testenv/README.md says what that
+//! does not cover). The API server, `k8s run` and the player live in the
+//! lab's switch namespace, which routes to the nodes.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use wirespeed_k8s::Network;
+use wirespeed_k8s::testkit::{self, FakeNode, TestEnv};
+use wirespeed_lab::{HostSpec, Lab, LabSpec, LinkSpec, RouteSpec};
+
+const NODES: [&str; 3] = ["n1", "n2", "n3"];
+/// Links per node: 0 the node network (host IPs), 1 the pod network (pod
+/// IPs), 2 the NIC DraNet hands to the dra pods.
+const LINKS: usize = 3;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_wirespeed")
+}
+
+/// A child killed and reaped on drop.
+struct Proc(Child);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Field order matters: agents die, then the API server stops, then the
+/// lab goes, then the files.
+struct Live {
+    agents: Vec<Proc>,
+    env: Option<TestEnv>,
+    lab: Option<Lab>,
+    dir: PathBuf,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.agents.clear();
+        self.env.take();
+        if let Some(l) = self.lab.take() {
+            let _ = l.down();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn lab_spec(name: &str) -> LabSpec {
+    let mut hosts: Vec<HostSpec> = NODES
+        .iter()
+        .map(|h| HostSpec {
+            name: h.to_string(),
+            ..HostSpec::default()
+        })
+        .collect();
+    let mut sw = HostSpec {
+        name: "sw".into(),
+        ..HostSpec::default()
+    };
+    sw.sysctl.insert("net.ipv4.ip_forward".into(), "1".into());
+    hosts.push(sw);
+    let mut links = Vec::new();
+    let mut routes = Vec::new();
+    for (i, h) in NODES.iter().enumerate() {
+        for n in 0..LINKS {
+            links.push(LinkSpec {
+                a: h.to_string(),
+                b: "sw".into(),
+                rate: Some("200mbit".into()),
+                subnet: Some(format!("10.{}.{i}.0/24", 170 + n)),
+                ..LinkSpec::default()
+            });
+            routes.push(RouteSpec {
+                host: h.to_string(),
+                dst: format!("10.{}.0.0/16", 170 + n),
+                links: vec![LINKS * i + n],
+            });
+        }
+    }
+    LabSpec {
+        name: name.into(),
+        hosts,
+        links,
+        routes,
+        ..LabSpec::default()
+    }
+}
+
+#[test]
+fn k8s_run_discovers_agents_of_every_mode_runs_the_matrix_and_cleans_up() {
+    let test = "k8s_run_live";
+    if !testkit::require(wirespeed_lab::is_root(), "lab namespaces need root", test) {
+        return;
+    }
+    let name = Lab::unique("k8s");
+    let dir = std::env::temp_dir().join(format!("{name}-files"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut live = Live {
+        agents: Vec::new(),
+        env: None,
+        lab: Some(Lab::up(&lab_spec(&name)).expect("lab up")),
+        dir: dir.clone(),
+    };
+    let lab = live.lab.as_ref().unwrap();
+    let sw = lab.ns("sw");
+    let Some(env) = TestEnv::start(test, Some(&sw)) else {
+        return;
+    };
+    let kubeconfig = env.kubeconfig.clone();
+    live.env = Some(env);
+    let key = dir.join("key");
+    std::fs::write(&key, "k8s-live-key-0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    // One real agent per node; each mode's pods reach it on that mode's
+    // address (node IP, pod IP, claimed NIC).
+    let mut plays: Vec<(Network, Vec<FakeNode>)> =
+        Network::ALL.iter().map(|n| (*n, Vec::new())).collect();
+    for (i, h) in NODES.iter().enumerate() {
+        let mut cmd = lab.command(h, bin());
+        cmd.args([
+            "agent",
+            "--name",
+            h,
+            "--http",
+            "0.0.0.0:5380",
+            "--bind",
+            "0.0.0.0",
+        ])
+        .arg("--key-file")
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("spawn agent");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        live.agents.push(Proc(child));
+        assert!(line.contains("listening"), "agent {h}: {line:?}");
+        let addr = |l: usize| lab.addr4(h, LINKS * i + l).unwrap().to_string();
+        let node = FakeNode {
+            name: format!("node-{h}"),
+            host_ip: addr(0),
+            pod_ip: addr(1),
+            nics: vec![(
+                lab.dev(h, LINKS * i + 2).unwrap(),
+                format!("{}/24", addr(2)),
+            )],
+        };
+        for (_, nodes) in plays.iter_mut() {
+            nodes.push(node.clone());
+        }
+    }
+
+    let ns = "ws-live";
+    let (kc, plays2) = (kubeconfig.clone(), plays.clone());
+    let player = wirespeed_lab::spawn_in(&sw, move || {
+        testkit::play_run(&kc, ns, &plays2, Duration::from_secs(60))
+    })
+    .unwrap();
+    let out = dir.join("out.json");
+    let mut run = lab.command("sw", bin());
+    run.args(["k8s", "run", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(["--namespace", ns, "--network", "host,pod,dra"])
+        .args(["--pattern", "all-to-all", "--ready-timeout", "60s"])
+        .args(["--profile", "tpu-multinic", "--image", "wirespeed:test"])
+        .arg("--key-file")
+        .arg(&key)
+        .args(["-d", "0.5s", "--warmup", "0.2s", "--out"])
+        .arg(&out);
+    let o = run.output().expect("run wirespeed k8s run");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    println!("{stdout}\n{stderr}");
+    player.join().unwrap().unwrap().expect("the test's kubelet");
+    assert!(o.status.success(), "k8s run failed: {stderr}");
+
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for (r, (net, nodes)) in runs.iter().zip(&plays) {
+        assert_eq!(r["network"], net.to_string());
+        let agents = r["agents"].as_array().unwrap();
+        assert_eq!(agents.len(), 3, "{net}");
+        for (a, n) in agents.iter().zip(nodes) {
+            let want: &str = match net {
+                Network::Host => &n.host_ip,
+                Network::Pod => &n.pod_ip,
+                Network::Dra => n.nics[0].1.split('/').next().unwrap(),
+            };
+            assert_eq!(a["nics"][0]["addr"], want, "{net}");
+        }
+        let tests = r["results"]["tests"].as_array().unwrap();
+        assert_eq!(tests.len(), 3, "{net}: all-to-all of 3 agents");
+        for t in tests {
+            assert!(t["error"].is_null(), "{net}: {t}");
+            let bps = t["throughput_bps"].as_f64().unwrap();
+            // 200 Mbit/s caps on every link: a real transfer, under the cap.
+            assert!((50e6..=210e6).contains(&bps), "{net}: {bps}");
+        }
+    }
+    assert!(stdout.contains("side by side"), "{stdout}");
+    assert!(
+        stdout.contains("pod vs host") && stdout.contains("dra vs host"),
+        "{stdout}"
+    );
+
+    // Everything `k8s run` applied is gone; its namespace is Terminating.
+    let kc = kubeconfig.clone();
+    let left = wirespeed_lab::spawn_in(&sw, move || testkit::leftovers(&kc, ns))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn ctrl_c_while_waiting_for_agents_deletes_what_the_run_applied() {
+    let test = "k8s_run_ctrl_c";
+    let Some(env) = TestEnv::start(test, None) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("wirespeed-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join("key");
+    std::fs::write(&key, "k8s-ctrl-c-key-0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let ns = "ws-ctrlc";
+    let child = Command::new(bin())
+        .args(["k8s", "run", "--kubeconfig"])
+        .arg(&env.kubeconfig)
+        .args([
+            "--namespace",
+            ns,
+            "--network",
+            "pod,dra",
+            "--ready-timeout",
+            "120s",
+        ])
+        .arg("--key-file")
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Proc(child);
+    // No kubelet plays this run: it waits for agents until interrupted.
+    testkit::wait_applied(&env.kubeconfig, ns, Network::Dra, Duration::from_secs(30)).unwrap();
+    let pid = child.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let st = child.0.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!st.success(), "{stderr}");
+    assert!(stderr.contains("interrupted by Ctrl-C"), "{stderr}");
+    assert!(stderr.contains("deleted the"), "{stderr}");
+    let left = testkit::leftovers(&env.kubeconfig, ns).unwrap();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
