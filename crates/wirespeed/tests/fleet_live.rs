@@ -228,8 +228,8 @@ fn a_six_agent_fleet_all_to_all_names_the_planted_mtu_drift() {
     let drift = first["drift"].as_array().unwrap();
     assert!(
         drift.iter().any(|d| d["setting"] == "mtu"
-            && d["value"] == PLANTED_MTU.to_string()
-            && d["majority"] == FLEET_MTU.to_string()),
+            && d["value"].as_str().and_then(|v| v.parse().ok()) == Some(PLANTED_MTU)
+            && d["majority"].as_str().and_then(|v| v.parse().ok()) == Some(FLEET_MTU)),
         "the MTU drift is not named: {drift:?}"
     );
     assert!(
