@@ -115,7 +115,10 @@ pub fn render_fleet(r: &FleetResults) -> String {
             }
             let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
             for f in &o.findings {
-                by_host.entry(&f.host).or_default().push(&f.id);
+                let ids = by_host.entry(&f.host).or_default();
+                if !ids.contains(&f.id.as_str()) {
+                    ids.push(&f.id);
+                }
             }
             for (h, ids) in by_host {
                 let _ = writeln!(out, "    doctor on {h}: {}", ids.join(", "));
