@@ -36,7 +36,8 @@ fn flow(mut a: FlowArgs) -> Result<Box<StreamFlow>, EngineError> {
     )))
 }
 
-/// Sends or receives per call before yielding to other flows of the thread.
+/// Sends or receives per turn, at most, before yielding to other flows
+/// of the thread (fewer when the thread owns many: [`ThreadState::turn`]).
 const BUDGET: usize = 16;
 
 /// One bulk-TCP connection, sending or receiving.
@@ -75,7 +76,7 @@ impl StreamFlow {
     fn send_some(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         let fd = self.sock.as_raw_fd();
         let len = (ts.spec.msg_size as usize).min(ts.tx.len());
-        for _ in 0..BUDGET {
+        for _ in 0..ts.turn(BUDGET) {
             match sys::send(fd, &ts.tx[..len], self.zerocopy) {
                 Ok(n) => self.counters.add_sent(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -94,7 +95,7 @@ impl StreamFlow {
     fn recv_some(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         let fd = self.sock.as_raw_fd();
         let discard = ts.spec.skip_rx_copy;
-        for _ in 0..BUDGET {
+        for _ in 0..ts.turn(BUDGET) {
             match sys::recv(fd, &mut ts.rx, discard) {
                 Ok(0) => return Ok(Status::Done),
                 Ok(n) => self.counters.add_received(n),

@@ -586,7 +586,15 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
             }
         }
         crate::cell::spec_from(&bench).map_err(|e| at(*table, "bench", e))?;
-        let sweep = chain.iter().rev().find_map(|(_, d)| d.sweep.clone());
+        let sweep = match chain.iter().rev().find_map(|(_, d)| d.sweep.clone()) {
+            Some(mut s) => {
+                for v in &mut s.values {
+                    *v = resolve(v, &plan).map_err(|e| at(*table, "sweep", e))?;
+                }
+                Some(s)
+            }
+            None => None,
+        };
         configurations += sweep.as_ref().map_or(1, |s| s.values.len().max(1));
         if configurations > MAX_CONFIGURATIONS {
             return Err(at(
@@ -951,6 +959,26 @@ bench = ["-F", "8", "-T", "2"]
             e.contains("[[step]] #100") && e.contains("more than 1000 configurations"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn sweep_values_resolve_placeholders_as_the_docs_say() {
+        let text = ladder_of(
+            "sweep = { arg = \"--paths\", values = [\"{a.0}={b.0}\", \"{a.0.v6}={b.0.v6}\"] }",
+            std::iter::empty(),
+        );
+        let p = parse_str(&text, Path::new("e.toml"), &Overrides::default()).unwrap();
+        let s = p.cells[0].sweep.as_ref().unwrap();
+        assert_eq!(s.values[0], "10.70.0.1=10.70.0.2");
+        assert!(!s.values[1].contains('{'), "{:?}", s.values);
+        let bad = ladder_of(
+            "sweep = { arg = \"--paths\", values = [\"{c.0}={b.0}\"] }",
+            std::iter::empty(),
+        );
+        let e = parse_str(&bad, Path::new("e.toml"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sweep") && e.contains("unknown placeholder {c.0}"), "{e}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod experiment;
 pub mod inlab;
 pub mod optimize;
 pub mod peer;
+pub mod progress;
 pub mod runner;
 pub mod sys;
 

@@ -16,7 +16,8 @@ use wirespeed_engine::{ClientConfig, Direction, TestResult, TestSpec, Workload, 
 use wirespeed_host::doctor::Goal as DoctorGoal;
 use wirespeed_host::tune::{self, Action, Host, Setting, StateDir};
 use wirespeed_host::{Fs, Snapshot, diagnose};
-use wirespeed_model::optimize::{Better, Budget, Rules, Search, StepRecord, Verdict, needs_more};
+use wirespeed_model::optimize::{Budget, Rules, Search, Verdict, needs_more};
+use wirespeed_report::optimize::{Goal, Summary, render};
 use wirespeed_report::experiment::{
     CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Mode, Point, finalize, pct_text,
 };
@@ -78,40 +79,6 @@ pub struct OptimizeArgs {
     /// Timeout for connecting and for each control answer.
     #[arg(long, default_value = "10s")]
     pub timeout: String,
-}
-
-/// The goal of a search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Goal {
-    Throughput,
-    Bidir,
-    Rr,
-}
-
-impl Goal {
-    fn better(self) -> Better {
-        match self {
-            Goal::Rr => Better::Lower,
-            _ => Better::Higher,
-        }
-    }
-
-    /// The figure judged: goodput in bit/s, or rr p50 latency in us.
-    fn value(self, r: &TestResult) -> f64 {
-        match self {
-            Goal::Rr => r.latency.as_ref().map_or(f64::NAN, |l| l.p50_us),
-            _ => r.throughput_bps,
-        }
-    }
-
-    fn human(self, v: Option<f64>) -> String {
-        match (self, v) {
-            (_, None) => "-".into(),
-            (Goal::Rr, Some(v)) => format!("{v:.1} us p50"),
-            (_, Some(v)) => human_bps(v),
-        }
-    }
 }
 
 /// One configuration of the bench side (host settings are tracked apart).
@@ -515,7 +482,7 @@ impl HostSide {
         self.done = true;
         let r = tune::rollback(&mut self.host, &self.state)?;
         for (what, why) in &r.skipped {
-            eprintln!("warning: could not restore {what}: {why} (it no longer exists)");
+            crate::progress::say(format!("warning: could not restore {what}: {why} (it no longer exists)"));
         }
         Ok(r.restored)
     }
@@ -524,39 +491,12 @@ impl HostSide {
 impl Drop for HostSide {
     fn drop(&mut self) {
         if let Err(e) = self.finish() {
-            eprintln!(
+            crate::progress::say(format!(
                 "warning: rolling back host settings failed: {e}; run `wirespeed tune rollback --state-dir {}`",
                 self.state.dir().display()
-            );
+            ));
         }
     }
-}
-
-/// The `optimize` part of the results file, beside the experiment fields.
-#[derive(Debug, Serialize)]
-struct Summary {
-    /// What was raised.
-    goal: Goal,
-    /// Repeats and noise band the steps were judged by.
-    rules: Rules,
-    /// The time budget and what was spent.
-    budget: Budget,
-    /// Every step: baseline, kept, rejected and skipped.
-    steps: Vec<StepRecord>,
-    /// The best configuration's median (bit/s, or us p50 for rr).
-    best_median: Option<f64>,
-    /// The `wirespeed bench` command of the best configuration.
-    bench_command: String,
-    /// Host changes the best configuration needs, as commands.
-    host_changes: Vec<String>,
-    /// Whether they were left in place (`--keep`).
-    host_changes_kept: bool,
-    /// The journal's directory, when host settings were tried.
-    state_dir: Option<String>,
-    /// Settings restored at the end.
-    rolled_back: Vec<String>,
-    /// What was left out and why.
-    notes: Vec<String>,
 }
 
 /// The results file: experiment results (for `wirespeed report`) plus the search.
@@ -657,7 +597,7 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
     if let Some(p) = &a.key_file {
         let k = wirespeed_engine::server::read_key_file(p)?;
         if let Some(w) = &k.warning {
-            eprintln!("warning: {w}");
+            crate::progress::say(format!("warning: {w}"));
         }
         cfg.key = Some(k.key);
     }
@@ -714,7 +654,7 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
     }
     ladder_runs.push((runs, best.clone(), vec![]));
     if !a.json {
-        eprintln!("baseline: {}", goal.human(search.baseline_median()));
+        crate::progress::say(format!("baseline: {}", goal.human(search.baseline_median())));
     }
 
     let mut host_vars: Option<Vec<Variable>> = None;
@@ -798,13 +738,13 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
             };
             if !a.json {
                 let s = search.steps.last().expect("a step was just recorded");
-                eprintln!(
+                crate::progress::say(format!(
                     "{} {}: {} {}",
                     s.variable,
                     s.setting,
                     goal.human(s.median),
                     verdict_text(&s.verdict)
-                );
+                ));
             }
             if verdict == Verdict::Kept {
                 best = conf;
@@ -858,7 +798,7 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
         std::fs::write(p, format!("{text}\n")).ctx(|| format!("write {}", p.display()))?;
     }
     Ok(Finished {
-        text: render(&summary, &search, elapsed, a),
+        text: render(&summary, elapsed, a.out.as_deref()),
         json: text,
     })
 }
@@ -976,80 +916,6 @@ fn ladder_results(
     };
     finalize(&mut res);
     res
-}
-
-fn verdict_text(v: &Verdict) -> String {
-    match v {
-        Verdict::Rejected { reason } | Verdict::Skipped { reason } => {
-            format!("{}: {reason}", v.name())
-        }
-        _ => v.name().into(),
-    }
-}
-
-/// The ladder table, the recommendation and the host changes.
-fn render(s: &Summary, search: &Search, elapsed: f64, a: &OptimizeArgs) -> String {
-    let mut o = String::new();
-    let head = [
-        "step", "variable", "setting", "median", "vs prev", "vs base", "verdict",
-    ];
-    let mut rows: Vec<[String; 7]> = vec![head.map(String::from)];
-    for (i, st) in search.steps.iter().enumerate() {
-        rows.push([
-            i.to_string(),
-            st.variable.clone(),
-            st.setting.clone(),
-            s.goal.human(st.median),
-            pct_text(st.vs_previous_pct),
-            pct_text(st.vs_baseline_pct),
-            verdict_text(&st.verdict),
-        ]);
-    }
-    let w: Vec<usize> = (0..6)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for r in &rows {
-        let mut line = String::new();
-        for c in 0..6 {
-            line.push_str(&format!("{:<w$}  ", r[c], w = w[c]));
-        }
-        line.push_str(&r[6]);
-        o.push_str(line.trim_end());
-        o.push('\n');
-    }
-    let ladder: Vec<String> = search
-        .ladder()
-        .iter()
-        .map(|x| s.goal.human(x.median))
-        .collect();
-    o.push_str(&format!(
-        "\nladder: {}  ({} in {elapsed:.0} s of a {:.0} s budget, noise band {}%)\n",
-        ladder.join(" -> "),
-        pct_text(search.ladder().last().and_then(|x| x.vs_baseline_pct)),
-        s.budget.total_s,
-        s.rules.noise_pct
-    ));
-    o.push_str(&format!("best: {}\n", s.bench_command));
-    if !s.host_changes.is_empty() {
-        let state = match (&s.state_dir, a.keep) {
-            (Some(d), true) => format!("kept; undo: wirespeed tune rollback --state-dir {d}"),
-            _ => "rolled back; apply them to keep the gain".to_string(),
-        };
-        o.push_str(&format!("host changes ({state}):\n"));
-        for c in &s.host_changes {
-            o.push_str(&format!("  {c}\n"));
-        }
-    }
-    for n in &s.notes {
-        o.push_str(&format!("note: {n}\n"));
-    }
-    if let Some(p) = &a.out {
-        o.push_str(&format!(
-            "results: {} (wirespeed report {0} -o report.html)\n",
-            p.display()
-        ));
-    }
-    o
 }
 
 #[cfg(test)]

@@ -13,107 +13,68 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use wirespeed_engine::TestResult;
 use wirespeed_engine::spec::parse_size;
+use wirespeed_host::tune::{self, NsChanges};
 use wirespeed_lab::{Lab, LabSpec};
 use wirespeed_report::experiment::{
     CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Mode, Point, finalize, pct_text,
 };
 use wirespeed_report::{human_size, human_us, new_table};
 
-/// The commands that apply one setting (with `value`) on the lab.
-fn setting_commands(lab: &Lab, s: &Setting, value: &str) -> Vec<Vec<String>> {
+/// The host settings behind one lab setting: (namespace, setting) pairs,
+/// a link's on both of its ends.
+fn host_settings(lab: &Lab, s: &Setting) -> Vec<(String, tune::Setting)> {
     match s {
-        Setting::Sysctl { host, key } => vec![vec![
-            "ip".into(),
-            "netns".into(),
-            "exec".into(),
-            lab.ns(host),
-            "sysctl".into(),
-            "-q".into(),
-            "-w".into(),
-            format!("{key}={value}"),
-        ]],
+        Setting::Sysctl { host, key } => {
+            vec![(lab.ns(host), tune::Setting::Sysctl { key: key.clone() })]
+        }
         Setting::Link { link, attr } => {
             let Some(p) = lab.plan().links.get(*link) else {
                 return Vec::new();
             };
             [(&p.host_a, &p.a.dev), (&p.host_b, &p.b.dev)]
-                .iter()
-                .map(|(h, dev)| {
-                    [
-                        "ip",
-                        "-n",
-                        &lab.ns(h),
-                        "link",
-                        "set",
-                        "dev",
-                        dev,
-                        attr,
-                        value,
-                    ]
-                    .iter()
-                    .map(|x| x.to_string())
-                    .collect()
+                .into_iter()
+                .filter_map(|(h, dev)| {
+                    let dev = dev.clone();
+                    let s = match *attr {
+                        "mtu" => tune::Setting::Mtu { dev },
+                        "gso_max_size" => tune::Setting::GsoMaxSize { dev },
+                        "gro_max_size" => tune::Setting::GroMaxSize { dev },
+                        _ => return None,
+                    };
+                    Some((lab.ns(h), s))
                 })
                 .collect()
         }
     }
 }
 
-/// Settings applied to a lab, undone (in reverse order) on drop.
-struct Applied<'a> {
-    lab: &'a Lab,
-    undo: Vec<(Setting, String)>,
+/// A cell's settings applied to its lab through wirespeed-host (each old
+/// value read first, the new one read back), undone newest first on drop.
+struct Applied {
+    changes: NsChanges,
 }
 
-impl Applied<'_> {
-    fn apply<'a>(lab: &'a Lab, settings: &BTreeMap<Setting, String>) -> Result<Applied<'a>> {
+impl Applied {
+    fn apply(lab: &Lab, settings: &BTreeMap<Setting, String>) -> Result<Applied> {
         let mut applied = Applied {
-            lab,
-            undo: Vec::new(),
+            changes: NsChanges::new(),
         };
         for (s, v) in settings {
-            let old = match s {
-                Setting::Sysctl { host, key } => {
-                    let out = lab
-                        .command(host, "sysctl")
-                        .args(["-n", key])
-                        .output()
-                        .ctx(|| format!("read sysctl {key} on {host}"))?;
-                    if !out.status.success() {
-                        return Err(failed(
-                            format!("read sysctl {key} on host {host}"),
-                            String::from_utf8_lossy(&out.stderr).trim(),
-                        ));
-                    }
-                    String::from_utf8_lossy(&out.stdout).trim().to_string()
-                }
-                Setting::Link { link, attr } => {
-                    let l = &lab.spec().links[*link];
-                    match *attr {
-                        "mtu" => l.mtu.unwrap_or(1500),
-                        "gso_max_size" => l.gso_max_size.unwrap_or(65536),
-                        _ => l.gro_max_size.unwrap_or(65536),
-                    }
-                    .to_string()
-                }
-            };
-            for cmd in setting_commands(lab, s, v) {
-                wirespeed_lab::run(&cmd)?;
+            for (ns, hs) in host_settings(lab, s) {
+                applied
+                    .changes
+                    .set(&ns, &hs, v)
+                    .map_err(|e| failed(format!("set {} in {ns}", hs.label()), e))?;
             }
-            applied.undo.push((s.clone(), old));
         }
         Ok(applied)
     }
 }
 
-impl Drop for Applied<'_> {
+impl Drop for Applied {
     fn drop(&mut self) {
-        while let Some((s, v)) = self.undo.pop() {
-            for cmd in setting_commands(self.lab, &s, &v) {
-                if let Err(e) = wirespeed_lab::run(&cmd) {
-                    eprintln!("warning: could not undo a lab change: {e}");
-                }
-            }
+        if let Err(e) = self.changes.undo() {
+            crate::progress::say(format!("warning: could not undo a lab change: {e}"));
         }
     }
 }
@@ -181,12 +142,12 @@ impl Tuned {
                 args.extend(["--dev", dev.as_str()]);
             }
             let out = t.apply_in(&lab.ns(&d.host), dir, &args)?;
-            eprintln!(
+            crate::progress::say(format!(
                 "tuned host {} with {}: {}",
                 d.host,
                 d.profile,
                 out.lines().last().unwrap_or("")
-            );
+            ));
         }
         Ok(t)
     }
@@ -203,7 +164,7 @@ impl Drop for Tuned {
             crate::sys::die_with_parent(&mut cmd);
             let ok = cmd.output().is_ok_and(|o| o.status.success());
             if !ok {
-                eprintln!("warning: could not roll back the tuning of {ns}");
+                crate::progress::say(format!("warning: could not roll back the tuning of {ns}"));
             }
             let _ = std::fs::remove_dir_all(&dir);
         }
@@ -295,14 +256,14 @@ fn run_cell(run: &Running, plan: &Plan, c: &Planned, label: &str) -> Result<Cell
                     x.clone()
                 };
                 let m = wirespeed_report::Metric::of(&res);
-                eprintln!(
+                crate::progress::say(format!(
                     "{label} {}{} run {}/{}: {}",
                     c.name,
                     px.as_deref().map(|v| format!(" @ {v}")).unwrap_or_default(),
                     r + 1,
                     plan.repeats,
                     m.human(m.value(&res))
-                );
+                ));
                 let xv = px
                     .as_deref()
                     .and_then(|v| parse_size(v).ok().map(|b| b as f64));
@@ -344,51 +305,6 @@ fn run_cell(run: &Running, plan: &Plan, c: &Planned, label: &str) -> Result<Cell
         points,
         ..CellResult::default()
     })
-}
-
-/// The end-of-run table: one row per cell.
-pub fn summary_table(res: &ExperimentResults) -> String {
-    let ladder = res.mode == Mode::Ladder;
-    let rr = res
-        .cells
-        .iter()
-        .any(|c| c.points.iter().any(|p| p.latency.is_some()));
-    let mut head = vec!["cell", "median", "min - max", "spread", "vs baseline"];
-    if ladder {
-        head.push("vs previous");
-    }
-    if rr {
-        head.push("p50 latency");
-    }
-    let mut t = new_table(&head, 1);
-    for c in &res.cells {
-        let m = c.metric;
-        let mut row = vec![
-            c.name.clone(),
-            m.human(c.stats.median),
-            format!("{} - {}", m.human(c.stats.min), m.human(c.stats.max)),
-            format!("{:.1}%", c.stats.spread_pct),
-            if c.name == res.baseline {
-                "baseline".into()
-            } else {
-                pct_text(c.vs_baseline_pct)
-            },
-        ];
-        if ladder {
-            row.push(pct_text(c.vs_previous_pct));
-        }
-        if rr {
-            row.push(
-                c.points
-                    .last()
-                    .and_then(|p| p.latency.as_ref())
-                    .map(|l| human_us(l.p50_us))
-                    .unwrap_or_else(|| "-".into()),
-            );
-        }
-        t.add_row(row);
-    }
-    format!("{t}\n")
 }
 
 /// How to run a plan.
@@ -444,7 +360,7 @@ pub fn run(plan: &Plan, o: &RunOptions) -> Result<ExperimentResults> {
     let n = plan.cells.len();
     for (i, c) in plan.cells.iter().enumerate() {
         if let Some(d) = done.remove(&c.name) {
-            eprintln!("skipping finished cell {}", c.name);
+            crate::progress::say(format!("skipping finished cell {}", c.name));
             res.cells.push(d);
             continue;
         }
@@ -454,14 +370,14 @@ pub fn run(plan: &Plan, o: &RunOptions) -> Result<ExperimentResults> {
         if running.as_ref().is_none_or(|r| r.spec != c.lab) {
             // The old lab (and its server) goes before the new one is built.
             drop(running.take());
-            eprintln!("building the lab for cell {}", c.name);
+            crate::progress::say(format!("building the lab for cell {}", c.name));
             running = Some(Running::start(&c.lab, plan, &o.exe)?);
         }
         let Some(r) = running.as_ref() else { continue };
         let cell = match run_cell(r, plan, c, &format!("[{}/{n}]", i + 1)) {
             Ok(cell) => cell,
             Err(e) if stopped() => {
-                eprintln!("stopped during cell {}: {e}", c.name);
+                crate::progress::say(format!("stopped during cell {}: {e}", c.name));
                 break;
             }
             Err(e) => {

@@ -47,6 +47,14 @@ pub enum HostError {
         /// The value read back.
         got: String,
     },
+    /// A command wirespeed runs (tc) failed; `cmd` is the command line.
+    #[error("`{cmd}` failed: {stderr}")]
+    Command {
+        /// The command line as a person would type it.
+        cmd: String,
+        /// What it printed on stderr (trimmed).
+        stderr: String,
+    },
     /// A path probe could not be sent (no ICMP socket, no route).
     #[error("{0}")]
     Probe(String),

@@ -5,7 +5,7 @@ use crate::HostError;
 use crate::nl::Nl;
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::address::AddressMessage;
-use netlink_packet_route::link::{LinkAttribute, LinkMessage};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteMessage, RouteProtocol, RouteScope, RouteType,
 };
@@ -207,6 +207,24 @@ impl Rtnl {
         let mut msg = LinkMessage::default();
         msg.header.index = index;
         msg.attributes = attrs;
+        self.nl
+            .request(RouteNetlinkMessage::SetLink(msg), 0, what)?;
+        Ok(())
+    }
+
+    /// Sends a request that creates an object (a link, an address, a
+    /// route), refusing to replace one that exists.
+    pub(crate) fn create(&mut self, msg: RouteNetlinkMessage, what: &str) -> Result<(), HostError> {
+        self.nl.request(msg, NLM_F_CREATE | NLM_F_EXCL, what)?;
+        Ok(())
+    }
+
+    /// Sets a link administratively up (`ip link set dev DEV up`).
+    pub(crate) fn set_up(&mut self, index: u32, what: &str) -> Result<(), HostError> {
+        let mut msg = LinkMessage::default();
+        msg.header.index = index;
+        msg.header.flags = LinkFlags::Up;
+        msg.header.change_mask = LinkFlags::Up;
         self.nl
             .request(RouteNetlinkMessage::SetLink(msg), 0, what)?;
         Ok(())

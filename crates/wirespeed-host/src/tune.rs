@@ -5,14 +5,16 @@
 //! when a confirmation deadline passes.
 
 use crate::HostError;
+
+mod changes;
+mod knobs;
+
 use crate::ethtool::Ethtool;
-use crate::fsroot::{Fs, sysctl_path};
-use crate::inspect::{network, parse_cidr};
-use crate::rtnl::{RouteSpec, Rtnl, RuleSpec};
+use crate::fsroot::Fs;
+use crate::rtnl::Rtnl;
 use crate::snapshot::Snapshot;
-use netlink_packet_route::link::LinkAttribute;
+pub use changes::NsChanges;
 use serde::{Deserialize, Serialize};
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -316,43 +318,13 @@ impl Setting {
     /// Apply-order rank: MTU first, IPv6 GSO/GRO sizes before the IPv4
     /// ones (setting gso_max_size <= 65536 overwrites the IPv4 value).
     fn rank(&self) -> u8 {
-        match self {
-            Setting::Sysctl { .. } => 0,
-            Setting::Mtu { .. } => 1,
-            Setting::GsoMaxSize { .. } | Setting::GroMaxSize { .. } => 2,
-            Setting::GsoIpv4MaxSize { .. } | Setting::GroIpv4MaxSize { .. } => 3,
-            Setting::Feature { .. }
-            | Setting::PrivateFlag { .. }
-            | Setting::RxRing { .. }
-            | Setting::BondHashPolicy { .. } => 4,
-            Setting::SourceRoute { .. } => 5,
-        }
+        self.knob().rank()
     }
 
     /// A short label ("mtu of eth1").
     pub fn label(&self) -> String {
-        match self {
-            Setting::Sysctl { key } => key.clone(),
-            Setting::Mtu { dev } => format!("mtu of {dev}"),
-            Setting::GsoMaxSize { dev } => format!("gso_max_size of {dev}"),
-            Setting::GroMaxSize { dev } => format!("gro_max_size of {dev}"),
-            Setting::GsoIpv4MaxSize { dev } => format!("gso_ipv4_max_size of {dev}"),
-            Setting::GroIpv4MaxSize { dev } => format!("gro_ipv4_max_size of {dev}"),
-            Setting::Feature { dev, name } => format!("{name} of {dev}"),
-            Setting::PrivateFlag { dev, flag } => format!("private flag {flag} of {dev}"),
-            Setting::RxRing { dev } => format!("rx ring of {dev}"),
-            Setting::BondHashPolicy { dev } => format!("xmit_hash_policy of {dev}"),
-            Setting::SourceRoute {
-                dev, addr, table, ..
-            } => format!("source routing of {addr} via {dev} (table {table})"),
-        }
+        self.knob().label()
     }
-}
-
-/// A CIDR as (address, prefix length, network address).
-fn subnet_of(cidr: &str) -> Option<(IpAddr, u8, IpAddr)> {
-    let (ip, len) = parse_cidr(cidr)?;
-    Some((ip, len, network(ip, len)))
 }
 
 impl Action {
@@ -366,72 +338,7 @@ impl Action {
 
     /// The command a person would type for this action.
     pub fn command(&self) -> String {
-        let v = &self.value;
-        match &self.setting {
-            Setting::Sysctl { key } => format!("sysctl -w {key}=\"{v}\""),
-            Setting::Mtu { dev } => format!("ip link set dev {dev} mtu {v}"),
-            Setting::GsoMaxSize { dev } => format!("ip link set dev {dev} gso_max_size {v}"),
-            Setting::GroMaxSize { dev } => format!("ip link set dev {dev} gro_max_size {v}"),
-            Setting::GsoIpv4MaxSize { dev } => {
-                format!("ip link set dev {dev} gso_ipv4_max_size {v}")
-            }
-            Setting::GroIpv4MaxSize { dev } => {
-                format!("ip link set dev {dev} gro_ipv4_max_size {v}")
-            }
-            Setting::Feature { dev, name } => format!("ethtool -K {dev} {name} {v}"),
-            Setting::PrivateFlag { dev, flag } => {
-                format!("ethtool --set-priv-flags {dev} {flag} {v}")
-            }
-            Setting::RxRing { dev } => format!("ethtool -G {dev} rx {v}"),
-            Setting::BondHashPolicy { dev } => {
-                format!("ip link set dev {dev} type bond xmit_hash_policy {v}")
-            }
-            Setting::SourceRoute {
-                dev,
-                addr,
-                table,
-                priority,
-            } => {
-                let (ip, len, net) = subnet_of(addr).unwrap_or((
-                    IpAddr::from([0, 0, 0, 0]),
-                    0,
-                    IpAddr::from([0, 0, 0, 0]),
-                ));
-                let host = if ip.is_ipv4() { 32 } else { 128 };
-                let six = if ip.is_ipv6() { "-6 " } else { "" };
-                let verb = if v == "absent" { "del" } else { "add" };
-                format!(
-                    "ip {six}rule {verb} from {ip}/{host} table {table} priority {priority} && ip {six}route {verb} {net}/{len} dev {dev} src {ip} table {table}"
-                )
-            }
-        }
-    }
-}
-
-/// Builds a link attribute from its value.
-type AttrCtor = fn(u32) -> LinkAttribute;
-
-/// The rtnetlink attribute behind a numeric link setting, and its device.
-fn link_attr(s: &Setting) -> Option<(&str, AttrCtor)> {
-    match s {
-        Setting::Mtu { dev } => Some((dev, LinkAttribute::Mtu)),
-        Setting::GsoMaxSize { dev } => Some((dev, LinkAttribute::GsoMaxSize)),
-        Setting::GroMaxSize { dev } => Some((dev, LinkAttribute::GroMaxSize)),
-        Setting::GsoIpv4MaxSize { dev } => Some((dev, LinkAttribute::GsoIpv4MaxSize)),
-        Setting::GroIpv4MaxSize { dev } => Some((dev, LinkAttribute::GroIpv4MaxSize)),
-        _ => None,
-    }
-}
-
-/// The value of one of the attributes [`link_attr`] names.
-fn attr_u32(a: &LinkAttribute) -> Option<u32> {
-    match a {
-        LinkAttribute::Mtu(v)
-        | LinkAttribute::GsoMaxSize(v)
-        | LinkAttribute::GroMaxSize(v)
-        | LinkAttribute::GsoIpv4MaxSize(v)
-        | LinkAttribute::GroIpv4MaxSize(v) => Some(*v),
-        _ => None,
+        self.setting.knob().render(&self.value)
     }
 }
 
@@ -457,7 +364,9 @@ impl Host {
         // The initial namespace has a fixed inode on recent kernels
         // (0xEFFFFFF9); otherwise compare with pid 1's, which is unreadable
         // from inside another namespace (and in some sandboxes).
-        let me = std::fs::read_link("/proc/self/ns/net").ok();
+        // thread-self: a thread that entered a lab's namespace is not
+        // where the process is.
+        let me = std::fs::read_link("/proc/thread-self/ns/net").ok();
         let in_init_netns = me
             .as_ref()
             .is_some_and(|m| m.as_os_str() == "net:[4026531833]")
@@ -485,179 +394,12 @@ impl Host {
 
     /// The current value of a setting, in the same form as [`Action::value`].
     pub fn read(&mut self, s: &Setting) -> Result<String, HostError> {
-        match s {
-            Setting::Sysctl { key } => self.fs.sysctl(key).map(|v| norm(&v)),
-            Setting::Mtu { .. }
-            | Setting::GsoMaxSize { .. }
-            | Setting::GroMaxSize { .. }
-            | Setting::GsoIpv4MaxSize { .. }
-            | Setting::GroIpv4MaxSize { .. } => {
-                let (dev, ctor) = link_attr(s).expect("a link size setting");
-                let want = std::mem::discriminant(&ctor(0));
-                let l = self.rt.link(dev)?;
-                l.attributes
-                    .iter()
-                    .find(|a| std::mem::discriminant(*a) == want)
-                    .and_then(attr_u32)
-                    .map(|v| v.to_string())
-                    .ok_or_else(|| {
-                        HostError::Refused(format!("{dev} does not report {}", s.label()))
-                    })
-            }
-            Setting::Feature { dev, name } => {
-                let f = self.eth()?.features(dev)?;
-                f.get(name)
-                    .map(|x| onoff(x.on))
-                    .ok_or_else(|| HostError::Refused(format!("{dev} has no feature {name:?}")))
-            }
-            Setting::PrivateFlag { dev, flag } => {
-                let f = self.eth()?.private_flags(dev)?;
-                f.get(flag).map(|on| onoff(*on)).ok_or_else(|| {
-                    HostError::Refused(format!("{dev} has no private flag {flag:?}"))
-                })
-            }
-            Setting::RxRing { dev } => Ok(self.eth()?.rings(dev)?.rx.to_string()),
-            Setting::BondHashPolicy { dev } => {
-                let v = self
-                    .fs
-                    .read_trim(&format!("sys/class/net/{dev}/bonding/xmit_hash_policy"))?;
-                Ok(v.split_whitespace().next().unwrap_or("").to_string())
-            }
-            Setting::SourceRoute {
-                dev,
-                addr,
-                table,
-                priority,
-            } => {
-                let (ip, _, _) = subnet_of(addr)
-                    .ok_or_else(|| HostError::Refused(format!("bad address {addr:?}")))?;
-                let index = self.index(dev)?;
-                let rules = self.rt.rules()?;
-                let has_rule = rules.iter().any(|r| {
-                    use netlink_packet_route::rule::RuleAttribute as A;
-                    r.attributes.contains(&A::Source(ip))
-                        && r.attributes.contains(&A::Table(*table))
-                        && r.attributes.contains(&A::Priority(*priority))
-                });
-                let routes = self.rt.routes()?;
-                let has_route = routes.iter().any(|r| {
-                    use netlink_packet_route::route::RouteAttribute as A;
-                    r.attributes.contains(&A::Table(*table))
-                        && r.attributes.contains(&A::Oif(index))
-                });
-                Ok(if has_rule && has_route {
-                    "present".into()
-                } else if !has_rule && !has_route {
-                    "absent".into()
-                } else {
-                    "partial".into()
-                })
-            }
-        }
+        s.knob().read(self)
     }
 
     /// Writes a setting (no verification; see [`Host::set`]).
     fn write(&mut self, s: &Setting, value: &str) -> Result<(), HostError> {
-        let num = || {
-            value.parse::<u32>().map_err(|_| {
-                HostError::Refused(format!("{} wants a number, not {value:?}", s.label()))
-            })
-        };
-        let on = || match value {
-            "on" => Ok(true),
-            "off" => Ok(false),
-            _ => Err(HostError::Refused(format!(
-                "{} wants on or off, not {value:?}",
-                s.label()
-            ))),
-        };
-        let what = format!("set {} to {value}", s.label());
-        match s {
-            Setting::Sysctl { key } => self.fs.write_sysctl(key, value),
-            Setting::Mtu { .. }
-            | Setting::GsoMaxSize { .. }
-            | Setting::GroMaxSize { .. }
-            | Setting::GsoIpv4MaxSize { .. }
-            | Setting::GroIpv4MaxSize { .. } => {
-                let (dev, ctor) = link_attr(s).expect("a link size setting");
-                let (i, v) = (self.index(dev)?, num()?);
-                self.rt.set_link(i, vec![ctor(v)], &what)
-            }
-            Setting::Feature { dev, name } => {
-                let v = on()?;
-                self.eth()?.set_features(dev, &[(name, v)])
-            }
-            Setting::PrivateFlag { dev, flag } => {
-                let v = on()?;
-                self.eth()?.set_private_flag(dev, flag, v)
-            }
-            Setting::RxRing { dev } => {
-                let v = num()?;
-                self.eth()?.set_rings(dev, Some(v), None)
-            }
-            Setting::BondHashPolicy { dev } => {
-                let p = self
-                    .fs
-                    .path(&format!("sys/class/net/{dev}/bonding/xmit_hash_policy"));
-                std::fs::write(&p, value).map_err(|e| HostError::file(&p, e))
-            }
-            Setting::SourceRoute {
-                dev,
-                addr,
-                table,
-                priority,
-            } => {
-                let (ip, len, net) = subnet_of(addr)
-                    .ok_or_else(|| HostError::Refused(format!("bad address {addr:?}")))?;
-                let oif = self.index(dev)?;
-                let rule = RuleSpec {
-                    src: ip,
-                    src_len: if ip.is_ipv4() { 32 } else { 128 },
-                    table: *table,
-                    priority: *priority,
-                };
-                let route = RouteSpec {
-                    dst: net,
-                    dst_len: len,
-                    oif,
-                    src: Some(ip),
-                    table: *table,
-                };
-                let now = self.read(s)?;
-                match value {
-                    "present" if now == "present" => Ok(()),
-                    "present" => {
-                        if now == "partial" {
-                            return Err(HostError::Refused(format!(
-                                "{}: table {table} or a rule from {ip} already exists; choose another table",
-                                s.label()
-                            )));
-                        }
-                        self.rt.add_route(&route)?;
-                        if let Err(e) = self.rt.add_rule(&rule) {
-                            let _ = self.rt.del_route(&route);
-                            return Err(e);
-                        }
-                        Ok(())
-                    }
-                    "absent" => {
-                        if now != "absent" {
-                            self.remove_source_route(&rule, &route);
-                        }
-                        Ok(())
-                    }
-                    _ => Err(HostError::Refused(format!(
-                        "{} wants present or absent, not {value:?}",
-                        s.label()
-                    ))),
-                }
-            }
-        }
-    }
-
-    fn remove_source_route(&mut self, rule: &RuleSpec, route: &RouteSpec) {
-        let _ = self.rt.del_rule(rule);
-        let _ = self.rt.del_route(route);
+        s.knob().write(self, value)
     }
 
     /// Settings the kernel may change when `s` is set, beside `s` itself:
@@ -669,121 +411,14 @@ impl Host {
     /// (forwarding turns it off). Those a host lacks fail to read and are
     /// left out by [`apply`].
     pub fn side_effects(&mut self, s: &Setting) -> Vec<Setting> {
-        let sysctl = |key: String| Setting::Sysctl { key };
-        match s {
-            Setting::GsoMaxSize { dev } => vec![Setting::GsoIpv4MaxSize { dev: dev.clone() }],
-            Setting::GroMaxSize { dev } => vec![Setting::GroIpv4MaxSize { dev: dev.clone() }],
-            Setting::Mtu { dev } => {
-                let mut out = vec![sysctl(format!(
-                    "net.ipv6.conf.{}.mtu",
-                    dev.replace('.', "/")
-                ))];
-                let (Ok(me), Ok(links)) = (self.rt.link(dev), self.rt.links()) else {
-                    return out;
-                };
-                let index = me.header.index;
-                let master = me.attributes.iter().find_map(|a| match a {
-                    LinkAttribute::Controller(m) => Some(*m),
-                    _ => None,
-                });
-                for l in &links {
-                    let here = !l
-                        .attributes
-                        .iter()
-                        .any(|a| matches!(a, LinkAttribute::LinkNetNsId(_)));
-                    let upper = here && l.attributes.contains(&LinkAttribute::Link(index));
-                    if (upper || Some(l.header.index) == master)
-                        && l.header.index != index
-                        && let Some(name) = l.attributes.iter().find_map(|a| match a {
-                            LinkAttribute::IfName(n) => Some(n.clone()),
-                            _ => None,
-                        })
-                    {
-                        out.push(Setting::Mtu { dev: name });
-                    }
-                }
-                out
-            }
-            Setting::Sysctl { key } => {
-                let k = dotted(key);
-                let fam = match k.as_str() {
-                    "net.ipv4.ip_forward" | "net.ipv4.conf.all.forwarding" => "ipv4",
-                    "net.ipv6.conf.all.forwarding" => "ipv6",
-                    "net.ipv6.conf.all.disable_ipv6" => {
-                        return self
-                            .conf_devices("ipv6")
-                            .into_iter()
-                            .map(|d| sysctl(format!("net.ipv6.conf.{d}.disable_ipv6")))
-                            .collect();
-                    }
-                    _ => return vec![],
-                };
-                let mut out = Vec::new();
-                if fam == "ipv4" {
-                    out.push(sysctl("net.ipv4.ip_forward".into()));
-                    out.push(sysctl("net.ipv4.conf.all.accept_redirects".into()));
-                }
-                for d in self.conf_devices(fam) {
-                    out.push(sysctl(format!("net.{fam}.conf.{d}.forwarding")));
-                }
-                if let Ok(links) = self.rt.links() {
-                    for l in links {
-                        if let Some(name) = l.attributes.iter().find_map(|a| match a {
-                            LinkAttribute::IfName(n) => Some(n.clone()),
-                            _ => None,
-                        }) {
-                            out.push(Setting::Feature {
-                                dev: name,
-                                name: "rx-lro".into(),
-                            });
-                        }
-                    }
-                }
-                out.retain(|x| x != s);
-                out
-            }
-            _ => vec![],
-        }
-    }
-
-    /// The entries of /proc/sys/net/FAMILY/conf (all, default and each
-    /// device), in sysctl form (a dot in a device name as `/`).
-    fn conf_devices(&self, family: &str) -> Vec<String> {
-        let dir = self.fs.path(&format!("proc/sys/net/{family}/conf"));
-        let mut out: Vec<String> = std::fs::read_dir(dir)
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().replace('.', "/"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.sort();
-        out
+        s.knob().side_effects(self)
     }
 
     /// After a journaled device has gone: removes what it leaves behind
     /// that still matters (the policy rule of its source routing; the
     /// route went with the device).
     fn clear_orphans(&mut self, s: &Setting, old: &str) {
-        if let Setting::SourceRoute {
-            addr,
-            table,
-            priority,
-            ..
-        } = s
-        {
-            if old != "absent" {
-                return;
-            }
-            if let Some((ip, _, _)) = subnet_of(addr) {
-                let _ = self.rt.del_rule(&RuleSpec {
-                    src: ip,
-                    src_len: if ip.is_ipv4() { 32 } else { 128 },
-                    table: *table,
-                    priority: *priority,
-                });
-            }
-        }
+        s.knob().clear_orphans(self, old)
     }
 
     /// Writes a setting and reads it back; an error when it differs.
@@ -874,252 +509,12 @@ pub fn check_action(
     fs: &Fs,
     in_init_netns: bool,
 ) -> Result<Option<String>, HostError> {
-    let link = |dev: &str| {
-        snap.link(dev)
-            .ok_or_else(|| HostError::NoSuchLink(dev.into()))
+    let cx = knobs::Cx {
+        snap,
+        fs,
+        in_init_netns,
     };
-    let num = || {
-        a.value.parse::<u64>().map_err(|_| {
-            HostError::Refused(format!(
-                "{}: {:?} is not a number",
-                a.setting.label(),
-                a.value
-            ))
-        })
-    };
-    match &a.setting {
-        Setting::Sysctl { key } => {
-            if !valid_sysctl_name(key) {
-                return Err(HostError::Refused(format!("{key:?} is not a sysctl name")));
-            }
-            // Under --netns (or run inside any namespace) only per-namespace
-            // keys: the others would change the whole host.
-            let confined = !in_init_netns || snap.netns.is_some();
-            let host_wide = netns_sysctl_refusal(key);
-            if let (true, Some(why)) = (confined, &host_wide)
-                && !dotted(key).starts_with("net.")
-            {
-                return Err(HostError::Refused(format!(
-                    "{why}; run tune without --netns to change the host"
-                )));
-            }
-            let p = fs.path(&sysctl_path(key));
-            let meta = match std::fs::metadata(&p) {
-                Ok(m) => m,
-                Err(_) => match (confined, host_wide) {
-                    (true, Some(why)) => return Ok(Some(why)),
-                    _ => {
-                        return Err(HostError::Refused(format!(
-                            "no sysctl {key} on this kernel"
-                        )));
-                    }
-                },
-            };
-            if a.value.chars().any(|c| c.is_control() && c != '\t') {
-                return Err(HostError::Refused(format!(
-                    "{key}: the value {:?} holds control characters",
-                    a.value
-                )));
-            }
-            if dotted(key).ends_with(".disable_ipv6")
-                && a.value.trim() != "0"
-                && fs.sysctl(key).ok().as_deref() != Some(a.value.trim())
-            {
-                return Err(HostError::Refused(format!(
-                    "{key} = {}: disabling IPv6 deletes the addresses of the devices it covers, which a rollback cannot bring back",
-                    a.value
-                )));
-            }
-            use std::os::unix::fs::PermissionsExt;
-            if meta.permissions().mode() & 0o200 == 0 {
-                let where_ = if in_init_netns {
-                    "here"
-                } else {
-                    "inside a network namespace (set it in the initial namespace)"
-                };
-                return Ok(Some(format!("{key} is read-only {where_}")));
-            }
-            if key.ends_with("mem_max") || key.ends_with("tcp_rmem") || key.ends_with("tcp_wmem") {
-                let biggest = a
-                    .value
-                    .split_whitespace()
-                    .filter_map(|w| w.parse::<u64>().ok())
-                    .max()
-                    .unwrap_or(0);
-                if let Some(mem) = snap.mem_total_bytes.get()
-                    && biggest > mem / 8
-                {
-                    return Err(HostError::Refused(format!(
-                        "{key} = {} would let one socket take {} MiB, more than 1/8 of this host's {} MiB of memory",
-                        a.value,
-                        biggest >> 20,
-                        mem >> 20
-                    )));
-                }
-            }
-        }
-        Setting::Mtu { dev } => {
-            let l = link(dev)?;
-            let mtu = num()?;
-            if mtu < 68 {
-                return Err(HostError::Refused(format!(
-                    "MTU {mtu} on {dev} is below the IPv4 minimum of 68"
-                )));
-            }
-            let v6: Vec<&String> = l
-                .addresses
-                .iter()
-                .filter(|a| a.contains(':') && !a.to_ascii_lowercase().starts_with("fe80:"))
-                .collect();
-            if mtu < 1280 && !v6.is_empty() {
-                return Err(HostError::Refused(format!(
-                    "MTU {mtu} on {dev} is below IPv6's minimum of 1280: the kernel would delete its IPv6 addresses ({}), which a rollback cannot bring back",
-                    v6.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", ")
-                )));
-            }
-            if let Some(max) = l.max_mtu.filter(|m| *m > 0)
-                && mtu > max as u64
-            {
-                return Err(HostError::Refused(format!(
-                    "MTU {mtu} on {dev} is above the device's maximum of {max}"
-                )));
-            }
-            if let Some(lower) = l.lower.as_deref().and_then(|n| snap.link(n)) {
-                let overhead = if l.kind == "vxlan" { 50 } else { 0 };
-                if mtu + overhead > lower.mtu as u64 {
-                    return Err(HostError::Refused(format!(
-                        "MTU {mtu} on {dev} is larger than its lower link {} allows ({} minus {overhead} bytes of {} header)",
-                        lower.name, lower.mtu, l.kind
-                    )));
-                }
-            }
-        }
-        Setting::GsoMaxSize { dev }
-        | Setting::GroMaxSize { dev }
-        | Setting::GsoIpv4MaxSize { dev }
-        | Setting::GroIpv4MaxSize { dev } => {
-            let l = link(dev)?;
-            let v = num()?;
-            let ipv4 = matches!(
-                a.setting,
-                Setting::GsoIpv4MaxSize { .. } | Setting::GroIpv4MaxSize { .. }
-            );
-            let gso = matches!(
-                a.setting,
-                Setting::GsoMaxSize { .. } | Setting::GsoIpv4MaxSize { .. }
-            );
-            if v > 65536 {
-                let (ok, need) = if ipv4 {
-                    (snap.big_tcp.ipv4, "6.3")
-                } else {
-                    (snap.big_tcp.ipv6, "5.19")
-                };
-                if !ok {
-                    return Err(HostError::Refused(format!(
-                        "{} {v}: BIG TCP over IPv{} needs kernel {need} or later, this is {}",
-                        a.setting.label(),
-                        if ipv4 { 4 } else { 6 },
-                        snap.kernel
-                    )));
-                }
-            }
-            if gso
-                && let Some(tso) = l.tso_max_size
-                && v > tso as u64
-            {
-                return Err(HostError::Refused(format!(
-                    "{} {v} is above the driver's tso_max_size of {tso}",
-                    a.setting.label()
-                )));
-            }
-            if ipv4 && l.gso_ipv4_max_size.is_none() {
-                return Ok(Some(format!(
-                    "this kernel has no {} on {dev}",
-                    a.setting.label()
-                )));
-            }
-            if v > 524288 {
-                return Err(HostError::Refused(format!(
-                    "{} {v} is above the kernel's limit of 524288",
-                    a.setting.label()
-                )));
-            }
-        }
-        Setting::Feature { dev, name } => {
-            let l = link(dev)?;
-            if let Some(f) = l.features.get() {
-                match f.get(name) {
-                    None => return Ok(Some(format!("{dev} has no feature {name}"))),
-                    Some(x) if x.fixed && onoff(x.on) != a.value => {
-                        return Ok(Some(format!("{name} is fixed on {dev}")));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        Setting::PrivateFlag { dev, flag } => {
-            let l = link(dev)?;
-            match l.private_flags.get() {
-                Some(f) if f.contains_key(flag) => {}
-                _ => {
-                    return Ok(Some(format!(
-                        "the {} driver of {dev} has no private flag {flag}",
-                        l.driver.get().map(|s| s.as_str()).unwrap_or("unknown")
-                    )));
-                }
-            }
-        }
-        Setting::RxRing { dev } => {
-            let l = link(dev)?;
-            let v = num()?;
-            match l.rings.get() {
-                Some(r) if r.rx_max > 0 => {
-                    if v > r.rx_max as u64 {
-                        return Err(HostError::Refused(format!(
-                            "rx ring {v} on {dev} is above its maximum of {}",
-                            r.rx_max
-                        )));
-                    }
-                }
-                _ => return Ok(Some(format!("{dev} does not report ring sizes"))),
-            }
-        }
-        Setting::BondHashPolicy { dev } => {
-            let l = link(dev)?;
-            if l.bond.is_none() {
-                return Err(HostError::Refused(format!("{dev} is not a bond")));
-            }
-            const POLICIES: [&str; 6] = [
-                "layer2",
-                "layer2+3",
-                "layer3+4",
-                "encap2+3",
-                "encap3+4",
-                "vlan+srcmac",
-            ];
-            if !POLICIES.contains(&a.value.as_str()) {
-                return Err(HostError::Refused(format!(
-                    "{:?} is not a bond hash policy (one of {})",
-                    a.value,
-                    POLICIES.join(", ")
-                )));
-            }
-        }
-        Setting::SourceRoute {
-            dev, addr, table, ..
-        } => {
-            let l = link(dev)?;
-            if !l.addresses.iter().any(|x| x == addr) {
-                return Err(HostError::Refused(format!("{dev} does not hold {addr}")));
-            }
-            if matches!(*table, 0 | 253..=255) {
-                return Err(HostError::Refused(format!(
-                    "table {table} is reserved (default/main/local)"
-                )));
-            }
-        }
-    }
-    Ok(None)
+    a.setting.knob().check(&a.value, &cx)
 }
 
 /// How long a tune command waits for another one that holds the state
@@ -1818,6 +1213,34 @@ pub fn watch(host: &mut Host, state: &StateDir) -> Result<Watched, HostError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsroot::sysctl_path;
+
+    #[test]
+    fn a_plan_and_a_journal_written_before_the_settings_were_one_table_still_read() {
+        // Recorded with the code of commit d4efe41 (one match per method).
+        let plan: Plan =
+            serde_json::from_str(include_str!("../tests/fixtures/plan-v1.json")).unwrap();
+        assert_eq!(plan.steps.len(), 11, "one step per kind of setting");
+        for s in &plan.steps {
+            assert_eq!(s.action.command(), s.command, "{:?}", s.action.setting);
+        }
+        let j: Journal =
+            serde_json::from_str(include_str!("../tests/fixtures/journal-v1.json")).unwrap();
+        let labels: Vec<String> = j.entries.iter().map(|e| e.setting.label()).collect();
+        assert_eq!(labels[1], "mtu of j0");
+        assert_eq!(labels[6], "rx-gro of j0");
+        assert_eq!(
+            labels[10],
+            "source routing of 10.9.9.1/24 via j0 (table 190)"
+        );
+        let steps: Vec<Setting> = plan
+            .steps
+            .iter()
+            .map(|s| s.action.setting.clone())
+            .collect();
+        let entries: Vec<Setting> = j.entries.iter().map(|e| e.setting.clone()).collect();
+        assert_eq!(steps, entries);
+    }
 
     #[test]
     fn commands_read_like_what_people_type() {

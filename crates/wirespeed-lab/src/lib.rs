@@ -16,10 +16,11 @@ pub mod plan;
 pub mod spec;
 
 pub use build::{
-    Lab, LabState, build_commands, cap_commands, destroy, flow_cap_commands, is_root, load_state,
-    ns_name, owner_pid, pid_alive, run, save_state, sweep_stale, tbf_sizes,
+    Lab, LabState, apply, build_ops, cap_ops, destroy, flow_cap_ops, is_root, load_state, ns_name,
+    owner_pid, pid_alive, save_state, sweep_stale, tbf_sizes,
 };
 pub use error::LabError;
 pub use netns::spawn_in;
 pub use plan::{Addressing, Nic, Pair};
 pub use spec::{CapKind, HostSpec, LabSpec, LinkSpec, RouteSpec, VxlanSpec};
+pub use wirespeed_host::Op;

@@ -1,76 +1,10 @@
-//! The lab's syscalls. Link attributes that iproute2 on these machines
-//! cannot set (gso_ipv4_max_size and gro_ipv4_max_size need iproute2 >=
-//! 6.3): set over rtnetlink from a thread that enters the host's
-//! namespace, through wirespeed-host's tuning code, which also reads each
-//! value back. Threads that run inside a namespace ([`spawn_in`]). And
-//! the processes left inside a namespace, killed before it is removed.
+//! The lab's syscalls: threads that run inside a namespace
+//! ([`spawn_in`]), and the processes left inside a namespace, found and
+//! killed before it is removed. (Namespaces themselves are made and
+//! removed by wirespeed-host's netns module.)
 
 use crate::error::LabError;
 use std::os::fd::AsRawFd;
-use wirespeed_host::Fs;
-use wirespeed_host::tune::{Host, Setting};
-
-/// An IPv4 size command taken apart: namespace, device, (attribute, value) pairs.
-type Ipv4Sizes<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>);
-
-/// Whether `argv` is `ip -n NS link set dev DEV` followed only by IPv4
-/// GSO/GRO sizes; if so returns (namespace, device, settings).
-pub(crate) fn ipv4_sizes(argv: &[String]) -> Option<Ipv4Sizes<'_>> {
-    let [ip, n, ns, link, set, dev_kw, dev, rest @ ..] = argv else {
-        return None;
-    };
-    let head = [ip, n, link, set, dev_kw].map(String::as_str);
-    if head != ["ip", "-n", "link", "set", "dev"] || rest.is_empty() || rest.len() % 2 != 0 {
-        return None;
-    }
-    let pairs: Vec<(&str, &str)> = rest
-        .chunks(2)
-        .map(|c| (c[0].as_str(), c[1].as_str()))
-        .collect();
-    pairs
-        .iter()
-        .all(|(k, _)| matches!(*k, "gso_ipv4_max_size" | "gro_ipv4_max_size"))
-        .then_some((ns.as_str(), dev.as_str(), pairs))
-}
-
-/// Sets IPv4 GSO/GRO sizes of `dev` in namespace `ns` over netlink.
-pub(crate) fn set_ipv4_sizes(ns: &str, dev: &str, pairs: &[(&str, &str)]) -> Result<(), LabError> {
-    let what = format!(
-        "ip -n {ns} link set dev {dev} {}",
-        pairs
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    let dev = dev.to_string();
-    let pairs: Vec<(String, String)> = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let worker = spawn_in(ns, move || -> Result<(), String> {
-        let mut host = Host::open(Fs::at("/")).map_err(|e| e.to_string())?;
-        for (k, v) in &pairs {
-            let s = if k == "gso_ipv4_max_size" {
-                Setting::GsoIpv4MaxSize { dev: dev.clone() }
-            } else {
-                Setting::GroIpv4MaxSize { dev: dev.clone() }
-            };
-            host.set(&s, v).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    })?;
-    let fail = |stderr: String| LabError::Command {
-        cmd: what.clone(),
-        stderr,
-    };
-    match worker.join() {
-        Ok(Ok(Ok(()))) => Ok(()),
-        Ok(Ok(Err(stderr))) => Err(fail(stderr)),
-        Ok(Err(e)) => Err(fail(e.to_string())),
-        Err(_) => Err(fail("the netlink thread panicked".into())),
-    }
-}
 
 /// Runs `f` on a fresh thread inside the network namespace
 /// `/run/netns/NS`: sockets and netlink sockets that `f` opens, and the
@@ -157,24 +91,4 @@ pub(crate) fn kill_processes_in(ns: &str) -> usize {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     pids.len()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v(x: &str) -> Vec<String> {
-        x.split(' ').map(str::to_string).collect()
-    }
-
-    #[test]
-    fn only_ipv4_size_commands_go_over_netlink() {
-        let c = v("ip -n l-a link set dev eth0 gso_ipv4_max_size 185000 gro_ipv4_max_size 185000");
-        let (ns, dev, pairs) = ipv4_sizes(&c).unwrap();
-        assert_eq!((ns, dev), ("l-a", "eth0"));
-        assert_eq!(pairs[1], ("gro_ipv4_max_size", "185000"));
-        assert!(ipv4_sizes(&v("ip -n l-a link set dev eth0 mtu 9000")).is_none());
-        assert!(ipv4_sizes(&v("ip -n l-a link set dev eth0 gso_ipv4_max_size")).is_none());
-        assert!(ipv4_sizes(&v("ip -n l-a link set dev eth0")).is_none());
-    }
 }

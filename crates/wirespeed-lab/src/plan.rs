@@ -23,6 +23,12 @@ pub struct Nic {
 }
 
 impl Nic {
+    /// The network address of the IPv6 /64 this NIC's address sits in.
+    pub fn net6(&self) -> Ipv6Addr {
+        let s = self.addr6.segments();
+        Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0)
+    }
+
     /// The IPv6 /64 this NIC's address sits in, as text.
     pub fn subnet6(&self) -> String {
         let s = self.addr6.segments();

@@ -48,6 +48,8 @@ fn the_kernel_shows_what_the_spec_says() {
     spec.links[0].rate = Some("500mbit".into());
     spec.links[0].gso_max_size = Some(185000);
     spec.links[0].gro_max_size = Some(185000);
+    spec.links[0].gso_ipv4_max_size = Some(150000);
+    spec.links[0].gro = Some(false);
     spec.links[1].rate = Some("300mbit".into());
     spec.links[1].cap = CapKind::Htb;
     spec.hosts[0] = HostSpec {
@@ -62,6 +64,7 @@ fn the_kernel_shows_what_the_spec_says() {
         .collect(),
     };
     spec.hosts[1].loopback.push("10.250.0.2/32".into());
+    spec.hosts[1].loopback.push("fd00:250::2/128".into());
     spec.vxlans.push(VxlanSpec {
         link: 0,
         id: 77,
@@ -73,6 +76,16 @@ fn the_kernel_shows_what_the_spec_says() {
         dst: "10.250.0.2/32".into(),
         links: vec![0, 1],
     });
+    spec.routes.push(RouteSpec {
+        host: "a".into(),
+        dst: "fd00:250::2/128".into(),
+        links: vec![0, 1],
+    });
+    spec.routes.push(RouteSpec {
+        host: "b".into(),
+        dst: "10.250.0.1/32".into(),
+        links: vec![1],
+    });
     let lab = Lab::up(&spec).expect("lab up");
     let (na, nb) = (lab.ns("a"), lab.ns("b"));
     let e0 = link(&na, "eth0");
@@ -82,7 +95,30 @@ fn the_kernel_shows_what_the_spec_says() {
     assert_eq!(link(&nb, "eth0")["mtu"], 9000, "both ends get the MTU");
     let vx = link(&na, "vx0");
     assert_eq!(vx["mtu"], 8950, "overlay MTU is the underlay's minus 50");
+    // iproute2 before 6.3 does not show it: read it over netlink.
+    let v4 = wirespeed_host::netns::run_in(&na, || {
+        let mut h = wirespeed_host::tune::Host::open(wirespeed_host::Fs::at("/"))?;
+        h.read(&wirespeed_host::tune::Setting::GsoIpv4MaxSize { dev: "eth0".into() })
+    });
+    assert_eq!(v4.unwrap(), "150000");
     assert_eq!(vx["linkinfo"]["info_data"]["id"], 77);
+    assert_eq!(vx["linkinfo"]["info_data"]["port"], 4789, "{vx}");
+    assert_eq!(
+        vx["linkinfo"]["info_data"]["remote"],
+        lab.addr4("b", 0).unwrap().to_string(),
+        "{vx}"
+    );
+    assert_eq!(vx["linkinfo"]["info_data"]["link"], "eth0", "{vx}");
+    let gro = Command::new("ip")
+        .args(["netns", "exec", &na, "ethtool", "-k", "eth0"])
+        .output()
+        .unwrap();
+    let gro = String::from_utf8_lossy(&gro.stdout).to_string();
+    assert!(
+        gro.lines()
+            .any(|l| l.starts_with("generic-receive-offload: off")),
+        "{gro}"
+    );
     let qd = |ns: &str, dev: &str| -> Value {
         let out = Command::new("tc")
             .args(["-n", ns, "-j", "qdisc", "show", "dev", dev])
@@ -101,6 +137,39 @@ fn the_kernel_shows_what_the_spec_says() {
         Some(2),
         "{routes}"
     );
+    let routes6 = ip_json(&na, &["-6", "route", "show", "fd00:250::2/128"]);
+    assert_eq!(
+        routes6[0]["nexthops"].as_array().map(Vec::len),
+        Some(2),
+        "{routes6}"
+    );
+    let one = ip_json(&nb, &["route", "show", "10.250.0.1/32"]);
+    assert_eq!(one[0]["gateway"], lab.addr4("a", 1).unwrap().to_string());
+    assert_eq!(one[0]["dev"], "eth1");
+    let table = ip_json(&na, &["-6", "route", "show", "table", "101"]).to_string();
+    assert!(table.contains("\"dev\":\"eth1\""), "{table}");
+    // Traffic crosses the overlay, the multipath route and the v6 one:
+    // a TCP connection from a thread in a to a listener in b.
+    use wirespeed_host::netns::run_in;
+    for to in [
+        lab.vxlan("b", 0).unwrap().addr4.to_string(),
+        "10.250.0.2".to_string(),
+        "fd00:250::2".to_string(),
+    ] {
+        let ip: std::net::IpAddr = to.parse().unwrap();
+        let l = run_in(&nb, || Ok(std::net::TcpListener::bind((ip, 0))))
+            .unwrap()
+            .unwrap();
+        let at = l.local_addr().unwrap();
+        let c = run_in(&na, || {
+            Ok(std::net::TcpStream::connect_timeout(
+                &at,
+                std::time::Duration::from_secs(5),
+            ))
+        })
+        .unwrap();
+        assert!(c.is_ok(), "connect to {at}: {c:?}");
+    }
     let rules = ip_json(&na, &["rule", "show"]).to_string();
     assert!(
         rules.contains(&lab.addr4("a", 1).unwrap().to_string()),

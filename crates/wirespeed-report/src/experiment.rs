@@ -357,6 +357,51 @@ pub fn pct_text(p: Option<f64>) -> String {
     }
 }
 
+/// The end-of-run table: one row per cell.
+pub fn summary_table(res: &ExperimentResults) -> String {
+    let ladder = res.mode == Mode::Ladder;
+    let rr = res
+        .cells
+        .iter()
+        .any(|c| c.points.iter().any(|p| p.latency.is_some()));
+    let mut head = vec!["cell", "median", "min - max", "spread", "vs baseline"];
+    if ladder {
+        head.push("vs previous");
+    }
+    if rr {
+        head.push("p50 latency");
+    }
+    let mut t = crate::table::new_table(&head, 1);
+    for c in &res.cells {
+        let m = c.metric;
+        let mut row = vec![
+            c.name.clone(),
+            m.human(c.stats.median),
+            format!("{} - {}", m.human(c.stats.min), m.human(c.stats.max)),
+            format!("{:.1}%", c.stats.spread_pct),
+            if c.name == res.baseline {
+                "baseline".into()
+            } else {
+                pct_text(c.vs_baseline_pct)
+            },
+        ];
+        if ladder {
+            row.push(pct_text(c.vs_previous_pct));
+        }
+        if rr {
+            row.push(
+                c.points
+                    .last()
+                    .and_then(|p| p.latency.as_ref())
+                    .map(|l| crate::units::human_us(l.p50_us))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        t.add_row(row);
+    }
+    format!("{t}\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@ mod html;
 mod kv;
 mod md;
 pub mod model;
+pub mod optimize;
 pub mod source;
 mod table;
 mod units;

@@ -4,7 +4,8 @@
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use wirespeed_experiment::experiment::{Overrides, load};
-use wirespeed_experiment::runner::{RunOptions, run as run_plan, summary_table};
+use wirespeed_experiment::runner::{RunOptions, run as run_plan};
+use wirespeed_report::experiment::summary_table;
 
 /// Options of `wirespeed experiment`.
 #[derive(clap::Args, Debug)]

@@ -201,6 +201,8 @@ fn serve(a: ServeArgs) -> Result<()> {
 
 fn main() {
     let cli = Cli::parse();
+    // The experiment library's progress and warnings are terminal output.
+    wirespeed_experiment::progress::set_sink(|line| eprintln!("{line}"));
     let r = match cli.cmd {
         Cmd::Bench(a) => bench::run(*a),
         Cmd::Serve(a) => serve(a),

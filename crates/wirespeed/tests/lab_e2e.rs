@@ -125,7 +125,19 @@ fn ten_thousand_flows_in_one_test() {
         .iter()
         .filter(|fl| fl["client_sent_total"].as_u64().unwrap_or(0) > 0)
         .count();
-    assert!(moving >= 9_900, "{moving} of 10000 flows moved data");
+    let idle_threads: std::collections::BTreeMap<u64, usize> = flows
+        .iter()
+        .filter(|fl| fl["client_sent_total"].as_u64().unwrap_or(0) == 0)
+        .fold(Default::default(), |mut m, fl| {
+            *m.entry(fl["thread"].as_u64().unwrap_or(99)).or_default() += 1;
+            m
+        });
+    assert!(
+        moving >= 9_900,
+        "{moving} of 10000 flows moved data; idle flows per thread {idle_threads:?}; notes {}; window {} s",
+        r["notes"],
+        r["window_s"]
+    );
     assert!(
         flows
             .iter()

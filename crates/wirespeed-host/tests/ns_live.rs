@@ -1,0 +1,153 @@
+//! Changes made through wirespeed-host inside a namespace of the test's
+//! own (root only; skipped with a note otherwise): a journal written by an
+//! older wirespeed (fixtures/journal-v1.json, recorded before each kind of
+//! setting was defined once) still rolls back, and NsChanges (what an
+//! experiment's lab_set uses) restores what it changed, side effects
+//! included.
+
+use wirespeed_host::netns;
+use wirespeed_host::tune::{self, Host, Journal, NsChanges, Setting, StateDir};
+use wirespeed_host::{Fs, LinkSize, Op};
+
+fn root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(2))
+            == Some("0")
+    })
+}
+
+/// Removes the namespace (and with it the veth pair) on drop.
+struct Ns(String);
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = netns::remove(&self.0);
+    }
+}
+
+#[test]
+fn a_journal_of_the_old_format_rolls_back() {
+    if !root() {
+        eprintln!("skipping a_journal_of_the_old_format_rolls_back: needs root");
+        return;
+    }
+    let ns = Ns(format!("wsj-p{}-0", std::process::id()));
+    netns::create(&ns.0).unwrap();
+    let ops = [
+        Op::Veth {
+            ns_a: ns.0.clone(),
+            dev_a: "j0".into(),
+            ns_b: ns.0.clone(),
+            dev_b: "j1".into(),
+        },
+        Op::Addr {
+            ns: ns.0.clone(),
+            dev: "j0".into(),
+            addr: "10.9.9.1".parse().unwrap(),
+            len: 24,
+            nodad: false,
+        },
+        Op::Up {
+            ns: ns.0.clone(),
+            dev: "j0".into(),
+        },
+    ];
+    for op in &ops {
+        op.apply().unwrap_or_else(|e| panic!("{op}: {e}"));
+    }
+    let mut j: Journal = serde_json::from_str(include_str!("fixtures/journal-v1.json")).unwrap();
+    // What a veth has (no private flags, rings or bond), in this boot.
+    j.entries.retain(|e| {
+        !matches!(
+            e.setting,
+            Setting::PrivateFlag { .. } | Setting::RxRing { .. } | Setting::BondHashPolicy { .. }
+        )
+    });
+    j.boot_id = tune::boot_id();
+    assert_eq!(j.entries.len(), 8);
+    let dir = std::env::temp_dir().join(format!("ws-oldjournal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let state = StateDir::new(&dir);
+    let entries = j.entries.clone();
+    let got = netns::run_in(&ns.0, || {
+        let mut host = Host::open(Fs::at("/"))?;
+        // The state the journal recorded: old values, then the new ones
+        // (IPv6 sizes before IPv4 ones, as apply orders them).
+        for e in &entries {
+            host.set(&e.setting, &e.old)?;
+        }
+        for e in &entries {
+            host.set(&e.setting, &e.new)?;
+        }
+        state.save(&j)?;
+        let rolled = tune::rollback(&mut host, &state)?;
+        let now: Vec<String> = entries
+            .iter()
+            .map(|e| host.read(&e.setting).unwrap_or_else(|e| e.to_string()))
+            .collect();
+        Ok((rolled, now))
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    let (rolled, now) = got.unwrap();
+    assert!(rolled.skipped.is_empty(), "{:?}", rolled.skipped);
+    assert_eq!(rolled.restored.len(), 8);
+    let old: Vec<&str> = entries.iter().map(|e| e.old.as_str()).collect();
+    assert_eq!(now, old);
+}
+
+fn read_all(ns: &str, settings: &[Setting]) -> Vec<String> {
+    netns::run_in(ns, || {
+        let mut h = Host::open(Fs::at("/"))?;
+        settings.iter().map(|s| h.read(s)).collect()
+    })
+    .unwrap()
+}
+
+#[test]
+fn changes_in_a_namespace_are_undone_with_their_side_effects() {
+    if !root() {
+        eprintln!("skipping changes_in_a_namespace_are_undone: needs root");
+        return;
+    }
+    let ns = Ns(format!("wsc-p{}-0", std::process::id()));
+    netns::create(&ns.0).unwrap();
+    Op::Veth {
+        ns_a: ns.0.clone(),
+        dev_a: "c0".into(),
+        ns_b: ns.0.clone(),
+        dev_b: "c1".into(),
+    }
+    .apply()
+    .unwrap();
+    // A raised IPv4 GSO size, which setting gso_max_size <= 64 KiB resets.
+    Op::LinkSet {
+        ns: ns.0.clone(),
+        dev: "c0".into(),
+        sizes: vec![(LinkSize::GsoIpv4MaxSize, 40000)],
+    }
+    .apply()
+    .unwrap();
+    let dev = || "c0".to_string();
+    let watched = [
+        Setting::Sysctl {
+            key: "net.ipv4.tcp_slow_start_after_idle".into(),
+        },
+        Setting::Mtu { dev: dev() },
+        Setting::GsoMaxSize { dev: dev() },
+        Setting::GsoIpv4MaxSize { dev: dev() },
+    ];
+    let before = read_all(&ns.0, &watched);
+    assert_eq!(before[3], "40000");
+    let mut c = NsChanges::new();
+    c.set(&ns.0, &watched[0], "0").unwrap();
+    c.set(&ns.0, &watched[1], "9000").unwrap();
+    c.set(&ns.0, &watched[2], "30000").unwrap();
+    let during = read_all(&ns.0, &watched);
+    assert_eq!(during, ["0", "9000", "30000", "30000"]);
+    // A refused write is an error, and what it recorded is undone too.
+    assert!(c.set(&ns.0, &watched[1], "70000").is_err());
+    c.undo().unwrap();
+    assert_eq!(read_all(&ns.0, &watched), before);
+}
