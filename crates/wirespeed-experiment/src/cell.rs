@@ -408,8 +408,14 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
     let mut sizes = Vec::new();
     if let Some(s) = &a.size {
         if workload.is_bulk() {
+            let rr: Vec<&str> = WORKLOADS
+                .iter()
+                .filter(|i| i.transactional)
+                .map(|i| i.name)
+                .collect();
             return Err(format!(
-                "--size applies to request/response workloads; use --msg-size for {}",
+                "--size applies to the request/response workloads ({}); use --msg-size for {}",
+                rr.join(", "),
                 workload.name()
             ));
         }
