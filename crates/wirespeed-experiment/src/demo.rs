@@ -11,7 +11,6 @@ use crate::error::{Context, ExperimentError, Result, failed};
 use crate::experiment::{Overrides, load};
 use crate::inlab::{LabServer, test_in};
 use crate::runner::{RunOptions, Tuned, run as run_plan};
-use wirespeed_report::experiment::summary_table;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,6 +19,7 @@ use wirespeed_engine::{
     ClientConfig, Report, SCHEMA_VERSION, Server, ServerConfig, TestResult, TestSpec, run_test,
 };
 use wirespeed_lab::{Lab, LabSpec};
+use wirespeed_report::experiment::summary_table;
 use wirespeed_report::human_bps;
 
 /// The multinic-ladder scenario, embedded so the demo runs anywhere.

@@ -978,7 +978,10 @@ bench = ["-F", "8", "-T", "2"]
         let e = parse_str(&bad, Path::new("e.toml"), &Overrides::default())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("sweep") && e.contains("unknown placeholder {c.0}"), "{e}");
+        assert!(
+            e.contains("sweep") && e.contains("unknown placeholder {c.0}"),
+            "{e}"
+        );
     }
 
     #[test]

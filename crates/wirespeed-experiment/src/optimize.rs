@@ -17,11 +17,11 @@ use wirespeed_host::doctor::Goal as DoctorGoal;
 use wirespeed_host::tune::{self, Action, Host, Setting, StateDir};
 use wirespeed_host::{Fs, Snapshot, diagnose};
 use wirespeed_model::optimize::{Budget, Rules, Search, Verdict, needs_more};
-use wirespeed_report::optimize::{Goal, Summary, render};
 use wirespeed_report::experiment::{
-    CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Mode, Point, finalize, pct_text,
+    CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Mode, Point, finalize,
 };
-use wirespeed_report::{human_bps, human_size};
+use wirespeed_report::human_size;
+use wirespeed_report::optimize::{Goal, Summary, render, verdict_text};
 
 /// Options of `wirespeed optimize`.
 #[derive(clap::Args, Debug)]
@@ -482,7 +482,9 @@ impl HostSide {
         self.done = true;
         let r = tune::rollback(&mut self.host, &self.state)?;
         for (what, why) in &r.skipped {
-            crate::progress::say(format!("warning: could not restore {what}: {why} (it no longer exists)"));
+            crate::progress::say(format!(
+                "warning: could not restore {what}: {why} (it no longer exists)"
+            ));
         }
         Ok(r.restored)
     }
@@ -654,7 +656,10 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
     }
     ladder_runs.push((runs, best.clone(), vec![]));
     if !a.json {
-        crate::progress::say(format!("baseline: {}", goal.human(search.baseline_median())));
+        crate::progress::say(format!(
+            "baseline: {}",
+            goal.human(search.baseline_median())
+        ));
     }
 
     let mut host_vars: Option<Vec<Variable>> = None;

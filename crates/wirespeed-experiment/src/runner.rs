@@ -16,9 +16,9 @@ use wirespeed_engine::spec::parse_size;
 use wirespeed_host::tune::{self, NsChanges};
 use wirespeed_lab::{Lab, LabSpec};
 use wirespeed_report::experiment::{
-    CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Mode, Point, finalize, pct_text,
+    CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Point, finalize,
 };
-use wirespeed_report::{human_size, human_us, new_table};
+use wirespeed_report::human_size;
 
 /// The host settings behind one lab setting: (namespace, setting) pairs,
 /// a link's on both of its ends.

@@ -69,7 +69,7 @@ p.setAttribute('data-charts',cs.length);p.setAttribute('data-charts-with-data',o
 p.setAttribute('data-height',Math.ceil(document.documentElement.scrollHeight));})();
 </script>";
 
-fn page(title: &str, body: &str) -> String {
+pub(crate) fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>wirespeed: {}</title><style>{STYLE}</style></head><body>\n{body}<footer>wirespeed report</footer>\n<p id=\"selfcheck\" hidden></p>\n{CHECK_SCRIPT}\n</body></html>\n",
         esc(title)

@@ -74,7 +74,8 @@ pub struct Summary {
     pub notes: Vec<String>,
 }
 
-fn verdict_text(v: &Verdict) -> String {
+/// A verdict in words: `kept`, or `rejected: REASON`.
+pub fn verdict_text(v: &Verdict) -> String {
     match v {
         Verdict::Rejected { reason } | Verdict::Skipped { reason } => {
             format!("{}: {reason}", v.name())

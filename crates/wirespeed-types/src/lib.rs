@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod fleet;
 pub mod result;
 pub mod spec;
 pub mod units;

@@ -4,6 +4,7 @@
 mod bench;
 mod demo;
 mod experiment;
+mod fleet_cmd;
 mod host_cmd;
 mod lab;
 mod model_cmd;
@@ -56,6 +57,11 @@ enum Cmd {
     Experiment(experiment::ExperimentArgs),
     /// Search the bench and host settings that raise throughput or cut latency.
     Optimize(Box<optimize::OptimizeCmd>),
+    /// The fleet agent: the server plus a keyed HTTP API and Prometheus metrics.
+    Agent(Box<fleet_cmd::AgentArgs>),
+    /// Test every link of a fleet of agents; plan the rounds.
+    #[command(subcommand)]
+    Fleet(fleet_cmd::FleetCmd),
     /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared.
     Report(report_cmd::ReportArgs),
 }
@@ -63,7 +69,7 @@ enum Cmd {
 /// Options of `wirespeed serve`. Every deadline and cap, and what a client
 /// sees when it strikes, is in docs/protocol.md.
 #[derive(clap::Args, Debug)]
-struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address to listen on (`::` takes IPv4 and IPv6).
     #[arg(long, default_value = "::")]
     bind: IpAddr,
@@ -127,7 +133,10 @@ pub(crate) fn read_key(path: &std::path::Path) -> Result<Vec<u8>> {
     Ok(k.key)
 }
 
-fn serve(a: ServeArgs) -> Result<()> {
+/// The engine server's settings from `serve`'s flags (shared with
+/// `agent`): the config, the key, and the flow limit when it was derived
+/// from the open-file limit (to say so).
+pub(crate) fn server_config(a: &ServeArgs) -> Result<(ServerConfig, Option<(u32, u64)>)> {
     let key = match &a.key_file {
         Some(p) => Some(read_key(p)?),
         None => None,
@@ -150,13 +159,19 @@ fn serve(a: ServeArgs) -> Result<()> {
         max_connections: a.max_connections.max(1),
         max_unauthenticated: a.max_unauthenticated.max(1),
         max_per_source: a.max_per_source.max(1),
-        key: key.clone(),
+        key,
         handshake_timeout: duration_flag("handshake-timeout", &a.handshake_timeout)?,
         idle_timeout: duration_flag("idle-timeout", &a.idle_timeout)?,
         preamble_timeout: duration_flag("preamble-timeout", &a.preamble_timeout)?,
         stop_grace: duration_flag("stop-grace", &a.stop_grace)?,
         events: None,
     };
+    Ok((cfg, a.max_flows.is_none().then_some((max_flows, nofile))))
+}
+
+fn serve(a: ServeArgs) -> Result<()> {
+    let (cfg, derived) = server_config(&a)?;
+    let key = cfg.key.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     let server = Server::bind(ServerConfig {
         events: Some(tx),
@@ -171,7 +186,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         "wirespeed server listening on {addr} (protocol {})",
         wirespeed_engine::proto::PROTOCOL_VERSION
     );
-    if a.max_flows.is_none() {
+    if let Some((max_flows, nofile)) = derived {
         let _ = writeln!(
             out,
             "at most {max_flows} flows per test (open-file limit {nofile}; --max-flows to change)"
@@ -216,6 +231,8 @@ fn main() {
         Cmd::Experiment(a) => experiment::run(a),
         Cmd::Report(a) => report_cmd::run(a),
         Cmd::Optimize(a) => optimize::run(*a),
+        Cmd::Agent(a) => fleet_cmd::run_agent(*a),
+        Cmd::Fleet(c) => fleet_cmd::run(c),
     };
     if let Err(e) = r {
         eprintln!("error: {e:#}");

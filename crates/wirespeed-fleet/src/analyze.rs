@@ -1,0 +1,546 @@
+//! From tests to a matrix per workload, outliers and their evidence.
+//!
+//! A link's figure is the median over its repeats; a NIC's and a host's
+//! the median over the links they took part in (as client or server).
+//! The noise band is three times the median relative spread of a link's
+//! repeats ((max - min) / median), at least [`MIN_BAND`]; without repeats
+//! it is [`DEFAULT_BAND`]. A cell below the median of its kind (links,
+//! NICs, hosts) by more than the band is an outlier. Links and NICs of a
+//! host that is itself an outlier are folded into it. Each outlier
+//! carries its hosts' settings that differ from the fleet majority,
+//! doctor's findings on them, and the model's bottleneck of its slowest
+//! test.
+
+use crate::fleet::AgentSpec;
+use std::collections::{BTreeMap, BTreeSet};
+use wirespeed_types::Workload;
+use wirespeed_types::fleet::{
+    BottleneckNote, Cell, Drift, FindingNote, FleetResults, HostFacts, LinkTest, Matrix, NicFacts,
+    Outlier, Scope, Verdict,
+};
+
+/// Smallest noise band.
+pub const MIN_BAND: f64 = 0.02;
+/// The band when no test was repeated.
+pub const DEFAULT_BAND: f64 = 0.05;
+/// Host-wide settings compared across the fleet.
+pub const HOST_SETTINGS: &[&str] = &[
+    "net.ipv4.tcp_congestion_control",
+    "net.core.default_qdisc",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.ipv4.tcp_mtu_probing",
+    "net.ipv4.tcp_slow_start_after_idle",
+];
+
+/// The settings of `agent`'s host that make links differ, from its snapshot.
+pub fn host_facts(agent: &AgentSpec, s: &wirespeed_host::Snapshot) -> HostFacts {
+    let mut settings = BTreeMap::new();
+    for k in HOST_SETTINGS {
+        if let Some(v) = s.sysctls.get(*k).and_then(|v| v.get()) {
+            settings.insert(k.to_string(), v.clone());
+        }
+    }
+    let flag = |b: Option<bool>| b.map(|b| if b { "on" } else { "off" }.to_string());
+    let nics = agent
+        .nics
+        .iter()
+        .map(|n| {
+            let link = s.links.iter().find(|l| {
+                l.addresses
+                    .iter()
+                    .any(|a| a.split('/').next().and_then(|x| x.parse().ok()) == Some(n.address))
+            });
+            let mut set = BTreeMap::new();
+            if let Some(l) = link {
+                set.insert("mtu".to_string(), l.mtu.to_string());
+                let mut put = |k: &str, v: Option<String>| {
+                    if let Some(v) = v {
+                        set.insert(k.to_string(), v);
+                    }
+                };
+                put("gso_max_size", l.gso_max_size.map(|v| v.to_string()));
+                put("gro_max_size", l.gro_max_size.map(|v| v.to_string()));
+                put(
+                    "gso_ipv4_max_size",
+                    l.gso_ipv4_max_size.map(|v| v.to_string()),
+                );
+                put(
+                    "gro_ipv4_max_size",
+                    l.gro_ipv4_max_size.map(|v| v.to_string()),
+                );
+                put("tso", flag(l.offloads.tso));
+                put("gso", flag(l.offloads.gso));
+                put("gro", flag(l.offloads.gro));
+                put("lro", flag(l.offloads.lro));
+                put("qdisc", l.qdisc.clone());
+                put(
+                    "bond_xmit_hash_policy",
+                    l.bond.as_ref().map(|b| b.xmit_hash_policy.clone()),
+                );
+            }
+            NicFacts {
+                name: n.name.clone(),
+                device: link.map(|l| l.name.clone()),
+                settings: set,
+            }
+        })
+        .collect();
+    HostFacts {
+        hostname: s.hostname.clone(),
+        kernel: s.kernel.clone(),
+        settings,
+        nics,
+    }
+}
+
+/// The median of the finite values (0 without any).
+fn median(v: &[f64]) -> f64 {
+    wirespeed_model::optimize::median(v).unwrap_or(0.0)
+}
+
+fn median_opt(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let xs: Vec<f64> = v.flatten().collect();
+    (!xs.is_empty()).then(|| median(&xs))
+}
+
+fn link_name(t: &LinkTest) -> String {
+    let end = |h: &str, n: &str| {
+        if n.is_empty() {
+            h.to_string()
+        } else {
+            format!("{h}/{n}")
+        }
+    };
+    format!(
+        "{} -> {}",
+        end(&t.client, &t.client_nic),
+        end(&t.server, &t.server_nic)
+    )
+}
+
+/// Builds the matrices and outliers of `r` from its tests; `snaps` are
+/// the agents' snapshots (for doctor's findings).
+pub fn analyze(r: &mut FleetResults, snaps: &[(String, wirespeed_host::Snapshot)]) {
+    let hosts: Vec<String> = r.agents.iter().map(|a| a.name.clone()).collect();
+    let mut labels: Vec<String> = Vec::new();
+    for t in &r.tests {
+        if !labels.contains(&t.workload) {
+            labels.push(t.workload.clone());
+        }
+    }
+    r.matrices.clear();
+    r.outliers.clear();
+    for label in labels {
+        let ok: Vec<&LinkTest> = r
+            .tests
+            .iter()
+            .filter(|t| t.workload == label && t.error.is_none() && t.result.is_some())
+            .collect();
+        let latency = ok.iter().any(|t| {
+            t.result
+                .as_ref()
+                .is_some_and(|x| x.spec.workload != Workload::Stream)
+        });
+        let mut groups: BTreeMap<String, Vec<&LinkTest>> = BTreeMap::new();
+        for t in &ok {
+            groups.entry(link_name(t)).or_default().push(t);
+        }
+        let mut links = Vec::new();
+        let mut spreads = Vec::new();
+        for (name, ts) in &groups {
+            let mut samples: Vec<f64> = ts.iter().map(|t| t.throughput_bps).collect();
+            let m = median(&samples);
+            if samples.len() >= 2 && m > 0.0 {
+                samples.sort_by(|a, b| a.total_cmp(b));
+                spreads.push((samples[samples.len() - 1] - samples[0]) / m);
+            }
+            links.push(Cell {
+                name: name.clone(),
+                host: ts[0].client.clone(),
+                peer: Some(ts[0].server.clone()),
+                nic: (!ts[0].client_nic.is_empty()).then(|| ts[0].client_nic.clone()),
+                throughput_bps: m,
+                p50_us: median_opt(ts.iter().map(|t| t.p50_us)),
+                p99_us: median_opt(ts.iter().map(|t| t.p99_us)),
+                samples: ts.iter().map(|t| t.throughput_bps).collect(),
+            });
+        }
+        let (noise_band, noise_source) = if spreads.is_empty() {
+            (
+                DEFAULT_BAND,
+                format!("no repeats: the default {:.0}%", DEFAULT_BAND * 100.0),
+            )
+        } else {
+            let s = median(&spreads);
+            (
+                (3.0 * s).clamp(MIN_BAND, 0.5),
+                format!(
+                    "3 x the median spread of repeats ({:.1}%) over {} links, at least {:.0}%",
+                    s * 100.0,
+                    groups.len(),
+                    MIN_BAND * 100.0
+                ),
+            )
+        };
+        // Per NIC and per host: the median over the links they were in.
+        let mut nic_links: BTreeMap<(String, String), Vec<&Cell>> = BTreeMap::new();
+        let mut host_links: BTreeMap<String, Vec<&Cell>> = BTreeMap::new();
+        for (c, ts) in links.iter().zip(groups.values()) {
+            let t = ts[0];
+            for (h, n) in [(&t.client, &t.client_nic), (&t.server, &t.server_nic)] {
+                if !n.is_empty() {
+                    nic_links.entry((h.clone(), n.clone())).or_default().push(c);
+                }
+                host_links.entry(h.clone()).or_default().push(c);
+            }
+        }
+        let agg = |name: String, host: &str, nic: Option<String>, cs: &[&Cell]| Cell {
+            name,
+            host: host.to_string(),
+            peer: None,
+            nic,
+            throughput_bps: median(&cs.iter().map(|c| c.throughput_bps).collect::<Vec<_>>()),
+            p50_us: median_opt(cs.iter().map(|c| c.p50_us)),
+            p99_us: median_opt(cs.iter().map(|c| c.p99_us)),
+            samples: cs.iter().map(|c| c.throughput_bps).collect(),
+        };
+        let nics: Vec<Cell> = nic_links
+            .iter()
+            .map(|((h, n), cs)| agg(format!("{h}/{n}"), h, Some(n.clone()), cs))
+            .collect();
+        let per_host: Vec<Cell> = host_links
+            .iter()
+            .map(|(h, cs)| agg(h.clone(), h, None, cs))
+            .collect();
+        let med = |cs: &[Cell]| median(&cs.iter().map(|c| c.throughput_bps).collect::<Vec<_>>());
+        let m = Matrix {
+            workload: label.clone(),
+            latency,
+            hosts: hosts.clone(),
+            median_bps: med(&links),
+            median_p99_us: median_opt(links.iter().map(|c| c.p99_us)),
+            links,
+            nics,
+            per_host,
+            noise_band,
+            noise_source,
+        };
+        let mut found: Vec<Outlier> = Vec::new();
+        let mut host_out = BTreeSet::new();
+        let mut nic_out = BTreeSet::new();
+        for (scope, cells) in [
+            (Scope::Host, &m.per_host),
+            (Scope::Nic, &m.nics),
+            (Scope::Link, &m.links),
+        ] {
+            let median_bps = med(cells);
+            // Fewer than three cells have no majority to fall below.
+            if cells.len() < 3 || median_bps <= 0.0 {
+                continue;
+            }
+            for c in cells {
+                if c.throughput_bps >= median_bps * (1.0 - noise_band) {
+                    continue;
+                }
+                let hs: Vec<String> = std::iter::once(c.host.clone())
+                    .chain(c.peer.clone())
+                    .collect();
+                let covered = match scope {
+                    Scope::Host => false,
+                    Scope::Nic => host_out.contains(&c.host),
+                    Scope::Link => {
+                        let t = groups[&c.name][0];
+                        hs.iter().any(|h| host_out.contains(h))
+                            || nic_out.contains(&(t.client.clone(), t.client_nic.clone()))
+                            || nic_out.contains(&(t.server.clone(), t.server_nic.clone()))
+                    }
+                };
+                if covered {
+                    continue;
+                }
+                match scope {
+                    Scope::Host => {
+                        host_out.insert(c.host.clone());
+                    }
+                    Scope::Nic => {
+                        nic_out.insert((c.host.clone(), c.nic.clone().unwrap_or_default()));
+                    }
+                    Scope::Link => {}
+                }
+                found.push(Outlier {
+                    workload: label.clone(),
+                    scope,
+                    name: c.name.clone(),
+                    hosts: hs,
+                    throughput_bps: c.throughput_bps,
+                    median_bps,
+                    below_pct: (1.0 - c.throughput_bps / median_bps) * 100.0,
+                    ..Outlier::default()
+                });
+            }
+        }
+        for o in &mut found {
+            explain(o, r, &m, &ok, snaps);
+        }
+        r.outliers.extend(found);
+        r.matrices.push(m);
+    }
+    let downs: Vec<&str> = r
+        .agents
+        .iter()
+        .filter(|a| !a.up)
+        .map(|a| a.name.as_str())
+        .collect();
+    if !downs.is_empty() {
+        r.notes.push(format!(
+            "down: {} (their tests are in the list as skipped or failed)",
+            downs.join(", ")
+        ));
+    }
+}
+
+/// The fleet's most common value of each setting: host-wide by name,
+/// per NIC by the NIC's position in the fleet file. (value, count, of)
+fn majorities(r: &FleetResults) -> BTreeMap<(Option<usize>, String), (String, u32, u32)> {
+    let mut counts: BTreeMap<(Option<usize>, String), BTreeMap<String, u32>> = BTreeMap::new();
+    for f in r.agents.iter().filter_map(|a| a.facts.as_ref()) {
+        for (k, v) in &f.settings {
+            *counts
+                .entry((None, k.clone()))
+                .or_default()
+                .entry(v.clone())
+                .or_default() += 1;
+        }
+        for (i, n) in f.nics.iter().enumerate() {
+            for (k, v) in &n.settings {
+                *counts
+                    .entry((Some(i), k.clone()))
+                    .or_default()
+                    .entry(v.clone())
+                    .or_default() += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(k, vs)| {
+            let of = vs.values().sum();
+            let (v, n) = vs
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+                .expect("counted at least once");
+            (k, (v, n, of))
+        })
+        .collect()
+}
+
+fn explain(
+    o: &mut Outlier,
+    r: &FleetResults,
+    m: &Matrix,
+    ok: &[&LinkTest],
+    snaps: &[(String, wirespeed_host::Snapshot)],
+) {
+    let maj = majorities(r);
+    // Which NICs of each host the outlier concerns (None: all).
+    let nics_of = |host: &str| -> Option<Vec<String>> {
+        match o.scope {
+            Scope::Host => None,
+            Scope::Nic => Some(vec![
+                o.name.rsplit_once('/').map_or("", |x| x.1).to_string(),
+            ]),
+            Scope::Link => {
+                let t = ok.iter().find(|t| link_name(t) == o.name)?;
+                Some(if t.client == host {
+                    vec![t.client_nic.clone()]
+                } else {
+                    vec![t.server_nic.clone()]
+                })
+            }
+        }
+    };
+    for host in &o.hosts {
+        let Some(f) = r
+            .agents
+            .iter()
+            .find(|a| &a.name == host)
+            .and_then(|a| a.facts.as_ref())
+        else {
+            continue;
+        };
+        let mut add = |key: (Option<usize>, String), nic: Option<String>, value: &String| {
+            if let Some((mv, n, of)) = maj.get(&key)
+                && mv != value
+                && *n * 2 > *of
+            {
+                o.drift.push(Drift {
+                    host: host.clone(),
+                    nic,
+                    setting: key.1.clone(),
+                    value: value.clone(),
+                    majority: mv.clone(),
+                    majority_count: *n,
+                    of: *of,
+                });
+            }
+        };
+        for (k, v) in &f.settings {
+            add((None, k.clone()), None, v);
+        }
+        let only = nics_of(host);
+        for (i, n) in f.nics.iter().enumerate() {
+            if only.as_ref().is_some_and(|o| !o.contains(&n.name)) {
+                continue;
+            }
+            for (k, v) in &n.settings {
+                add((Some(i), k.clone()), Some(n.name.clone()), v);
+            }
+        }
+        if let Some((_, s)) = snaps.iter().find(|(n, _)| n == host) {
+            let goal = wirespeed_host::doctor::Goal {
+                rr: m.latency,
+                ..Default::default()
+            };
+            for fnd in wirespeed_host::diagnose(s, &goal) {
+                o.findings.push(FindingNote {
+                    host: host.clone(),
+                    id: fnd.id.clone(),
+                    severity: format!("{:?}", fnd.severity).to_lowercase(),
+                    title: fnd.title.clone(),
+                });
+            }
+        }
+    }
+    // The model's view of the slowest test the outlier took part in.
+    let slowest = ok
+        .iter()
+        .filter(|t| match o.scope {
+            Scope::Link => link_name(t) == o.name,
+            Scope::Host => o.hosts.iter().any(|h| *h == t.client || *h == t.server),
+            Scope::Nic => {
+                let (h, n) = o.name.rsplit_once('/').unwrap_or((&o.name, ""));
+                (t.client == h && t.client_nic == n) || (t.server == h && t.server_nic == n)
+            }
+        })
+        .filter_map(|t| t.result.as_ref())
+        .min_by(|a, b| a.throughput_bps.total_cmp(&b.throughput_bps));
+    if let Some(res) = slowest {
+        let e = wirespeed_model::explain(res, None, &wirespeed_model::Facts::default());
+        o.bottlenecks = e
+            .bottlenecks
+            .into_iter()
+            .map(|b| BottleneckNote {
+                kind: b.kind.name().to_string(),
+                message: b.message,
+            })
+            .collect();
+    }
+    let what = match o.scope {
+        Scope::Host => format!("host {}", o.name),
+        Scope::Nic => format!("NIC {}", o.name),
+        Scope::Link => format!("link {}", o.name),
+    };
+    let mut s = format!(
+        "{what} is {:.1}% below the fleet median (noise band {:.1}%)",
+        o.below_pct,
+        m.noise_band * 100.0
+    );
+    if o.drift.is_empty() {
+        s.push_str(": no setting differs from the fleet majority");
+        if !o.bottlenecks.is_empty() {
+            s.push_str(&format!("; the model names {}", o.bottlenecks[0].kind));
+        }
+    } else {
+        let ds: Vec<String> = o
+            .drift
+            .iter()
+            .map(|d| {
+                let at = match &d.nic {
+                    Some(n) => format!("{}/{n}", d.host),
+                    None => d.host.clone(),
+                };
+                format!(
+                    "{} {} on {at} where {} of {} have {}",
+                    d.setting, d.value, d.majority_count, d.of, d.majority
+                )
+            })
+            .collect();
+        s.push_str(&format!(": drift: {}", ds.join("; ")));
+    }
+    o.summary = s;
+}
+
+/// Judges the links against `--min` and a baseline run: a failure line
+/// per link (median) below the minimum or more than `tolerance_pct`
+/// below the same link in the baseline, and per agent down.
+pub fn judge(
+    r: &FleetResults,
+    min_bps: Option<f64>,
+    baseline: Option<(&str, &FleetResults)>,
+    tolerance_pct: f64,
+) -> Verdict {
+    let mut v = Verdict {
+        min_bps,
+        baseline: baseline.map(|b| b.0.to_string()),
+        tolerance_pct: baseline.map(|_| tolerance_pct),
+        failures: Vec::new(),
+    };
+    let human = |bps: f64| format!("{:.1} Mbit/s", bps / 1e6);
+    for a in r.agents.iter().filter(|a| !a.up) {
+        v.failures.push(format!(
+            "agent {} is down: {}",
+            a.name,
+            a.error.as_deref().unwrap_or("no answer")
+        ));
+    }
+    let failed = r
+        .tests
+        .iter()
+        .filter(|t| {
+            t.error
+                .as_deref()
+                .is_some_and(|e| !e.starts_with("skipped"))
+        })
+        .count();
+    if failed > 0 {
+        v.failures
+            .push(format!("{failed} of {} tests failed", r.tests.len()));
+    }
+    for m in &r.matrices {
+        for c in &m.links {
+            if let Some(min) = min_bps
+                && c.throughput_bps < min
+            {
+                v.failures.push(format!(
+                    "{} {}: {} is below --min {}",
+                    m.workload,
+                    c.name,
+                    human(c.throughput_bps),
+                    human(min)
+                ));
+            }
+            if let Some((_, b)) = baseline
+                && let Some(old) = b
+                    .matrices
+                    .iter()
+                    .filter(|bm| bm.workload == m.workload)
+                    .flat_map(|bm| &bm.links)
+                    .find(|bc| bc.name == c.name)
+                && c.throughput_bps < old.throughput_bps * (1.0 - tolerance_pct / 100.0)
+            {
+                v.failures.push(format!(
+                    "{} {}: {} is {:.1}% below the baseline's {} (tolerance {tolerance_pct}%)",
+                    m.workload,
+                    c.name,
+                    human(c.throughput_bps),
+                    (1.0 - c.throughput_bps / old.throughput_bps) * 100.0,
+                    human(old.throughput_bps)
+                ));
+            }
+        }
+    }
+    v
+}

@@ -1,0 +1,35 @@
+//! wirespeed's fleet: many hosts, every link measured, the odd ones
+//! explained.
+//!
+//! - [`agent`]: `wirespeed agent`, the engine server plus a keyed HTTP API
+//!   (`/healthz`, Prometheus `/metrics`, read-only results and facts,
+//!   `POST /v1/run` to test a peer of its fleet); [`agent::serve`].
+//! - [`fleet`]: the agents of a fleet (a TOML file or built in code).
+//! - [`plan`]: who tests whom, in rounds that keep each host in at most
+//!   K tests at once; [`plan()`].
+//! - [`run`]: the controller that runs a plan through the agents;
+//!   [`run()`] / [`run_async`].
+//! - [`analyze`]: the matrix per workload, outliers against the noise
+//!   band, drift from the fleet majority, and the `--min`/baseline verdict.
+//!
+//! The results are [`wirespeed_types::fleet::FleetResults`] (serde,
+//! versioned); wirespeed-report renders them. The Kubernetes runner
+//! (wirespeed-k8s) builds a [`Fleet`] from the pods it finds and calls
+//! [`plan()`] and [`run_async`].
+
+#![warn(missing_docs)]
+
+pub mod agent;
+pub mod analyze;
+pub mod auth;
+mod error;
+pub mod fleet;
+pub mod plan;
+pub mod run;
+
+pub use agent::{Agent, AgentConfig, serve};
+pub use error::{FleetError, Result};
+pub use fleet::{AgentSpec, Fleet, NicSpec};
+pub use plan::{Job, Pattern, Plan, Round, plan};
+pub use run::{Progress, RunOptions, WorkloadSpec, run, run_async};
+pub use wirespeed_types::fleet::FleetResults;

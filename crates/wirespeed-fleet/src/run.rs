@@ -1,0 +1,549 @@
+//! The controller: runs a [`Plan`] over a [`Fleet`] by asking each
+//! client agent (HTTP, signed) to test its server agent, NIC pair by NIC
+//! pair, workload by workload, round by round; an agent that stops
+//! answering is marked down and the rest of the matrix goes on.
+
+use crate::agent::{RunRecord, RunRequest, RunStarted, RunState};
+use crate::analyze;
+use crate::auth;
+use crate::error::{FleetError, Result};
+use crate::fleet::{AgentSpec, Fleet};
+use crate::plan::{Job, Plan};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use wirespeed_types::fleet::{AgentStatus, FLEET_SCHEMA_VERSION, FleetResults, LinkTest};
+use wirespeed_types::{PathSpec, TestSpec};
+
+/// One workload of a run: its label and spec (paths are set per NIC pair).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadSpec {
+    /// Its label in results, e.g. `stream` or `rr-64k`.
+    pub label: String,
+    /// The test.
+    pub spec: TestSpec,
+}
+
+/// Something that happened during a run, for a progress display.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// A round began.
+    Round {
+        /// Its number, 0-based.
+        round: usize,
+        /// Rounds in the plan.
+        of: usize,
+        /// Jobs in it.
+        jobs: usize,
+    },
+    /// A test ended (or was skipped).
+    Test(Box<LinkTest>),
+    /// An agent stopped answering.
+    Down {
+        /// The agent.
+        agent: String,
+        /// What failed.
+        why: String,
+    },
+}
+
+/// A progress callback.
+pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// How a run goes.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// The workloads, each run over every NIC pair of every job.
+    pub workloads: Vec<WorkloadSpec>,
+    /// Repeats of each test; two or more measure the noise band.
+    pub repeats: u32,
+    /// The fleet key.
+    pub key: Vec<u8>,
+    /// Bound on each HTTP request to an agent.
+    pub http_timeout: Duration,
+    /// Time a test may take beyond its warm-up and duration.
+    pub test_grace: Duration,
+    /// Whether to send the fleet to each agent first (`PUT /v1/fleet`);
+    /// agents pinned with `--fleet` keep their own.
+    pub push_fleet: bool,
+    /// Where progress goes.
+    pub progress: Option<ProgressFn>,
+}
+
+impl RunOptions {
+    /// Options for `workloads` with the key, one repeat.
+    pub fn new(workloads: Vec<WorkloadSpec>, key: Vec<u8>) -> RunOptions {
+        RunOptions {
+            workloads,
+            repeats: 1,
+            key,
+            http_timeout: Duration::from_secs(5),
+            test_grace: Duration::from_secs(15),
+            push_fleet: true,
+            progress: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("workloads", &self.workloads)
+            .field("repeats", &self.repeats)
+            .field("http_timeout", &self.http_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An agent's HTTP API, seen from the controller.
+#[derive(Clone)]
+pub struct AgentClient {
+    http: reqwest::Client,
+    base: String,
+    name: String,
+    key: Vec<u8>,
+}
+
+fn base_url(http: &str) -> String {
+    format!("http://{http}")
+}
+
+impl AgentClient {
+    /// A client for `agent` signing with `key`; each request bounded by `timeout`.
+    pub fn new(agent: &AgentSpec, key: &[u8], timeout: Duration) -> Result<AgentClient> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .no_proxy()
+            .build()
+            .map_err(|e| FleetError::Agent {
+                agent: agent.name.clone(),
+                message: format!("cannot make an HTTP client: {e}"),
+            })?;
+        Ok(AgentClient {
+            http,
+            base: base_url(&agent.http),
+            name: agent.name.clone(),
+            key: key.to_vec(),
+        })
+    }
+
+    fn err(&self, message: impl Into<String>) -> FleetError {
+        FleetError::Agent {
+            agent: self.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn send_err(&self, what: &str, e: reqwest::Error) -> FleetError {
+        let why = if e.is_timeout() {
+            "timed out".to_string()
+        } else if e.is_connect() {
+            "cannot connect".to_string()
+        } else {
+            // reqwest's chain: the innermost cause says the most.
+            let mut s: &dyn std::error::Error = &e;
+            while let Some(src) = s.source() {
+                s = src;
+            }
+            s.to_string()
+        };
+        self.err(format!("{what} at {}: {why}", self.base))
+    }
+
+    async fn answer<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &str,
+        r: reqwest::Response,
+    ) -> Result<T> {
+        let status = r.status();
+        let body = r.bytes().await.map_err(|e| self.send_err(what, e))?;
+        if !status.is_success() {
+            let msg = serde_json::from_slice::<crate::agent::ErrorBody>(&body)
+                .map(|b| b.error)
+                .unwrap_or_else(|_| {
+                    String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned()
+                });
+            return Err(self.err(format!("{what}: {status}: {msg}")));
+        }
+        serde_json::from_slice(&body)
+            .map_err(|e| self.err(format!("{what}: unreadable answer: {e}")))
+    }
+
+    /// `GET /healthz`.
+    pub async fn health(&self) -> Result<()> {
+        let r = self
+            .http
+            .get(format!("{}/healthz", self.base))
+            .send()
+            .await
+            .map_err(|e| self.send_err("health check", e))?;
+        if r.status().is_success() {
+            Ok(())
+        } else {
+            Err(self.err(format!("health check: {}", r.status())))
+        }
+    }
+
+    /// `GET /v1/facts`: the agent's host snapshot.
+    pub async fn facts(&self) -> Result<wirespeed_host::Snapshot> {
+        let r = self
+            .http
+            .get(format!("{}/v1/facts", self.base))
+            .send()
+            .await
+            .map_err(|e| self.send_err("read facts", e))?;
+        self.answer("read facts", r).await
+    }
+
+    async fn signed(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<reqwest::Response> {
+        let mut req = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base))
+            .header(reqwest::header::CONTENT_TYPE, "application/json");
+        for (k, v) in auth::sign(&self.key, method.as_str(), path, &body) {
+            req = req.header(k, v);
+        }
+        req.body(body)
+            .send()
+            .await
+            .map_err(|e| self.send_err(path, e))
+    }
+
+    /// `PUT /v1/fleet`; Ok(false) when the agent's fleet is pinned.
+    pub async fn push_fleet(&self, fleet: &Fleet) -> Result<bool> {
+        let body = serde_json::to_vec(fleet).map_err(|e| self.err(e.to_string()))?;
+        let r = self.signed(reqwest::Method::PUT, "/v1/fleet", body).await?;
+        if r.status() == reqwest::StatusCode::CONFLICT {
+            return Ok(false);
+        }
+        if r.status().is_success() {
+            return Ok(true);
+        }
+        self.answer::<serde_json::Value>("set the fleet", r)
+            .await
+            .map(|_| true)
+    }
+
+    /// `POST /v1/run`: starts a test; its id.
+    pub async fn start(&self, req: &RunRequest) -> Result<u64> {
+        let body = serde_json::to_vec(req).map_err(|e| self.err(e.to_string()))?;
+        let r = self.signed(reqwest::Method::POST, "/v1/run", body).await?;
+        Ok(self.answer::<RunStarted>("start a test", r).await?.id)
+    }
+
+    /// `GET /v1/results/{id}`.
+    pub async fn record(&self, id: u64) -> Result<RunRecord> {
+        let r = self
+            .http
+            .get(format!("{}/v1/results/{id}", self.base))
+            .send()
+            .await
+            .map_err(|e| self.send_err("read a result", e))?;
+        self.answer("read a result", r).await
+    }
+}
+
+/// Where agents stand during a run.
+struct Board {
+    down: Vec<Option<String>>,
+}
+
+struct Ctx<'a> {
+    fleet: &'a Fleet,
+    clients: Vec<AgentClient>,
+    opts: &'a RunOptions,
+    board: Mutex<Board>,
+}
+
+impl Ctx<'_> {
+    fn down_reason(&self, i: usize) -> Option<String> {
+        self.board.lock().unwrap_or_else(|p| p.into_inner()).down[i].clone()
+    }
+
+    fn mark_down(&self, i: usize, why: String) {
+        let mut b = self.board.lock().unwrap_or_else(|p| p.into_inner());
+        if b.down[i].is_none() {
+            b.down[i] = Some(why.clone());
+            drop(b);
+            if let Some(p) = &self.opts.progress {
+                p(&Progress::Down {
+                    agent: self.fleet.agents[i].name.clone(),
+                    why,
+                });
+            }
+        }
+    }
+
+    fn report(&self, t: &LinkTest) {
+        if let Some(p) = &self.opts.progress {
+            p(&Progress::Test(Box::new(t.clone())));
+        }
+    }
+}
+
+/// Runs `plan` over `fleet` (blocking; builds its own runtime). From async
+/// code, use [`run_async`].
+pub fn run(fleet: &Fleet, plan: &Plan, opts: &RunOptions) -> Result<FleetResults> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| FleetError::io("start the controller's runtime", e))?;
+    rt.block_on(run_async(fleet, plan, opts))
+}
+
+/// Runs `plan` over `fleet`.
+pub async fn run_async(fleet: &Fleet, plan: &Plan, opts: &RunOptions) -> Result<FleetResults> {
+    fleet.validate()?;
+    plan.check()?;
+    if plan.agents != fleet.agents.len() {
+        return Err(FleetError::Plan(format!(
+            "the plan is for {} agents, the fleet has {}",
+            plan.agents,
+            fleet.agents.len()
+        )));
+    }
+    if opts.workloads.is_empty() {
+        return Err(FleetError::Plan("no workload to run".into()));
+    }
+    let started = Instant::now();
+    let started_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let clients = fleet
+        .agents
+        .iter()
+        .map(|a| AgentClient::new(a, &opts.key, opts.http_timeout))
+        .collect::<Result<Vec<_>>>()?;
+    let ctx = Ctx {
+        fleet,
+        clients,
+        opts,
+        board: Mutex::new(Board {
+            down: vec![None; fleet.agents.len()],
+        }),
+    };
+    let mut notes = Vec::new();
+    // Health, facts and the fleet, every agent at once.
+    let first = futures_join(ctx.clients.iter().map(|c| async {
+        c.health().await?;
+        let facts = c.facts().await.ok();
+        let pushed = if opts.push_fleet {
+            Some(c.push_fleet(fleet).await?)
+        } else {
+            None
+        };
+        Ok::<_, FleetError>((facts, pushed))
+    }))
+    .await;
+    let mut snapshots = Vec::new();
+    for (i, r) in first.into_iter().enumerate() {
+        match r {
+            Ok((facts, pushed)) => {
+                if pushed == Some(false) {
+                    notes.push(format!(
+                        "agent {} keeps the fleet it was started with (--fleet)",
+                        fleet.agents[i].name
+                    ));
+                }
+                snapshots.push(facts);
+            }
+            Err(e) => {
+                ctx.mark_down(i, e.to_string());
+                snapshots.push(None);
+            }
+        }
+    }
+    let mut tests = Vec::new();
+    for (ri, round) in plan.rounds.iter().enumerate() {
+        if let Some(p) = &opts.progress {
+            p(&Progress::Round {
+                round: ri,
+                of: plan.rounds.len(),
+                jobs: round.jobs.len(),
+            });
+        }
+        let done = futures_join(round.jobs.iter().map(|j| run_job(&ctx, ri, *j))).await;
+        tests.extend(done.into_iter().flatten());
+    }
+    let board = ctx.board.into_inner().unwrap_or_else(|p| p.into_inner());
+    let agents: Vec<AgentStatus> = fleet
+        .agents
+        .iter()
+        .zip(&board.down)
+        .zip(&snapshots)
+        .map(|((a, down), snap)| AgentStatus {
+            name: a.name.clone(),
+            up: down.is_none(),
+            error: down.clone(),
+            facts: snap.as_ref().map(|s| analyze::host_facts(a, s)),
+        })
+        .collect();
+    let mut out = FleetResults {
+        schema_version: FLEET_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        pattern: plan.pattern.name().to_string(),
+        concurrent: plan.concurrent,
+        rounds: plan.rounds.len() as u32,
+        repeats: opts.repeats.max(1),
+        started_unix,
+        elapsed_s: 0.0,
+        agents,
+        tests,
+        matrices: Vec::new(),
+        outliers: Vec::new(),
+        verdict: None,
+        notes,
+    };
+    let snaps: Vec<(String, wirespeed_host::Snapshot)> = fleet
+        .agents
+        .iter()
+        .zip(snapshots)
+        .filter_map(|(a, s)| s.map(|s| (a.name.clone(), s)))
+        .collect();
+    analyze::analyze(&mut out, &snaps);
+    out.elapsed_s = started.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// Joins futures, keeping their order.
+async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    // Every future is polled by this task: no 'static bound, no spawn.
+    let mut fs: Vec<_> = fs.map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = fs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, o) in fs.iter_mut().zip(out.iter_mut()) {
+            if o.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *o = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter()
+        .map(|o| o.expect("every future finished"))
+        .collect()
+}
+
+/// Runs one job: every workload, repeat and NIC pair, in turn.
+async fn run_job(ctx: &Ctx<'_>, round: usize, job: Job) -> Vec<LinkTest> {
+    let (ca, sa) = (&ctx.fleet.agents[job.client], &ctx.fleet.agents[job.server]);
+    let mut out = Vec::new();
+    for w in &ctx.opts.workloads {
+        for repeat in 0..ctx.opts.repeats.max(1) {
+            for (cn, sn) in ca.nic_pairs(sa) {
+                let mut t = LinkTest {
+                    workload: w.label.clone(),
+                    round: round as u32,
+                    repeat,
+                    client: ca.name.clone(),
+                    server: sa.name.clone(),
+                    client_nic: cn.map(|n| n.name.clone()).unwrap_or_default(),
+                    server_nic: sn.map(|n| n.name.clone()).unwrap_or_default(),
+                    ..LinkTest::default()
+                };
+                let down = ctx
+                    .down_reason(job.client)
+                    .map(|_| &ca.name)
+                    .or(ctx.down_reason(job.server).map(|_| &sa.name));
+                if let Some(who) = down {
+                    t.error = Some(format!("skipped: agent {who} is down"));
+                    ctx.report(&t);
+                    out.push(t);
+                    continue;
+                }
+                let mut spec = w.spec.clone();
+                spec.paths = match (cn, sn) {
+                    (Some(c), Some(s)) => vec![PathSpec {
+                        local: Some(c.address.to_string()),
+                        remote: s.address.to_string(),
+                    }],
+                    _ => Vec::new(),
+                };
+                let req = RunRequest {
+                    peer: sa.name.clone(),
+                    spec,
+                    label: Some(w.label.clone()),
+                };
+                match one_test(ctx, job, &req).await {
+                    Ok(rec) => {
+                        t.concurrent_with = rec.concurrent_with;
+                        if let Some(r) = rec.result {
+                            t.throughput_bps = r.throughput_bps;
+                            t.transactions_per_s = r.transactions_per_s;
+                            t.p50_us = r.latency.as_ref().map(|l| l.p50_us);
+                            t.p99_us = r.latency.as_ref().map(|l| l.p99_us);
+                            t.result = Some(r);
+                        }
+                    }
+                    Err(e) => t.error = Some(e),
+                }
+                ctx.report(&t);
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// Starts a test on the client agent and waits for its record; on
+/// failure finds out which agent is gone and marks it down.
+async fn one_test(ctx: &Ctx<'_>, job: Job, req: &RunRequest) -> Result<RunRecord, String> {
+    let client = &ctx.clients[job.client];
+    let id = match client.start(req).await {
+        Ok(id) => id,
+        Err(e) => {
+            if client.health().await.is_err() {
+                ctx.mark_down(job.client, e.to_string());
+            }
+            return Err(e.to_string());
+        }
+    };
+    let s = &req.spec;
+    let deadline =
+        Instant::now() + Duration::from_secs_f64(s.duration_s + s.warmup_s) + ctx.opts.test_grace;
+    let mut misses = 0;
+    let rec = loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        match client.record(id).await {
+            Ok(r) if r.state != RunState::Running => break r,
+            Ok(_) => misses = 0,
+            Err(e) => {
+                misses += 1;
+                if misses >= 3 {
+                    ctx.mark_down(job.client, e.to_string());
+                    return Err(e.to_string());
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "agent {}: test {id} did not end in time",
+                ctx.fleet.agents[job.client].name
+            ));
+        }
+    };
+    if rec.state == RunState::Failed {
+        let e = rec.error.clone().unwrap_or_else(|| "failed".into());
+        let server = &ctx.clients[job.server];
+        if let Err(h) = server.health().await {
+            ctx.mark_down(job.server, h.to_string());
+        }
+        return Err(format!("agent {}: {e}", ctx.fleet.agents[job.client].name));
+    }
+    Ok(rec)
+}

@@ -1,0 +1,349 @@
+//! The agent's HTTP API against real agents on loopback: the key,
+//! the fleet boundary, Prometheus metrics (checked by promtool), slow and
+//! oversized requests, and a small matrix run by the controller.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+use wirespeed_fleet::agent::{AgentConfig, HttpLimits, RunRequest, RunState};
+use wirespeed_fleet::run::{AgentClient, RunOptions, WorkloadSpec};
+use wirespeed_fleet::{Agent, AgentSpec, Fleet, Pattern};
+use wirespeed_types::{PathSpec, TestSpec};
+
+const KEY: &[u8] = b"fleet-test-key-0123456789";
+
+fn agent(name: &str) -> Agent {
+    let mut cfg = AgentConfig::new(name, KEY.to_vec());
+    cfg.server.bind = "127.0.0.1".parse().unwrap();
+    cfg.server.port = 0;
+    cfg.http = "127.0.0.1:0".parse().unwrap();
+    cfg.limits = HttpLimits {
+        header_timeout: Duration::from_secs(1),
+        max_per_source: 64,
+        ..HttpLimits::default()
+    };
+    Agent::start(cfg).expect("agent starts")
+}
+
+fn spec_of(name: &str, a: &Agent) -> AgentSpec {
+    AgentSpec {
+        name: name.into(),
+        control: a.control_addr().to_string(),
+        http: a.http_addr().to_string(),
+        nics: Vec::new(),
+        labels: Default::default(),
+    }
+}
+
+fn short_spec() -> TestSpec {
+    TestSpec {
+        duration_s: 0.5,
+        warmup_s: 0.1,
+        ..TestSpec::default()
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A raw HTTP/1.1 request; (status, body).
+fn raw(addr: SocketAddr, req: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    raw(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+fn post(addr: SocketAddr, path: &str, extra: &str, body: &str) -> (u16, String) {
+    raw(
+        addr,
+        &format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+/// Counter value of `name{labels}` in a metrics page (0 when absent).
+fn counter(page: &str, name: &str, label: &str) -> f64 {
+    page.lines()
+        .filter(|l| l.starts_with(name) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+struct Pair {
+    a: Agent,
+    b: Agent,
+    fleet: Fleet,
+}
+
+fn pair() -> Pair {
+    let (a, b) = (agent("a"), agent("b"));
+    let fleet = Fleet {
+        agents: vec![spec_of("a", &a), spec_of("b", &b)],
+    };
+    let rt = rt();
+    for x in &fleet.agents {
+        let c = AgentClient::new(x, KEY, Duration::from_secs(5)).unwrap();
+        assert!(rt.block_on(c.push_fleet(&fleet)).unwrap());
+    }
+    Pair { a, b, fleet }
+}
+
+#[test]
+fn run_without_or_with_a_wrong_key_is_refused_and_starts_no_traffic() {
+    let p = pair();
+    let body = serde_json::to_string(&RunRequest {
+        peer: "b".into(),
+        spec: short_spec(),
+        label: None,
+    })
+    .unwrap();
+    let (st, msg) = post(p.a.http_addr(), "/v1/run", "", &body);
+    assert_eq!(st, 401, "{msg}");
+    assert!(msg.contains("must be signed with the fleet key"), "{msg}");
+    // Signed with another key.
+    let hs = wirespeed_fleet::auth::sign(
+        b"not-the-fleet-key-at-all",
+        "POST",
+        "/v1/run",
+        body.as_bytes(),
+    );
+    let extra: String = hs.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    let (st, msg) = post(p.a.http_addr(), "/v1/run", &extra, &body);
+    assert_eq!(st, 401, "{msg}");
+    assert!(msg.contains("wrong signature"), "{msg}");
+    // The right key, but the body changed after signing.
+    let hs = wirespeed_fleet::auth::sign(KEY, "POST", "/v1/run", body.as_bytes());
+    let extra: String = hs.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    let tampered = body.replace("0.5", "60.0");
+    let (st, _) = post(p.a.http_addr(), "/v1/run", &extra, &tampered);
+    assert_eq!(st, 401);
+    // Nothing ran: no result on a, no test served by b.
+    assert_eq!(get(p.a.http_addr(), "/v1/results").1.trim(), "[]");
+    let (_, m) = get(p.b.http_addr(), "/metrics");
+    assert_eq!(
+        counter(&m, "wirespeed_tests_total", "role=\"server\""),
+        0.0,
+        "{m}"
+    );
+    let (_, m) = get(p.a.http_addr(), "/metrics");
+    assert_eq!(
+        counter(&m, "wirespeed_refusals_total", "unauthenticated"),
+        3.0,
+        "{m}"
+    );
+    // A signed request replayed is refused the second time.
+    let first = post(p.a.http_addr(), "/v1/run", &extra, &body);
+    assert_eq!(first.0, 202, "{}", first.1);
+    let (st, msg) = post(p.a.http_addr(), "/v1/run", &extra, &body);
+    assert_eq!(st, 401);
+    assert!(msg.contains("replay"), "{msg}");
+    let _ = p.fleet;
+}
+
+#[test]
+fn a_peer_outside_the_fleet_is_refused_with_403() {
+    let p = pair();
+    let rt = rt();
+    let c = AgentClient::new(&p.fleet.agents[0], KEY, Duration::from_secs(5)).unwrap();
+    let mut req = RunRequest {
+        peer: "mallory".into(),
+        spec: short_spec(),
+        label: None,
+    };
+    let e = rt.block_on(c.start(&req)).unwrap_err().to_string();
+    assert!(
+        e.contains("403") && e.contains("not in this agent's fleet"),
+        "{e}"
+    );
+    // A fleet peer, but a path to an address that is not the peer's.
+    req.peer = "b".into();
+    req.spec.paths = vec![PathSpec {
+        local: None,
+        remote: "192.0.2.7".into(),
+    }];
+    let e = rt.block_on(c.start(&req)).unwrap_err().to_string();
+    assert!(
+        e.contains("403") && e.contains("not an address of peer"),
+        "{e}"
+    );
+    assert_eq!(get(p.a.http_addr(), "/v1/results").1.trim(), "[]");
+}
+
+#[test]
+fn a_keyed_run_measures_and_metrics_pass_promtool() {
+    let p = pair();
+    let rt = rt();
+    let c = AgentClient::new(&p.fleet.agents[0], KEY, Duration::from_secs(5)).unwrap();
+    let id = rt
+        .block_on(c.start(&RunRequest {
+            peer: "b".into(),
+            spec: short_spec(),
+            label: Some("stream".into()),
+        }))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let rec = loop {
+        let r = rt.block_on(c.record(id)).unwrap();
+        if r.state != RunState::Running {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the test did not end");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(rec.state, RunState::Done, "{:?}", rec.error);
+    assert!(rec.result.unwrap().throughput_bps > 1e6);
+    let (st, facts) = get(p.a.http_addr(), "/v1/facts");
+    assert_eq!(st, 200);
+    assert!(facts.contains("\"links\""), "{facts}");
+    let (st, m) = get(p.a.http_addr(), "/metrics");
+    assert_eq!(st, 200);
+    for want in [
+        "wirespeed_link_throughput_bytes_per_second{",
+        "peer=\"b\"",
+        "workload=\"stream\"",
+        "wirespeed_tests_total{",
+        "wirespeed_nic_mtu_bytes{nic=",
+        "wirespeed_host_info{",
+        "congestion_control=",
+    ] {
+        assert!(m.contains(want), "no {want} in\n{m}");
+    }
+    assert_eq!(
+        counter(&m, "wirespeed_tests_total", "outcome=\"ok\""),
+        1.0,
+        "{m}"
+    );
+    let (_, mb) = get(p.b.http_addr(), "/metrics");
+    assert_eq!(
+        counter(&mb, "wirespeed_tests_total", "role=\"server\""),
+        1.0,
+        "{mb}"
+    );
+    match std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        Err(_) => eprintln!("skipping promtool: not installed (apt-get install prometheus)"),
+        Ok(mut child) => {
+            child.stdin.take().unwrap().write_all(m.as_bytes()).unwrap();
+            let out = child.wait_with_output().unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.status.success() && text.trim().is_empty(),
+                "promtool: {text}\n{m}"
+            );
+        }
+    }
+}
+
+#[test]
+fn slow_and_oversized_requests_do_not_hold_the_agent() {
+    let a = agent("a");
+    let addr = a.http_addr();
+    // A client trickling its headers a byte at a time is cut off at the
+    // header deadline (1 s here), however steadily it sends.
+    let t = Instant::now();
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\n").unwrap();
+    let mut closed = false;
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(100));
+        if slow.write_all(b"X").is_err() {
+            closed = true;
+            break;
+        }
+        // Meanwhile another client is served.
+        if t.elapsed() < Duration::from_millis(300) {
+            assert_eq!(get(addr, "/healthz").0, 200);
+        }
+    }
+    let mut buf = [0u8; 256];
+    slow.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let n = slow.read(&mut buf).unwrap_or(0);
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(
+        closed || n == 0 || answer.starts_with("HTTP/1.1 408"),
+        "a trickling client was not cut off: {answer:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // Many idle connections from other sockets do not stop a new client.
+    let idle: Vec<TcpStream> = (0..20).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    assert_eq!(get(addr, "/healthz").0, 200);
+    drop(idle);
+    // A body over the limit is refused before it is read.
+    let big = "x".repeat(200_000);
+    let (st, _) = post(addr, "/v1/run", "", &big);
+    assert_eq!(st, 413);
+}
+
+#[test]
+fn a_small_matrix_runs_over_loopback_and_a_stopped_agent_is_down() {
+    let (a, b, c) = (agent("a"), agent("b"), agent("c"));
+    let fleet = Fleet {
+        agents: vec![spec_of("a", &a), spec_of("b", &b), spec_of("c", &c)],
+    };
+    drop(c); // c is gone before the run starts
+    let plan = wirespeed_fleet::plan(&fleet, Pattern::AllToAll, 1).unwrap();
+    let mut opts = RunOptions::new(
+        vec![WorkloadSpec {
+            label: "stream".into(),
+            spec: short_spec(),
+        }],
+        KEY.to_vec(),
+    );
+    opts.http_timeout = Duration::from_secs(2);
+    let r = wirespeed_fleet::run(&fleet, &plan, &opts).unwrap();
+    assert_eq!(r.tests.len(), 3);
+    let ok: Vec<_> = r.tests.iter().filter(|t| t.error.is_none()).collect();
+    assert_eq!(ok.len(), 1, "{:#?}", r.tests);
+    assert!(ok[0].throughput_bps > 1e6);
+    let down: Vec<_> = r
+        .agents
+        .iter()
+        .filter(|x| !x.up)
+        .map(|x| x.name.as_str())
+        .collect();
+    assert_eq!(down, ["c"]);
+    assert!(
+        r.tests.iter().filter(|t| t.error.is_some()).all(|t| t
+            .error
+            .as_ref()
+            .unwrap()
+            .contains("agent c is down"))
+    );
+    let v = wirespeed_fleet::analyze::judge(&r, None, None, 10.0);
+    assert!(
+        v.failures.iter().any(|f| f.contains("agent c is down")),
+        "{v:?}"
+    );
+    drop((a, b));
+}

@@ -1,0 +1,387 @@
+//! A fleet run ([`FleetResults`]) for the terminal: per workload the
+//! host matrix (client rows, server columns; each cell the median over the
+//! NIC pairs of that host pair), the NICs and hosts, then the outliers
+//! with their evidence, agents down, and the verdict.
+
+use crate::table::new_table;
+use crate::units::{human_bps, human_us};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use wirespeed_types::fleet::{Cell, FleetResults, Matrix};
+
+/// A host pair's figure: the median over its links (NIC pairs).
+pub fn host_pair(m: &Matrix, client: &str, server: &str) -> Option<(f64, Option<f64>)> {
+    let cs: Vec<&Cell> = m
+        .links
+        .iter()
+        .filter(|c| c.host == client && c.peer.as_deref() == Some(server))
+        .collect();
+    if cs.is_empty() {
+        return None;
+    }
+    let mut bps: Vec<f64> = cs.iter().map(|c| c.throughput_bps).collect();
+    bps.sort_by(f64::total_cmp);
+    let mut p99: Vec<f64> = cs.iter().filter_map(|c| c.p99_us).collect();
+    p99.sort_by(f64::total_cmp);
+    Some((bps[bps.len() / 2], p99.get(p99.len() / 2).copied()))
+}
+
+/// The run as terminal tables.
+pub fn render_fleet(r: &FleetResults) -> String {
+    let mut out = String::new();
+    let up = r.agents.iter().filter(|a| a.up).count();
+    let _ = writeln!(
+        out,
+        "fleet: {} agents ({up} up), {}, {} per host at once, {} rounds, {} tests, {} repeat(s), {:.1} s",
+        r.agents.len(),
+        r.pattern,
+        r.concurrent,
+        r.rounds,
+        r.tests.len(),
+        r.repeats,
+        r.elapsed_s
+    );
+    for m in &r.matrices {
+        let _ = writeln!(
+            out,
+            "\n{}: median {}{}, noise band {:.1}% ({})",
+            m.workload,
+            human_bps(m.median_bps),
+            m.median_p99_us
+                .map(|p| format!(", p99 {}", human_us(p)))
+                .unwrap_or_default(),
+            m.noise_band * 100.0,
+            m.noise_source
+        );
+        let mut header = vec!["client \\ server".to_string()];
+        header.extend(m.hosts.iter().cloned());
+        let hdr: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = new_table(&hdr, 1);
+        for c in &m.hosts {
+            let mut row = vec![c.clone()];
+            for s in &m.hosts {
+                row.push(match host_pair(m, c, s) {
+                    None => String::new(),
+                    Some((bps, p99)) if m.latency => match p99 {
+                        Some(p) => format!("{} p99 {}", human_bps(bps), human_us(p)),
+                        None => human_bps(bps),
+                    },
+                    Some((bps, _)) => human_bps(bps),
+                });
+            }
+            t.add_row(row);
+        }
+        let _ = writeln!(out, "{t}");
+        let mut t = new_table(&["host / NIC", "median", "p50", "p99", "links"], 1);
+        for c in m.per_host.iter().chain(&m.nics) {
+            t.add_row(vec![
+                c.name.clone(),
+                human_bps(c.throughput_bps),
+                c.p50_us.map(human_us).unwrap_or_default(),
+                c.p99_us.map(human_us).unwrap_or_default(),
+                c.samples.len().to_string(),
+            ]);
+        }
+        let _ = writeln!(out, "{t}");
+    }
+    if r.outliers.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nno outlier: every link, NIC and host is within the noise band of the fleet median"
+        );
+    } else {
+        let _ = writeln!(out, "\noutliers:");
+        for o in &r.outliers {
+            let _ = writeln!(
+                out,
+                "- [{}] {} {}: {} vs median {} ({:.1}% below)",
+                o.workload,
+                o.scope.name(),
+                o.name,
+                human_bps(o.throughput_bps),
+                human_bps(o.median_bps),
+                o.below_pct
+            );
+            for d in &o.drift {
+                let at = match &d.nic {
+                    Some(n) => format!("{}/{n}", d.host),
+                    None => d.host.clone(),
+                };
+                let _ = writeln!(
+                    out,
+                    "    drift: {at} {} = {} (fleet: {} on {} of {})",
+                    d.setting, d.value, d.majority, d.majority_count, d.of
+                );
+            }
+            let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for f in &o.findings {
+                let ids = by_host.entry(&f.host).or_default();
+                if !ids.contains(&f.id.as_str()) {
+                    ids.push(&f.id);
+                }
+            }
+            for (h, ids) in by_host {
+                let _ = writeln!(out, "    doctor on {h}: {}", ids.join(", "));
+            }
+            for b in &o.bottlenecks {
+                let _ = writeln!(out, "    model: {}: {}", b.kind, b.message);
+            }
+        }
+    }
+    for a in r.agents.iter().filter(|a| !a.up) {
+        let _ = writeln!(
+            out,
+            "\nagent {} is DOWN: {}",
+            a.name,
+            a.error.as_deref().unwrap_or("no answer")
+        );
+    }
+    let failed = r.tests.iter().filter(|t| t.error.is_some()).count();
+    if failed > 0 {
+        let _ = writeln!(
+            out,
+            "{failed} of {} tests failed or were skipped",
+            r.tests.len()
+        );
+    }
+    if let Some(v) = &r.verdict {
+        if v.passed() {
+            let _ = writeln!(out, "\nPASS");
+        } else {
+            let _ = writeln!(out, "\nFAIL:");
+            for f in &v.failures {
+                let _ = writeln!(out, "- {f}");
+            }
+        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// A cell's fill: red at half the median or less, yellow at 75%, green
+/// at the median or above.
+fn heat(ratio: f64) -> String {
+    let t = ((ratio - 0.5) / 0.5).clamp(0.0, 1.0);
+    let (r, g) = if t < 0.5 {
+        (215.0, 60.0 + t * 2.0 * 150.0)
+    } else {
+        (
+            215.0 - (t - 0.5) * 2.0 * 165.0,
+            210.0 - (t - 0.5) * 2.0 * 30.0,
+        )
+    };
+    format!("rgb({},{},{})", r as u8, g as u8, 70)
+}
+
+/// One matrix as an SVG heatmap: client rows, server columns.
+fn heatmap(m: &Matrix) -> String {
+    use crate::chart::esc;
+    let n = m.hosts.len();
+    let (cw, ch, left, top) = (92usize, 34usize, 120usize, 46usize);
+    let (w, h) = (left + n * cw + 10, top + n * ch + 10);
+    let mut cells = String::new();
+    let mut marks = 0;
+    for (i, c) in m.hosts.iter().enumerate() {
+        for (j, s) in m.hosts.iter().enumerate() {
+            let (x, y) = (left + j * cw, top + i * ch);
+            match host_pair(m, c, s) {
+                Some((bps, p99)) => {
+                    marks += 1;
+                    let ratio = if m.median_bps > 0.0 {
+                        bps / m.median_bps
+                    } else {
+                        1.0
+                    };
+                    let label = match p99 {
+                        Some(p) if m.latency => format!("p99 {}", human_us(p)),
+                        _ => human_bps(bps),
+                    };
+                    let _ = write!(
+                        cells,
+                        "<rect class=\"mark\" x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} -> {}: {} ({:.0}% of the median)</title></rect><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                        cw - 2,
+                        ch - 2,
+                        heat(ratio),
+                        esc(c),
+                        esc(s),
+                        esc(&human_bps(bps)),
+                        ratio * 100.0,
+                        x + cw / 2,
+                        y + ch / 2 + 4,
+                        esc(&label)
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        cells,
+                        "<rect x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"#f4f4f4\"/>",
+                        cw - 2,
+                        ch - 2
+                    );
+                }
+            }
+        }
+    }
+    let mut labels = String::new();
+    for (i, hn) in m.hosts.iter().enumerate() {
+        let _ = write!(
+            labels,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            left - 8,
+            top + i * ch + ch / 2 + 4,
+            esc(hn),
+            left + i * cw + cw / 2,
+            top - 10,
+            esc(hn)
+        );
+    }
+    format!(
+        "<svg class=\"chart\" data-chart=\"heatmap\" data-points=\"{marks}\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{} matrix\"><rect class=\"plot\" x=\"{left}\" y=\"{top}\" width=\"{}\" height=\"{}\"/><text class=\"axis-title\" x=\"{left}\" y=\"14\">server →</text><text class=\"axis-title\" x=\"4\" y=\"{}\">client ↓</text>{labels}{cells}</svg>",
+        esc(&m.workload),
+        n * cw,
+        n * ch,
+        top - 10,
+    )
+}
+
+/// The run as one HTML page: per workload a heatmap of the host matrix
+/// and the NIC and host figures; the outliers with their evidence; agents
+/// down; the verdict.
+pub fn render_fleet_html(r: &FleetResults) -> String {
+    use crate::chart::esc;
+    let mut o = String::new();
+    let up = r.agents.iter().filter(|a| a.up).count();
+    let _ = writeln!(
+        o,
+        "<h1>Fleet: {} agents, {}</h1>",
+        r.agents.len(),
+        esc(&r.pattern)
+    );
+    let _ = writeln!(
+        o,
+        "<p class=\"sub\">{up} up; {} per host at once; {} rounds; {} tests; {} repeat(s); {:.1} s</p>",
+        r.concurrent,
+        r.rounds,
+        r.tests.len(),
+        r.repeats,
+        r.elapsed_s
+    );
+    if let Some(v) = &r.verdict {
+        if v.passed() {
+            let _ = writeln!(o, "<p><b>PASS</b></p>");
+        } else {
+            let _ = writeln!(o, "<p><b>FAIL</b></p><ul class=\"notes\">");
+            for f in &v.failures {
+                let _ = writeln!(o, "<li>{}</li>", esc(f));
+            }
+            let _ = writeln!(o, "</ul>");
+        }
+    }
+    let _ = writeln!(o, "<h2 id=\"outliers\">Outliers</h2>");
+    if r.outliers.is_empty() {
+        let _ = writeln!(
+            o,
+            "<p>None: every link, NIC and host is within the noise band of the fleet median.</p>"
+        );
+    }
+    for x in &r.outliers {
+        let _ = writeln!(
+            o,
+            "<h3 class=\"outlier\">{} {} ({}): {} vs median {}, {:.1}% below</h3><p>{}</p>",
+            x.scope.name(),
+            esc(&x.name),
+            esc(&x.workload),
+            esc(&human_bps(x.throughput_bps)),
+            esc(&human_bps(x.median_bps)),
+            x.below_pct,
+            esc(&x.summary)
+        );
+        if !x.drift.is_empty() {
+            let _ = writeln!(
+                o,
+                "<div class=\"tw\"><table class=\"drift\"><tr><th>host</th><th>NIC</th><th>setting</th><th>value</th><th>fleet majority</th></tr>"
+            );
+            for d in &x.drift {
+                let _ = writeln!(
+                    o,
+                    "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{} ({} of {})</td></tr>",
+                    esc(&d.host),
+                    esc(d.nic.as_deref().unwrap_or("")),
+                    esc(&d.setting),
+                    esc(&d.value),
+                    esc(&d.majority),
+                    d.majority_count,
+                    d.of
+                );
+            }
+            let _ = writeln!(o, "</table></div>");
+        }
+        if !x.findings.is_empty() {
+            let _ = writeln!(o, "<p class=\"fn\">doctor: ");
+            let fs: Vec<String> = x
+                .findings
+                .iter()
+                .map(|f| format!("{} on {}: {}", esc(&f.id), esc(&f.host), esc(&f.title)))
+                .collect();
+            let _ = writeln!(o, "{}</p>", fs.join("; "));
+        }
+        for b in &x.bottlenecks {
+            let _ = writeln!(
+                o,
+                "<p class=\"fn\">model: {}: {}</p>",
+                esc(&b.kind),
+                esc(&b.message)
+            );
+        }
+    }
+    for m in &r.matrices {
+        let _ = writeln!(o, "<h2>{}</h2>", esc(&m.workload));
+        let _ = writeln!(
+            o,
+            "<p class=\"sub\">median {}{}; noise band {:.1}% ({})</p>",
+            esc(&human_bps(m.median_bps)),
+            m.median_p99_us
+                .map(|p| format!(", p99 {}", esc(&human_us(p))))
+                .unwrap_or_default(),
+            m.noise_band * 100.0,
+            esc(&m.noise_source)
+        );
+        let _ = writeln!(
+            o,
+            "<figure><figcaption><span class=\"ft\">Host matrix</span>: each cell the median over the NIC pairs, coloured by its share of the fleet median (red at half or less, green at the median)</figcaption>{}</figure>",
+            heatmap(m)
+        );
+        let _ = writeln!(
+            o,
+            "<div class=\"tw\"><table><tr><th>host / NIC</th><th class=\"num\">median</th><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">links</th></tr>"
+        );
+        for c in m.per_host.iter().chain(&m.nics) {
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                esc(&c.name),
+                esc(&human_bps(c.throughput_bps)),
+                c.p50_us.map(|p| esc(&human_us(p))).unwrap_or_default(),
+                c.p99_us.map(|p| esc(&human_us(p))).unwrap_or_default(),
+                c.samples.len()
+            );
+        }
+        let _ = writeln!(o, "</table></div>");
+    }
+    let down: Vec<_> = r.agents.iter().filter(|a| !a.up).collect();
+    if !down.is_empty() {
+        let _ = writeln!(o, "<h2>Agents down</h2><ul class=\"notes\">");
+        for a in down {
+            let _ = writeln!(
+                o,
+                "<li>{}: {}</li>",
+                esc(&a.name),
+                esc(a.error.as_deref().unwrap_or("no answer"))
+            );
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+    crate::html::page(&format!("fleet {}", r.pattern), &o)
+}

@@ -1,0 +1,273 @@
+//! What `wirespeed fleet run --json` prints: every link of a fleet
+//! measured per workload, the matrix per link, NIC and host, the outliers
+//! with the evidence that explains them, and the pass/fail verdict.
+//! Plain serde data; wirespeed-fleet fills it, wirespeed-report renders it.
+
+use crate::TestResult;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the fleet JSON document; raised on incompatible changes.
+pub const FLEET_SCHEMA_VERSION: u32 = 1;
+
+/// A whole fleet run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FleetResults {
+    /// See [`FLEET_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// wirespeed version that produced it.
+    pub tool_version: String,
+    /// The pattern run: pairs, ring, all-to-all, one-to-many, many-to-one.
+    pub pattern: String,
+    /// Tests a host took part in at once (1 = never two at once).
+    pub concurrent: u32,
+    /// Rounds in the plan.
+    pub rounds: u32,
+    /// Repeats of each test (the noise band comes from them).
+    pub repeats: u32,
+    /// Unix time the run started.
+    pub started_unix: f64,
+    /// Wall time of the whole run, seconds.
+    pub elapsed_s: f64,
+    /// Every agent: up or down, and its settings.
+    pub agents: Vec<AgentStatus>,
+    /// Every test run (or skipped), in run order.
+    pub tests: Vec<LinkTest>,
+    /// One matrix per workload.
+    pub matrices: Vec<Matrix>,
+    /// Links, NICs and hosts below the fleet median by more than the noise band.
+    pub outliers: Vec<Outlier>,
+    /// The `--min` / `--baseline` judgement, when one was asked for.
+    pub verdict: Option<Verdict>,
+    /// Remarks: skipped agents, defaults taken.
+    pub notes: Vec<String>,
+}
+
+/// One agent as the run saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentStatus {
+    /// Its name in the fleet.
+    pub name: String,
+    /// False when it stopped answering (or never answered).
+    pub up: bool,
+    /// Why it is down.
+    pub error: Option<String>,
+    /// Its settings as read by the agent itself (`/v1/facts`).
+    pub facts: Option<HostFacts>,
+}
+
+/// The settings that make links differ, flattened for comparison.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// Host name as the agent reads it.
+    pub hostname: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// Host-wide settings (sysctl name -> value), e.g. net.ipv4.tcp_congestion_control.
+    pub settings: BTreeMap<String, String>,
+    /// Per NIC of the fleet file, in its order.
+    pub nics: Vec<NicFacts>,
+}
+
+/// One NIC's settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NicFacts {
+    /// The NIC's name in the fleet file.
+    pub name: String,
+    /// The interface that holds its address on the host (None: not found).
+    pub device: Option<String>,
+    /// Setting -> value: mtu, gso_max_size, gro_max_size, tso, gso, gro,
+    /// bond_xmit_hash_policy, ...
+    pub settings: BTreeMap<String, String>,
+}
+
+/// One test between two agents over one NIC pair.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkTest {
+    /// The workload's label (e.g. `stream`, `rr-64k`).
+    pub workload: String,
+    /// Round it ran in (0-based).
+    pub round: u32,
+    /// Repeat number (0-based).
+    pub repeat: u32,
+    /// The agent that ran the client.
+    pub client: String,
+    /// The agent whose server answered.
+    pub server: String,
+    /// The client's NIC name.
+    pub client_nic: String,
+    /// The server's NIC name.
+    pub server_nic: String,
+    /// Goodput, bits per second (0 when it failed).
+    pub throughput_bps: f64,
+    /// Transactions per second (rr, crr).
+    pub transactions_per_s: f64,
+    /// Median latency, microseconds (rr, crr).
+    pub p50_us: Option<f64>,
+    /// 99th percentile latency, microseconds (rr, crr).
+    pub p99_us: Option<f64>,
+    /// Tests other than this one the client agent ran at once (0 = alone).
+    pub concurrent_with: u32,
+    /// Why it failed or was skipped.
+    pub error: Option<String>,
+    /// The engine's full result.
+    pub result: Option<TestResult>,
+}
+
+/// Where a figure belongs: one link, one NIC, or one host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// A client NIC to a server NIC.
+    #[default]
+    Link,
+    /// One NIC of one host, over every link it took part in.
+    Nic,
+    /// One host, over every link it took part in.
+    Host,
+}
+
+impl Scope {
+    /// Its name as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Link => "link",
+            Scope::Nic => "nic",
+            Scope::Host => "host",
+        }
+    }
+}
+
+/// A figure of one link, NIC or host: the median over its tests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// `client/nic -> server/nic` for links, `host/nic` for NICs, `host` for hosts.
+    pub name: String,
+    /// The client host (links) or the host.
+    pub host: String,
+    /// The server host (links only).
+    pub peer: Option<String>,
+    /// The NIC (links: the client's).
+    pub nic: Option<String>,
+    /// Median goodput, bits per second.
+    pub throughput_bps: f64,
+    /// Median p50 latency, microseconds (rr, crr).
+    pub p50_us: Option<f64>,
+    /// Median p99 latency, microseconds (rr, crr).
+    pub p99_us: Option<f64>,
+    /// Goodput of each repeat (links) or each link (NICs, hosts).
+    pub samples: Vec<f64>,
+}
+
+/// The matrix of one workload.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Matrix {
+    /// The workload's label.
+    pub workload: String,
+    /// Whether latency (rr, crr) rather than goodput is the figure of merit.
+    pub latency: bool,
+    /// Host names, rows (clients) and columns (servers).
+    pub hosts: Vec<String>,
+    /// Every measured link.
+    pub links: Vec<Cell>,
+    /// Per NIC of each host.
+    pub nics: Vec<Cell>,
+    /// Per host.
+    pub per_host: Vec<Cell>,
+    /// Median goodput over the links, bits per second.
+    pub median_bps: f64,
+    /// Median p99 over the links, microseconds (rr, crr).
+    pub median_p99_us: Option<f64>,
+    /// The noise band: the relative spread of repeats (0.05 = 5%).
+    pub noise_band: f64,
+    /// How the band was found (measured from repeats, or the default).
+    pub noise_source: String,
+}
+
+/// A link, NIC or host below the fleet median by more than the noise band.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outlier {
+    /// The workload's label.
+    pub workload: String,
+    /// Link, NIC or host.
+    pub scope: Scope,
+    /// The cell's name.
+    pub name: String,
+    /// The hosts it concerns (one, or a link's two).
+    pub hosts: Vec<String>,
+    /// Its median goodput, bits per second.
+    pub throughput_bps: f64,
+    /// The fleet median it is compared with.
+    pub median_bps: f64,
+    /// How far below the median, percent.
+    pub below_pct: f64,
+    /// Settings of its hosts that differ from the fleet majority.
+    pub drift: Vec<Drift>,
+    /// Doctor's findings on its hosts.
+    pub findings: Vec<FindingNote>,
+    /// The model's bottleneck of its slowest test.
+    pub bottlenecks: Vec<BottleneckNote>,
+    /// One line: what explains it.
+    pub summary: String,
+}
+
+/// One setting of a host that differs from the fleet's majority.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// The host.
+    pub host: String,
+    /// The NIC, for NIC settings.
+    pub nic: Option<String>,
+    /// The setting, e.g. `mtu` or `net.ipv4.tcp_congestion_control`.
+    pub setting: String,
+    /// The host's value.
+    pub value: String,
+    /// The value most of the fleet has.
+    pub majority: String,
+    /// Hosts that share the majority value, of those that report it.
+    pub majority_count: u32,
+    /// Hosts that report the setting.
+    pub of: u32,
+}
+
+/// A doctor finding on an outlier's host, in short.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FindingNote {
+    /// The host.
+    pub host: String,
+    /// The finding's id (jumbo-frames, socket-buffers, ...).
+    pub id: String,
+    /// Its severity.
+    pub severity: String,
+    /// Its title.
+    pub title: String,
+}
+
+/// The model's bottleneck for an outlier's test, in short.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BottleneckNote {
+    /// Its kind, e.g. `sender_cpu`.
+    pub kind: String,
+    /// What it means.
+    pub message: String,
+}
+
+/// The pass/fail judgement of `--min` and `--baseline`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// `--min`, bits per second.
+    pub min_bps: Option<f64>,
+    /// The baseline file compared with.
+    pub baseline: Option<String>,
+    /// Allowed drop against the baseline, percent.
+    pub tolerance_pct: Option<f64>,
+    /// What failed, one line each (empty: passed).
+    pub failures: Vec<String>,
+}
+
+impl Verdict {
+    /// Whether every link passed.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}

@@ -1,0 +1,356 @@
+//! A fleet of six `wirespeed agent` processes in lab namespaces, two
+//! capped NICs each behind a routing namespace (the switch), one host
+//! with a planted MTU drift; `wirespeed fleet run` from the switch.
+//! Root only (skipped otherwise).
+
+mod chromium;
+mod common;
+
+use common::{Proc, bin, heavy};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use wirespeed_lab::{HostSpec, Lab, LabSpec, LinkSpec, RouteSpec};
+
+const HOSTS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
+/// The host left at MTU 1500 in a fleet of jumbo frames (9000).
+const PLANTED: &str = "c";
+const PLANTED_MTU: u32 = 1500;
+const FLEET_MTU: u32 = 9000;
+const RATE: &str = "100mbit";
+
+struct Fleet {
+    lab: Option<Lab>,
+    dir: PathBuf,
+    agents: Vec<(String, Proc)>,
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        self.agents.clear(); // killed before their namespaces go
+        if let Some(l) = self.lab.take() {
+            let _ = l.down();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Link index of host `i`'s NIC `n` (0 or 1).
+fn link(i: usize, n: usize) -> usize {
+    2 * i + n
+}
+
+fn up() -> Option<Fleet> {
+    if !wirespeed_lab::is_root() {
+        eprintln!("skipping: the fleet lab needs root");
+        return None;
+    }
+    let name = Lab::unique("fleet");
+    let mut hosts: Vec<HostSpec> = HOSTS
+        .iter()
+        .map(|h| HostSpec {
+            name: h.to_string(),
+            ..HostSpec::default()
+        })
+        .collect();
+    let mut sw = HostSpec {
+        name: "sw".into(),
+        ..HostSpec::default()
+    };
+    sw.sysctl.insert("net.ipv4.ip_forward".into(), "1".into());
+    hosts.push(sw);
+    let mut links = Vec::new();
+    let mut routes = Vec::new();
+    for (i, h) in HOSTS.iter().enumerate() {
+        for n in 0..2 {
+            links.push(LinkSpec {
+                a: h.to_string(),
+                b: "sw".into(),
+                rate: Some(RATE.into()),
+                mtu: Some(if *h == PLANTED {
+                    PLANTED_MTU
+                } else {
+                    FLEET_MTU
+                }),
+                subnet: Some(format!("10.{}.{i}.0/24", 150 + n)),
+                ..LinkSpec::default()
+            });
+            routes.push(RouteSpec {
+                host: h.to_string(),
+                dst: format!("10.{}.0.0/16", 150 + n),
+                links: vec![link(i, n)],
+            });
+        }
+    }
+    let spec = LabSpec {
+        name: name.clone(),
+        hosts,
+        links,
+        routes,
+        ..LabSpec::default()
+    };
+    let lab = Lab::up(&spec).expect("lab up");
+    let dir = std::env::temp_dir().join(format!("{name}-files"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = dir.join("key");
+    std::fs::write(&key, "fleet-lab-key-0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut f = Fleet {
+        lab: Some(lab),
+        dir,
+        agents: Vec::new(),
+    };
+    let lab = f.lab.as_ref().unwrap();
+    for h in HOSTS {
+        let mut cmd = lab.command(h, bin());
+        cmd.args([
+            "agent",
+            "--name",
+            h,
+            "--http",
+            "0.0.0.0:5380",
+            "--bind",
+            "0.0.0.0",
+        ])
+        .arg("--key-file")
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("spawn agent");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(
+            line.contains("listening"),
+            "agent {h} did not start: {line:?}"
+        );
+        f.agents.push((h.to_string(), Proc(child)));
+    }
+    Some(f)
+}
+
+impl Fleet {
+    fn lab(&self) -> &Lab {
+        self.lab.as_ref().unwrap()
+    }
+
+    /// Writes a fleet file with `hosts` and `nics` NICs each.
+    fn file(&self, name: &str, hosts: &[&str], nics: usize) -> PathBuf {
+        let mut t = String::new();
+        for h in hosts {
+            let i = HOSTS.iter().position(|x| x == h).unwrap();
+            let a0 = self.lab().addr4(h, link(i, 0)).unwrap();
+            t += &format!(
+                "[[agent]]\nname = \"{h}\"\ncontrol = \"{a0}:5300\"\nhttp = \"{a0}:5380\"\nlabels = {{ rack = \"r{}\" }}\n",
+                i / 2
+            );
+            for n in 0..nics {
+                let a = self.lab().addr4(h, link(i, n)).unwrap();
+                t += &format!("[[agent.nic]]\nname = \"eth{n}\"\naddress = \"{a}\"\n");
+            }
+        }
+        let p = self.dir.join(name);
+        std::fs::write(&p, t).unwrap();
+        p
+    }
+
+    /// `wirespeed fleet run` from the switch namespace.
+    fn run_cmd(&self, file: &Path, out: &Path, extra: &[&str]) -> Command {
+        let mut c = self.lab().command("sw", bin());
+        c.args(["fleet", "run", "--agents"])
+            .arg(file)
+            .arg("--key-file")
+            .arg(self.dir.join("key"))
+            .args(["--warmup", "0.2s", "--out"])
+            .arg(out)
+            .args(extra);
+        c
+    }
+}
+
+fn load(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn a_six_agent_fleet_all_to_all_names_the_planted_mtu_drift() {
+    let _g = heavy();
+    let Some(f) = up() else { return };
+    let file = f.file("fleet.toml", &HOSTS, 2);
+    let out = f.dir.join("all.json");
+    let html = f.dir.join("all.html");
+    let t = Instant::now();
+    let o = f
+        .run_cmd(
+            &file,
+            &out,
+            &[
+                "--pattern",
+                "all-to-all",
+                "--repeats",
+                "2",
+                "-d",
+                "1s",
+                "--html",
+            ],
+        )
+        .arg(&html)
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    println!("{stdout}\n(took {took:?})");
+    assert!(o.status.success(), "fleet run failed: {stderr}\n{stdout}");
+    let r = load(&out);
+    assert_eq!(r["rounds"], 5);
+    let tests = r["tests"].as_array().unwrap();
+    // 15 pairs x 2 NIC pairs x 2 repeats, all measured.
+    assert_eq!(tests.len(), 60);
+    assert!(tests.iter().all(|t| t["error"].is_null()), "{stderr}");
+    let outliers = r["outliers"].as_array().unwrap();
+    assert!(!outliers.is_empty(), "no outlier found:\n{stdout}");
+    let first = &outliers[0];
+    assert_eq!(first["scope"], "host", "{stdout}");
+    assert_eq!(first["name"], PLANTED, "{stdout}");
+    // The planted host alone is an outlier host.
+    assert!(
+        outliers
+            .iter()
+            .filter(|o| o["scope"] == "host")
+            .all(|o| o["name"] == PLANTED),
+        "{stdout}"
+    );
+    let drift = first["drift"].as_array().unwrap();
+    assert!(
+        drift.iter().any(|d| d["setting"] == "mtu"
+            && d["value"].as_str().and_then(|v| v.parse().ok()) == Some(PLANTED_MTU)
+            && d["majority"].as_str().and_then(|v| v.parse().ok()) == Some(FLEET_MTU)),
+        "the MTU drift is not named: {drift:?}"
+    );
+    assert!(
+        stdout.contains("drift: c/eth0 mtu = 1500 (fleet: 9000"),
+        "{stdout}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("data-chart=\"heatmap\"") && page.contains("class=\"outlier\""));
+    assert!(page.contains("host c (stream)"), "the outlier list names c");
+    // The heatmap draws one cell per measured host pair, in colour.
+    chromium::assert_charts_drawn(&html, 1, "fleet heatmap");
+}
+
+#[test]
+fn an_agent_killed_mid_matrix_is_reported_down_and_the_rest_completes() {
+    let _g = heavy();
+    let Some(mut f) = up() else { return };
+    let file = f.file("fleet.toml", &HOSTS, 1);
+    let out = f.dir.join("kill.json");
+    let mut child = f
+        .run_cmd(
+            &file,
+            &out,
+            &["--pattern", "all-to-all", "--repeats", "1", "-d", "0.5s"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for round 2 (the readiness signal on stderr), then kill f's agent.
+    let err = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(err).lines();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    for l in lines.by_ref() {
+        let l = l.unwrap();
+        seen.push(l.clone());
+        if l.starts_with("round 2/") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no round 2: {seen:?}");
+    }
+    let victim = f.agents.iter().position(|(n, _)| n == "f").unwrap();
+    let (_, mut p) = f.agents.remove(victim);
+    p.0.kill().unwrap();
+    let _ = p.0.wait();
+    let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+    let status = child.wait().unwrap();
+    let _ = std::io::stdout().write_all(rest.join("\n").as_bytes());
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "an agent down fails the run: {rest:?}"
+    );
+    let r = load(&out);
+    let agents = r["agents"].as_array().unwrap();
+    let down: Vec<&str> = agents
+        .iter()
+        .filter(|a| a["up"] == false)
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(down, ["f"], "{rest:?}");
+    let tests = r["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 15, "every pair is listed");
+    for t in tests {
+        let with_f = t["client"] == "f" || t["server"] == "f";
+        if !with_f {
+            assert!(t["error"].is_null(), "a test without f failed: {t}");
+            assert!(t["throughput_bps"].as_f64().unwrap() > 1e6);
+        }
+    }
+    assert!(
+        tests.iter().any(|t| t["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("agent f is down"))),
+        "no test was skipped for f"
+    );
+    assert!(
+        r["verdict"]["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x.as_str().unwrap().contains("agent f is down"))
+    );
+}
+
+#[test]
+fn two_tests_per_host_at_once_share_the_cap() {
+    // Both ways, so a host in two tests carries both on each of its caps.
+    let _g = heavy();
+    let Some(f) = up() else { return };
+    let hosts = ["a", "b", "d", "e"];
+    let file = f.file("four.toml", &hosts, 1);
+    let mut medians = Vec::new();
+    for k in ["1", "2"] {
+        let out = f.dir.join(format!("k{k}.json"));
+        let o = f
+            .run_cmd(
+                &file,
+                &out,
+                &[
+                    "--pattern",
+                    "all-to-all",
+                    "--repeats",
+                    "1",
+                    "--bidir",
+                    "--concurrent",
+                    k,
+                ],
+            )
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r = load(&out);
+        assert_eq!(r["concurrent"].as_u64().unwrap().to_string(), k);
+        medians.push(r["matrices"][0]["median_bps"].as_f64().unwrap());
+    }
+    println!(
+        "median per pair: K=1 {:.1} Mbit/s, K=2 {:.1} Mbit/s",
+        medians[0] / 1e6,
+        medians[1] / 1e6
+    );
+    assert!(medians[1] < 0.8 * medians[0], "{medians:?}");
+}
