@@ -32,7 +32,7 @@ struct Opts {
 fn usage() -> ! {
     eprintln!(
         "usage: bench/compare [--runs N (default 3)] [--duration SECS (default 5)] \
-         [--groups stream1,stream4,cubic,caps,rr,rr-pinned] [--out FILE.json]"
+         [--groups stream1,stream4,cubic,caps,rr,rr-pinned,udp,udp-rr] [--out FILE.json]"
     );
     std::process::exit(2)
 }
@@ -41,9 +41,18 @@ fn parse_opts() -> Opts {
     let mut o = Opts {
         runs: 3,
         duration: 5,
-        groups: ["stream1", "stream4", "cubic", "caps", "rr", "rr-pinned"]
-            .map(String::from)
-            .to_vec(),
+        groups: [
+            "stream1",
+            "stream4",
+            "cubic",
+            "caps",
+            "rr",
+            "rr-pinned",
+            "udp",
+            "udp-rr",
+        ]
+        .map(String::from)
+        .to_vec(),
         out: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -214,6 +223,15 @@ fn build() -> Result<Bed, String> {
             11112,
         )?,
     );
+    servers.insert(
+        "sockperf-udp",
+        Server::start(
+            &lab,
+            "b",
+            &["sockperf", "server", "-i", &b0, "-p", "11113"],
+            11113,
+        )?,
+    );
     Ok(Bed { lab, servers, ws })
 }
 
@@ -344,6 +362,56 @@ fn contenders(bed: &Bed, group: &str, d: u32) -> Vec<Contender> {
                 ],
                 parse_sockperf,
                 "sockperf-pinned",
+            ),
+        ],
+        // UDP at the same datagram size (1400 bytes), unpaced: iperf3's
+        // receiver-side rate (sum_received) against wirespeed's goodput,
+        // with and without UDP GSO/GRO.
+        "udp" => vec![
+            mk(
+                "wirespeed -w udp-stream -l 1400",
+                wsb(&["-w", "udp-stream", "-l", "1400"]),
+                parse_wirespeed,
+                "wirespeed",
+            ),
+            mk(
+                "wirespeed -w udp-stream -l 1400 --no-gso --no-gro",
+                wsb(&["-w", "udp-stream", "-l", "1400", "--no-gso", "--no-gro"]),
+                parse_wirespeed,
+                "wirespeed",
+            ),
+            mk(
+                "iperf3 -u -b 0 -l 1400",
+                i3(&["-u", "-b", "0", "-l", "1400"]),
+                parse_iperf3,
+                "iperf3",
+            ),
+        ],
+        // UDP request/response, 64-byte messages both ways.
+        "udp-rr" => vec![
+            mk(
+                "wirespeed -w udp-rr --size 64",
+                wsb(&["-w", "udp-rr", "--size", "64"]),
+                parse_wirespeed,
+                "wirespeed",
+            ),
+            c(
+                "sockperf ping-pong (UDP) -m 64",
+                &[
+                    "sockperf",
+                    "ping-pong",
+                    "-i",
+                    &b0,
+                    "-p",
+                    "11113",
+                    "-m",
+                    "64",
+                    "-t",
+                    &dn,
+                    "--full-rtt",
+                ],
+                parse_sockperf,
+                "sockperf-udp",
             ),
         ],
         _ => Vec::new(),
@@ -507,7 +575,7 @@ fn main() {
                 }
             }
         }
-        let rr = group.starts_with("rr");
+        let rr = group.starts_with("rr") || group == "udp-rr";
         let _ = writeln!(report, "\n== {group}");
         let base = &samples[0];
         for (ct, s) in list.iter().zip(&samples) {
@@ -555,6 +623,15 @@ fn main() {
                         wc <= ic,
                     ));
                 }
+            }
+            "udp" => {
+                // Issue 12's target: UDP with GSO/GRO >= 1.2x iperf3 -u -b 0.
+                let (w, i) = (base.med(gbps), samples[2].med(gbps));
+                let r = w / i;
+                targets.push((
+                    format!("udp: wirespeed / iperf3 -u = {r:.2}x >= 1.2"),
+                    r >= 1.2,
+                ));
             }
             _ => {
                 let (wp, sp) = (base.med(p50), samples[1].med(p50));

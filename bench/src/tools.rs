@@ -16,7 +16,7 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `argv` in `host` and waits until TCP `port` listens there.
+    /// Starts `argv` in `host` and waits until TCP or UDP `port` listens there.
     pub fn start(lab: &Lab, host: &str, argv: &[&str], port: u16) -> Result<Server, String> {
         let mut cmd = lab.command(host, argv[0]);
         cmd.args(&argv[1..])
@@ -56,11 +56,11 @@ impl Drop for Server {
     }
 }
 
-/// Whether something listens on TCP `port` in `host` (the readiness signal
-/// for servers that print none we can rely on).
+/// Whether something listens on TCP or UDP `port` in `host` (the readiness
+/// signal for servers that print none we can rely on).
 fn listening(lab: &Lab, host: &str, port: u16) -> bool {
     lab.command(host, "ss")
-        .args(["-Hltn", &format!("sport = :{port}")])
+        .args(["-Hltun", &format!("sport = :{port}")])
         .output()
         .map(|o| !String::from_utf8_lossy(&o.stdout).trim().is_empty())
         .unwrap_or(false)

@@ -12,8 +12,10 @@ use crate::side::{Side, SideSetup, Tick};
 use crate::sockets::{
     ResolvedPath, congestion_of, connect_flow, resolve, resolve_path, split_host_port,
 };
-use crate::spec::{FlowKind, Limits, PathSpec, TestSpec};
+use crate::spec::{FlowKind, Limits, PathSpec, SocketType, TestSpec};
 use crate::sys;
+use crate::udp::register_flows;
+use crate::workloads;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -226,14 +228,29 @@ pub fn run_test(
         .map(|p| resolve_path(p, port))
         .collect::<Result<_, _>>()?;
     let roster = spec.roster();
+    let def = workloads::def(spec.workload);
     let mut socks = Vec::with_capacity(roster.len());
     let mut cc = String::new();
     // One deadline for all flows (the server's accept deadline is as
     // long): a data port that drops SYNs must not cost a timeout per flow.
     let connect_wait = cfg.timeout + Duration::from_millis(roster.len() as u64);
     let connect_by = Instant::now() + connect_wait;
+    if def.socket() == SocketType::Udp {
+        socks = match register_flows(&roster, &paths, port, &token, &spec, connect_by) {
+            Ok(s) => s,
+            Err(e) => {
+                if let Some(m) = ctrl.pending_answer() {
+                    return Err(expect_error(m, "nothing while flows register"));
+                }
+                return Err(e);
+            }
+        };
+    }
     for plan in &roster {
-        if plan.kind == FlowKind::Crr {
+        if def.socket() == SocketType::Udp {
+            break;
+        }
+        if !workloads::def_for(spec.workload, plan).connects_up_front() {
             socks.push(None);
             continue;
         }
@@ -413,6 +430,11 @@ pub fn check_report(r: &mut SideReport, spec: &TestSpec) -> Result<(), EngineErr
             return bad(format!(
                 "counts more bytes in the window than in total on flow {i}"
             ));
+        }
+        if let Some(u) = &f.udp
+            && !(u.jitter_us.is_finite() && (0.0..=1e12).contains(&u.jitter_us))
+        {
+            return bad(format!("has a jitter of {} us on flow {i}", u.jitter_us));
         }
         window_bytes = window_bytes
             .checked_add(f.window_sent)

@@ -4,17 +4,51 @@
 //! starts over. The server accepts on the test's data listener in every
 //! worker, checks the preamble and answers.
 
-use crate::harness::{Counters, Flow, Reg, Status, ThreadState};
+use crate::error::EngineError;
+use crate::harness::{
+    Counters, Flow, FlowEnd, Moved, Reg, Status, ThreadState, drain_to_eof, recv_left, send_left,
+    want_for,
+};
 use crate::proto::{DATA_PREAMBLE_LEN, data_preamble, parse_data_preamble};
-use crate::result::TcpInfo;
-use crate::rr::{recv_part, send_part};
 use crate::sockets::{ResolvedPath, data_socket};
+use crate::spec::Workload;
 use crate::sys::{self, EV_IN, EV_OUT};
+use crate::workloads::{FlowArgs, ListenerArgs, WorkloadDef};
 use socket2::{SockAddr, Socket};
 use std::io::{self, IoSlice};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The registry's row: the client opens its own connections during the
+/// test; the server answers them from the test's data listener, kept open.
+pub const WORKLOAD: WorkloadDef = WorkloadDef {
+    workload: Workload::Crr,
+    client: client_flow,
+    server: |_| Ok(None),
+    listener: Some(listener_flow),
+};
+
+fn client_flow(a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
+    let path = a.path.cloned().ok_or_else(|| {
+        EngineError::Spec(format!(
+            "flow {} names path {} that does not exist",
+            a.plan.id, a.plan.path
+        ))
+    })?;
+    Ok(Box::new(CrrClient::new(
+        a.plan.id, path, &a.token, a.counters,
+    )))
+}
+
+fn listener_flow(a: ListenerArgs) -> Box<dyn Flow> {
+    Box::new(CrrListener::new(
+        a.listener,
+        a.token,
+        a.counters,
+        a.preamble_timeout,
+    ))
+}
 
 /// One client slot: a chain of short connections.
 pub struct CrrClient {
@@ -92,48 +126,43 @@ impl CrrClient {
         }
         let total = DATA_PREAMBLE_LEN as u64 + ts.spec.request_size as u64;
         while self.sent < total {
-            let n = if self.sent < DATA_PREAMBLE_LEN as u64 {
+            if self.sent < DATA_PREAMBLE_LEN as u64 {
                 let rest = ((total - DATA_PREAMBLE_LEN as u64) as usize).min(ts.tx.len());
                 let bufs = [
                     IoSlice::new(&self.head[self.sent as usize..]),
                     IoSlice::new(&ts.tx[..rest]),
                 ];
-                match sock.send_vectored(&bufs) {
+                let n = match sock.send_vectored(&bufs) {
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
                     Err(e) => return Err(e),
+                };
+                if n == 0 {
+                    want_for(&mut self.reg, ts, true)?;
+                    return Ok(Status::Active);
                 }
+                self.sent += n as u64;
+                self.counters.add_sent(n);
             } else {
-                send_part(fd, ts, total - self.sent, false)?
-            };
-            if n == 0 {
-                self.reg
-                    .as_mut()
-                    .map(|r| r.want(ts.epoll, EV_OUT))
-                    .transpose()?;
-                return Ok(Status::Active);
+                let mut left = total - self.sent;
+                let r = send_left(fd, ts, &mut left, &self.counters, false)?;
+                self.sent = total - left;
+                if r == Moved::Blocked {
+                    want_for(&mut self.reg, ts, true)?;
+                    return Ok(Status::Active);
+                }
             }
-            self.sent += n as u64;
-            self.counters.add_sent(n);
         }
-        self.reg
-            .as_mut()
-            .map(|r| r.want(ts.epoll, EV_IN))
-            .transpose()?;
-        while self.left > 0 {
-            match recv_part(fd, ts, self.left, false)? {
-                Some(0) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::ConnectionReset,
-                        "server closed before answering",
-                    ));
-                }
-                Some(n) => {
-                    self.counters.add_received(n);
-                    self.left -= n as u64;
-                }
-                None => return Ok(Status::Active),
+        want_for(&mut self.reg, ts, false)?;
+        match recv_left(fd, ts, &mut self.left, &self.counters, false)? {
+            Moved::Eof => {
+                return Err(io::Error::new(
+                    io::ErrorKind::ConnectionReset,
+                    "server closed before answering",
+                ));
             }
+            Moved::Blocked => return Ok(Status::Active),
+            Moved::Done => {}
         }
         ts.record(self.started, false);
         self.counters.add_transaction();
@@ -167,8 +196,8 @@ impl Flow for CrrClient {
         Ok(Status::Done)
     }
 
-    fn report(&self) -> Option<(u32, Option<TcpInfo>)> {
-        Some((self.id, None))
+    fn report(&self) -> Option<FlowEnd> {
+        FlowEnd::tcp(self.id, None)
     }
 }
 
@@ -272,7 +301,7 @@ impl Flow for CrrListener {
         Ok(Status::Done)
     }
 
-    fn report(&self) -> Option<(u32, Option<TcpInfo>)> {
+    fn report(&self) -> Option<FlowEnd> {
         None
     }
 }
@@ -316,7 +345,7 @@ impl Flow for CrrConn {
         Ok(Status::Done)
     }
 
-    fn report(&self) -> Option<(u32, Option<TcpInfo>)> {
+    fn report(&self) -> Option<FlowEnd> {
         None
     }
 }
@@ -346,39 +375,30 @@ impl CrrConn {
             return Ok(Status::Done);
         };
         let head = DATA_PREAMBLE_LEN as u64;
-        while self.got < head + req {
-            match recv_part(fd, ts, head + req - self.got, false)? {
-                Some(0) => return Ok(Status::Done),
-                Some(n) => {
-                    self.got += n as u64;
-                    c.add_received(n);
-                }
-                None => return Ok(Status::Active),
-            }
+        let mut left = head + req - self.got;
+        let r = recv_left(fd, ts, &mut left, &c, false)?;
+        self.got = head + req - left;
+        match r {
+            Moved::Eof => return Ok(Status::Done),
+            Moved::Blocked => return Ok(Status::Active),
+            Moved::Done => {}
         }
         if self.sent < resp {
-            while self.sent < resp {
-                let n = send_part(fd, ts, resp - self.sent, false)?;
-                if n == 0 {
-                    self.reg
-                        .as_mut()
-                        .map(|r| r.want(ts.epoll, EV_OUT))
-                        .transpose()?;
-                    return Ok(Status::Active);
-                }
-                self.sent += n as u64;
-                c.add_sent(n);
+            let mut left = resp - self.sent;
+            let r = send_left(fd, ts, &mut left, &c, false)?;
+            self.sent = resp - left;
+            if r == Moved::Blocked {
+                want_for(&mut self.reg, ts, true)?;
+                return Ok(Status::Active);
             }
             c.add_transaction();
-            self.reg
-                .as_mut()
-                .map(|r| r.want(ts.epoll, EV_IN))
-                .transpose()?;
+            want_for(&mut self.reg, ts, false)?;
         }
         // Answered: wait for the client's close.
-        match recv_part(fd, ts, u64::MAX, false)? {
-            Some(0) => Ok(Status::Done),
-            _ => Ok(Status::Active),
-        }
+        Ok(if drain_to_eof(fd, ts)? {
+            Status::Done
+        } else {
+            Status::Active
+        })
     }
 }

@@ -4,10 +4,13 @@
 //! per-flow atomics written by the owning thread and sampled by the
 //! coordinator; latency goes into per-thread HDR histograms.
 
+use crate::proto::UdpFlowCounts;
 use crate::result::{IntervalLatency, TcpInfo, finite};
 use crate::spec::TestSpec;
-use crate::sys::{self, Epoll, ZcDrain};
+use crate::sys::{self, EV_IN, EV_OUT, Epoll, ZcDrain};
 use hdrhistogram::Histogram;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -230,9 +233,22 @@ pub struct ThreadState<'a> {
     pub notes: Vec<String>,
     /// Flows the thread owns (what a flow's turn is sized by).
     pub flows: usize,
+    /// Wake-ups flows asked for: (when, token); see [`ThreadState::wake_at`].
+    timers: BinaryHeap<Reverse<(Instant, u64)>>,
 }
 
+/// The event bit a flow sees when a wake-up it asked for is due (epoll
+/// never reports this bit itself).
+pub const EV_TIMER: u32 = 1 << 24;
+
 impl ThreadState<'_> {
+    /// Calls the flow registered under `token` with [`EV_TIMER`] at `at`
+    /// (to the microsecond, not at the next [`TICK`]). A flow may get a
+    /// timer event it no longer wants, and must then just look at the time.
+    pub fn wake_at(&mut self, token: u64, at: Instant) {
+        self.timers.push(Reverse((at, token)));
+    }
+
     /// Send or receive calls one flow makes per turn: up to `most` with a
     /// few flows, down to one with thousands, so that a full round over
     /// the thread's flows stays short and every flow moves data early in
@@ -328,13 +344,166 @@ pub trait Flow: Send {
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status>;
     /// The window is over: read TCP_INFO, stop sending, start draining.
     fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status>;
-    /// Roster id and TCP_INFO taken at stop, if the flow is a roster flow.
-    fn report(&self) -> Option<(u32, Option<TcpInfo>)>;
+    /// What the flow hands back at its end, if it is a roster flow.
+    fn report(&self) -> Option<FlowEnd>;
     /// Called every [`TICK`] or so with the time: for deadlines that no
     /// socket event marks (a connection that never sends).
     fn on_tick(&mut self, _ts: &mut ThreadState, _now: Instant) -> io::Result<Status> {
         Ok(Status::Active)
     }
+}
+
+/// A roster flow's figures that only the flow itself knows, taken when it
+/// ends: its id, TCP_INFO (taken at stop), UDP datagram counts.
+#[derive(Debug, Clone, Default)]
+pub struct FlowEnd {
+    /// Roster id.
+    pub id: u32,
+    /// TCP_INFO at the end of the window.
+    pub tcp_info: Option<TcpInfo>,
+    /// Datagram counts (UDP workloads).
+    pub udp: Option<UdpFlowCounts>,
+}
+
+impl FlowEnd {
+    /// A TCP flow's end.
+    pub fn tcp(id: u32, tcp_info: Option<TcpInfo>) -> Option<FlowEnd> {
+        Some(FlowEnd {
+            id,
+            tcp_info,
+            udp: None,
+        })
+    }
+}
+
+/// What moving one message's bytes came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moved {
+    /// Every byte moved.
+    Done,
+    /// The socket would block (or, waiting, timed out) with bytes left.
+    Blocked,
+    /// The peer closed (receiving only).
+    Eof,
+}
+
+/// Sends the `left` bytes of a message from the thread's zero buffer,
+/// counting them into `c`, until none is left or the socket would block;
+/// with `wait` each call blocks up to the socket's send timeout. The one
+/// send-with-progress loop of every TCP workload.
+pub fn send_left(
+    fd: RawFd,
+    ts: &ThreadState,
+    left: &mut u64,
+    c: &Counters,
+    wait: bool,
+) -> io::Result<Moved> {
+    while *left > 0 {
+        let n = (*left as usize).min(ts.tx.len());
+        match sys::send_flags(fd, &ts.tx[..n], false, wait) {
+            Ok(k) => {
+                c.add_sent(k);
+                *left -= k as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Moved::Blocked),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Moved::Done)
+}
+
+/// Receives the `left` bytes of a message into the thread's sink, counting
+/// them into `c`, until none is left, the socket would block or the peer
+/// closes. The one receive-with-progress loop of every TCP workload.
+pub fn recv_left(
+    fd: RawFd,
+    ts: &mut ThreadState,
+    left: &mut u64,
+    c: &Counters,
+    wait: bool,
+) -> io::Result<Moved> {
+    let discard = ts.spec.skip_rx_copy;
+    while *left > 0 {
+        let n = (*left as usize).min(ts.rx.len());
+        match sys::recv_flags(fd, &mut ts.rx[..n], discard, wait) {
+            Ok(0) => return Ok(Moved::Eof),
+            Ok(k) => {
+                c.add_received(k);
+                *left -= k as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Moved::Blocked),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Moved::Done)
+}
+
+/// Receives the rest of a message with [`recv_left`]: None once it is all
+/// in; otherwise what the flow returns now: Done when the peer closed,
+/// Active (waiting for readability) when the socket would block.
+pub fn recv_message(
+    fd: RawFd,
+    ts: &mut ThreadState,
+    left: &mut u64,
+    c: &Counters,
+    wait: bool,
+    reg: &mut Option<Reg>,
+) -> io::Result<Option<Status>> {
+    Ok(match recv_left(fd, ts, left, c, wait)? {
+        Moved::Done => None,
+        Moved::Eof => Some(Status::Done),
+        Moved::Blocked => {
+            want_for(reg, ts, false)?;
+            Some(Status::Active)
+        }
+    })
+}
+
+/// Sends the rest of a message with [`send_left`]: None once it is all
+/// out; Some(Active), waiting for writability, when the socket would block.
+pub fn send_message(
+    fd: RawFd,
+    ts: &ThreadState,
+    left: &mut u64,
+    c: &Counters,
+    wait: bool,
+    reg: &mut Option<Reg>,
+) -> io::Result<Option<Status>> {
+    Ok(match send_left(fd, ts, left, c, wait)? {
+        Moved::Blocked => {
+            want_for(reg, ts, true)?;
+            Some(Status::Active)
+        }
+        _ => None,
+    })
+}
+
+/// Reads and drops whatever is queued until the peer closes: Ok(true) at
+/// EOF, Ok(false) when nothing more is there yet.
+pub fn drain_to_eof(fd: RawFd, ts: &mut ThreadState) -> io::Result<bool> {
+    loop {
+        let discard = ts.spec.skip_rx_copy;
+        match sys::recv_flags(fd, &mut ts.rx, discard, false) {
+            Ok(0) => return Ok(true),
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Changes a flow's epoll interest, if it has a registration.
+pub fn want(reg: &mut Option<Reg>, ts: &ThreadState, interest: u32) -> io::Result<()> {
+    match reg.as_mut() {
+        Some(r) => r.want(ts.epoll, interest),
+        None => Ok(()),
+    }
+}
+
+/// Waits for the socket to be writable (`Moved::Blocked` on a send) or
+/// readable (on a receive).
+pub fn want_for(reg: &mut Option<Reg>, ts: &ThreadState, sending: bool) -> io::Result<()> {
+    want(reg, ts, if sending { EV_OUT } else { EV_IN })
 }
 
 /// How often a worker calls [`Flow::on_tick`].
@@ -353,8 +522,8 @@ pub struct WorkerOut {
     pub cpu_window_us: u64,
     /// Window length the thread saw, seconds.
     pub window_s: f64,
-    /// TCP_INFO per roster flow.
-    pub tcp_info: Vec<(u32, Option<TcpInfo>)>,
+    /// What each roster flow handed back at its end.
+    pub ends: Vec<FlowEnd>,
     /// Flows closed by force at the drain deadline.
     pub forced: usize,
     /// Remarks.
@@ -419,7 +588,7 @@ fn worker_main(
         zc: ZcDrain::default(),
         cpu_window_us: 0,
         window_s: 0.0,
-        tcp_info: Vec::new(),
+        ends: Vec::new(),
         forced: 0,
         notes,
     };
@@ -431,8 +600,14 @@ fn worker_main(
             return out;
         }
     };
-    let io_len =
-        (spec.msg_size.max(spec.request_size).max(spec.response_size) as usize).clamp(4096, MAX_IO);
+    let scratch = if spec.workload.is_udp() {
+        crate::udp::SCRATCH
+    } else {
+        0
+    };
+    let io_len = (spec.msg_size.max(spec.request_size).max(spec.response_size) as usize)
+        .max(scratch)
+        .clamp(4096, MAX_IO);
     let mut ts = ThreadState {
         epoll: &epoll,
         ctl,
@@ -450,11 +625,12 @@ fn worker_main(
         spawned: Vec::new(),
         notes: std::mem::take(&mut out.notes),
         flows: 0,
+        timers: BinaryHeap::new(),
     };
     let mut slab: Vec<Option<Box<dyn Flow>>> = Vec::with_capacity(flows.len());
     let mut free: Vec<usize> = Vec::new();
     let mut active = 0usize;
-    let mut tcp_info = Vec::new();
+    let mut ends = Vec::new();
 
     let insert = |slab: &mut Vec<Option<Box<dyn Flow>>>,
                   free: &mut Vec<usize>,
@@ -510,7 +686,7 @@ fn worker_main(
                 };
                 let st = f.on_stop(&mut ts).unwrap_or(Status::Done);
                 if st == Status::Done {
-                    finish(&mut slab, &mut free, idx, &mut tcp_info);
+                    finish(&mut slab, &mut free, idx, &mut ends);
                     active -= 1;
                 }
             }
@@ -524,12 +700,18 @@ fn worker_main(
             out.forced = active;
             break;
         }
-        match epoll.wait(&mut events, 10) {
-            Ok(_) => {}
-            Err(e) => {
-                ts.note(format!("epoll_wait failed: {e}"));
-                break;
+        let waited = match ts.timers.peek() {
+            Some(Reverse((at, _))) => {
+                let wait = at
+                    .saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(10));
+                epoll.wait_precise(&mut events, wait)
             }
+            None => epoll.wait(&mut events, 10),
+        };
+        if let Err(e) = waited {
+            ts.note(format!("epoll_wait failed: {e}"));
+            break;
         }
         for ev in events.iter() {
             let (bits, token) = (ev.events, ev.u64 as usize);
@@ -548,11 +730,31 @@ fn worker_main(
                 }
             };
             if st == Status::Done {
-                finish(&mut slab, &mut free, token, &mut tcp_info);
+                finish(&mut slab, &mut free, token, &mut ends);
                 active -= 1;
             }
         }
         let now = Instant::now();
+        while let Some(&Reverse((at, token))) = ts.timers.peek() {
+            if at > now {
+                break;
+            }
+            ts.timers.pop();
+            let token = token as usize;
+            let Some(f) = slab.get_mut(token).and_then(|s| s.as_mut()) else {
+                continue;
+            };
+            let st = f.on_event(&mut ts, EV_TIMER).unwrap_or_else(|e| {
+                if !ts.stopping {
+                    ts.note(format!("flow error: {e}"));
+                }
+                Status::Done
+            });
+            if st == Status::Done {
+                finish(&mut slab, &mut free, token, &mut ends);
+                active -= 1;
+            }
+        }
         if now >= next_tick {
             next_tick = now + TICK;
             for idx in 0..slab.len() {
@@ -560,7 +762,7 @@ fn worker_main(
                     continue;
                 };
                 if f.on_tick(&mut ts, now).unwrap_or(Status::Done) == Status::Done {
-                    finish(&mut slab, &mut free, idx, &mut tcp_info);
+                    finish(&mut slab, &mut free, idx, &mut ends);
                     active -= 1;
                 }
             }
@@ -584,10 +786,10 @@ fn worker_main(
     }
     for idx in 0..slab.len() {
         if slab[idx].is_some() {
-            finish(&mut slab, &mut free, idx, &mut tcp_info);
+            finish(&mut slab, &mut free, idx, &mut ends);
         }
     }
-    out.tcp_info = tcp_info;
+    out.ends = ends;
     out.hist = ts.hist;
     out.probe = ts.probe;
     out.zc = ts.zc;
@@ -599,11 +801,11 @@ fn finish(
     slab: &mut [Option<Box<dyn Flow>>],
     free: &mut Vec<usize>,
     idx: usize,
-    tcp_info: &mut Vec<(u32, Option<TcpInfo>)>,
+    ends: &mut Vec<FlowEnd>,
 ) {
     if let Some(f) = slab[idx].take() {
         if let Some(r) = f.report() {
-            tcp_info.push(r);
+            ends.push(r);
         }
         free.push(idx);
     }

@@ -1,7 +1,8 @@
 //! wirespeed's data plane and control protocol.
 //!
-//! A test is a [`TestSpec`]: a workload (stream, rr, crr) run by N threads
-//! over M flows striped across P paths. The client ([`client::run_test`])
+//! A test is a [`TestSpec`]: a workload (stream, rr, crr, udp-stream,
+//! udp-rr; one row each in [`workloads::REGISTRY`]) run by N threads over
+//! M flows striped across P paths. The client ([`client::run_test`])
 //! and the server ([`server::Server`]) agree on the spec over a versioned,
 //! optionally authenticated control connection, derive the same flow
 //! roster from it, run their workers for the same window and return both
@@ -25,6 +26,10 @@ pub mod side;
 pub mod sockets;
 mod stream;
 pub mod sys;
+pub mod udp;
+mod udp_rr;
+mod udp_stream;
+pub mod workloads;
 
 /// The shared vocabulary, re-exported so `wirespeed_engine::spec::TestSpec`
 /// and friends keep their paths; they live in `wirespeed-types`.

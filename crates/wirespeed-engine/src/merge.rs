@@ -1,12 +1,60 @@
 //! Joins the client's and the server's side reports into one
 //! [`TestResult`]: per flow, per path, per direction and in total.
 
-use crate::proto::SideReport;
+use crate::proto::{SideFlow, SideReport};
 use crate::result::{
-    DirectionResult, FlowResult, IntervalSample, PathResult, SCHEMA_VERSION, TestResult, balance,
-    finite, jain,
+    DirectionResult, FlowResult, IntervalSample, PathResult, SCHEMA_VERSION, TestResult,
+    UdpOffload, UdpStats, balance, finite, jain, loss_pct,
 };
-use crate::spec::{FlowKind, TestSpec, Workload};
+use crate::spec::{FlowKind, TestSpec};
+
+/// A UDP flow's datagram figures from both sides' counts: the sender's
+/// datagrams sent, the receiver's received (udp-rr: the client's own).
+fn udp_stats(kind: FlowKind, c: &SideFlow, s: &SideFlow) -> Option<UdpStats> {
+    let (cu, su) = (
+        c.udp.clone().unwrap_or_default(),
+        s.udp.clone().unwrap_or_default(),
+    );
+    if c.udp.is_none() && s.udp.is_none() {
+        return None;
+    }
+    let (snd, rcv) = match kind {
+        FlowKind::Forward => (&cu, &su),
+        FlowKind::Reverse => (&su, &cu),
+        _ => {
+            return Some(UdpStats {
+                datagrams_sent: cu.sent,
+                datagrams_received: cu.received,
+                lost: cu.timeouts,
+                loss_pct: loss_pct(cu.timeouts, cu.sent),
+                out_of_order: cu.out_of_order,
+                duplicates: cu.duplicates,
+                jitter_us: 0.0,
+            });
+        }
+    };
+    let lost = snd.sent.saturating_sub(rcv.received);
+    Some(UdpStats {
+        datagrams_sent: snd.sent,
+        datagrams_received: rcv.received,
+        lost,
+        loss_pct: loss_pct(lost, snd.sent),
+        out_of_order: rcv.out_of_order,
+        duplicates: rcv.duplicates,
+        jitter_us: finite(rcv.jitter_us),
+    })
+}
+
+/// Sums the datagram figures of `flows` (None when none has any).
+fn udp_sum<'a>(flows: impl Iterator<Item = &'a FlowResult>) -> Option<UdpStats> {
+    flows
+        .filter_map(|f| f.udp.as_ref())
+        .fold(None, |acc: Option<UdpStats>, u| {
+            let mut a = acc.unwrap_or_default();
+            a.add(u);
+            Some(a)
+        })
+}
 
 fn bps(bytes: u64, secs: f64) -> f64 {
     finite(bytes as f64 * 8.0 / secs)
@@ -63,6 +111,11 @@ pub fn merge(
             server_sent_total: s.total_sent,
             server_received_total: s.total_received,
             tcp_info: info,
+            udp: if spec.workload.is_udp() {
+                udp_stats(plan.kind, &c, &s)
+            } else {
+                None
+            },
         });
     }
     let main: Vec<&FlowResult> = flows
@@ -94,9 +147,10 @@ pub fn merge(
     let total = sum(&|f| f.throughput_bps);
     for p in &mut paths {
         p.share = finite(p.throughput_bps / total);
+        p.udp = udp_sum(main.iter().copied().filter(|f| f.path == p.index));
     }
     let mut directions = Vec::new();
-    if spec.workload == Workload::Stream {
+    if spec.workload.is_bulk() {
         for (kind, name) in [
             (FlowKind::Forward, "forward"),
             (FlowKind::Reverse, "reverse"),
@@ -121,12 +175,14 @@ pub fn merge(
                 sent_bps: sent,
                 received_bps: recv,
                 flows: fl.len() as u32,
+                udp: udp_sum(fl.iter().map(|f| **f)),
             });
         }
     }
     let goodputs: Vec<f64> = main.iter().map(|f| f.throughput_bps).collect();
     let path_tp: Vec<f64> = paths.iter().map(|p| p.throughput_bps).collect();
     let transactions: u64 = main.iter().map(|f| f.transactions).sum();
+    let udp = udp_sum(main.iter().copied());
     let mut notes = client.notes.clone();
     notes.extend(remote.notes.iter().map(|n| format!("server: {n}")));
     TestResult {
@@ -144,7 +200,7 @@ pub fn merge(
         directions,
         paths,
         flows,
-        transactions_per_s: if spec.workload == Workload::Stream {
+        transactions_per_s: if spec.workload.is_bulk() {
             0.0
         } else {
             finite(transactions as f64 / lw)
@@ -158,6 +214,21 @@ pub fn merge(
         server_concurrent_tests: remote.concurrent_tests.max(1),
         intervals,
         notes,
+        udp,
+        udp_offload: spec.workload.is_udp().then(|| offload(client, remote)),
+    }
+}
+
+/// Which UDP offloads each side's flows used.
+fn offload(client: &SideReport, server: &SideReport) -> UdpOffload {
+    let any = |r: &SideReport, f: fn(&crate::proto::UdpFlowCounts) -> bool| {
+        r.flows.iter().filter_map(|x| x.udp.as_ref()).any(f)
+    };
+    UdpOffload {
+        client_gso: any(client, |u| u.gso),
+        client_gro: any(client, |u| u.gro),
+        server_gso: any(server, |u| u.gso),
+        server_gro: any(server, |u| u.gro),
     }
 }
 
@@ -185,6 +256,56 @@ mod tests {
                 .collect(),
             ..SideReport::default()
         }
+    }
+
+    #[test]
+    fn udp_loss_is_what_the_sender_sent_less_what_the_receiver_took() {
+        use crate::proto::UdpFlowCounts;
+        use crate::spec::Workload;
+        let spec = TestSpec {
+            workload: Workload::UdpStream,
+            flows: 2,
+            direction: Direction::Bidir,
+            ..TestSpec::default()
+        };
+        let mut c = side(&[(1000, 0), (0, 500), (1000, 0), (0, 500)], 1.0);
+        let mut s = side(&[(0, 500), (1000, 0), (0, 1000), (1000, 0)], 1.0);
+        let snd = |n| UdpFlowCounts {
+            sent: n,
+            gso: true,
+            ..UdpFlowCounts::default()
+        };
+        let rcv = |n, j| UdpFlowCounts {
+            received: n,
+            jitter_us: j,
+            ..UdpFlowCounts::default()
+        };
+        // f0 fwd: 10 sent, 5 in; f1 rev: 10 sent, 5 in; f2 fwd: 10/10; f3 rev 10/5.
+        c.flows[0].udp = Some(snd(10));
+        s.flows[0].udp = Some(rcv(5, 10.0));
+        s.flows[1].udp = Some(snd(10));
+        c.flows[1].udp = Some(rcv(5, 20.0));
+        c.flows[2].udp = Some(snd(10));
+        s.flows[2].udp = Some(rcv(10, 10.0));
+        s.flows[3].udp = Some(snd(10));
+        c.flows[3].udp = Some(rcv(5, 20.0));
+        let r = merge(&spec, "srv", &c, &s, vec![], 0.0);
+        let u = r.udp.clone().unwrap();
+        assert_eq!(
+            (u.datagrams_sent, u.datagrams_received, u.lost),
+            (40, 25, 15)
+        );
+        assert!((u.loss_pct - 37.5).abs() < 1e-9);
+        assert!(
+            (u.jitter_us - (5.0 * 10.0 + 5.0 * 20.0 + 10.0 * 10.0 + 5.0 * 20.0) / 25.0).abs()
+                < 1e-9
+        );
+        let fwd = r.directions[0].udp.clone().unwrap();
+        assert_eq!((fwd.datagrams_sent, fwd.lost), (20, 5));
+        assert_eq!(r.flows[1].udp.as_ref().unwrap().lost, 5);
+        let o = r.udp_offload.unwrap();
+        assert!(o.client_gso && o.server_gso && !o.client_gro);
+        assert_eq!(r.paths[0].udp.as_ref().unwrap().datagrams_sent, 40);
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub const MAX_FRAME: usize = 1 << 20;
 /// Largest frame a client accepts from a server: a report of 20,000 flows
 /// with TCP_INFO each is several MiB.
 pub const MAX_REPORT_FRAME: usize = 64 << 20;
+/// Length of a test's token, bytes.
+pub const TOKEN_LEN: usize = 16;
 /// Length of a data connection's preamble.
 pub const DATA_PREAMBLE_LEN: usize = 24;
 /// Domain separation for the authentication MAC.
@@ -46,6 +48,31 @@ pub struct SideFlow {
     pub transactions: u64,
     /// TCP_INFO at the end of the window.
     pub tcp_info: Option<TcpInfo>,
+    /// Datagram counts over the flow's life (UDP workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpFlowCounts>,
+}
+
+/// One side's datagram counts of a UDP flow, over the flow's whole life.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpFlowCounts {
+    /// Datagrams sent (udp-rr: requests at the client, answers at the server).
+    pub sent: u64,
+    /// Distinct datagrams received (udp-rr client: answers in time).
+    pub received: u64,
+    /// Datagrams that came after a higher sequence number (udp-rr client:
+    /// answers after their timeout).
+    pub out_of_order: u64,
+    /// Datagrams that came again.
+    pub duplicates: u64,
+    /// RFC 3550 interarrival jitter at the end, microseconds.
+    pub jitter_us: f64,
+    /// udp-rr client: requests whose answer did not come in time.
+    pub timeouts: u64,
+    /// Sends went out as GSO batches of more than one datagram.
+    pub gso: bool,
+    /// Datagrams arrived joined by GRO.
+    pub gro: bool,
 }
 
 /// One side's figures for a finished test.

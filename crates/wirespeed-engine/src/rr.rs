@@ -3,14 +3,54 @@
 //! `response_size` bytes back; the client times each round trip. The probe
 //! of `--probe-rr` is the same flow with 1-byte messages.
 
-use crate::harness::{Counters, Flow, Reg, Status, ThreadState, tcp_info_of};
+use crate::error::EngineError;
+use crate::harness::{
+    Counters, Flow, FlowEnd, Reg, Status, ThreadState, drain_to_eof, recv_message, send_message,
+    tcp_info_of, want, want_for,
+};
 use crate::result::TcpInfo;
-use crate::sys::{self, EV_IN, EV_OUT};
+use crate::spec::{FlowKind, Workload};
+use crate::sys::{EV_IN, EV_OUT};
+use crate::workloads::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The registry's row: persistent TCP connections, no listener of its own.
+pub const WORKLOAD: WorkloadDef = WorkloadDef {
+    workload: Workload::Rr,
+    client: client_flow,
+    server: server_flow,
+    listener: None,
+};
+
+/// Request and response sizes of a flow: the probe's are 1 byte.
+fn sizes(a: &FlowArgs) -> (u64, u64) {
+    if a.plan.kind == FlowKind::Probe {
+        (1, 1)
+    } else {
+        (a.spec.request_size as u64, a.spec.response_size as u64)
+    }
+}
+
+fn client_flow(mut a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
+    let (q, r) = sizes(&a);
+    let probe = a.plan.kind == FlowKind::Probe;
+    let s = take_sock(&mut a)?;
+    Ok(Box::new(RrClient::new(
+        a.plan.id, s, a.counters, q, r, probe,
+    )))
+}
+
+fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
+    let (q, r) = sizes(&a);
+    let s = take_sock(&mut a)?;
+    Ok(Some(Box::new(RrServer::new(
+        a.plan.id, s, a.counters, q, r,
+    ))))
+}
 
 /// Round trips per readiness event before yielding to other flows.
 const BUDGET: usize = 8;
@@ -18,48 +58,12 @@ const BUDGET: usize = 8;
 /// How long a solo flow blocks in send/recv before it looks at the phase.
 const SOLO_WAIT: Duration = Duration::from_millis(10);
 
-/// Sends up to `left` bytes from the thread's zero buffer; Ok(0) = would
-/// block (or, with `wait`, timed out).
-pub(crate) fn send_part(fd: i32, ts: &ThreadState, left: u64, wait: bool) -> io::Result<usize> {
-    let n = (left as usize).min(ts.tx.len());
-    match sys::send_flags(fd, &ts.tx[..n], false, wait) {
-        Ok(k) => Ok(k),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
-        Err(e) => Err(e),
-    }
-}
-
-/// Receives up to `left` bytes; Ok(None) = would block (or, with `wait`,
-/// timed out), Ok(Some(0)) = EOF.
-pub(crate) fn recv_part(
-    fd: i32,
-    ts: &mut ThreadState,
-    left: u64,
-    wait: bool,
-) -> io::Result<Option<usize>> {
-    let n = (left as usize).min(ts.rx.len());
-    let discard = ts.spec.skip_rx_copy;
-    match sys::recv_flags(fd, &mut ts.rx[..n], discard, wait) {
-        Ok(k) => Ok(Some(k)),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// Puts a thread's only flow in blocking mode with short timeouts: one
 /// recv per message instead of epoll_wait plus recv, as sockperf does.
-fn go_solo(sock: &Socket) -> io::Result<()> {
+pub(crate) fn go_solo(sock: &Socket) -> io::Result<()> {
     sock.set_nonblocking(false)?;
     sock.set_read_timeout(Some(SOLO_WAIT))?;
     sock.set_write_timeout(Some(SOLO_WAIT))
-}
-
-/// Changes a flow's epoll interest, if it has a registration.
-fn want(reg: &mut Option<Reg>, ts: &ThreadState, interest: u32) -> io::Result<()> {
-    match reg.as_mut() {
-        Some(r) => r.want(ts.epoll, interest),
-        None => Ok(()),
-    }
 }
 
 /// The client end of a request/response flow.
@@ -119,48 +123,34 @@ impl RrClient {
         let fd = self.sock.as_raw_fd();
         if self.shut {
             // Drain whatever arrives until the server closes.
-            loop {
-                match recv_part(fd, ts, u64::MAX, false)? {
-                    Some(0) => return Ok(Status::Done),
-                    Some(_) => continue,
-                    None => return Ok(Status::Active),
-                }
-            }
+            return Ok(if drain_to_eof(fd, ts)? {
+                Status::Done
+            } else {
+                Status::Active
+            });
         }
         let solo = self.solo;
         let mut rounds = 0;
         loop {
             if self.sending {
-                while self.left > 0 {
-                    let n = send_part(fd, ts, self.left, solo)?;
-                    if n == 0 {
-                        want(&mut self.reg, ts, EV_OUT)?;
-                        return Ok(Status::Active);
-                    }
-                    self.counters.add_sent(n);
-                    self.left -= n as u64;
+                if let Some(st) =
+                    send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                {
+                    return Ok(st);
                 }
                 self.sending = false;
                 self.left = self.response;
                 if !solo {
                     // Wait for the answer in epoll rather than try a read
                     // that would almost always find nothing yet.
-                    want(&mut self.reg, ts, EV_IN)?;
+                    want_for(&mut self.reg, ts, false)?;
                     return Ok(Status::Active);
                 }
             }
-            while self.left > 0 {
-                match recv_part(fd, ts, self.left, solo)? {
-                    Some(0) => return Ok(Status::Done),
-                    Some(n) => {
-                        self.counters.add_received(n);
-                        self.left -= n as u64;
-                    }
-                    None => {
-                        want(&mut self.reg, ts, EV_IN)?;
-                        return Ok(Status::Active);
-                    }
-                }
+            if let Some(st) =
+                recv_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+            {
+                return Ok(st);
             }
             let now = Instant::now();
             ts.record_until(self.started, now, self.probe);
@@ -210,8 +200,8 @@ impl Flow for RrClient {
         Ok(Status::Active)
     }
 
-    fn report(&self) -> Option<(u32, Option<TcpInfo>)> {
-        Some((self.id, self.info.clone()))
+    fn report(&self) -> Option<FlowEnd> {
+        FlowEnd::tcp(self.id, self.info.clone())
     }
 }
 
@@ -268,30 +258,18 @@ impl Flow for RrServer {
         let solo = self.solo;
         loop {
             if !self.sending {
-                while self.left > 0 {
-                    match recv_part(fd, ts, self.left, solo)? {
-                        Some(0) => return Ok(Status::Done),
-                        Some(n) => {
-                            self.counters.add_received(n);
-                            self.left -= n as u64;
-                        }
-                        None => {
-                            want(&mut self.reg, ts, EV_IN)?;
-                            return Ok(Status::Active);
-                        }
-                    }
+                if let Some(st) =
+                    recv_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                {
+                    return Ok(st);
                 }
                 self.sending = true;
                 self.left = self.response;
             }
-            while self.left > 0 {
-                let n = send_part(fd, ts, self.left, solo)?;
-                if n == 0 {
-                    want(&mut self.reg, ts, EV_OUT)?;
-                    return Ok(Status::Active);
-                }
-                self.counters.add_sent(n);
-                self.left -= n as u64;
+            if let Some(st) =
+                send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+            {
+                return Ok(st);
             }
             self.counters.add_transaction();
             self.sending = false;
@@ -311,7 +289,7 @@ impl Flow for RrServer {
         Ok(Status::Active)
     }
 
-    fn report(&self) -> Option<(u32, Option<TcpInfo>)> {
-        Some((self.id, self.info.clone()))
+    fn report(&self) -> Option<FlowEnd> {
+        FlowEnd::tcp(self.id, self.info.clone())
     }
 }

@@ -11,8 +11,10 @@ use crate::proto::{
 };
 use crate::side::{Side, SideSetup, Tick};
 use crate::sockets::apply_common;
-use crate::spec::{FlowKind, Limits, TestSpec};
+use crate::spec::{FlowKind, Limits, SocketType, TestSpec};
 use crate::sys;
+use crate::udp::{Registrar, bind_registration};
+use crate::workloads;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::{IpAddr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -766,26 +768,32 @@ fn run_test(
         _ if cfg.bind.is_unspecified() => cfg.bind,
         ip => ip,
     };
+    let udp = workloads::def(spec.workload).socket() == SocketType::Udp;
     let backlog = persistent.clamp(128, 65535) as i32;
-    let listener = listen_data(SocketAddr::new(any, 0), backlog, &spec)
-        .or_else(|_| {
-            listen_data(
-                SocketAddr::new(IpAddr::from([0, 0, 0, 0]), 0),
-                backlog,
-                &spec,
-            )
-        })
-        .map_err(|e| {
-            let code = if is_out_of_fds(&e) {
-                "busy"
-            } else {
-                "internal"
-            };
-            fail(stream, code, format!("cannot open a data listener: {e}"))
-        })?;
+    let open_fail = |e: EngineError, what: &str| {
+        let code = if is_out_of_fds(&e) {
+            "busy"
+        } else {
+            "internal"
+        };
+        fail(stream, code, format!("cannot open {what}: {e}"))
+    };
+    let v4_any = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), 0);
+    let (listener, registration) = if udp {
+        let r = bind_registration(SocketAddr::new(any, 0))
+            .or_else(|_| bind_registration(v4_any))
+            .map_err(|e| open_fail(e, "a UDP registration socket"))?;
+        (None, Some(r))
+    } else {
+        let l = listen_data(SocketAddr::new(any, 0), backlog, &spec)
+            .or_else(|_| listen_data(v4_any, backlog, &spec))
+            .map_err(|e| open_fail(e, "a data listener"))?;
+        (Some(l), None)
+    };
     let port = listener
-        .local_addr()
-        .ok()
+        .as_ref()
+        .or(registration.as_ref())
+        .and_then(|l| l.local_addr().ok())
         .and_then(|a| a.as_socket())
         .map(|a| a.port())
         .unwrap_or(0);
@@ -799,7 +807,13 @@ fn run_test(
     )?;
     // Accept while the client connects: it sends Start once all are up.
     let deadline = answer_by() + Duration::from_millis(persistent as u64);
-    let socks = match accept_flows(&listener, &token, &spec, persistent, deadline, fd, cfg) {
+    let flows = match (&listener, &registration) {
+        (Some(l), _) => accept_flows(l, &token, &spec, persistent, deadline, fd, cfg),
+        (_, Some(r)) => register_udp_flows(r, &token, &spec, persistent, deadline, fd),
+        _ => unreachable!("a listener or a registration socket was opened"),
+    };
+    drop(registration);
+    let socks = match flows {
         Ok(s) => s,
         Err(FlowsError::ClientGone(got)) => {
             return Err(EngineError::Protocol(format!(
@@ -827,17 +841,18 @@ fn run_test(
         }
     }
     let spec = Arc::new(spec);
-    let crr = roster.iter().any(|p| p.kind == FlowKind::Crr);
-    let listener = if crr {
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| EngineError::io("configure the data listener", e))?;
-        Some(Arc::new(listener))
-    } else {
+    let listener = match listener {
+        Some(l) if workloads::def(spec.workload).listener.is_some() => {
+            l.set_nonblocking(true)
+                .map_err(|e| EngineError::io("configure the data listener", e))?;
+            Some(Arc::new(l))
+        }
         // Every flow is in: close the port rather than let it complete
         // handshakes nobody will read for the rest of the test.
-        drop(listener);
-        None
+        other => {
+            drop(other);
+            None
+        }
     };
     let setup = SideSetup {
         spec: spec.clone(),
@@ -1156,6 +1171,61 @@ fn accept_flows(
         }
     }
     Ok(socks)
+}
+
+/// Registers the test's UDP flows (see [`crate::udp`]): every flow's
+/// `register` datagram must carry the token and come by `deadline`;
+/// anything else on the registration socket is dropped. The control
+/// connection is watched throughout, as for TCP flows.
+fn register_udp_flows(
+    reg: &Socket,
+    token: &[u8; 16],
+    spec: &TestSpec,
+    want: usize,
+    deadline: Instant,
+    control: RawFd,
+) -> Result<Vec<Option<Socket>>, FlowsError> {
+    let roster = spec.roster();
+    let mut r = Registrar::new(&roster, *token, spec);
+    while r.got < want {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(FlowsError::Fail(
+                "timeout",
+                format!("only {} of {want} UDP flows registered in time", r.got),
+            ));
+        }
+        let mut fds = [
+            sys::pollfd(reg.as_raw_fd(), libc::POLLIN),
+            sys::pollfd(control, libc::POLLRDHUP),
+        ];
+        let ms = deadline
+            .saturating_duration_since(now)
+            .as_millis()
+            .clamp(1, 200) as i32;
+        sys::poll(&mut fds, ms)
+            .map_err(|e| FlowsError::Fail("internal", format!("poll UDP registrations: {e}")))?;
+        if fds[1].revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+            return Err(FlowsError::ClientGone(r.got));
+        }
+        if fds[0].revents != 0
+            && let Err(e) = r.serve(reg)
+        {
+            let code = if is_out_of_fds(&e) {
+                "busy"
+            } else {
+                "internal"
+            };
+            return Err(FlowsError::Fail(
+                code,
+                format!(
+                    "registering UDP flows ({} of {want} in): {e}; try fewer flows or later",
+                    r.got
+                ),
+            ));
+        }
+    }
+    Ok(r.into_sockets())
 }
 
 /// A key read from a `--key-file`, with a warning for its owner to see.

@@ -2,18 +2,16 @@
 //! worker threads, the warm-up and measured window, and its [`SideReport`].
 
 use crate::cpu::CpuSnapshot;
-use crate::crr::{CrrClient, CrrListener};
 use crate::error::EngineError;
 use crate::harness::{
-    Control, Counters, Flow, LATENCY_BUCKETS, PHASE_MEASURE, PHASE_STOP, ThreadLatency, WorkerOut,
-    interval_latency, new_hist, spawn_worker,
+    Control, Counters, Flow, FlowEnd, LATENCY_BUCKETS, PHASE_MEASURE, PHASE_STOP, ThreadLatency,
+    WorkerOut, interval_latency, new_hist, spawn_worker,
 };
 use crate::proto::{SideFlow, SideReport};
-use crate::result::{IntervalSample, LatencySummary, TcpInfo, finite};
-use crate::rr::{RrClient, RrServer};
-use crate::sockets::{ResolvedPath, enable_zerocopy};
-use crate::spec::{FlowKind, FlowPlan, TestSpec};
-use crate::stream::StreamFlow;
+use crate::result::{IntervalSample, LatencySummary, finite};
+use crate::sockets::ResolvedPath;
+use crate::spec::{FlowPlan, TestSpec};
+use crate::workloads::{self, FlowArgs, ListenerArgs};
 use hdrhistogram::Histogram;
 use socket2::Socket;
 use std::sync::Arc;
@@ -27,7 +25,8 @@ pub struct SideSetup {
     pub spec: Arc<TestSpec>,
     /// Client (true) or server.
     pub client: bool,
-    /// Connected sockets by roster id (None for crr slots).
+    /// Connected (TCP) or registered (UDP) sockets by roster id (None
+    /// for crr slots).
     pub socks: Vec<Option<Socket>>,
     /// Client: resolved paths for crr slots.
     pub paths: Vec<ResolvedPath>,
@@ -145,70 +144,39 @@ impl Side {
         let mut lists: Vec<Vec<Box<dyn Flow>>> = (0..threads).map(|_| Vec::new()).collect();
         let mut notes = Vec::new();
         for plan in &roster {
-            let c = counters[plan.id as usize].clone();
-            let sock = setup.socks.get_mut(plan.id as usize).and_then(Option::take);
-            let flow: Box<dyn Flow> = match (plan.kind, setup.client, sock) {
-                (FlowKind::Crr, true, _) => {
-                    let path = setup
-                        .paths
-                        .get(plan.path as usize)
-                        .cloned()
-                        .ok_or_else(|| {
-                            EngineError::Spec(format!(
-                                "flow {} names path {} that does not exist",
-                                plan.id, plan.path
-                            ))
-                        })?;
-                    Box::new(CrrClient::new(plan.id, path, &setup.token, c))
-                }
-                (FlowKind::Crr, false, _) => continue,
-                (kind, client, Some(s)) => {
-                    let sender = (kind == FlowKind::Forward) == client;
-                    match kind {
-                        FlowKind::Forward | FlowKind::Reverse => {
-                            let mut zc = spec.zerocopy && sender;
-                            if zc && let Some(n) = enable_zerocopy(&s) {
-                                notes.push(n);
-                                zc = false;
-                            }
-                            Box::new(StreamFlow::new(plan.id, s, c, sender, zc))
-                        }
-                        FlowKind::Rr | FlowKind::Probe => {
-                            let probe = kind == FlowKind::Probe;
-                            let (q, r) = if probe {
-                                (1, 1)
-                            } else {
-                                (spec.request_size as u64, spec.response_size as u64)
-                            };
-                            if client {
-                                Box::new(RrClient::new(plan.id, s, c, q, r, probe))
-                            } else {
-                                Box::new(RrServer::new(plan.id, s, c, q, r))
-                            }
-                        }
-                        FlowKind::Crr => unreachable!("handled above"),
-                    }
-                }
-                (_, _, None) => {
-                    return Err(EngineError::Spec(format!(
-                        "flow {} has no connection",
-                        plan.id
-                    )));
+            let def = workloads::def_for(spec.workload, plan);
+            let args = FlowArgs {
+                plan: *plan,
+                sock: setup.socks.get_mut(plan.id as usize).and_then(Option::take),
+                path: setup.paths.get(plan.path as usize),
+                counters: counters[plan.id as usize].clone(),
+                spec: &spec,
+                token: setup.token,
+                client: setup.client,
+                notes: &mut notes,
+            };
+            let flow = if setup.client {
+                (def.client)(args)?
+            } else {
+                match (def.server)(args)? {
+                    Some(f) => f,
+                    None => continue,
                 }
             };
             lists[plan.thread as usize].push(flow);
         }
-        if let Some(l) = &setup.listener {
+        let listener = workloads::def(spec.workload).listener;
+        if let (Some(l), Some(make)) = (&setup.listener, listener) {
             for list in lists
                 .iter_mut()
                 .take(spec.threads.min(spec.flows).max(1) as usize)
             {
-                list.push(Box::new(CrrListener::new(
-                    l.clone(),
-                    setup.token,
-                    counters.clone(),
-                    setup.preamble_timeout,
-                )));
+                list.push(make(ListenerArgs {
+                    listener: l.clone(),
+                    token: setup.token,
+                    counters: counters.clone(),
+                    preamble_timeout: setup.preamble_timeout,
+                }));
             }
         }
         let cpus = if setup.client {
@@ -339,7 +307,7 @@ impl Side {
         self.ctl.phase.store(PHASE_STOP, Ordering::Release);
         let mut hist = new_hist();
         let mut probe = new_hist();
-        let mut info: Vec<Option<TcpInfo>> = vec![None; self.roster.len()];
+        let mut ends: Vec<FlowEnd> = vec![FlowEnd::default(); self.roster.len()];
         let mut per_thread = Vec::new();
         let mut notes = std::mem::take(&mut self.notes);
         let mut forced = 0;
@@ -352,9 +320,9 @@ impl Side {
             let _ = hist.add(&out.hist);
             let _ = probe.add(&out.probe);
             per_thread.push(out.cpu_pct());
-            for (id, i) in out.tcp_info.iter().cloned() {
-                if let Some(slot) = info.get_mut(id as usize) {
-                    *slot = i;
+            for e in out.ends {
+                if let Some(slot) = ends.get_mut(e.id as usize) {
+                    *slot = e;
                 }
             }
             forced += out.forced;
@@ -390,7 +358,8 @@ impl Side {
                     total_sent: t.0,
                     total_received: t.1,
                     transactions: b.2.saturating_sub(a.2),
-                    tcp_info: info[i].clone(),
+                    tcp_info: ends[i].tcp_info.clone(),
+                    udp: ends[i].udp.clone(),
                 }
             })
             .collect();

@@ -3,13 +3,38 @@
 //! MSG_TRUNC). At stop the sender shuts down its write side and both wait
 //! for the other's close, so every byte sent is counted as received.
 
-use crate::harness::{Counters, Flow, Reg, Status, ThreadState, tcp_info_of};
+use crate::error::EngineError;
+use crate::harness::{Counters, Flow, FlowEnd, Reg, Status, ThreadState, tcp_info_of};
 use crate::result::TcpInfo;
+use crate::sockets::enable_zerocopy;
+use crate::spec::Workload;
 use crate::sys::{self, EV_ERR, EV_HUP, EV_IN, EV_OUT};
+use crate::workloads::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
+
+/// The registry's row: persistent TCP connections, one way per flow.
+pub const WORKLOAD: WorkloadDef = WorkloadDef {
+    workload: Workload::Stream,
+    client: |a| flow(a).map(|f| f as Box<dyn Flow>),
+    server: |a| flow(a).map(|f| Some(f as Box<dyn Flow>)),
+    listener: None,
+};
+
+fn flow(mut a: FlowArgs) -> Result<Box<StreamFlow>, EngineError> {
+    let sender = a.sender();
+    let s = take_sock(&mut a)?;
+    let mut zc = a.spec.zerocopy && sender;
+    if zc && let Some(n) = enable_zerocopy(&s) {
+        a.notes.push(n);
+        zc = false;
+    }
+    Ok(Box::new(StreamFlow::new(
+        a.plan.id, s, a.counters, sender, zc,
+    )))
+}
 
 /// Sends or receives per turn, at most, before yielding to other flows
 /// of the thread (fewer when the thread owns many: [`ThreadState::turn`]).
@@ -127,7 +152,7 @@ impl Flow for StreamFlow {
         Ok(Status::Active)
     }
 
-    fn report(&self) -> Option<(u32, Option<TcpInfo>)> {
-        Some((self.id, self.info.clone()))
+    fn report(&self) -> Option<FlowEnd> {
+        FlowEnd::tcp(self.id, self.info.clone())
     }
 }

@@ -475,3 +475,261 @@ pub fn raise_fd_limit() -> u64 {
         r.rlim_cur
     }
 }
+
+// ---- UDP: GSO, GRO, batched sends and receives, packet info ----------
+//
+// These go through nix (sockopt::UdpGsoSegment / UdpGroSegment,
+// sendmmsg / recvmmsg with preallocated headers, ControlMessageOwned::
+// UdpGroSegments and the packet-info messages), so they need no unsafe of
+// their own; they live here beside the other socket syscalls.
+
+use nix::sys::socket::{
+    ControlMessageOwned, MsgFlags, MultiHeaders, SockaddrLike, SockaddrStorage, recvmmsg, recvmsg,
+    sendmmsg, setsockopt, sockopt,
+};
+use std::io::{IoSlice, IoSliceMut};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsFd;
+
+fn nix_err(e: nix::errno::Errno) -> io::Error {
+    io::Error::from_raw_os_error(e as i32)
+}
+
+/// Sets the socket's UDP GSO segment size (UDP_SEGMENT): every send of
+/// more than `size` bytes then leaves as segments of `size`; 0 turns it off.
+pub fn set_udp_gso(fd: &impl AsFd, size: u16) -> io::Result<()> {
+    setsockopt(fd, sockopt::UdpGsoSegment, &i32::from(size)).map_err(nix_err)
+}
+
+/// Turns UDP GRO (UDP_GRO) on or off for received datagrams.
+pub fn set_udp_gro(fd: &impl AsFd, on: bool) -> io::Result<()> {
+    setsockopt(fd, sockopt::UdpGroSegment, &on).map_err(nix_err)
+}
+
+/// Asks for the destination address of each received datagram (IP_PKTINFO
+/// and, on IPv6 sockets, IPV6_RECVPKTINFO).
+pub fn set_pktinfo(fd: &impl AsFd, v6: bool) -> io::Result<()> {
+    setsockopt(fd, sockopt::Ipv4PacketInfo, &true).map_err(nix_err)?;
+    if v6 {
+        setsockopt(fd, sockopt::Ipv6RecvPacketInfo, &true).map_err(nix_err)?;
+    }
+    Ok(())
+}
+
+/// Preallocated headers for [`send_batch`].
+pub struct SendBatch {
+    hdrs: MultiHeaders<()>,
+    addrs: Vec<Option<()>>,
+}
+
+// SAFETY: the raw pointers inside MultiHeaders point only into heap
+// buffers the struct owns (its address slots and control-message space,
+// boxed so they do not move with it) or are rewritten before each call;
+// nothing is shared, so the struct may move to another thread. It is not
+// Sync and is used by one thread at a time.
+unsafe impl Send for SendBatch {}
+
+impl SendBatch {
+    /// Room for `n` datagrams (or GSO buffers) per call.
+    pub fn new(n: usize) -> SendBatch {
+        SendBatch {
+            hdrs: MultiHeaders::preallocate(n.max(1), None),
+            addrs: vec![None; n.max(1)],
+        }
+    }
+
+    /// Messages it holds per call.
+    pub fn capacity(&self) -> usize {
+        self.addrs.len()
+    }
+}
+
+/// Sends `msgs` on a connected socket in one sendmmsg call, without
+/// blocking; returns how many went (a prefix).
+pub fn send_batch(fd: RawFd, b: &mut SendBatch, msgs: &[&[u8]]) -> io::Result<usize> {
+    let n = msgs.len().min(b.addrs.len());
+    let iovs: Vec<[IoSlice<'_>; 1]> = msgs[..n].iter().map(|m| [IoSlice::new(m)]).collect();
+    let flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL;
+    let r = sendmmsg(fd, &mut b.hdrs, &iovs, &b.addrs[..n], [], flags).map_err(nix_err)?;
+    Ok(r.count())
+}
+
+/// Preallocated headers for [`recv_batch`], with room for a GRO
+/// segment-size message each.
+pub struct RecvBatch {
+    hdrs: MultiHeaders<()>,
+    n: usize,
+}
+
+// SAFETY: as for SendBatch: owned heap buffers only, used by one thread.
+unsafe impl Send for RecvBatch {}
+
+impl RecvBatch {
+    /// Room for `n` datagrams per call.
+    pub fn new(n: usize) -> RecvBatch {
+        RecvBatch {
+            hdrs: MultiHeaders::preallocate(n.max(1), Some(nix::cmsg_space!(i32))),
+            n: n.max(1),
+        }
+    }
+}
+
+/// One message [`recv_batch`] read: its length and, when GRO joined
+/// several datagrams, their size (all but the last are that long).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes in the buffer.
+    pub len: usize,
+    /// GRO segment size, if the kernel coalesced.
+    pub segment: Option<usize>,
+}
+
+/// Receives up to one message per buffer in `bufs` without blocking (one
+/// recvmmsg call); Err(WouldBlock) when none is queued.
+pub fn recv_batch(
+    fd: RawFd,
+    b: &mut RecvBatch,
+    bufs: &mut [&mut [u8]],
+    out: &mut Vec<Received>,
+) -> io::Result<()> {
+    out.clear();
+    let n = bufs.len().min(b.n);
+    let mut iovs: Vec<[IoSliceMut<'_>; 1]> =
+        bufs[..n].iter_mut().map(|x| [IoSliceMut::new(x)]).collect();
+    let res = recvmmsg(
+        fd,
+        &mut b.hdrs,
+        iovs.iter_mut(),
+        MsgFlags::MSG_DONTWAIT,
+        None,
+    )
+    .map_err(nix_err)?;
+    for m in res {
+        let mut segment = None;
+        if let Ok(cmsgs) = m.cmsgs() {
+            for c in cmsgs {
+                if let ControlMessageOwned::UdpGroSegments(s) = c
+                    && s > 0
+                {
+                    segment = Some(s as usize);
+                }
+            }
+        }
+        out.push(Received {
+            len: m.bytes,
+            segment,
+        });
+    }
+    Ok(())
+}
+
+/// A datagram read with [`recv_from_to`]: its length, where it came from
+/// and which local address it was sent to.
+#[derive(Debug, Clone, Copy)]
+pub struct FromTo {
+    /// Bytes read.
+    pub len: usize,
+    /// The sender.
+    pub from: SocketAddr,
+    /// The local address it arrived on (from IP_PKTINFO), if known.
+    pub to: Option<IpAddr>,
+}
+
+/// Reads one datagram without blocking on a socket with [`set_pktinfo`]:
+/// its sender and the local address it was sent to.
+pub fn recv_from_to(fd: RawFd, buf: &mut [u8]) -> io::Result<FromTo> {
+    let mut iov = [IoSliceMut::new(buf)];
+    let mut space = nix::cmsg_space!(libc::in6_pktinfo, libc::in_pktinfo);
+    let m = recvmsg::<SockaddrStorage>(fd, &mut iov, Some(&mut space), MsgFlags::MSG_DONTWAIT)
+        .map_err(nix_err)?;
+    let from = m
+        .address
+        .and_then(|a| storage_to_std(&a))
+        .ok_or_else(|| io::Error::other("a datagram without a sender address"))?;
+    let mut to = None;
+    if let Ok(cmsgs) = m.cmsgs() {
+        for c in cmsgs {
+            match c {
+                ControlMessageOwned::Ipv4PacketInfo(i) => {
+                    to = Some(IpAddr::from(u32::from_be(i.ipi_addr.s_addr).to_be_bytes()));
+                }
+                ControlMessageOwned::Ipv6PacketInfo(i) => {
+                    let v6 = std::net::Ipv6Addr::from(i.ipi6_addr.s6_addr);
+                    to = Some(match v6.to_ipv4_mapped() {
+                        Some(v4) => IpAddr::V4(v4),
+                        None => IpAddr::V6(v6),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(FromTo {
+        len: m.bytes,
+        from,
+        to,
+    })
+}
+
+fn storage_to_std(a: &SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(v4) = a.as_sockaddr_in() {
+        return Some(SocketAddr::from((v4.ip(), v4.port())));
+    }
+    let v6 = a.as_sockaddr_in6()?;
+    let ip = match v6.ip().to_ipv4_mapped() {
+        Some(v4) => IpAddr::V4(v4),
+        None => IpAddr::V6(v6.ip()),
+    };
+    let _ = a.len();
+    Some(SocketAddr::new(ip, v6.port()))
+}
+
+/// Lets the calling thread's timers fire within `ns` of their time (the
+/// default slack is 50 us): what even pacing of datagrams needs.
+pub fn set_timer_slack(ns: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes an unsigned long by value and
+    // touches no memory of ours.
+    cvt(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) }).map(drop)
+}
+
+impl Epoll {
+    /// Like [`Epoll::wait`] with a timeout to the microsecond
+    /// (epoll_pwait2, Linux 5.11); falls back to whole milliseconds.
+    pub fn wait_precise(
+        &self,
+        buf: &mut Vec<libc::epoll_event>,
+        timeout: std::time::Duration,
+    ) -> io::Result<usize> {
+        let cap = buf.capacity().max(1);
+        buf.clear();
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: as in `wait`: the kernel writes at most `cap` events into
+        // the vector's spare capacity; `ts` lives on our stack for the call
+        // and a null sigmask means "leave it alone".
+        let n = unsafe {
+            libc::epoll_pwait2(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr(),
+                cap as i32,
+                &ts,
+                std::ptr::null(),
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EINTR) => Ok(0),
+                Some(libc::ENOSYS) => {
+                    self.wait(buf, timeout.as_micros().div_ceil(1000).min(1000) as i32)
+                }
+                _ => Err(e),
+            };
+        }
+        // SAFETY: n <= cap entries were initialised by the kernel.
+        unsafe { buf.set_len(n as usize) };
+        Ok(n as usize)
+    }
+}

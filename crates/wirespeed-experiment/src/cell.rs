@@ -11,7 +11,8 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 use wirespeed_engine::spec::{
-    parse_cpus, parse_duration, parse_paths, parse_rate, parse_size, parse_sizes,
+    DEFAULT_DATAGRAM, UDP_HEADER_LEN, WORKLOADS, parse_cpus, parse_duration, parse_paths,
+    parse_rate, parse_size, parse_sizes,
 };
 use wirespeed_engine::{ClientConfig, Direction, TestSpec, Workload};
 
@@ -24,8 +25,8 @@ pub struct BenchArgs {
     /// Control port when HOST names none.
     #[arg(short, long, default_value_t = wirespeed_engine::DEFAULT_PORT)]
     pub port: u16,
-    /// Workload: stream (bulk TCP), rr (request/response), crr (connect/rr/close).
-    #[arg(short, long, default_value = "stream", value_parser = ["stream", "rr", "crr"])]
+    /// Workload (each is one row of the engine's registry).
+    #[arg(short, long, default_value = "stream", value_parser = workload_parser())]
     pub workload: String,
     /// Stream direction: forward (client sends), reverse, bidir.
     #[arg(long, default_value = "forward", value_parser = ["forward", "reverse", "bidir"])]
@@ -60,9 +61,24 @@ pub struct BenchArgs {
     /// Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2.
     #[arg(long)]
     pub paths: Option<String>,
-    /// Bytes per send/recv call in stream tests.
-    #[arg(short = 'l', long, default_value = "512k")]
-    pub msg_size: String,
+    /// Bytes per send/recv call in stream tests (default 512k); the
+    /// datagram size in udp-stream (default 1400).
+    #[arg(short = 'l', long)]
+    pub msg_size: Option<String>,
+    /// udp-stream: target rate per flow, evenly paced, e.g. 1gbit; 0 (the
+    /// default) sends as fast as the socket takes datagrams.
+    #[arg(short = 'b', long, visible_alias = "rate")]
+    pub bitrate: Option<String>,
+    /// udp-stream: send without UDP GSO (one datagram per send).
+    #[arg(long)]
+    pub no_gso: bool,
+    /// udp-stream: receive without UDP GRO.
+    #[arg(long)]
+    pub no_gro: bool,
+    /// udp-rr: how long a request waits for its answer before it counts as
+    /// lost and the next one goes (default 200ms).
+    #[arg(long)]
+    pub rr_timeout: Option<String>,
     /// rr/crr request and response size; a comma list runs a sweep.
     #[arg(short, long)]
     pub size: Option<String>,
@@ -126,6 +142,15 @@ pub struct BenchArgs {
     /// Timeout for connecting and for each control answer as a whole.
     #[arg(long, default_value = "10s")]
     pub timeout: String,
+}
+
+/// `-w`'s values: every workload's name, with its one-line description.
+fn workload_parser() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        WORKLOADS
+            .iter()
+            .map(|i| clap::builder::PossibleValue::new(i.name).help(i.about)),
+    )
 }
 
 /// Bench's flags as a clap command of their own (no program name, no
@@ -287,10 +312,18 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
     fn e(x: impl ToString) -> String {
         x.to_string()
     }
-    let workload = match a.workload.as_str() {
-        "rr" => Workload::Rr,
-        "crr" => Workload::Crr,
-        _ => Workload::Stream,
+    let workload = Workload::from_name(&a.workload).ok_or_else(|| {
+        format!(
+            "unknown workload {:?}: use one of {}",
+            a.workload,
+            Workload::names().join(", ")
+        )
+    })?;
+    let udp = workload.is_udp();
+    let msg_size = match &a.msg_size {
+        Some(s) => size32(s)?,
+        None if udp => DEFAULT_DATAGRAM,
+        None => 512 << 10,
     };
     let direction = match (a.reverse, a.bidir, a.direction.as_str()) {
         (true, _, _) | (_, _, "reverse") => Direction::Reverse,
@@ -313,7 +346,17 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
         threads: a.threads,
         flows: a.flows,
         paths,
-        msg_size: size32(&a.msg_size)?,
+        msg_size,
+        rate_bps: match a.bitrate.as_deref() {
+            None | Some("0") => None,
+            Some(b) => Some(parse_rate(b).map_err(|e| format!("--bitrate: {e}"))?),
+        },
+        udp_gso: !a.no_gso,
+        udp_gro: !a.no_gro,
+        rr_timeout_s: match a.rr_timeout.as_deref() {
+            Some(t) => parse_duration(t).map_err(|e| format!("--rr-timeout: {e}"))?,
+            None => wirespeed_engine::spec::DEFAULT_RR_TIMEOUT_S,
+        },
         sndbuf: opt_size(&a.sndbuf)?.or(buf),
         rcvbuf: opt_size(&a.rcvbuf)?.or(buf),
         congestion: a.congestion.clone(),
@@ -322,7 +365,7 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
         } else if a.no_nodelay {
             false
         } else {
-            workload != Workload::Stream
+            workload.info().transactional
         },
         zerocopy: a.zerocopy,
         skip_rx_copy: a.skip_rx_copy,
@@ -364,8 +407,17 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
     }
     let mut sizes = Vec::new();
     if let Some(s) = &a.size {
-        if workload == Workload::Stream {
-            return Err("--size applies to rr and crr; use --msg-size for stream".into());
+        if workload.is_bulk() {
+            let rr: Vec<&str> = WORKLOADS
+                .iter()
+                .filter(|i| i.transactional)
+                .map(|i| i.name)
+                .collect();
+            return Err(format!(
+                "--size applies to the request/response workloads ({}); use --msg-size for {}",
+                rr.join(", "),
+                workload.name()
+            ));
         }
         for v in parse_sizes(s).map_err(e)? {
             let v = u32::try_from(v).map_err(|_| "size must be below 4 GiB".to_string())?;
@@ -375,7 +427,9 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
     let req = opt_size(&a.request)?;
     let resp = opt_size(&a.response)?;
     if sizes.is_empty() {
-        sizes.push((req.unwrap_or(1), resp.unwrap_or(1)));
+        // UDP requests carry wirespeed's header: their smallest size.
+        let least = if udp { UDP_HEADER_LEN } else { 1 };
+        sizes.push((req.unwrap_or(least), resp.unwrap_or(least)));
     } else if req.is_some() || resp.is_some() {
         return Err("use either --size or --request/--response".into());
     }

@@ -30,6 +30,7 @@ fn stream(direction: Direction, flows: u32, gbit: f64) -> TestResult {
             sent_bps: gbit * G,
             received_bps: gbit * G,
             flows,
+            ..DirectionResult::default()
         }],
         paths: vec![PathResult {
             index: 0,
@@ -39,6 +40,7 @@ fn stream(direction: Direction, flows: u32, gbit: f64) -> TestResult {
             forward_bps: if name == "forward" { gbit * G } else { 0.0 },
             reverse_bps: if name == "reverse" { gbit * G } else { 0.0 },
             share: 1.0,
+            ..PathResult::default()
         }],
         flows: (0..flows)
             .map(|id| FlowResult {

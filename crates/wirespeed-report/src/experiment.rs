@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use wirespeed_types::result::finite;
-use wirespeed_types::{Report, TestResult, Workload};
+use wirespeed_types::{Report, TestResult};
 
 /// Version of the experiment results schema.
 pub const EXPERIMENT_SCHEMA_VERSION: u32 = 1;
@@ -45,9 +45,10 @@ pub enum Metric {
 impl Metric {
     /// The metric of a test result's workload.
     pub fn of(r: &TestResult) -> Metric {
-        match r.spec.workload {
-            Workload::Stream => Metric::ThroughputBps,
-            Workload::Rr | Workload::Crr => Metric::TransactionsPerS,
+        if r.spec.workload.info().transactional {
+            Metric::TransactionsPerS
+        } else {
+            Metric::ThroughputBps
         }
     }
 
@@ -302,7 +303,7 @@ pub fn finalize(res: &mut ExperimentResults) {
 /// else one cell per result (the first one the baseline).
 pub fn from_report(report: &Report, name: &str) -> ExperimentResults {
     let rs = &report.results;
-    let sweep = rs.len() > 1 && rs.iter().all(|r| r.spec.workload != Workload::Stream);
+    let sweep = crate::source::is_size_sweep(rs);
     let cells = if sweep {
         vec![CellResult {
             name: crate::source::bench_description(report),

@@ -792,15 +792,7 @@ pub fn flow_table(r: &TestResult) -> Table {
             let tc = |v: String| if has { v } else { "-".into() };
             vec![
                 flow_name(f),
-                match f.kind {
-                    Some(FlowKind::Forward) => "forward",
-                    Some(FlowKind::Reverse) => "reverse",
-                    Some(FlowKind::Rr) => "rr",
-                    Some(FlowKind::Crr) => "crr",
-                    Some(FlowKind::Probe) => "probe",
-                    None => "-",
-                }
-                .into(),
+                f.kind.map_or("-", FlowKind::name).into(),
                 f.path.to_string(),
                 f.thread.to_string(),
                 human_bps(f.throughput_bps),

@@ -131,7 +131,7 @@ fn kpis(items: &[(String, String)]) -> String {
 fn options(r: &TestResult) -> String {
     let s = &r.spec;
     let mut o = Vec::new();
-    if s.workload == wirespeed_types::Workload::Stream {
+    if s.workload.is_bulk() {
         o.push(format!("{} messages", human_size(s.msg_size as u64)));
     }
     match (s.sndbuf, s.rcvbuf) {
@@ -225,7 +225,7 @@ fn notes(o: &mut String, notes: &[&String]) {
 /// The key figures of one test.
 fn test_kpis(r: &TestResult) -> Vec<(String, String)> {
     let mut k = Vec::new();
-    if r.spec.workload == wirespeed_types::Workload::Stream {
+    if r.spec.workload.is_bulk() {
         k.push((human_bps(r.throughput_bps), "goodput".into()));
         for d in r.directions.iter().filter(|_| r.directions.len() > 1) {
             k.push((
@@ -338,15 +338,7 @@ fn sweep_section(o: &mut String, s: &Series, origin: &str) {
     let rows = vec![
         (
             "test",
-            format!(
-                "{} sweep over {}",
-                match r.spec.workload {
-                    wirespeed_types::Workload::Crr => "crr",
-                    wirespeed_types::Workload::Rr => "rr",
-                    wirespeed_types::Workload::Stream => "stream",
-                },
-                s.x_title
-            ),
+            format!("{} sweep over {}", r.spec.workload.name(), s.x_title),
         ),
         ("sizes", sizes.join(", ")),
         ("flows", shape(r)),

@@ -4,8 +4,8 @@
 //! own keys (per direction, per path, CPU, TCP_INFO sums).
 
 use std::fmt::Write;
-use wirespeed_types::result::LatencySummary;
-use wirespeed_types::{TestResult, Workload};
+use wirespeed_types::TestResult;
+use wirespeed_types::result::{LatencySummary, UdpStats};
 
 fn line(out: &mut String, k: &str, v: impl std::fmt::Display) {
     let _ = writeln!(out, "{k}={v}");
@@ -23,17 +23,34 @@ fn latency(out: &mut String, prefix: &str, l: &LatencySummary) {
     line(out, &format!("{prefix}_p99.9"), s(l.p999_us));
 }
 
+fn udp(out: &mut String, prefix: &str, u: &UdpStats) {
+    line(out, &format!("{prefix}_datagrams_sent"), u.datagrams_sent);
+    line(
+        out,
+        &format!("{prefix}_datagrams_received"),
+        u.datagrams_received,
+    );
+    line(out, &format!("{prefix}_lost"), u.lost);
+    line(
+        out,
+        &format!("{prefix}_loss_pct"),
+        format!("{:.4}", u.loss_pct),
+    );
+    line(out, &format!("{prefix}_out_of_order"), u.out_of_order);
+    line(out, &format!("{prefix}_duplicates"), u.duplicates);
+    line(
+        out,
+        &format!("{prefix}_jitter_us"),
+        format!("{:.2}", u.jitter_us),
+    );
+}
+
 /// One result as key=value lines.
 pub fn render_kv(r: &TestResult) -> String {
     let mut out = String::new();
     let spec = &r.spec;
-    let workload = match spec.workload {
-        Workload::Stream => "stream",
-        Workload::Rr => "rr",
-        Workload::Crr => "crr",
-    };
-    line(&mut out, "workload", workload);
-    if spec.workload == Workload::Stream {
+    line(&mut out, "workload", spec.workload.name());
+    if spec.workload.is_bulk() {
         line(
             &mut out,
             "direction",
@@ -48,8 +65,8 @@ pub fn render_kv(r: &TestResult) -> String {
     line(&mut out, "num_paths", r.paths.len());
     line(&mut out, "duration", format!("{:.3}", r.window_s));
     line(&mut out, "congestion_control", &r.congestion_control);
-    match spec.workload {
-        Workload::Stream => {
+    match spec.workload.info().transactional {
+        false => {
             line(
                 &mut out,
                 "throughput",
@@ -57,7 +74,7 @@ pub fn render_kv(r: &TestResult) -> String {
             );
             line(&mut out, "throughput_units", "Mbit/s");
         }
-        _ => {
+        true => {
             let n: u64 = r.flows.iter().map(|f| f.transactions).sum();
             line(&mut out, "num_transactions", n);
             line(
@@ -81,12 +98,24 @@ pub fn render_kv(r: &TestResult) -> String {
     if let Some(l) = &r.probe_latency {
         latency(&mut out, "probe_latency", l);
     }
+    if let Some(u) = &r.udp {
+        udp(&mut out, "udp", u);
+    }
+    if let Some(o) = &r.udp_offload {
+        line(&mut out, "udp_gso_client", u8::from(o.client_gso));
+        line(&mut out, "udp_gso_server", u8::from(o.server_gso));
+        line(&mut out, "udp_gro_client", u8::from(o.client_gro));
+        line(&mut out, "udp_gro_server", u8::from(o.server_gro));
+    }
     for d in &r.directions {
         line(
             &mut out,
             &format!("{}_throughput", d.direction),
             format!("{:.0}", d.received_bps),
         );
+        if let Some(u) = &d.udp {
+            udp(&mut out, &format!("{}_udp", d.direction), u);
+        }
     }
     for p in &r.paths {
         line(&mut out, &format!("path{}", p.index), &p.label);
@@ -96,6 +125,9 @@ pub fn render_kv(r: &TestResult) -> String {
             format!("{:.0}", p.throughput_bps),
         );
         line(&mut out, &format!("path{}_flows", p.index), p.flows);
+        if let Some(u) = &p.udp {
+            udp(&mut out, &format!("path{}_udp", p.index), u);
+        }
     }
     line(&mut out, "fairness", format!("{:.4}", r.fairness));
     line(&mut out, "path_balance", format!("{:.4}", r.path_balance));

@@ -90,8 +90,7 @@ pub fn render(report: &Report, format: Format, opts: &RenderOpts) -> String {
             .join("\n"),
         Format::Table => {
             let rs = &report.results;
-            let sweep = rs.len() > 1 && rs.iter().all(|r| r.spec.workload != Workload::Stream);
-            if sweep {
+            if source::is_size_sweep(rs) {
                 render_sweep(rs)
             } else {
                 rs.iter()
@@ -105,9 +104,10 @@ pub fn render(report: &Report, format: Format, opts: &RenderOpts) -> String {
 
 /// One progress line: time into the window and the interval's rate.
 pub fn interval_line(s: &IntervalSample, workload: Workload) -> String {
-    let rate = match workload {
-        Workload::Stream => human_bps(s.bps),
-        _ => format!("{} trans/s", human_count(s.tps)),
+    let rate = if workload.is_bulk() {
+        human_bps(s.bps)
+    } else {
+        format!("{} trans/s", human_count(s.tps))
     };
     let phase = if s.t_s < 0.0 { " (warm-up)" } else { "" };
     format!("[{:>6.1} s]  {rate:>14}{phase}", s.t_s.max(0.0))

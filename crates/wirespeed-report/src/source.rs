@@ -56,7 +56,7 @@ pub fn distinct_labels(sources: &mut [Source]) {
 
 /// Whether several results form an rr/crr size sweep.
 pub fn is_size_sweep(rs: &[TestResult]) -> bool {
-    rs.len() > 1 && rs.iter().all(|r| r.spec.workload != Workload::Stream)
+    rs.len() > 1 && rs.iter().all(|r| !r.spec.workload.is_bulk())
 }
 
 /// What a bench report holds, in a few words.
@@ -77,11 +77,7 @@ pub fn bench_description(r: &Report) -> String {
 
 /// The workload's name: `stream`, `rr`, `crr`.
 pub fn workload_word(w: Workload) -> &'static str {
-    match w {
-        Workload::Stream => "stream",
-        Workload::Rr => "rr",
-        Workload::Crr => "crr",
-    }
+    w.name()
 }
 
 /// The workload and its shape: `stream forward`, `rr 1 KiB / 1 KiB`.
@@ -113,7 +109,7 @@ pub fn what(r: &TestResult) -> String {
 /// The flow count in words: `1 flow`, `4 flows`, `2 flows each way`.
 pub fn flows_text(r: &TestResult) -> String {
     let s = &r.spec;
-    if s.workload == Workload::Stream && s.direction == Direction::Bidir {
+    if s.workload.is_bulk() && s.direction == Direction::Bidir {
         plural(s.flows as u64, "flow each way", "flows each way")
     } else {
         plural(s.flows as u64, "flow", "flows")

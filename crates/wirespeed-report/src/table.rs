@@ -4,9 +4,9 @@
 use crate::units::{human_bps, human_count, human_size, human_us, plural};
 use comfy_table::{CellAlignment, Table, presets};
 use std::fmt::Write;
-use wirespeed_types::result::{CpuUsage, LatencySummary};
+use wirespeed_types::TestResult;
+use wirespeed_types::result::{CpuUsage, LatencySummary, UdpStats};
 use wirespeed_types::spec::FlowKind;
-use wirespeed_types::{TestResult, Workload};
 
 /// A new table in wirespeed's style, right-aligning numeric columns.
 pub fn new_table(header: &[&str], numeric_from: usize) -> Table {
@@ -25,19 +25,11 @@ pub fn new_table(header: &[&str], numeric_from: usize) -> Table {
     t
 }
 
-fn workload_name(w: Workload) -> &'static str {
-    match w {
-        Workload::Stream => "stream",
-        Workload::Rr => "rr",
-        Workload::Crr => "crr",
-    }
-}
-
 /// The one-line heading of a test.
 pub fn heading(r: &TestResult) -> String {
     let s = &r.spec;
-    let mut h = workload_name(s.workload).to_string();
-    if s.workload == Workload::Stream {
+    let mut h = s.workload.name().to_string();
+    if s.workload.is_bulk() {
         let _ = write!(h, " {}", format!("{:?}", s.direction).to_lowercase());
     } else {
         let _ = write!(
@@ -78,12 +70,33 @@ fn latency_text(l: &LatencySummary) -> String {
     )
 }
 
+/// A UDP result's datagram figures in one line.
+fn udp_text(u: &UdpStats, bulk: bool) -> String {
+    if bulk {
+        format!(
+            "sent {}, received {}, lost {} ({:.3}%), out of order {}, duplicates {}, jitter {}",
+            u.datagrams_sent,
+            u.datagrams_received,
+            u.lost,
+            u.loss_pct,
+            u.out_of_order,
+            u.duplicates,
+            human_us(u.jitter_us)
+        )
+    } else {
+        format!(
+            "requests {}, answered {}, lost {} ({:.3}%), late answers {}",
+            u.datagrams_sent, u.datagrams_received, u.lost, u.loss_pct, u.out_of_order
+        )
+    }
+}
+
 /// A stream (or single rr/crr) result as a summary block and tables.
 pub fn render_one(r: &TestResult, per_flow: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", heading(r));
     let mut kv: Vec<(&str, String)> = Vec::new();
-    if r.spec.workload == Workload::Stream {
+    if r.spec.workload.is_bulk() {
         kv.push((
             "throughput",
             format!(
@@ -123,6 +136,34 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
         if let Some(l) = &r.latency {
             kv.push(("latency", latency_text(l)));
         }
+    }
+    if let Some(u) = &r.udp {
+        kv.push(("datagrams", udp_text(u, r.spec.workload.is_bulk())));
+        for d in r.directions.iter().filter(|_| r.directions.len() > 1) {
+            if let Some(u) = &d.udp {
+                let name = if d.direction == "forward" {
+                    "  client->server"
+                } else {
+                    "  server->client"
+                };
+                kv.push((name, udp_text(u, true)));
+            }
+        }
+    }
+    if let Some(o) = &r.udp_offload {
+        let yn = |b: bool| if b { "yes" } else { "no" };
+        kv.push((
+            "udp offload",
+            format!(
+                "GSO client {} server {}, GRO client {} server {} (asked: GSO {}, GRO {})",
+                yn(o.client_gso),
+                yn(o.server_gso),
+                yn(o.client_gro),
+                yn(o.server_gro),
+                if r.spec.udp_gso { "on" } else { "off" },
+                if r.spec.udp_gro { "on" } else { "off" },
+            ),
+        ));
     }
     kv.push(("cpu client", cpu_text(&r.local_cpu)));
     kv.push(("cpu server", cpu_text(&r.remote_cpu)));
@@ -173,6 +214,7 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
                 "forward",
                 "reverse",
                 "share",
+                "loss",
             ],
             2,
         );
@@ -185,6 +227,9 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
                 human_bps(p.forward_bps),
                 human_bps(p.reverse_bps),
                 format!("{:.1}%", p.share * 100.0),
+                p.udp
+                    .as_ref()
+                    .map_or("-".into(), |u| format!("{:.2}%", u.loss_pct)),
             ]);
         }
         let _ = writeln!(out, "{t}");
@@ -201,19 +246,14 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
                 "retrans",
                 "rtt us",
                 "cwnd",
+                "loss",
+                "jitter",
             ],
             2,
         );
         for f in &r.flows {
             let i = f.tcp_info.clone().unwrap_or_default();
-            let kind = match f.kind {
-                Some(FlowKind::Forward) => "forward",
-                Some(FlowKind::Reverse) => "reverse",
-                Some(FlowKind::Rr) => "rr",
-                Some(FlowKind::Crr) => "crr",
-                Some(FlowKind::Probe) => "probe",
-                None => "?",
-            };
+            let kind = f.kind.map_or("?", FlowKind::name);
             t.add_row(vec![
                 f.id.to_string(),
                 kind.to_string(),
@@ -224,6 +264,10 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
                 i.retransmits.to_string(),
                 i.rtt_us.to_string(),
                 i.cwnd.to_string(),
+                f.udp
+                    .as_ref()
+                    .map_or("-".into(), |u| format!("{:.2}%", u.loss_pct)),
+                f.udp.as_ref().map_or("-".into(), |u| human_us(u.jitter_us)),
             ]);
         }
         let _ = writeln!(out, "{t}");
@@ -242,7 +286,7 @@ pub fn render_sweep(rs: &[TestResult]) -> String {
         let _ = writeln!(
             out,
             "{} size sweep to {}: {}, {}, {:.1} s each",
-            workload_name(s.workload),
+            s.workload.name(),
             r.server,
             plural(s.flows as u64, "flow", "flows"),
             plural(s.threads as u64, "thread", "threads"),

@@ -65,6 +65,72 @@ pub struct TcpInfo {
     pub dsack_dups: u64,
 }
 
+/// Datagram figures of a UDP flow, or summed over a path, a direction or
+/// the test. Counts cover the flow's whole life (warm-up, window and the
+/// drain after it), so `sent - received == lost` holds exactly.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpStats {
+    /// Datagrams the sender sent (udp-rr: requests the client sent).
+    pub datagrams_sent: u64,
+    /// Distinct datagrams the receiver took in (udp-rr: answers in time).
+    pub datagrams_received: u64,
+    /// `datagrams_sent - datagrams_received` (udp-rr: transactions whose
+    /// answer did not come within the timeout).
+    pub lost: u64,
+    /// `lost` as a share of `datagrams_sent`, percent.
+    pub loss_pct: f64,
+    /// Datagrams that arrived after one with a higher sequence number
+    /// (udp-rr: answers that came after their timeout).
+    pub out_of_order: u64,
+    /// Datagrams that arrived a second time.
+    pub duplicates: u64,
+    /// Interarrival jitter as RFC 3550 defines it, microseconds; for a
+    /// path, direction or test the mean over flows weighted by datagrams
+    /// received. 0 for udp-rr.
+    pub jitter_us: f64,
+}
+
+impl UdpStats {
+    /// Adds `o`'s counts; jitter becomes the mean weighted by datagrams
+    /// received.
+    pub fn add(&mut self, o: &UdpStats) {
+        let (a, b) = (self.datagrams_received as f64, o.datagrams_received as f64);
+        self.jitter_us = if a + b > 0.0 {
+            finite((self.jitter_us * a + o.jitter_us * b) / (a + b))
+        } else {
+            0.0
+        };
+        self.datagrams_sent = self.datagrams_sent.saturating_add(o.datagrams_sent);
+        self.datagrams_received = self.datagrams_received.saturating_add(o.datagrams_received);
+        self.lost = self.lost.saturating_add(o.lost);
+        self.out_of_order = self.out_of_order.saturating_add(o.out_of_order);
+        self.duplicates = self.duplicates.saturating_add(o.duplicates);
+        self.loss_pct = loss_pct(self.lost, self.datagrams_sent);
+    }
+}
+
+/// `lost` as a percentage of `sent` (0 when nothing was sent).
+pub fn loss_pct(lost: u64, sent: u64) -> f64 {
+    if sent == 0 {
+        0.0
+    } else {
+        finite(lost as f64 * 100.0 / sent as f64)
+    }
+}
+
+/// Which UDP offloads ran on each side: asked for, and taken by the kernel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpOffload {
+    /// The client's sends went out as GSO batches (UDP_SEGMENT).
+    pub client_gso: bool,
+    /// The client's sockets had UDP_GRO on.
+    pub client_gro: bool,
+    /// The server's sends went out as GSO batches.
+    pub server_gso: bool,
+    /// The server's sockets had UDP_GRO on.
+    pub server_gro: bool,
+}
+
 /// CPU use of one side over the measured window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuUsage {
@@ -115,6 +181,9 @@ pub struct FlowResult {
     pub server_received_total: u64,
     /// TCP_INFO at the sender's end (client for forward, server for reverse).
     pub tcp_info: Option<TcpInfo>,
+    /// Datagram figures (UDP workloads only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpStats>,
 }
 
 /// Figures of one path, summed over its flows.
@@ -134,6 +203,9 @@ pub struct PathResult {
     pub reverse_bps: f64,
     /// Share of the total, 0..1.
     pub share: f64,
+    /// Datagram figures of the path's flows (UDP workloads only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpStats>,
 }
 
 /// One direction of a stream test.
@@ -147,6 +219,9 @@ pub struct DirectionResult {
     pub received_bps: f64,
     /// Flows in this direction.
     pub flows: u32,
+    /// Datagram figures of the direction's flows (udp-stream only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpStats>,
 }
 
 /// Latency percentiles of the transactions of one interval, in
@@ -246,6 +321,12 @@ pub struct TestResult {
     pub intervals: Vec<IntervalSample>,
     /// Remarks: fallbacks, caveats.
     pub notes: Vec<String>,
+    /// Datagram figures over every flow (UDP workloads only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpStats>,
+    /// Which UDP offloads ran (UDP workloads only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_offload: Option<UdpOffload>,
 }
 
 /// What `--json` prints: one or more results (a size sweep gives several).
@@ -307,6 +388,31 @@ mod tests {
         assert_eq!(balance(&[2.0, 1.0]), 0.5);
         assert_eq!(balance(&[0.0, 0.0]), 1.0);
         assert_eq!(finite(f64::NAN), 0.0);
+    }
+
+    #[test]
+    fn udp_stats_add_up_and_weigh_jitter_by_datagrams() {
+        let mut a = UdpStats {
+            datagrams_sent: 100,
+            datagrams_received: 90,
+            lost: 10,
+            jitter_us: 10.0,
+            ..UdpStats::default()
+        };
+        a.add(&UdpStats {
+            datagrams_sent: 20,
+            datagrams_received: 10,
+            lost: 10,
+            jitter_us: 110.0,
+            ..UdpStats::default()
+        });
+        assert_eq!(
+            (a.datagrams_sent, a.datagrams_received, a.lost),
+            (120, 100, 20)
+        );
+        assert!((a.jitter_us - 20.0).abs() < 1e-9);
+        assert!((a.loss_pct - 100.0 / 6.0).abs() < 1e-9);
+        assert_eq!(loss_pct(1, 0), 0.0);
     }
 
     #[test]

@@ -9,16 +9,130 @@ pub use crate::units::{
 };
 use serde::{Deserialize, Serialize};
 
-/// The traffic pattern of a test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// The traffic pattern of a test. What each one is (its name, socket type,
+/// the figure it is judged by) is in one table, [`WORKLOADS`]; the engine's
+/// registry adds its flow constructors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Workload {
     /// Bulk TCP.
+    #[serde(rename = "stream")]
     Stream,
     /// Request/response on persistent connections.
+    #[serde(rename = "rr")]
     Rr,
     /// Connect, request, response, close.
+    #[serde(rename = "crr")]
     Crr,
+    /// Bulk UDP: numbered datagrams, paced to a rate or unlimited.
+    #[serde(rename = "udp-stream")]
+    UdpStream,
+    /// Request/response over UDP, one datagram each way.
+    #[serde(rename = "udp-rr")]
+    UdpRr,
+}
+
+/// The socket type a workload's flows use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SocketType {
+    /// SOCK_STREAM.
+    Tcp,
+    /// SOCK_DGRAM.
+    Udp,
+}
+
+/// What a workload is, for everything that is not the data plane: the
+/// CLI's `-w` values, renderers and experiment metrics read this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkloadInfo {
+    /// The workload.
+    pub workload: Workload,
+    /// Its name on the command line and in JSON, e.g. `udp-stream`.
+    pub name: &'static str,
+    /// One line for `--help`.
+    pub about: &'static str,
+    /// TCP or UDP.
+    pub socket: SocketType,
+    /// Judged by transactions/s and latency (else by goodput, with a
+    /// direction).
+    pub transactional: bool,
+}
+
+/// Every workload, in the order `--help` lists them.
+pub const WORKLOADS: &[WorkloadInfo] = &[
+    WorkloadInfo {
+        workload: Workload::Stream,
+        name: "stream",
+        about: "bulk TCP",
+        socket: SocketType::Tcp,
+        transactional: false,
+    },
+    WorkloadInfo {
+        workload: Workload::Rr,
+        name: "rr",
+        about: "TCP request/response",
+        socket: SocketType::Tcp,
+        transactional: true,
+    },
+    WorkloadInfo {
+        workload: Workload::Crr,
+        name: "crr",
+        about: "TCP connect/request/response/close",
+        socket: SocketType::Tcp,
+        transactional: true,
+    },
+    WorkloadInfo {
+        workload: Workload::UdpStream,
+        name: "udp-stream",
+        about: "bulk UDP (loss, reordering, jitter)",
+        socket: SocketType::Udp,
+        transactional: false,
+    },
+    WorkloadInfo {
+        workload: Workload::UdpRr,
+        name: "udp-rr",
+        about: "UDP request/response with a per-request timeout",
+        socket: SocketType::Udp,
+        transactional: true,
+    },
+];
+
+impl Workload {
+    /// Its row of [`WORKLOADS`].
+    pub fn info(self) -> &'static WorkloadInfo {
+        WORKLOADS
+            .iter()
+            .find(|i| i.workload == self)
+            .expect("every workload has a row in WORKLOADS")
+    }
+
+    /// Its name, e.g. `udp-stream`.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// The workload named `name`.
+    pub fn from_name(name: &str) -> Option<Workload> {
+        WORKLOADS
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| i.workload)
+    }
+
+    /// Every workload's name, for a CLI's value list.
+    pub fn names() -> Vec<&'static str> {
+        WORKLOADS.iter().map(|i| i.name).collect()
+    }
+
+    /// Moves bulk data one way or both (stream, udp-stream).
+    pub fn is_bulk(self) -> bool {
+        !self.info().transactional
+    }
+
+    /// Runs over UDP.
+    pub fn is_udp(self) -> bool {
+        self.info().socket == SocketType::Udp
+    }
 }
 
 /// Which way bulk data flows in a stream test.
@@ -88,11 +202,13 @@ pub struct TestSpec {
     pub warmup_s: f64,
     /// Worker threads per side.
     pub threads: u32,
-    /// Flows per direction (stream) or concurrent transactions (rr, crr).
+    /// Flows per direction (stream, udp-stream) or concurrent transactions
+    /// (rr, crr, udp-rr).
     pub flows: u32,
     /// Paths flows are striped over, round-robin.
     pub paths: Vec<PathSpec>,
-    /// Bytes per send/recv call in stream tests.
+    /// Bytes per send/recv call in stream tests; the datagram size
+    /// (payload, header included) in udp-stream.
     pub msg_size: u32,
     /// Request size in bytes (rr, crr).
     pub request_size: u32,
@@ -120,7 +236,43 @@ pub struct TestSpec {
     pub interval_s: f64,
     /// Run a 1-byte request/response probe flow beside a stream test.
     pub probe_rr: bool,
+    /// udp-stream: target rate per flow, bits per second, evenly paced;
+    /// None = as fast as the socket takes datagrams.
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    /// udp-stream: send with UDP GSO (UDP_SEGMENT) where the kernel has it.
+    #[serde(default = "yes")]
+    pub udp_gso: bool,
+    /// udp-stream: receive with UDP GRO (UDP_GRO) where the kernel has it.
+    #[serde(default = "yes")]
+    pub udp_gro: bool,
+    /// udp-rr: how long a request waits for its response before it counts
+    /// as a lost transaction and the next one is sent, seconds.
+    #[serde(default = "default_rr_timeout")]
+    pub rr_timeout_s: f64,
 }
+
+fn yes() -> bool {
+    true
+}
+
+fn default_rr_timeout() -> f64 {
+    DEFAULT_RR_TIMEOUT_S
+}
+
+/// The default per-request timeout of udp-rr, seconds.
+pub const DEFAULT_RR_TIMEOUT_S: f64 = 0.2;
+
+/// Bytes of wirespeed's header at the start of every UDP datagram (and of
+/// every GSO segment): the smallest datagram a UDP workload sends.
+pub const UDP_HEADER_LEN: u32 = 28;
+
+/// The largest UDP payload (IPv4's limit, the smaller of the two families).
+pub const MAX_DATAGRAM: u32 = 65507;
+
+/// The default datagram size of UDP workloads: fits a 1500-byte MTU with
+/// IPv6, and a VXLAN overlay's 1450.
+pub const DEFAULT_DATAGRAM: u32 = 1400;
 
 impl Default for TestSpec {
     fn default() -> Self {
@@ -146,6 +298,10 @@ impl Default for TestSpec {
             server_cpus: Vec::new(),
             interval_s: 0.0,
             probe_rr: false,
+            rate_bps: None,
+            udp_gso: true,
+            udp_gro: true,
+            rr_timeout_s: DEFAULT_RR_TIMEOUT_S,
         }
     }
 }
@@ -188,6 +344,19 @@ pub enum FlowKind {
     Crr,
     /// 1-byte request/response probe beside a stream test.
     Probe,
+}
+
+impl FlowKind {
+    /// Its name in JSON and tables: `forward`, `reverse`, `rr`, `crr`, `probe`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowKind::Forward => "forward",
+            FlowKind::Reverse => "reverse",
+            FlowKind::Rr => "rr",
+            FlowKind::Crr => "crr",
+            FlowKind::Probe => "probe",
+        }
+    }
 }
 
 /// One flow as both sides plan it.
@@ -270,6 +439,9 @@ impl TestSpec {
                 "pacing of {p} bit/s is below {MIN_PACING_BPS} bit/s (1 byte/s), the lowest rate the kernel paces at; leave pacing out for none"
             ));
         }
+        if self.workload.is_udp() {
+            self.validate_udp()?;
+        }
         if self.paths.len() > 4096 {
             return bad(format!(
                 "{} paths are too many (max 4096)",
@@ -279,12 +451,52 @@ impl TestSpec {
         Ok(())
     }
 
+    /// The rules only UDP workloads have: datagram sizes between the
+    /// header and the largest UDP payload, a sane rate and timeout.
+    fn validate_udp(&self) -> Result<(), Invalid> {
+        let bad = |m: String| Err(Invalid(m));
+        let sizes: &[(&str, u32)] = if self.workload.is_bulk() {
+            &[("datagram size (-l)", self.msg_size)]
+        } else {
+            &[
+                ("request size", self.request_size),
+                ("response size", self.response_size),
+            ]
+        };
+        for &(what, v) in sizes {
+            if !(UDP_HEADER_LEN..=MAX_DATAGRAM).contains(&v) {
+                return bad(format!(
+                    "{what} {v} must be between {UDP_HEADER_LEN} (wirespeed's header) and {MAX_DATAGRAM} bytes for {}",
+                    self.workload.name()
+                ));
+            }
+        }
+        if let Some(r) = self.rate_bps
+            && r < MIN_PACING_BPS
+        {
+            return bad(format!(
+                "a rate of {r} bit/s is below {MIN_PACING_BPS} bit/s; use 0 for unlimited"
+            ));
+        }
+        if !(self.rr_timeout_s.is_finite() && (0.001..=60.0).contains(&self.rr_timeout_s)) {
+            return bad(format!(
+                "the request timeout must be between 1 ms and 60 s, got {} s",
+                self.rr_timeout_s
+            ));
+        }
+        if self.probe_rr {
+            return bad("--probe-rr runs beside TCP stream tests only".into());
+        }
+        Ok(())
+    }
+
     /// A one-line description: "stream forward, 4 flows, 2 threads, 10 s".
     pub fn summary(&self) -> String {
-        let what = match self.workload {
-            Workload::Stream => format!("stream {:?}", self.direction).to_lowercase(),
-            Workload::Rr => format!("rr {}/{} bytes", self.request_size, self.response_size),
-            Workload::Crr => format!("crr {}/{} bytes", self.request_size, self.response_size),
+        let name = self.workload.name();
+        let what = if self.workload.is_bulk() {
+            format!("{name} {}", format!("{:?}", self.direction).to_lowercase())
+        } else {
+            format!("{name} {}/{} bytes", self.request_size, self.response_size)
         };
         let n = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
         format!(
@@ -299,9 +511,10 @@ impl TestSpec {
     /// Persistent connections the test opens (crr slots count once).
     pub fn connections(&self) -> u64 {
         let per_dir = self.flows as u64;
-        let main = match (self.workload, self.direction) {
-            (Workload::Stream, Direction::Bidir) => 2 * per_dir,
-            _ => per_dir,
+        let main = if self.workload.is_bulk() && self.direction == Direction::Bidir {
+            2 * per_dir
+        } else {
+            per_dir
         };
         main + u64::from(self.has_probe())
     }
@@ -321,11 +534,11 @@ impl TestSpec {
         let paths = self.paths.len().max(1) as u32;
         let threads = self.threads.min(self.flows.max(1)).max(1);
         let kinds: Vec<FlowKind> = match (self.workload, self.direction) {
-            (Workload::Stream, Direction::Forward) => vec![FlowKind::Forward],
-            (Workload::Stream, Direction::Reverse) => vec![FlowKind::Reverse],
-            (Workload::Stream, Direction::Bidir) => vec![FlowKind::Forward, FlowKind::Reverse],
-            (Workload::Rr, _) => vec![FlowKind::Rr],
             (Workload::Crr, _) => vec![FlowKind::Crr],
+            (w, _) if !w.is_bulk() => vec![FlowKind::Rr],
+            (_, Direction::Forward) => vec![FlowKind::Forward],
+            (_, Direction::Reverse) => vec![FlowKind::Reverse],
+            (_, Direction::Bidir) => vec![FlowKind::Forward, FlowKind::Reverse],
         };
         let mut out = Vec::with_capacity(self.connections() as usize);
         let mut id = 0u32;
@@ -383,6 +596,61 @@ mod tests {
         assert_eq!(r.last().unwrap().kind, FlowKind::Probe);
         assert_eq!(r.last().unwrap().thread, 2);
         assert!(r.iter().enumerate().all(|(i, f)| f.id == i as u32));
+    }
+
+    #[test]
+    fn workloads_have_one_row_each_and_round_trip_by_name() {
+        for i in WORKLOADS {
+            assert_eq!(i.workload.info(), i);
+            assert_eq!(Workload::from_name(i.name), Some(i.workload));
+            let json = serde_json::to_string(&i.workload).unwrap();
+            assert_eq!(json, format!("\"{}\"", i.name));
+        }
+        assert_eq!(Workload::from_name("udp"), None);
+    }
+
+    #[test]
+    fn udp_specs_are_checked() {
+        let lim = Limits::default();
+        let udp = |f: fn(&mut TestSpec)| {
+            let mut s = TestSpec {
+                workload: Workload::UdpStream,
+                msg_size: DEFAULT_DATAGRAM,
+                ..TestSpec::default()
+            };
+            f(&mut s);
+            s.validate(&lim)
+        };
+        assert!(udp(|_| {}).is_ok());
+        assert!(udp(|s| s.msg_size = 65_508).is_err());
+        assert!(udp(|s| s.msg_size = UDP_HEADER_LEN - 1).is_err());
+        assert!(udp(|s| s.rr_timeout_s = 0.0).is_err());
+        assert!(udp(|s| s.rate_bps = Some(1)).is_err());
+        assert!(
+            udp(|s| {
+                s.workload = Workload::UdpRr;
+                s.request_size = 10;
+            })
+            .is_err()
+        );
+        let s = TestSpec {
+            workload: Workload::UdpStream,
+            direction: Direction::Bidir,
+            flows: 2,
+            ..TestSpec::default()
+        };
+        assert_eq!(s.connections(), 4);
+        assert!(!s.has_probe());
+    }
+
+    #[test]
+    fn specs_of_older_versions_still_load() {
+        let mut v = serde_json::to_value(TestSpec::default()).unwrap();
+        for k in ["rate_bps", "udp_gso", "udp_gro", "rr_timeout_s"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        let s: TestSpec = serde_json::from_value(v).unwrap();
+        assert_eq!(s, TestSpec::default());
     }
 
     #[test]

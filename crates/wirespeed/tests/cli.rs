@@ -45,7 +45,18 @@ fn bad_flags_get_clear_errors() {
     assert_clean_failure(&["bench", "127.0.0.1", "-F", "0"], "at least 1");
     assert_clean_failure(&["bench", "127.0.0.1", "--format", "xml"], "format");
     assert_clean_failure(&["bench", "127.0.0.1", "--pin", "3-1"], "cpu list");
-    assert_clean_failure(&["bench", "127.0.0.1", "--size", "1k"], "rr and crr");
+    assert_clean_failure(
+        &["bench", "127.0.0.1", "--size", "1k"],
+        "request/response workloads (rr, crr, udp-rr)",
+    );
+    assert_clean_failure(
+        &["bench", "127.0.0.1", "-w", "udp-stream", "-l", "70000"],
+        "between 28",
+    );
+    assert_clean_failure(
+        &["bench", "127.0.0.1", "-w", "udp-rr", "--rr-timeout", "0s"],
+        "timeout",
+    );
     assert_clean_failure(&["bench", "127.0.0.1", "--pacing", "fast"], "bad rate");
     assert_clean_failure(&["bench", "[::1"], "bad address");
     assert_clean_failure(&["bench", "-w", "nope", "127.0.0.1"], "invalid value");

@@ -4,8 +4,6 @@
 
 mod common;
 use common::{bin, f, first_result, heavy, lab_with_server, path, root_or_skip, run};
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use wirespeed_lab::Lab;
 
 fn bench(lab: &Lab, args: &[&str]) -> std::process::Output {
@@ -95,30 +93,7 @@ fn a_killed_client_leaves_the_server_serving() {
     }
     let _g = heavy();
     let (lab, server_proc) = lab_with_server("t-kill", 1, None);
-    let server = lab.addr4("b", 0).unwrap().to_string();
-    let mut cmd = lab.command("a", bin());
-    cmd.args([
-        "bench",
-        &server,
-        "-d",
-        "20s",
-        "-F",
-        "4",
-        "--interval",
-        "0.2s",
-    ])
-    .stdout(Stdio::piped());
-    let mut child = common::Proc(cmd.spawn().unwrap());
-    // The first interval line says the test is running: kill it then.
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("bit/s"), "no interval line: {line:?}");
-    // SIGKILL: no goodbye on any socket.
-    child.0.kill().unwrap();
-    child.0.wait().unwrap();
-    drop(child);
+    common::kill_mid_test(&lab, &["-d", "20s", "-F", "4"]);
     // The server notices the client is gone and ends only that test.
     server_proc.wait_for("went away", 10);
     let r = first_result(&bench(&lab, &["-d", "1s", "--warmup", "0.2s"]));

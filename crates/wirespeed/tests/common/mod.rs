@@ -185,3 +185,23 @@ pub fn namespaces_with(part: &str) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Starts `wirespeed bench SERVER ARGS --interval 0.2s` in host a of `lab`
+/// and SIGKILLs it once its first interval line says traffic flows: a
+/// client that vanishes mid-test without a goodbye on any socket.
+pub fn kill_mid_test(lab: &wirespeed_lab::Lab, args: &[&str]) {
+    use std::io::{BufRead, BufReader};
+    let server = lab.addr4("b", 0).unwrap().to_string();
+    let mut cmd = lab.command("a", bin());
+    cmd.args(["bench", &server, "--interval", "0.2s"])
+        .args(args)
+        .stdout(Stdio::piped());
+    let mut child = Proc(cmd.spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("bit/s"), "no interval line: {line:?}");
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+}

@@ -1,0 +1,299 @@
+//! Request/response over UDP: the client sends one numbered request
+//! datagram and waits for the answer carrying the same number; an answer
+//! that does not come within the spec's timeout counts as a lost
+//! transaction and the next request goes out, so loss never stalls a
+//! flow. Answers that come after their timeout are counted as late and
+//! dropped. The server answers every request with a datagram of the
+//! response size echoing the request's header.
+
+use crate::error::EngineError;
+use crate::harness::{Counters, EV_TIMER, Flow, FlowEnd, Reg, Status, ThreadState, want};
+use crate::proto::UdpFlowCounts;
+use crate::rr::go_solo;
+use crate::spec::Workload;
+use crate::sys::{self, EV_IN};
+use crate::udp::{Header, Kind, QuietEnd, is_transient, now_ns};
+use crate::workloads::{FlowArgs, WorkloadDef, take_sock};
+use socket2::Socket;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The registry's row: registered UDP sockets, request/response.
+pub const WORKLOAD: WorkloadDef = WorkloadDef {
+    workload: Workload::UdpRr,
+    client: client_flow,
+    server: server_flow,
+    listener: None,
+};
+
+fn client_flow(mut a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
+    let s = take_sock(&mut a)?;
+    Ok(Box::new(UdpRrClient {
+        id: a.plan.id,
+        sock: s,
+        counters: a.counters,
+        request: a.spec.request_size as usize,
+        timeout: Duration::from_secs_f64(a.spec.rr_timeout_s),
+        seq: 0,
+        waiting: None,
+        reg: None,
+        token: 0,
+        solo: false,
+        stop_wanted: false,
+        counts: UdpFlowCounts::default(),
+    }))
+}
+
+fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
+    let s = take_sock(&mut a)?;
+    Ok(Some(Box::new(UdpRrServer {
+        id: a.plan.id,
+        sock: s,
+        counters: a.counters,
+        response: a.spec.response_size as usize,
+        solo: false,
+        end: QuietEnd::new(QUIET),
+        counts: UdpFlowCounts::default(),
+    })))
+}
+
+/// Transactions per readiness event before yielding to other flows.
+const BUDGET: usize = 8;
+
+/// The client end.
+pub struct UdpRrClient {
+    id: u32,
+    sock: Socket,
+    counters: Arc<Counters>,
+    request: usize,
+    timeout: Duration,
+    seq: u64,
+    /// The request in flight: its number and when it went.
+    waiting: Option<(u64, Instant)>,
+    reg: Option<Reg>,
+    token: u64,
+    solo: bool,
+    stop_wanted: bool,
+    counts: UdpFlowCounts,
+}
+
+impl UdpRrClient {
+    fn send_request(&mut self, ts: &mut ThreadState) -> io::Result<bool> {
+        let n = self.request;
+        Header {
+            kind: Kind::Request,
+            flow: self.id,
+            seq: self.seq,
+            sent_ns: now_ns(),
+        }
+        .write(&mut ts.tx[..n]);
+        let started = Instant::now();
+        match sys::send_flags(self.sock.as_raw_fd(), &ts.tx[..n], false, false) {
+            Ok(_) => {}
+            // A full socket buffer or an ICMP error: the request is lost,
+            // as if on the wire; its timeout counts it.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock || is_transient(&e) => {}
+            Err(e) => return Err(e),
+        }
+        self.counters.add_sent(n);
+        self.counts.sent += 1;
+        self.waiting = Some((self.seq, started));
+        self.seq += 1;
+        Ok(true)
+    }
+
+    fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        let fd = self.sock.as_raw_fd();
+        let mut rounds = 0;
+        loop {
+            let Some((seq, started)) = self.waiting else {
+                if self.stop_wanted {
+                    return Ok(Status::Done);
+                }
+                if rounds >= BUDGET && !self.solo {
+                    // Yield; come back at once.
+                    ts.wake_at(self.token, Instant::now());
+                    return Ok(Status::Active);
+                }
+                self.send_request(ts)?;
+                continue;
+            };
+            match sys::recv_flags(fd, &mut ts.rx, false, self.solo) {
+                Ok(n) => {
+                    let Some(h) = Header::read(&ts.rx[..n]) else {
+                        continue;
+                    };
+                    if h.kind != Kind::Response || h.flow != self.id {
+                        continue;
+                    }
+                    if h.seq != seq {
+                        // The answer to a request that timed out.
+                        self.counts.out_of_order += 1;
+                        continue;
+                    }
+                    let now = Instant::now();
+                    ts.record_until(started, now, false);
+                    self.counters.add_received(n);
+                    self.counters.add_transaction();
+                    self.counts.received += 1;
+                    self.waiting = None;
+                    rounds += 1;
+                    if self.solo && ts.phase_changed() {
+                        ts.wake_at(self.token, now);
+                        return Ok(Status::Active);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || is_transient(&e) => {
+                    let due = started + self.timeout;
+                    let now = Instant::now();
+                    if now >= due {
+                        self.counts.timeouts += 1;
+                        self.waiting = None;
+                        continue;
+                    }
+                    if self.solo {
+                        if ts.phase_changed() {
+                            ts.wake_at(self.token, now);
+                            return Ok(Status::Active);
+                        }
+                        continue;
+                    }
+                    ts.wake_at(self.token, due);
+                    return want(&mut self.reg, ts, EV_IN).map(|_| Status::Active);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Flow for UdpRrClient {
+    fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+        self.token = token;
+        if ts.solo {
+            go_solo(&self.sock)?;
+            self.solo = true;
+        }
+        self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_IN)?);
+        ts.wake_at(token, Instant::now());
+        Ok(())
+    }
+
+    fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
+        if events & (EV_IN | EV_TIMER) != 0 {
+            return self.step(ts);
+        }
+        Ok(Status::Active)
+    }
+
+    fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        // The request in flight gets its answer or its timeout.
+        self.stop_wanted = true;
+        if self.waiting.is_none() {
+            return Ok(Status::Done);
+        }
+        ts.wake_at(self.token, Instant::now());
+        Ok(Status::Active)
+    }
+
+    fn report(&self) -> Option<FlowEnd> {
+        let mut c = self.counts.clone();
+        // Closed by force with a request in flight: it was not answered.
+        c.timeouts += u64::from(self.waiting.is_some());
+        Some(FlowEnd {
+            id: self.id,
+            tcp_info: None,
+            udp: Some(c),
+        })
+    }
+}
+
+/// How long a stopping server keeps answering after the last request.
+const QUIET: Duration = Duration::from_millis(200);
+
+/// The server end.
+pub struct UdpRrServer {
+    id: u32,
+    sock: Socket,
+    counters: Arc<Counters>,
+    response: usize,
+    solo: bool,
+    end: QuietEnd,
+    counts: UdpFlowCounts,
+}
+
+impl UdpRrServer {
+    fn answer_some(&mut self, ts: &mut ThreadState) -> io::Result<()> {
+        let fd = self.sock.as_raw_fd();
+        for _ in 0..BUDGET {
+            let n = match sys::recv_flags(fd, &mut ts.rx, false, self.solo) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || is_transient(&e) => {
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
+            let Some(h) = Header::read(&ts.rx[..n]) else {
+                continue;
+            };
+            if h.kind != Kind::Request || h.flow != self.id {
+                continue;
+            }
+            self.end.heard();
+            self.counters.add_received(n);
+            self.counts.received += 1;
+            let m = self.response;
+            Header {
+                kind: Kind::Response,
+                ..h
+            }
+            .write(&mut ts.tx[..m]);
+            match sys::send_flags(fd, &ts.tx[..m], false, self.solo) {
+                Ok(_) => {
+                    self.counters.add_sent(m);
+                    self.counters.add_transaction();
+                    self.counts.sent += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || is_transient(&e) => {}
+                Err(e) => return Err(e),
+            }
+            if self.solo && ts.phase_changed() {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Flow for UdpRrServer {
+    fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+        self.end.set_token(token);
+        if ts.solo {
+            go_solo(&self.sock)?;
+            self.solo = true;
+        }
+        Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_IN).map(drop)
+    }
+
+    fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
+        if events & EV_IN != 0 {
+            self.answer_some(ts)?;
+        }
+        Ok(self.end.on_timer(ts, events))
+    }
+
+    fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        // The client stops first; answer what it still sends.
+        Ok(self.end.stop(ts))
+    }
+
+    fn report(&self) -> Option<FlowEnd> {
+        Some(FlowEnd {
+            id: self.id,
+            tcp_info: None,
+            udp: Some(self.counts.clone()),
+        })
+    }
+}
