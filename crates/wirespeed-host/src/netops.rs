@@ -40,6 +40,8 @@ pub enum LinkSize {
     GsoIpv4MaxSize,
     /// gro_ipv4_max_size.
     GroIpv4MaxSize,
+    /// gso_max_segs: segments in one GSO packet (1 = the stack sends wire-size packets).
+    GsoMaxSegs,
 }
 
 impl LinkSize {
@@ -51,6 +53,7 @@ impl LinkSize {
             LinkSize::GroMaxSize => "gro_max_size",
             LinkSize::GsoIpv4MaxSize => "gso_ipv4_max_size",
             LinkSize::GroIpv4MaxSize => "gro_ipv4_max_size",
+            LinkSize::GsoMaxSegs => "gso_max_segs",
         }
     }
 
@@ -63,6 +66,7 @@ impl LinkSize {
             LinkSize::GroMaxSize => Setting::GroMaxSize { dev },
             LinkSize::GsoIpv4MaxSize => Setting::GsoIpv4MaxSize { dev },
             LinkSize::GroIpv4MaxSize => Setting::GroIpv4MaxSize { dev },
+            LinkSize::GsoMaxSegs => Setting::GsoMaxSegs { dev },
         }
     }
 }

@@ -56,6 +56,11 @@ pub enum Setting {
         /// Device.
         dev: String,
     },
+    /// gso_max_segs: the most segments in one GSO packet.
+    GsoMaxSegs {
+        /// Device.
+        dev: String,
+    },
     /// An ethtool feature by kernel name (rx-gro, tx-tcp-segmentation...).
     Feature {
         /// Device.
@@ -307,6 +312,7 @@ impl Setting {
             | Setting::GroMaxSize { dev }
             | Setting::GsoIpv4MaxSize { dev }
             | Setting::GroIpv4MaxSize { dev }
+            | Setting::GsoMaxSegs { dev }
             | Setting::Feature { dev, .. }
             | Setting::PrivateFlag { dev, .. }
             | Setting::RxRing { dev }

@@ -102,6 +102,7 @@ pub fn build_ops(spec: &LabSpec, plan: &Addressing) -> Vec<Op> {
                     (LinkSize::Mtu, l.mtu),
                     (LinkSize::GsoMaxSize, l.gso_max_size),
                     (LinkSize::GroMaxSize, l.gro_max_size),
+                    (LinkSize::GsoMaxSegs, l.gso_max_segs),
                 ],
                 &[
                     (LinkSize::GsoIpv4MaxSize, l.gso_ipv4_max_size),
@@ -138,10 +139,11 @@ pub fn build_ops(spec: &LabSpec, plan: &Addressing) -> Vec<Op> {
                     rate,
                     per_flow,
                     l.flows.unwrap_or(DEFAULT_FLOW_BUCKETS),
+                    l.packet_overhead,
                 )),
                 None => {
                     if let Some(bps) = rate {
-                        out.extend(cap_ops(&n, &nic.dev, bps, l.cap));
+                        out.extend(cap_ops(&n, &nic.dev, bps, l.cap, l.packet_overhead));
                     }
                 }
             }
@@ -280,18 +282,37 @@ fn tc(n: &str, args: &[&str]) -> Op {
     }
 }
 
-/// The qdisc operations that cap `dev`'s egress at `bps`.
-pub fn cap_ops(n: &str, dev: &str, bps: u64, kind: CapKind) -> Vec<Op> {
+/// `tc` arguments charging `overhead` bytes per packet, if any.
+fn overhead_args(overhead: Option<u32>) -> Vec<String> {
+    overhead
+        .map(|o| vec!["overhead".to_string(), o.to_string()])
+        .unwrap_or_default()
+}
+
+/// A `tc -n NS ...` operation with `extra` arguments at its end.
+fn tc_with(n: &str, args: &[&str], extra: &[String]) -> Op {
+    let mut op = tc(n, args);
+    if let Op::Tc { args, .. } = &mut op {
+        args.extend_from_slice(extra);
+    }
+    op
+}
+
+/// The qdisc operations that cap `dev`'s egress at `bps`, charging
+/// `overhead` bytes per packet beyond its length.
+pub fn cap_ops(n: &str, dev: &str, bps: u64, kind: CapKind, overhead: Option<u32>) -> Vec<Op> {
     let (burst, limit) = tbf_sizes(bps);
     let rate = format!("{bps}bit");
     let (burst, limit) = (burst.to_string(), limit.to_string());
+    let ov = overhead_args(overhead);
     match kind {
-        CapKind::Tbf => vec![tc(
+        CapKind::Tbf => vec![tc_with(
             n,
             &[
                 "qdisc", "add", "dev", dev, "root", "tbf", "rate", &rate, "burst", &burst, "limit",
                 &limit,
             ],
+            &ov,
         )],
         CapKind::Htb => vec![
             tc(
@@ -300,12 +321,13 @@ pub fn cap_ops(n: &str, dev: &str, bps: u64, kind: CapKind) -> Vec<Op> {
                     "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
                 ],
             ),
-            tc(
+            tc_with(
                 n,
                 &[
                     "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate",
                     &rate, "ceil", &rate, "burst", &burst, "cburst", &burst,
                 ],
+                &ov,
             ),
         ],
     }
@@ -321,13 +343,15 @@ pub fn cap_ops(n: &str, dev: &str, bps: u64, kind: CapKind) -> Vec<Op> {
 /// and both directions of one flow land in the same bucket. Consecutive
 /// connections to one server get ports 2-16 apart, so up to buckets / 8
 /// flows of one test never share a bucket. Assumes IPv4 headers without
-/// options (the ports at byte 20).
+/// options (the ports at byte 20). Every class charges `overhead` bytes
+/// per packet beyond its length, if given.
 pub fn flow_cap_ops(
     n: &str,
     dev: &str,
     total: Option<u64>,
     per_flow: u64,
     buckets: u32,
+    overhead: Option<u32>,
 ) -> Vec<Op> {
     let total = total.unwrap_or(100_000_000_000);
     // A class is assured `rate` and may borrow from its parent up to
@@ -336,12 +360,13 @@ pub fn flow_cap_ops(
     let class = |parent: &str, id: &str, rate: u64, ceil: u64| {
         let (rate, ceil_s) = (format!("{rate}bit"), format!("{ceil}bit"));
         let burst = tbf_sizes(ceil).0.to_string();
-        tc(
+        tc_with(
             n,
             &[
                 "class", "add", "dev", dev, "parent", parent, "classid", id, "htb", "rate", &rate,
                 "ceil", &ceil_s, "burst", &burst, "cburst", &burst, "quantum", "65536",
             ],
+            &overhead_args(overhead),
         )
     };
     let mut out = vec![
@@ -870,5 +895,31 @@ mod tests {
         );
         let pos = |x: &str| cmds.iter().position(|c| c.contains(x)).unwrap();
         assert!(pos("divisor") < pos("ht 2:0:") && pos("ht 2:f:") < pos("ht 800::"));
+    }
+
+    #[test]
+    fn a_packet_overhead_is_charged_by_every_cap_and_gso_max_segs_is_set() {
+        let mut spec = LabSpec::two_hosts("po", 2, Some("100mbit"));
+        for l in &mut spec.links {
+            l.packet_overhead = Some(1500);
+            l.gso_max_segs = Some(1);
+            l.mtu = Some(9000);
+        }
+        spec.links[1].flow_rate = Some("50mbit".into());
+        spec.links[1].flows = Some(4);
+        let cmds: Vec<String> = Lab::commands(&spec)
+            .unwrap()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        let count = |x: &str| cmds.iter().filter(|c| c.contains(x)).count();
+        assert_eq!(count("tbf rate 100000000bit"), 2);
+        assert_eq!(count("limit 262144 overhead 1500"), 2, "{cmds:#?}");
+        // Parent, default and four buckets on both ends.
+        assert_eq!(count("quantum 65536 overhead 1500"), 2 * 6);
+        assert_eq!(count("link set dev eth0 mtu 9000 gso_max_segs 1"), 2);
+        spec.links[0].rate = None;
+        let e = spec.validate().unwrap_err().to_string();
+        assert!(e.contains("packet_overhead"), "{e}");
     }
 }

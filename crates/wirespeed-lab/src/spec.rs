@@ -81,6 +81,16 @@ pub struct LinkSpec {
     /// Hash buckets (classes) for `flow_rate`: a power of two, 2-256 (default 64).
     #[serde(default)]
     pub flows: Option<u32>,
+    /// gso_max_segs of both ends: 1 makes the stack send wire-size packets,
+    /// as a NIC without TSO does (and lets `packet_overhead` count packets).
+    #[serde(default)]
+    pub gso_max_segs: Option<u32>,
+    /// Bytes the cap charges per packet beyond its length (tc's
+    /// `overhead`): a path whose cost is per packet (a middlebox, a
+    /// vSwitch), where the MTU matters. tc charges it per GSO packet, so
+    /// pair it with `gso_max_segs = 1`.
+    #[serde(default)]
+    pub packet_overhead: Option<u32>,
 }
 
 /// Default number of per-flow buckets of a link with `flow_rate`.
@@ -431,6 +441,29 @@ impl LabSpec {
                     return Err((
                         at("flows"),
                         format!("{n} buckets: use a power of two from 2 to 256"),
+                    ));
+                }
+            }
+            if let Some(n) = l.gso_max_segs
+                && !(1..=65535).contains(&n)
+            {
+                return Err((
+                    at("gso_max_segs"),
+                    format!("{n} must be between 1 and 65535"),
+                ));
+            }
+            if let Some(o) = l.packet_overhead {
+                if l.rate.is_none() && l.flow_rate.is_none() {
+                    return Err((
+                        at("packet_overhead"),
+                        "`packet_overhead` is charged by the cap: give a rate or flow_rate too"
+                            .into(),
+                    ));
+                }
+                if o > 65535 {
+                    return Err((
+                        at("packet_overhead"),
+                        format!("{o} bytes per packet: at most 65535"),
                     ));
                 }
             }

@@ -63,6 +63,7 @@ impl Setting {
             Setting::GroMaxSize { dev } => Box::new(Size(dev, LinkSize::GroMaxSize)),
             Setting::GsoIpv4MaxSize { dev } => Box::new(Size(dev, LinkSize::GsoIpv4MaxSize)),
             Setting::GroIpv4MaxSize { dev } => Box::new(Size(dev, LinkSize::GroIpv4MaxSize)),
+            Setting::GsoMaxSegs { dev } => Box::new(Size(dev, LinkSize::GsoMaxSegs)),
             Setting::Feature { dev, name } => Box::new(Feature { dev, name }),
             Setting::PrivateFlag { dev, flag } => Box::new(PrivateFlag { dev, flag }),
             Setting::RxRing { dev } => Box::new(RxRing { dev }),
@@ -267,6 +268,7 @@ impl Size<'_> {
             LinkSize::GroMaxSize => LinkAttribute::GroMaxSize(v),
             LinkSize::GsoIpv4MaxSize => LinkAttribute::GsoIpv4MaxSize(v),
             LinkSize::GroIpv4MaxSize => LinkAttribute::GroIpv4MaxSize(v),
+            LinkSize::GsoMaxSegs => LinkAttribute::GsoMaxSegs(v),
         }
     }
 
@@ -276,7 +278,8 @@ impl Size<'_> {
             | (LinkSize::GsoMaxSize, LinkAttribute::GsoMaxSize(v))
             | (LinkSize::GroMaxSize, LinkAttribute::GroMaxSize(v))
             | (LinkSize::GsoIpv4MaxSize, LinkAttribute::GsoIpv4MaxSize(v))
-            | (LinkSize::GroIpv4MaxSize, LinkAttribute::GroIpv4MaxSize(v)) => Some(*v),
+            | (LinkSize::GroIpv4MaxSize, LinkAttribute::GroIpv4MaxSize(v))
+            | (LinkSize::GsoMaxSegs, LinkAttribute::GsoMaxSegs(v)) => Some(*v),
             _ => None,
         }
     }
@@ -378,7 +381,7 @@ impl Knob for Size<'_> {
     fn rank(&self) -> u8 {
         match self.1 {
             LinkSize::Mtu => 1,
-            LinkSize::GsoMaxSize | LinkSize::GroMaxSize => 2,
+            LinkSize::GsoMaxSize | LinkSize::GroMaxSize | LinkSize::GsoMaxSegs => 2,
             LinkSize::GsoIpv4MaxSize | LinkSize::GroIpv4MaxSize => 3,
         }
     }
@@ -408,6 +411,12 @@ impl Knob for Size<'_> {
         })?;
         match self.1 {
             LinkSize::Mtu => self.check_mtu(v, cx),
+            // The kernel's GSO_MAX_SEGS.
+            LinkSize::GsoMaxSegs if !(1..=65535).contains(&v) => Err(HostError::Refused(format!(
+                "{} {v} is outside 1-65535",
+                self.label()
+            ))),
+            LinkSize::GsoMaxSegs => Ok(None),
             _ => self.check_size(v, cx),
         }
     }
