@@ -3,8 +3,13 @@
 //! runs, tools interleaved run by run so drift hits all alike; the ratios
 //! are what counts (absolute speeds move 10-20% between runs here).
 //!
+//! Two tables: defaults against defaults (what a user sees who types each
+//! tool's plain command) and equal settings (the same message size,
+//! congestion control and flow count for every tool; threads where the
+//! peer has them). A claim that wirespeed is faster rests on the second.
+//!
 //! The testbed: hosts `a` (clients) and `b` (servers); link 0 uncapped,
-//! links 1 and 2 capped at 2 Gbit/s each by tbf.
+//! links 1 and 2 capped at 2 Gbit/s each by tbf, links 3 and 4 uncapped.
 
 mod sys;
 mod tools;
@@ -21,6 +26,29 @@ use wirespeed_lab::{Lab, LabSpec, LinkSpec};
 const CAP_BPS: f64 = 2e9;
 /// Goodput over frame bytes at MTU 1500: tbf counts the Ethernet header.
 const GOODPUT_RATIO: f64 = 1448.0 / 1514.0;
+/// The message size of every equal-settings stream row (iperf3's and
+/// iperf2's default write size).
+const MSG: &str = "128K";
+/// Every group, in the order they run.
+const GROUPS: [&str; 17] = [
+    "d-stream1",
+    "d-stream4",
+    "d-rr",
+    "s1-bbr",
+    "s1-cubic",
+    "s4-bbr",
+    "s4-cubic",
+    "skip-rx",
+    "nics2",
+    "caps",
+    "rr14",
+    "rr14-pinned",
+    "rr64k",
+    "crr",
+    "rr80k",
+    "udp",
+    "udp-rr",
+];
 
 struct Opts {
     runs: usize,
@@ -31,28 +59,18 @@ struct Opts {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench/compare [--runs N (default 3)] [--duration SECS (default 5)] \
-         [--groups stream1,stream4,cubic,caps,rr,rr-pinned,udp,udp-rr] [--out FILE.json]"
+        "usage: bench/compare [--runs N (default 5)] [--duration SECS (default 5)] \
+         [--groups G,G,... (default all: {})] [--out FILE.json]",
+        GROUPS.join(",")
     );
     std::process::exit(2)
 }
 
 fn parse_opts() -> Opts {
     let mut o = Opts {
-        runs: 3,
+        runs: 5,
         duration: 5,
-        groups: [
-            "stream1",
-            "stream4",
-            "cubic",
-            "caps",
-            "rr",
-            "rr-pinned",
-            "udp",
-            "udp-rr",
-        ]
-        .map(String::from)
-        .to_vec(),
+        groups: GROUPS.map(String::from).to_vec(),
         out: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -69,6 +87,10 @@ fn parse_opts() -> Opts {
         i += 2;
     }
     if o.runs == 0 || o.duration == 0 {
+        usage();
+    }
+    if let Some(g) = o.groups.iter().find(|g| !GROUPS.contains(&g.as_str())) {
+        eprintln!("unknown group {g}");
         usage();
     }
     o
@@ -119,26 +141,43 @@ impl Samples {
     }
 }
 
-/// A tool invocation in one group.
+/// A tool invocation in one group: one process, or several at once (one
+/// per NIC) whose figures add up.
 struct Contender {
     label: String,
-    argv: Vec<String>,
+    procs: Vec<(Vec<String>, &'static str)>,
     parse: fn(&str) -> Result<Figures, String>,
-    server: &'static str,
 }
 
-fn c(
-    label: &str,
-    argv: &[&str],
-    parse: fn(&str) -> Result<Figures, String>,
-    server: &'static str,
-) -> Contender {
-    Contender {
-        label: label.to_string(),
-        argv: argv.iter().map(|s| s.to_string()).collect(),
-        parse,
-        server,
+impl Contender {
+    fn is_wirespeed(&self) -> bool {
+        self.label.starts_with("wirespeed")
     }
+}
+
+/// Which table a group belongs to.
+#[derive(Clone, Copy, PartialEq)]
+enum Table {
+    Defaults,
+    Equal,
+}
+
+/// What a group measures.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Stream,
+    Rr,
+}
+
+/// A row of a table: contenders run in turn; the first is the wirespeed
+/// figure the row's claim rests on.
+struct Group {
+    name: &'static str,
+    table: Table,
+    kind: Kind,
+    /// The settings every contender shares, or why a row has no peer.
+    settings: String,
+    contenders: Vec<Contender>,
 }
 
 struct Bed {
@@ -164,11 +203,11 @@ impl Bed {
 
 fn build() -> Result<Bed, String> {
     let mut spec = LabSpec::two_hosts(&Lab::unique("bench"), 1, None);
-    for _ in 0..2 {
+    for rate in [Some("2gbit"), Some("2gbit"), None, None] {
         spec.links.push(LinkSpec {
             a: "a".into(),
             b: "b".into(),
-            rate: Some("2gbit".into()),
+            rate: rate.map(String::from),
             ..LinkSpec::default()
         });
     }
@@ -187,296 +226,407 @@ fn build() -> Result<Bed, String> {
         .ok_or("cannot find the wirespeed binary (set WIRESPEED)")?;
     let b0 = lab.addr4("b", 0).map(|a| a.to_string()).unwrap_or_default();
     let mut servers = BTreeMap::new();
-    servers.insert(
-        "wirespeed",
-        Server::start(&lab, "b", &[&ws, "serve", "--port", "5300"], 5300)?,
-    );
-    servers.insert(
-        "iperf3",
-        Server::start(&lab, "b", &["iperf3", "-s", "-p", "5201"], 5201)?,
-    );
-    servers.insert(
-        "iperf3b",
-        Server::start(&lab, "b", &["iperf3", "-s", "-p", "5202"], 5202)?,
-    );
-    servers.insert(
-        "iperf2",
-        Server::start(&lab, "b", &["iperf", "-s", "-p", "5001"], 5001)?,
-    );
-    servers.insert(
-        "sockperf",
-        Server::start(
-            &lab,
-            "b",
-            &["sockperf", "server", "--tcp", "-i", &b0, "-p", "11111"],
+    let list: [(&'static str, Vec<&str>, u16); 7] = [
+        ("wirespeed", vec![&ws, "serve", "--port", "5300"], 5300),
+        ("iperf3", vec!["iperf3", "-s", "-p", "5201"], 5201),
+        ("iperf3b", vec!["iperf3", "-s", "-p", "5202"], 5202),
+        ("iperf2", vec!["iperf", "-s", "-p", "5001"], 5001),
+        (
+            "sockperf",
+            vec!["sockperf", "server", "--tcp", "-i", &b0, "-p", "11111"],
             11111,
-        )?,
-    );
-    servers.insert(
-        "sockperf-pinned",
-        Server::start(
-            &lab,
-            "b",
-            &[
+        ),
+        (
+            "sockperf-pinned",
+            vec![
                 "taskset", "-c", "0", "sockperf", "server", "--tcp", "-i", &b0, "-p", "11112",
             ],
             11112,
-        )?,
-    );
-    servers.insert(
-        "sockperf-udp",
-        Server::start(
-            &lab,
-            "b",
-            &["sockperf", "server", "-i", &b0, "-p", "11113"],
+        ),
+        (
+            "sockperf-udp",
+            vec!["sockperf", "server", "-i", &b0, "-p", "11113"],
             11113,
-        )?,
-    );
+        ),
+    ];
+    for (name, argv, port) in list {
+        servers.insert(name, Server::start(&lab, "b", &argv, port)?);
+    }
     Ok(Bed { lab, servers, ws })
 }
 
-fn contenders(bed: &Bed, group: &str, d: u32) -> Vec<Contender> {
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Every group's contenders on `bed` for `d` seconds a run.
+fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
     let b0 = bed.addr(0);
     let ds = format!("{d}s");
     let dn = d.to_string();
     let ws = bed.ws.as_str();
-    let wsb = |extra: &[&str]| -> Vec<String> {
-        let mut v: Vec<String> = [ws, "bench", &b0, "-d", &ds, "--warmup", "1s", "--json"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        v.extend(extra.iter().map(|s| s.to_string()));
+    let wsb_to = |dst: &str, extra: &[&str]| -> Vec<String> {
+        let mut v = strings(&[ws, "bench", dst, "-d", &ds, "--warmup", "1s", "--json"]);
+        v.extend(strings(extra));
         v
     };
-    let mk = |label: &str,
-              argv: Vec<String>,
-              parse: fn(&str) -> Result<Figures, String>,
-              server| Contender {
+    let wsb = |extra: &[&str]| wsb_to(&b0, extra);
+    let one = |label: &str, argv: Vec<String>, parse, server| Contender {
         label: label.into(),
-        argv,
+        procs: vec![(argv, server)],
         parse,
-        server,
     };
-    let i3 = |extra: &[&str]| {
-        let mut v = vec![
-            "iperf3", "-c", &b0, "-p", "5201", "-t", &dn, "-O", "1", "-J",
-        ];
-        v.extend_from_slice(extra);
-        v.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    let w = |label: &str, extra: &[&str]| one(label, wsb(extra), parse_wirespeed, "wirespeed");
+    let i3_to = |dst: &str, port: &str, extra: &[&str]| {
+        let mut v = strings(&["iperf3", "-c", dst, "-p", port, "-t", &dn, "-O", "1", "-J"]);
+        v.extend(strings(extra));
+        v
     };
-    let i2 = |extra: &[&str]| {
-        let mut v = vec!["iperf", "-c", &b0, "-p", "5001", "-t", &dn, "-y", "C"];
-        v.extend_from_slice(extra);
-        v.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    let i3 =
+        |label: &str, extra: &[&str]| one(label, i3_to(&b0, "5201", extra), parse_iperf3, "iperf3");
+    let i2_to = |dst: &str, port: &str, extra: &[&str]| {
+        let mut v = strings(&["iperf", "-c", dst, "-p", port, "-t", &dn, "-y", "C"]);
+        v.extend(strings(extra));
+        v
     };
-    match group {
-        "stream1" => vec![
-            mk("wirespeed", wsb(&[]), parse_wirespeed, "wirespeed"),
-            mk(
-                "wirespeed --skip-rx-copy",
-                wsb(&["--skip-rx-copy"]),
-                parse_wirespeed,
-                "wirespeed",
-            ),
-            mk("iperf3", i3(&[]), parse_iperf3, "iperf3"),
-            mk("iperf2", i2(&[]), parse_iperf2, "iperf2"),
-        ],
-        "stream4" => vec![
-            mk(
-                "wirespeed -F 4 -T 2",
-                wsb(&["-F", "4", "-T", "2"]),
-                parse_wirespeed,
-                "wirespeed",
-            ),
-            mk("iperf3 -P 4", i3(&["-P", "4"]), parse_iperf3, "iperf3"),
-            mk("iperf2 -P 4", i2(&["-P", "4"]), parse_iperf2, "iperf2"),
-        ],
-        "cubic" => vec![
-            mk(
-                "wirespeed --cc cubic",
-                wsb(&["--cc", "cubic"]),
-                parse_wirespeed,
-                "wirespeed",
-            ),
-            mk(
-                "iperf3 -C cubic",
-                i3(&["-C", "cubic"]),
-                parse_iperf3,
-                "iperf3",
-            ),
-            mk(
-                "iperf2 -Z cubic",
-                i2(&["-Z", "cubic"]),
-                parse_iperf2,
-                "iperf2",
-            ),
-        ],
-        "rr" => vec![
-            mk(
-                "wirespeed -w rr",
-                wsb(&["-w", "rr"]),
-                parse_wirespeed,
-                "wirespeed",
-            ),
-            c(
-                "sockperf ping-pong",
-                &[
-                    "sockperf",
-                    "ping-pong",
-                    "--tcp",
-                    "-i",
-                    &b0,
-                    "-p",
-                    "11111",
-                    "-t",
-                    &dn,
-                    "--full-rtt",
+    let i2 =
+        |label: &str, extra: &[&str]| one(label, i2_to(&b0, "5001", extra), parse_iperf2, "iperf2");
+    let sp = |label: &str, pin: bool, extra: &[&str]| {
+        let (port, server) = if pin {
+            ("11112", "sockperf-pinned")
+        } else {
+            ("11111", "sockperf")
+        };
+        let mut v = if pin {
+            strings(&["taskset", "-c", "0"])
+        } else {
+            Vec::new()
+        };
+        v.extend(strings(&[
+            "sockperf",
+            "ping-pong",
+            "--tcp",
+            "-i",
+            &b0,
+            "-p",
+            port,
+            "-t",
+            &dn,
+            "--full-rtt",
+        ]));
+        v.extend(strings(extra));
+        one(label, v, parse_sockperf, server)
+    };
+    // One process per NIC (links `l1` and `l2`) for the peers; one
+    // wirespeed test over both.
+    let two_nics = |l1: usize, l2: usize| -> Vec<Contender> {
+        let (a1, b1, a2, b2) = (bed.local(l1), bed.addr(l1), bed.local(l2), bed.addr(l2));
+        let paths = format!("{a1}={b1},{a2}={b2}");
+        let per_nic = |tool: &str| -> Contender {
+            let procs = match tool {
+                "iperf3" => vec![
+                    (
+                        i3_to(&b1, "5201", &["-B", &a1, "-P", "2", "-l", MSG]),
+                        "iperf3",
+                    ),
+                    (
+                        i3_to(&b2, "5202", &["-B", &a2, "-P", "2", "-l", MSG]),
+                        "iperf3b",
+                    ),
                 ],
-                parse_sockperf,
-                "sockperf",
-            ),
-        ],
-        "rr-pinned" => vec![
-            mk(
-                "wirespeed -w rr --pin 0 --remote-pin 0",
-                wsb(&["-w", "rr", "--pin", "0", "--remote-pin", "0"]),
-                parse_wirespeed,
-                "wirespeed",
-            ),
-            c(
-                "sockperf ping-pong (taskset 0)",
-                &[
-                    "taskset",
-                    "-c",
-                    "0",
-                    "sockperf",
-                    "ping-pong",
-                    "--tcp",
-                    "-i",
-                    &b0,
-                    "-p",
-                    "11112",
-                    "-t",
-                    &dn,
-                    "--full-rtt",
+                _ => vec![
+                    (
+                        i2_to(&b1, "5001", &["-B", &a1, "-P", "2", "-l", MSG]),
+                        "iperf2",
+                    ),
+                    (
+                        i2_to(&b2, "5001", &["-B", &a2, "-P", "2", "-l", MSG]),
+                        "iperf2",
+                    ),
                 ],
-                parse_sockperf,
-                "sockperf-pinned",
+            };
+            Contender {
+                label: format!("{tool}, one process per NIC, -P 2 each"),
+                procs,
+                parse: if tool == "iperf3" {
+                    parse_iperf3
+                } else {
+                    parse_iperf2
+                },
+            }
+        };
+        let (x, y) = (per_nic("iperf3"), per_nic("iperf2"));
+        vec![
+            w(
+                "wirespeed, one test over both NICs, -F 4 -T 2",
+                &["--paths", &paths, "-F", "4", "-T", "2", "-l", MSG],
             ),
-        ],
-        // UDP at the same datagram size (1400 bytes), unpaced: iperf3's
-        // receiver-side rate (sum_received) against wirespeed's goodput,
-        // with and without UDP GSO/GRO.
-        "udp" => vec![
-            mk(
-                "wirespeed -w udp-stream -l 1400",
-                wsb(&["-w", "udp-stream", "-l", "1400"]),
-                parse_wirespeed,
-                "wirespeed",
-            ),
-            mk(
-                "wirespeed -w udp-stream -l 1400 --no-gso --no-gro",
-                wsb(&["-w", "udp-stream", "-l", "1400", "--no-gso", "--no-gro"]),
-                parse_wirespeed,
-                "wirespeed",
-            ),
-            mk(
-                "iperf3 -u -b 0 -l 1400",
-                i3(&["-u", "-b", "0", "-l", "1400"]),
-                parse_iperf3,
-                "iperf3",
-            ),
-        ],
+            x,
+            y,
+        ]
+    };
+    let eq_stream = |cc: &str, flows: &str| -> Vec<Contender> {
+        let l = ["-l", MSG];
+        if flows == "1" {
+            vec![
+                w(
+                    &format!("wirespeed -l {MSG} --cc {cc}"),
+                    &[&l[..], &["--cc", cc]].concat(),
+                ),
+                i3(
+                    &format!("iperf3 -l {MSG} -C {cc}"),
+                    &[&l[..], &["-C", cc]].concat(),
+                ),
+                i2(
+                    &format!("iperf2 -l {MSG} -Z {cc}"),
+                    &[&l[..], &["-Z", cc]].concat(),
+                ),
+            ]
+        } else {
+            vec![
+                w(
+                    &format!("wirespeed -F 4 -T 2 -l {MSG} --cc {cc}"),
+                    &[&l[..], &["-F", "4", "-T", "2", "--cc", cc]].concat(),
+                ),
+                w(
+                    &format!("wirespeed -F 4 -T 1 -l {MSG} --cc {cc}"),
+                    &[&l[..], &["-F", "4", "-T", "1", "--cc", cc]].concat(),
+                ),
+                i3(
+                    &format!("iperf3 -P 4 -l {MSG} -C {cc}"),
+                    &[&l[..], &["-P", "4", "-C", cc]].concat(),
+                ),
+                i2(
+                    &format!("iperf2 -P 4 -l {MSG} -Z {cc}"),
+                    &[&l[..], &["-P", "4", "-Z", cc]].concat(),
+                ),
+            ]
+        }
+    };
+    let eq = |settings: &str| (Table::Equal, settings.to_string());
+    let ((table, settings), kind, contenders) = match name {
+        "d-stream1" => (
+            (Table::Defaults, "each tool's plain command".into()),
+            Kind::Stream,
+            vec![w("wirespeed", &[]), i3("iperf3", &[]), i2("iperf2", &[])],
+        ),
+        "d-stream4" => (
+            (Table::Defaults, "four flows, otherwise defaults".into()),
+            Kind::Stream,
+            vec![
+                w("wirespeed -F 4", &["-F", "4"]),
+                i3("iperf3 -P 4", &["-P", "4"]),
+                i2("iperf2 -P 4", &["-P", "4"]),
+            ],
+        ),
+        "d-rr" => (
+            (Table::Defaults, "each tool's plain request/response".into()),
+            Kind::Rr,
+            vec![
+                w("wirespeed -w rr", &["-w", "rr"]),
+                sp("sockperf ping-pong --tcp", false, &[]),
+            ],
+        ),
+        "s1-bbr" => (
+            eq(&format!("1 flow, {MSG} per call, bbr, 1 thread")),
+            Kind::Stream,
+            eq_stream("bbr", "1"),
+        ),
+        "s1-cubic" => (
+            eq(&format!("1 flow, {MSG} per call, cubic, 1 thread")),
+            Kind::Stream,
+            eq_stream("cubic", "1"),
+        ),
+        "s4-bbr" => (
+            eq(&format!(
+                "4 flows, {MSG} per call, bbr; threads: iperf3 3.12 has 1, iperf2 one per flow"
+            )),
+            Kind::Stream,
+            eq_stream("bbr", "4"),
+        ),
+        "s4-cubic" => (
+            eq(&format!(
+                "4 flows, {MSG} per call, cubic; threads: iperf3 3.12 has 1, iperf2 one per flow"
+            )),
+            Kind::Stream,
+            eq_stream("cubic", "4"),
+        ),
+        "skip-rx" => (
+            eq(&format!(
+                "1 flow, {MSG} per call, default cc; the peers have no way to skip the receive copy"
+            )),
+            Kind::Stream,
+            vec![
+                w(
+                    &format!("wirespeed --skip-rx-copy -l {MSG}"),
+                    &["--skip-rx-copy", "-l", MSG],
+                ),
+                i3(&format!("iperf3 -l {MSG}"), &["-l", MSG]),
+                i2(&format!("iperf2 -l {MSG}"), &["-l", MSG]),
+            ],
+        ),
+        "nics2" => (
+            eq(&format!(
+                "2 uncapped NICs, 4 flows, 2 threads or processes, {MSG} per call"
+            )),
+            Kind::Stream,
+            two_nics(3, 4),
+        ),
+        "caps" => (
+            eq(&format!(
+                "2 NICs capped at 2 Gbit/s each, 4 flows, 2 threads or processes, {MSG} per call"
+            )),
+            Kind::Stream,
+            two_nics(1, 2),
+        ),
+        "rr14" => (
+            eq("14 B each way (sockperf's smallest message), 1 flow, unpinned"),
+            Kind::Rr,
+            vec![
+                w("wirespeed -w rr --size 14", &["-w", "rr", "--size", "14"]),
+                sp("sockperf ping-pong --tcp -m 14", false, &["-m", "14"]),
+            ],
+        ),
+        "rr14-pinned" => (
+            eq("14 B each way, 1 flow, client and server on core 0"),
+            Kind::Rr,
+            vec![
+                w(
+                    "wirespeed -w rr --size 14 --pin 0 --remote-pin 0",
+                    &[
+                        "-w",
+                        "rr",
+                        "--size",
+                        "14",
+                        "--pin",
+                        "0",
+                        "--remote-pin",
+                        "0",
+                    ],
+                ),
+                sp(
+                    "sockperf ping-pong --tcp -m 14 (taskset 0)",
+                    true,
+                    &["-m", "14"],
+                ),
+            ],
+        ),
+        "rr64k" => (
+            eq("64000 B each way, 1 flow, unpinned"),
+            Kind::Rr,
+            vec![
+                w(
+                    "wirespeed -w rr --size 64000",
+                    &["-w", "rr", "--size", "64000"],
+                ),
+                sp("sockperf ping-pong --tcp -m 64000", false, &["-m", "64000"]),
+            ],
+        ),
+        "crr" => (
+            eq("1 B connect/request/response; no peer here (netperf and neper are not packaged)"),
+            Kind::Rr,
+            vec![w("wirespeed -w crr", &["-w", "crr"])],
+        ),
+        "rr80k" => (
+            eq("80000 B each way; no peer here (sockperf's largest message is 65506 B)"),
+            Kind::Rr,
+            vec![w(
+                "wirespeed -w rr --size 80000",
+                &["-w", "rr", "--size", "80000"],
+            )],
+        ),
+        // UDP at the same datagram size (1400 bytes), unpaced, one flow:
+        // iperf3's and iperf2's receiver-side rate against wirespeed's
+        // goodput, with and without UDP GSO/GRO.
+        "udp" => (
+            eq("UDP, 1400 B datagrams, unpaced, 1 flow"),
+            Kind::Stream,
+            vec![
+                w(
+                    "wirespeed -w udp-stream -l 1400",
+                    &["-w", "udp-stream", "-l", "1400"],
+                ),
+                w(
+                    "wirespeed -w udp-stream -l 1400 --no-gso --no-gro",
+                    &["-w", "udp-stream", "-l", "1400", "--no-gso", "--no-gro"],
+                ),
+                i3("iperf3 -u -b 0 -l 1400", &["-u", "-b", "0", "-l", "1400"]),
+            ],
+        ),
         // UDP request/response, 64-byte messages both ways.
-        "udp-rr" => vec![
-            mk(
-                "wirespeed -w udp-rr --size 64",
-                wsb(&["-w", "udp-rr", "--size", "64"]),
-                parse_wirespeed,
-                "wirespeed",
-            ),
-            c(
-                "sockperf ping-pong (UDP) -m 64",
-                &[
-                    "sockperf",
-                    "ping-pong",
-                    "-i",
-                    &b0,
-                    "-p",
-                    "11113",
-                    "-m",
-                    "64",
-                    "-t",
-                    &dn,
-                    "--full-rtt",
-                ],
-                parse_sockperf,
-                "sockperf-udp",
-            ),
-        ],
-        _ => Vec::new(),
+        "udp-rr" => (
+            eq("UDP request/response, 64 B each way, 1 flow"),
+            Kind::Rr,
+            vec![
+                w(
+                    "wirespeed -w udp-rr --size 64",
+                    &["-w", "udp-rr", "--size", "64"],
+                ),
+                one(
+                    "sockperf ping-pong (UDP) -m 64",
+                    strings(&[
+                        "sockperf",
+                        "ping-pong",
+                        "-i",
+                        &b0,
+                        "-p",
+                        "11113",
+                        "-m",
+                        "64",
+                        "-t",
+                        &dn,
+                        "--full-rtt",
+                    ]),
+                    parse_sockperf,
+                    "sockperf-udp",
+                ),
+            ],
+        ),
+        _ => unreachable!("parse_opts checks group names"),
+    };
+    Group {
+        name,
+        table,
+        kind,
+        settings,
+        contenders,
     }
 }
 
-/// The capped-NIC group: one wirespeed test over both capped NICs against
-/// one iperf3 process per NIC, both as % of the goodput ceiling.
-fn caps_run(bed: &Bed, d: u32) -> Result<(f64, f64), String> {
-    let paths = format!(
-        "{}={},{}={}",
-        bed.local(1),
-        bed.addr(1),
-        bed.local(2),
-        bed.addr(2)
-    );
-    let ds = format!("{d}s");
-    let b0 = bed.addr(0);
-    let argv: Vec<String> = [
-        bed.ws.as_str(),
-        "bench",
-        &b0,
-        "-d",
-        &ds,
-        "--warmup",
-        "1s",
-        "--json",
-        "--paths",
-        &paths,
-        "-F",
-        "4",
-        "-T",
-        "2",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let m = run_client(&bed.lab, "a", &argv, &bed.servers["wirespeed"])?;
-    let ws = parse_wirespeed(&m.stdout)?.bps;
-    let dn = d.to_string();
-    let (l1, r1, l2, r2) = (bed.local(1), bed.addr(1), bed.local(2), bed.addr(2));
-    let a1: Vec<String> = [
-        "iperf3", "-c", &r1, "-B", &l1, "-p", "5201", "-t", &dn, "-O", "1", "-P", "2", "-J",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let a2: Vec<String> = [
-        "iperf3", "-c", &r2, "-B", &l2, "-p", "5202", "-t", &dn, "-O", "1", "-P", "2", "-J",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let (x, y) = std::thread::scope(|s| {
-        let h1 = s.spawn(|| run_client(&bed.lab, "a", &a1, &bed.servers["iperf3"]));
-        let h2 = s.spawn(|| run_client(&bed.lab, "a", &a2, &bed.servers["iperf3b"]));
-        (h1.join(), h2.join())
+/// Runs one contender once: its processes at the same time, their
+/// figures added (rates, transactions) and their CPU summed; a server
+/// shared by two processes is charged once.
+fn run(bed: &Bed, ct: &Contender) -> Result<(Figures, Measured), String> {
+    let results: Vec<Result<Measured, String>> = std::thread::scope(|s| {
+        let hs: Vec<_> = ct
+            .procs
+            .iter()
+            .map(|(argv, server)| s.spawn(|| run_client(&bed.lab, "a", argv, &bed.servers[server])))
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("client thread panicked".into()))
+            })
+            .collect()
     });
-    let get = |r: std::thread::Result<Result<Measured, String>>| -> Result<f64, String> {
-        let m = r.map_err(|_| "iperf3 thread panicked".to_string())??;
-        Ok(parse_iperf3(&m.stdout)?.bps)
-    };
-    let i3 = get(x)? + get(y)?;
-    let ceiling = 2.0 * CAP_BPS * GOODPUT_RATIO;
-    Ok((ws / ceiling * 100.0, i3 / ceiling * 100.0))
+    let mut fig = Figures::default();
+    let mut m = Measured::default();
+    let mut charged: BTreeMap<&str, f64> = BTreeMap::new();
+    for (r, (_, server)) in results.into_iter().zip(&ct.procs) {
+        let one = r?;
+        let f = (ct.parse)(&one.stdout)?;
+        fig.bps += f.bps;
+        fig.tps += f.tps;
+        fig.p50_us = fig.p50_us.max(f.p50_us);
+        fig.p99_us = fig.p99_us.max(f.p99_us);
+        m.cpu_s += one.cpu_s;
+        m.wall_s = m.wall_s.max(one.wall_s);
+        let c = charged.entry(server).or_default();
+        *c = c.max(one.server_cpu_s);
+    }
+    m.server_cpu_s = charged.values().sum();
+    Ok((fig, m))
 }
 
 fn gbps(f: &Figures) -> f64 {
@@ -485,8 +635,135 @@ fn gbps(f: &Figures) -> f64 {
 fn p50(f: &Figures) -> f64 {
     f.p50_us
 }
+fn p99(f: &Figures) -> f64 {
+    f.p99_us
+}
 fn tps(f: &Figures) -> f64 {
     f.tps
+}
+
+/// One row of a summary table.
+struct Row {
+    table: Table,
+    group: &'static str,
+    settings: String,
+    wirespeed: String,
+    peer: String,
+    ratio: Option<f64>,
+    target: Option<(String, bool)>,
+}
+
+/// Measures `g` `runs` times, tools rotated run by run; appends its
+/// detail to `report` and returns its summary row and JSON.
+fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serde_json::Value) {
+    let list = &g.contenders;
+    let mut samples: Vec<Samples> = vec![Samples::default(); list.len()];
+    let mut errors = Vec::new();
+    for r in 0..runs {
+        for k in 0..list.len() {
+            // Rotate the order run by run so no tool always goes first.
+            let i = (k + r) % list.len();
+            let ct = &list[i];
+            eprintln!("{} run {}/{runs}: {}", g.name, r + 1, ct.label);
+            match run(bed, ct) {
+                Ok((f, m)) => samples[i].add(f, &m),
+                Err(e) => {
+                    eprintln!("  {}: {e}", ct.label);
+                    errors.push(format!("{}: {e}", ct.label));
+                }
+            }
+        }
+    }
+    let _ = writeln!(report, "\n== {} ({})", g.name, g.settings);
+    for (ct, s) in list.iter().zip(&samples) {
+        match g.kind {
+            Kind::Rr => {
+                let (lo, hi) = s.spread(tps);
+                let _ = writeln!(
+                    report,
+                    "  {:<52} {:>9.0} trans/s ({lo:.0}-{hi:.0})  p50 {:>8.1} us  p99 {:>8.1} us",
+                    ct.label,
+                    s.med(tps),
+                    s.med(p50),
+                    s.med(p99)
+                );
+            }
+            Kind::Stream => {
+                let (lo, hi) = s.spread(gbps);
+                let _ = writeln!(
+                    report,
+                    "  {:<52} {:>7.2} Gbit/s ({lo:.2}-{hi:.2})  client cpu {:>5.1}%/Gbit/s  server {:>5.1}%/Gbit/s",
+                    ct.label,
+                    s.med(gbps),
+                    median(s.cpu_per_gbps.clone()),
+                    median(s.server_cpu_per_gbps.clone()),
+                );
+            }
+        }
+    }
+    let ws = &samples[0];
+    let pick: fn(&Figures) -> f64 = if g.kind == Kind::Rr { tps } else { gbps };
+    let best = list
+        .iter()
+        .zip(&samples)
+        .filter(|(c, _)| !c.is_wirespeed())
+        .max_by(|a, b| a.1.med(pick).total_cmp(&b.1.med(pick)));
+    let fmt = |s: &Samples| match g.kind {
+        Kind::Rr => format!("{:.0} trans/s, p99 {:.1} us", s.med(tps), s.med(p99)),
+        Kind::Stream => format!("{:.2} Gbit/s", s.med(gbps)),
+    };
+    let ratio = best.map(|(_, s)| ws.med(pick) / s.med(pick));
+    let target = match (g.table, g.kind, best, ratio) {
+        _ if !errors.is_empty() => Some((format!("{} run(s) failed", errors.len()), false)),
+        (Table::Equal, Kind::Stream, Some(_), Some(r)) => {
+            Some((format!("{r:.2}x >= 1.2x the best peer"), r >= 1.2))
+        }
+        (Table::Equal, Kind::Rr, Some((_, s)), Some(r)) => {
+            let (wp, sp) = (ws.med(p99), s.med(p99));
+            Some((
+                format!("{r:.2}x >= 1.0x trans/s, p99 {wp:.1} <= {sp:.1} us"),
+                r >= 1.0 && wp <= sp,
+            ))
+        }
+        _ => None,
+    };
+    let row = Row {
+        table: g.table,
+        group: g.name,
+        settings: g.settings.clone(),
+        wirespeed: format!("{}: {}", list[0].label, fmt(ws)),
+        peer: best
+            .map(|(c, s)| format!("{}: {}", c.label, fmt(s)))
+            .unwrap_or_else(|| "none here".into()),
+        ratio,
+        target,
+    };
+    let json: serde_json::Map<String, serde_json::Value> = list
+        .iter()
+        .zip(&samples)
+        .map(|(ct, s)| {
+            (
+                ct.label.clone(),
+                serde_json::json!({
+                    "argv": ct.procs.iter().map(|p| &p.0).collect::<Vec<_>>(),
+                    "gbps": s.figures.iter().map(gbps).collect::<Vec<_>>(),
+                    "tps": s.figures.iter().map(tps).collect::<Vec<_>>(),
+                    "p50_us": s.figures.iter().map(p50).collect::<Vec<_>>(),
+                    "p99_us": s.figures.iter().map(p99).collect::<Vec<_>>(),
+                    "client_cpu_pct_per_gbps": s.cpu_per_gbps,
+                    "server_cpu_pct_per_gbps": s.server_cpu_per_gbps,
+                }),
+            )
+        })
+        .collect();
+    let json = serde_json::json!({
+        "table": if g.table == Table::Equal { "equal" } else { "defaults" },
+        "settings": g.settings,
+        "ratio_vs_best_peer": ratio,
+        "errors": errors,
+        "contenders": json,
+    });
+    (row, json)
 }
 
 fn main() {
@@ -504,180 +781,92 @@ fn main() {
     };
     let mut report = String::new();
     let mut json = serde_json::Map::new();
-    let mut targets: Vec<(String, bool)> = Vec::new();
-    let mut failed = false;
-    for group in &o.groups {
-        if group == "caps" {
-            let (mut w, mut i) = (Vec::new(), Vec::new());
-            for run in 0..o.runs {
-                eprintln!("caps run {}/{}", run + 1, o.runs);
-                match caps_run(&bed, o.duration) {
-                    Ok((a, b)) => {
-                        w.push(a);
-                        i.push(b);
-                    }
-                    Err(e) => {
-                        eprintln!("caps: {e}");
-                        failed = true;
-                    }
-                }
-            }
-            let (mw, mi) = (median(w.clone()), median(i.clone()));
-            let _ = writeln!(
-                report,
-                "\n== caps: two NICs capped at 2 Gbit/s each (goodput ceiling {:.3} Gbit/s = caps x 1448/1514)",
-                2.0 * CAP_BPS * GOODPUT_RATIO / 1e9
+    let mut rows = Vec::new();
+    let mut extra_targets: Vec<(String, bool)> = Vec::new();
+    for name in &o.groups {
+        let name = GROUPS.iter().find(|g| *g == name).copied().unwrap_or("");
+        let g = group(&bed, name, o.duration);
+        let (row, j) = measure(&bed, &g, o.runs, &mut report);
+        if name == "s1-bbr" {
+            // Sender CPU per Gbit/s below iperf3's, at equal settings.
+            let c = |k: &str| {
+                j["contenders"][k]["client_cpu_pct_per_gbps"]
+                    .as_array()
+                    .map(|v| median(v.iter().filter_map(|x| x.as_f64()).collect()))
+                    .unwrap_or(0.0)
+            };
+            let (wc, ic) = (
+                c(&g.contenders[0].label),
+                c(&format!("iperf3 -l {MSG} -C bbr")),
             );
-            let _ = writeln!(
-                report,
-                "  {:<44} {:>8.1}% of ceiling  runs {:?}",
-                "wirespeed, one test over both NICs, -F 4 -T 2",
-                mw,
-                round1(&w)
-            );
-            let _ = writeln!(
-                report,
-                "  {:<44} {:>8.1}% of ceiling  runs {:?}",
-                "iperf3, one process per NIC, -P 2 each",
-                mi,
-                round1(&i)
-            );
-            targets.push((
-                format!("caps: wirespeed {mw:.1}% >= 98% of ceiling"),
-                mw >= 98.0,
+            extra_targets.push((
+                format!("sender cpu: wirespeed {wc:.1} <= iperf3 {ic:.1} %/Gbit/s (s1-bbr)"),
+                wc <= ic,
             ));
-            json.insert(
-                "caps".into(),
-                serde_json::json!({"wirespeed_pct": w, "iperf3_pct": i}),
-            );
-            continue;
         }
-        let list = contenders(&bed, group, o.duration);
-        if list.is_empty() {
-            eprintln!("unknown group {group}");
-            usage();
+        if name == "caps" {
+            let ceiling = 2.0 * CAP_BPS * GOODPUT_RATIO / 1e9;
+            let w = j["contenders"][&g.contenders[0].label]["gbps"]
+                .as_array()
+                .map(|v| median(v.iter().filter_map(|x| x.as_f64()).collect()))
+                .unwrap_or(0.0);
+            let pct = w / ceiling * 100.0;
+            extra_targets.push((
+                format!(
+                    "caps: wirespeed {pct:.1}% >= 98% of the goodput ceiling {ceiling:.3} Gbit/s"
+                ),
+                pct >= 98.0,
+            ));
         }
-        let mut samples: Vec<Samples> = vec![Samples::default(); list.len()];
-        for run in 0..o.runs {
-            for k in 0..list.len() {
-                // Rotate the order run by run so no tool always goes first.
-                let i = (k + run) % list.len();
-                let ct = &list[i];
-                eprintln!("{group} run {}/{}: {}", run + 1, o.runs, ct.label);
-                let r = run_client(&bed.lab, "a", &ct.argv, &bed.servers[ct.server])
-                    .and_then(|m| (ct.parse)(&m.stdout).map(|f| (f, m)));
-                match r {
-                    Ok((f, m)) => samples[i].add(f, &m),
-                    Err(e) => {
-                        eprintln!("  {}: {e}", ct.label);
-                        failed = true;
-                    }
-                }
-            }
-        }
-        let rr = group.starts_with("rr") || group == "udp-rr";
-        let _ = writeln!(report, "\n== {group}");
-        let base = &samples[0];
-        for (ct, s) in list.iter().zip(&samples) {
-            if rr {
-                let (lo, hi) = s.spread(p50);
-                let _ = writeln!(
-                    report,
-                    "  {:<40} p50 {:>7.1} us ({lo:.1}-{hi:.1})  {:>9.0} trans/s",
-                    ct.label,
-                    s.med(p50),
-                    s.med(tps)
-                );
-            } else {
-                let (lo, hi) = s.spread(gbps);
-                let ratio = base.med(gbps) / s.med(gbps);
-                let _ = writeln!(
-                    report,
-                    "  {:<40} {:>7.2} Gbit/s ({lo:.2}-{hi:.2})  client cpu {:>5.1}%/Gbit/s  server {:>5.1}%/Gbit/s  wirespeed/this {:.2}x",
-                    ct.label,
-                    s.med(gbps),
-                    median(s.cpu_per_gbps.clone()),
-                    median(s.server_cpu_per_gbps.clone()),
-                    ratio
-                );
-            }
-        }
-        match group.as_str() {
-            "stream1" | "stream4" | "cubic" => {
-                let w = base.med(gbps);
-                for (ct, s) in list.iter().zip(&samples).skip(1) {
-                    if ct.label.starts_with("wirespeed") {
-                        continue;
-                    }
-                    let r = w / s.med(gbps);
-                    targets.push((
-                        format!("{group}: wirespeed / {} = {r:.2}x >= 1.0", ct.label),
-                        r >= 1.0,
-                    ));
-                }
-                if group == "stream1" {
-                    let wc = median(base.cpu_per_gbps.clone());
-                    let ic = median(samples[2].cpu_per_gbps.clone());
-                    targets.push((
-                        format!("cpu: wirespeed sender {wc:.1}%/Gbit/s <= iperf3 {ic:.1}%/Gbit/s"),
-                        wc <= ic,
-                    ));
-                }
-            }
-            "udp" => {
-                // Issue 12's target: UDP with GSO/GRO >= 1.2x iperf3 -u -b 0.
-                let (w, i) = (base.med(gbps), samples[2].med(gbps));
-                let r = w / i;
-                targets.push((
-                    format!("udp: wirespeed / iperf3 -u = {r:.2}x >= 1.2"),
-                    r >= 1.2,
-                ));
-            }
-            _ => {
-                let (wp, sp) = (base.med(p50), samples[1].med(p50));
-                let (wt, st) = (base.med(tps), samples[1].med(tps));
-                targets.push((
-                    format!("{group}: p50 {wp:.1} us <= 1.1 x sockperf {sp:.1} us"),
-                    wp <= 1.1 * sp,
-                ));
-                targets.push((
-                    format!("{group}: {wt:.0} trans/s >= sockperf {st:.0}"),
-                    wt >= st,
-                ));
-            }
-        }
-        let g: serde_json::Map<String, serde_json::Value> = list
-            .iter()
-            .zip(&samples)
-            .map(|(ct, s)| {
-                (
-                    ct.label.clone(),
-                    serde_json::json!({
-                        "argv": ct.argv,
-                        "gbps": s.figures.iter().map(gbps).collect::<Vec<_>>(),
-                        "p50_us": s.figures.iter().map(p50).collect::<Vec<_>>(),
-                        "tps": s.figures.iter().map(tps).collect::<Vec<_>>(),
-                        "client_cpu_pct_per_gbps": s.cpu_per_gbps,
-                        "server_cpu_pct_per_gbps": s.server_cpu_per_gbps,
-                    }),
-                )
-            })
-            .collect();
-        json.insert(group.clone(), serde_json::Value::Object(g));
+        json.insert(name.to_string(), j);
+        rows.push(row);
     }
     let cc =
         std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap_or_default();
     println!(
-        "wirespeed bench/compare: median of {} runs of {} s each, default congestion control {}",
+        "wirespeed bench/compare: median of {} runs of {} s each, tools alternating; default congestion control {}",
         o.runs,
         o.duration,
         cc.trim()
     );
-    print!("{report}");
-    println!("\n== targets");
-    for (t, ok) in &targets {
-        println!("  [{}] {t}", if *ok { "met " } else { "MISS" });
+    let mut failed = false;
+    for (table, title) in [
+        (
+            Table::Defaults,
+            "defaults against defaults (what a user sees; not a speed claim)",
+        ),
+        (
+            Table::Equal,
+            "equal settings (same message size, cc, flows; threads where the peer has them)",
+        ),
+    ] {
+        println!("\n## {title}\n");
+        println!("| group | settings | wirespeed | best peer | ratio | target |");
+        println!("|---|---|---|---|---|---|");
+        for r in rows.iter().filter(|r| r.table == table) {
+            let t = match &r.target {
+                Some((t, ok)) => {
+                    failed |= !ok && t.contains("failed");
+                    format!("[{}] {t}", if *ok { "met" } else { "MISS" })
+                }
+                None => String::new(),
+            };
+            println!(
+                "| {} | {} | {} | {} | {} | {t} |",
+                r.group,
+                r.settings,
+                r.wirespeed,
+                r.peer,
+                r.ratio.map(|x| format!("{x:.2}x")).unwrap_or_default()
+            );
+        }
     }
+    println!("\n## other targets\n");
+    for (t, ok) in &extra_targets {
+        println!("- [{}] {t}", if *ok { "met" } else { "MISS" });
+    }
+    println!("\n## detail (median (min-max) per contender)");
+    print!("{report}");
     if let Some(path) = &o.out {
         json.insert("runs".into(), o.runs.into());
         json.insert("duration_s".into(), o.duration.into());
@@ -692,8 +881,4 @@ fn main() {
     if failed {
         std::process::exit(1);
     }
-}
-
-fn round1(v: &[f64]) -> Vec<f64> {
-    v.iter().map(|x| (x * 10.0).round() / 10.0).collect()
 }

@@ -136,6 +136,8 @@ pub struct Figures {
     pub tps: f64,
     /// Median round trip, microseconds (rr).
     pub p50_us: f64,
+    /// 99th percentile round trip, microseconds (rr).
+    pub p99_us: f64,
 }
 
 /// Reads wirespeed's `--json` output.
@@ -147,6 +149,7 @@ pub fn parse_wirespeed(text: &str) -> Result<Figures, String> {
         bps: r["throughput_bps"].as_f64().unwrap_or(0.0),
         tps: r["transactions_per_s"].as_f64().unwrap_or(0.0),
         p50_us: r["latency"]["p50_us"].as_f64().unwrap_or(0.0),
+        p99_us: r["latency"]["p99_us"].as_f64().unwrap_or(0.0),
     })
 }
 
@@ -197,6 +200,12 @@ pub fn parse_sockperf(text: &str) -> Result<Figures, String> {
                 .parse()
                 .map_err(|_| format!("sockperf p50: {l}"))?;
         }
+        if let Some(rest) = l.split("percentile 99.000 =").nth(1) {
+            f.p99_us = rest
+                .trim()
+                .parse()
+                .map_err(|_| format!("sockperf p99: {l}"))?;
+        }
         if l.contains("[Valid Duration]") {
             let num = |key: &str| -> Option<f64> {
                 let s = l.split(key).nth(1)?;
@@ -223,9 +232,11 @@ mod tests {
     #[test]
     fn peers_output_parses() {
         let sp = "sockperf: [Valid Duration] RunTime=2.550 sec; SentMessages=95766; ReceivedMessages=95766\n\
+                  sockperf: ---> percentile 99.000 =   63.980\n\
                   sockperf: ---> percentile 50.000 =   25.527\n";
         let f = parse_sockperf(sp).unwrap();
         assert!((f.p50_us - 25.527).abs() < 1e-9);
+        assert!((f.p99_us - 63.98).abs() < 1e-9);
         assert!((f.tps - 95766.0 / 2.55).abs() < 1e-6);
         let i2 = "20261123,10.0.0.1,1,10.0.0.2,5001,3,0.0-5.0,100,1000\n20261123,10.0.0.1,1,10.0.0.2,5001,-1,0.0-5.0,400,4000\n";
         assert_eq!(parse_iperf2(i2).unwrap().bps, 4000.0);

@@ -82,9 +82,12 @@ fn udp_loss_is_counted_right_under_a_tbf_cap_that_drops() {
     );
     // The sender's side moved about twice that.
     assert!(f(&r, "local_bps") > 1.7 * got, "{r}");
+    // tbf tail-drops whatever arrives at a full queue, so the loss is not
+    // shared evenly (one CI run: 7.8% for one flow, the rest for the
+    // other); each flow loses some and the counts add up.
     for fl in r["flows"].as_array().unwrap() {
         consistent(&fl["udp"]);
-        assert!(f(&fl["udp"], "loss_pct") > 25.0, "{fl}");
+        assert!(f(&fl["udp"], "loss_pct") > 1.0, "{fl}");
     }
     consistent(&r["paths"][0]["udp"]);
     assert_eq!(r["paths"][0]["udp"]["lost"], udp["lost"]);
