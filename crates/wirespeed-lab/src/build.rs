@@ -811,6 +811,15 @@ pub fn owner_pid(ns: &str) -> Option<u32> {
 mod tests {
     use super::*;
 
+    /// The build's operations of `spec`, as the commands a person would type.
+    fn command_lines(spec: &LabSpec) -> Vec<String> {
+        Lab::commands(spec)
+            .unwrap()
+            .iter()
+            .map(|c| c.to_string())
+            .collect()
+    }
+
     #[test]
     fn owner_pid_is_found_only_in_unique_names() {
         assert_eq!(owner_pid("t-caps-p1234-0-a"), Some(1234));
@@ -836,11 +845,7 @@ mod tests {
             dst: "10.200.0.1/32".into(),
             links: vec![0, 1],
         });
-        let cmds: Vec<String> = Lab::commands(&spec)
-            .unwrap()
-            .iter()
-            .map(|c| c.to_string())
-            .collect();
+        let cmds = command_lines(&spec);
         let has = |x: &str| cmds.iter().any(|c| c.contains(x));
         assert!(has(
             "ip link add eth0 netns cmds-a type veth peer name eth0 netns cmds-b"
@@ -868,11 +873,7 @@ mod tests {
         spec.links[0].flow_rate = Some("250mbit".into());
         spec.links[0].flows = Some(16);
         spec.links[0].gso_ipv4_max_size = Some(185000);
-        let cmds: Vec<String> = Lab::commands(&spec)
-            .unwrap()
-            .iter()
-            .map(|c| c.to_string())
-            .collect();
+        let cmds = command_lines(&spec);
         let count = |x: &str| cmds.iter().filter(|c| c.contains(x)).count();
         assert_eq!(count("tbf"), 0, "the htb parent enforces the link rate");
         assert_eq!(count("htb rate 62500000bit ceil 250000000bit"), 2 * 16);
@@ -907,11 +908,7 @@ mod tests {
         }
         spec.links[1].flow_rate = Some("50mbit".into());
         spec.links[1].flows = Some(4);
-        let cmds: Vec<String> = Lab::commands(&spec)
-            .unwrap()
-            .iter()
-            .map(|c| c.to_string())
-            .collect();
+        let cmds = command_lines(&spec);
         let count = |x: &str| cmds.iter().filter(|c| c.contains(x)).count();
         assert_eq!(count("tbf rate 100000000bit"), 2);
         assert_eq!(count("limit 262144 overhead 1500"), 2, "{cmds:#?}");

@@ -6,7 +6,7 @@
 mod chromium;
 mod common;
 
-use common::{Proc, bin, heavy};
+use common::{Proc, bin, heavy, start_agent};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -113,30 +113,7 @@ fn up() -> Option<Fleet> {
     };
     let lab = f.lab.as_ref().unwrap();
     for h in HOSTS {
-        let mut cmd = lab.command(h, bin());
-        cmd.args([
-            "agent",
-            "--name",
-            h,
-            "--http",
-            "0.0.0.0:5380",
-            "--bind",
-            "0.0.0.0",
-        ])
-        .arg("--key-file")
-        .arg(&key)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-        let mut child = cmd.spawn().expect("spawn agent");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(
-            line.contains("listening"),
-            "agent {h} did not start: {line:?}"
-        );
-        f.agents.push((h.to_string(), Proc(child)));
+        f.agents.push((h.to_string(), start_agent(lab, h, &key)));
     }
     Some(f)
 }

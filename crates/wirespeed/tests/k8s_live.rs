@@ -5,10 +5,12 @@
 //! does not cover). The API server, `k8s run` and the player live in the
 //! lab's switch namespace, which routes to the nodes.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
+use common::{Proc, bin, start_agent};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use wirespeed_k8s::Network;
 use wirespeed_k8s::testkit::{self, FakeNode, TestEnv};
@@ -18,19 +20,6 @@ const NODES: [&str; 3] = ["n1", "n2", "n3"];
 /// Links per node: 0 the node network (host IPs), 1 the pod network (pod
 /// IPs), 2 the NIC DraNet hands to the dra pods.
 const LINKS: usize = 3;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_wirespeed")
-}
-
-/// A child killed and reaped on drop.
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Field order matters: agents die, then the API server stops, then the
 /// lab goes, then the files.
@@ -124,27 +113,7 @@ fn k8s_run_discovers_agents_of_every_mode_runs_the_matrix_and_cleans_up() {
     let mut plays: Vec<(Network, Vec<FakeNode>)> =
         Network::ALL.iter().map(|n| (*n, Vec::new())).collect();
     for (i, h) in NODES.iter().enumerate() {
-        let mut cmd = lab.command(h, bin());
-        cmd.args([
-            "agent",
-            "--name",
-            h,
-            "--http",
-            "0.0.0.0:5380",
-            "--bind",
-            "0.0.0.0",
-        ])
-        .arg("--key-file")
-        .arg(&key)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-        let mut child = cmd.spawn().expect("spawn agent");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        live.agents.push(Proc(child));
-        assert!(line.contains("listening"), "agent {h}: {line:?}");
+        live.agents.push(start_agent(lab, h, &key));
         let addr = |l: usize| lab.addr4(h, LINKS * i + l).unwrap().to_string();
         let node = FakeNode {
             name: format!("node-{h}"),

@@ -33,6 +33,37 @@ impl Drop for Proc {
     }
 }
 
+/// Starts `wirespeed agent --name HOST` in lab host `host` (HTTP on
+/// 5380, engine on all addresses, key `key`) and waits for its
+/// "listening" line.
+pub fn start_agent(lab: &wirespeed_lab::Lab, host: &str, key: &std::path::Path) -> Proc {
+    let mut cmd = lab.command(host, bin());
+    cmd.args([
+        "agent",
+        "--name",
+        host,
+        "--http",
+        "0.0.0.0:5380",
+        "--bind",
+        "0.0.0.0",
+    ])
+    .arg("--key-file")
+    .arg(key)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    let mut child = cmd.spawn().expect("spawn agent");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let agent = Proc(child);
+    assert!(
+        line.contains("listening"),
+        "agent {host} did not start: {line:?}"
+    );
+    agent
+}
+
 /// A running `wirespeed serve`: its process and its log lines.
 pub struct ServerProc {
     /// The process, killed on drop.
