@@ -918,5 +918,9 @@ mod tests {
         spec.links[0].rate = None;
         let e = spec.validate().unwrap_err().to_string();
         assert!(e.contains("packet_overhead"), "{e}");
+        spec.links[0].rate = Some("100mbit".into());
+        spec.links[0].gso_max_segs = Some(0);
+        let e = spec.validate().unwrap_err().to_string();
+        assert!(e.contains("gso_max_segs"), "{e}");
     }
 }
