@@ -104,6 +104,8 @@ struct Samples {
     cpu_per_gbps: Vec<f64>,
     /// Server CPU % of one core per Gbit/s.
     server_cpu_per_gbps: Vec<f64>,
+    /// Share of the client's CPU time spent in user space, percent.
+    client_user_pct: Vec<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -122,6 +124,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 impl Samples {
     fn add(&mut self, f: Figures, m: &Measured) {
         let gbps = f.bps / 1e9;
+        if m.cpu_s > 0.0 {
+            self.client_user_pct.push(m.user_s / m.cpu_s * 100.0);
+        }
         if gbps > 0.0 && m.wall_s > 0.0 {
             self.cpu_per_gbps.push(m.cpu_s / m.wall_s * 100.0 / gbps);
             self.server_cpu_per_gbps
@@ -621,6 +626,7 @@ fn run(bed: &Bed, ct: &Contender) -> Result<(Figures, Measured), String> {
         fig.p50_us = fig.p50_us.max(f.p50_us);
         fig.p99_us = fig.p99_us.max(f.p99_us);
         m.cpu_s += one.cpu_s;
+        m.user_s += one.user_s;
         m.wall_s = m.wall_s.max(one.wall_s);
         let c = charged.entry(server).or_default();
         *c = c.max(one.server_cpu_s);
@@ -681,21 +687,23 @@ fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serd
                 let (lo, hi) = s.spread(tps);
                 let _ = writeln!(
                     report,
-                    "  {:<52} {:>9.0} trans/s ({lo:.0}-{hi:.0})  p50 {:>8.1} us  p99 {:>8.1} us",
+                    "  {:<52} {:>9.0} trans/s ({lo:.0}-{hi:.0})  p50 {:>8.1} us  p99 {:>8.1} us  client user {:>4.1}% of its cpu",
                     ct.label,
                     s.med(tps),
                     s.med(p50),
-                    s.med(p99)
+                    s.med(p99),
+                    median(s.client_user_pct.clone())
                 );
             }
             Kind::Stream => {
                 let (lo, hi) = s.spread(gbps);
                 let _ = writeln!(
                     report,
-                    "  {:<52} {:>7.2} Gbit/s ({lo:.2}-{hi:.2})  client cpu {:>5.1}%/Gbit/s  server {:>5.1}%/Gbit/s",
+                    "  {:<52} {:>7.2} Gbit/s ({lo:.2}-{hi:.2})  client cpu {:>5.1}%/Gbit/s (user {:>4.1}%)  server {:>5.1}%/Gbit/s",
                     ct.label,
                     s.med(gbps),
                     median(s.cpu_per_gbps.clone()),
+                    median(s.client_user_pct.clone()),
                     median(s.server_cpu_per_gbps.clone()),
                 );
             }
@@ -752,6 +760,7 @@ fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serd
                     "p99_us": s.figures.iter().map(p99).collect::<Vec<_>>(),
                     "client_cpu_pct_per_gbps": s.cpu_per_gbps,
                     "server_cpu_pct_per_gbps": s.server_cpu_per_gbps,
+                    "client_user_pct": s.client_user_pct,
                 }),
             )
         })

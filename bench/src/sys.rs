@@ -21,8 +21,9 @@ fn clock_ticks() -> f64 {
     if t > 0 { t as f64 } else { 100.0 }
 }
 
-/// Waits for child `pid`; returns (exit code, CPU seconds it used).
-pub fn wait_cpu(pid: u32) -> io::Result<(i32, f64)> {
+/// Waits for child `pid`; returns (exit code, user CPU seconds, system
+/// CPU seconds it used).
+pub fn wait_cpu(pid: u32) -> io::Result<(i32, f64, f64)> {
     let mut status = 0i32;
     // SAFETY: rusage is plain data the kernel fills.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -43,5 +44,5 @@ pub fn wait_cpu(pid: u32) -> io::Result<(i32, f64)> {
     } else {
         -1
     };
-    Ok((code, s(ru.ru_utime) + s(ru.ru_stime)))
+    Ok((code, s(ru.ru_utime), s(ru.ru_stime)))
 }

@@ -75,6 +75,9 @@ pub struct Measured {
     pub wall_s: f64,
     /// Client CPU seconds (user + system, all threads).
     pub cpu_s: f64,
+    /// The part of `cpu_s` spent in user space (the rest is the kernel:
+    /// system calls, the TCP/IP stack, copies).
+    pub user_s: f64,
     /// Server CPU seconds over the same span.
     pub server_cpu_s: f64,
 }
@@ -107,7 +110,8 @@ pub fn run_client(
     if let Ok(e) = t.join() {
         err = e;
     }
-    let (code, cpu_s) = wait_cpu(child.id()).map_err(|e| format!("wait for {}: {e}", argv[0]))?;
+    let (code, user_s, sys_s) =
+        wait_cpu(child.id()).map_err(|e| format!("wait for {}: {e}", argv[0]))?;
     // The child is reaped: keep std from trying again.
     std::mem::forget(child);
     let wall_s = t0.elapsed().as_secs_f64();
@@ -122,7 +126,8 @@ pub fn run_client(
     Ok(Measured {
         stdout: out,
         wall_s,
-        cpu_s,
+        cpu_s: user_s + sys_s,
+        user_s,
         server_cpu_s,
     })
 }

@@ -8,7 +8,7 @@ use crate::profile::SCHEMA_VERSION;
 use serde::{Deserialize, Serialize};
 use wirespeed_types::result::{CpuUsage, FlowResult, jain};
 use wirespeed_types::spec::FlowKind;
-use wirespeed_types::{Direction, TestResult, Workload};
+use wirespeed_types::{Direction, TestResult};
 
 /// A core this busy (%) or more is the limit of its side.
 pub const CPU_BUSY_PCT: f64 = 90.0;
@@ -77,6 +77,10 @@ pub enum BottleneckKind {
     SmallBuffers,
     /// Encapsulation on the path.
     Encapsulation,
+    /// UDP: datagrams lost (>= 1% of those sent), with where they were lost.
+    DatagramLoss,
+    /// UDP: a busy side sent or received without GSO/GRO.
+    UdpNoOffload,
 }
 
 impl BottleneckKind {
@@ -94,6 +98,8 @@ impl BottleneckKind {
             BottleneckKind::HashImbalance => "hash_imbalance",
             BottleneckKind::SmallBuffers => "small_buffers",
             BottleneckKind::Encapsulation => "encapsulation",
+            BottleneckKind::DatagramLoss => "datagram_loss",
+            BottleneckKind::UdpNoOffload => "udp_no_offload",
         }
     }
 }
@@ -161,7 +167,7 @@ pub struct ExplainReport {
     pub explanations: Vec<ExplainedResult>,
 }
 
-fn ev(name: impl Into<String>, value: f64, unit: &str) -> Evidence {
+pub(crate) fn ev(name: impl Into<String>, value: f64, unit: &str) -> Evidence {
     Evidence {
         name: name.into(),
         value: wirespeed_types::result::finite(value),
@@ -200,7 +206,7 @@ fn directions(r: &TestResult) -> (f64, f64) {
     };
     if r.directions.is_empty() {
         match r.spec.direction {
-            Direction::Reverse if r.spec.workload == Workload::Stream => (0.0, r.throughput_bps),
+            Direction::Reverse if r.spec.workload.is_bulk() => (0.0, r.throughput_bps),
             _ => (r.throughput_bps, 0.0),
         }
     } else {
@@ -307,6 +313,7 @@ pub fn explain(r: &TestResult, c: Option<&Ceilings>, facts: &Facts) -> Explanati
     hash_rule(r, nic_named, &mut b);
     buffer_rule(r, &mut b);
     encap_rule(r, facts, &mut b);
+    crate::explain_udp::udp_rules(r, &mut b);
     out.summary = if b.is_empty() {
         "no bottleneck found by the rules: CPU, NICs, flows, retransmits, paths and buffers look clear".into()
     } else {
@@ -317,8 +324,17 @@ pub fn explain(r: &TestResult, c: Option<&Ceilings>, facts: &Facts) -> Explanati
     out
 }
 
+/// Whether a side ran out of CPU: a core >= [`CPU_BUSY_PCT`] busy, and
+/// (where per-thread figures exist) a worker on it >= [`BUSY_THREAD_MIN`]:
+/// a busy core that none of the workers is on much is someone else's.
+pub(crate) fn busy(cpu: &CpuUsage) -> bool {
+    let busiest_thread = cpu.per_thread_pct.iter().cloned().fold(0.0, f64::max);
+    cpu.max_core_pct >= CPU_BUSY_PCT
+        && (cpu.per_thread_pct.is_empty() || busiest_thread >= BUSY_THREAD_MIN)
+}
+
 fn cpu_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
-    let stream = r.spec.workload == Workload::Stream;
+    let stream = r.spec.workload.is_bulk();
     for (side, cpu, sends) in [
         (
             "client",
@@ -337,23 +353,29 @@ fn cpu_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
             ..
         } = *cpu;
         let busiest_thread = cpu.per_thread_pct.iter().cloned().fold(0.0, f64::max);
-        // A busy core that none of the workers is on much is someone else's.
-        if max_core_pct < CPU_BUSY_PCT
-            || !cpu.per_thread_pct.is_empty() && busiest_thread < BUSY_THREAD_MIN
-        {
+        if !busy(cpu) {
             continue;
         }
         let one_way = stream && r.spec.direction != Direction::Bidir;
+        let udp = r.spec.workload.is_udp();
         let (kind, role, fix) = match (one_way, sends) {
             (true, true) => (
                 BottleneckKind::SenderCpu,
                 "the sender",
-                "spread flows over more threads (-T), try --zerocopy, a larger MTU or GSO size",
+                if udp {
+                    "spread flows over more threads (-T), keep UDP GSO on, send larger datagrams (-l) or a larger MTU"
+                } else {
+                    "spread flows over more threads (-T), try --zerocopy, a larger MTU or GSO size"
+                },
             ),
             (true, false) => (
                 BottleneckKind::ReceiverCpu,
                 "the receiver",
-                "spread flows over more threads (-T) and RX queues, try --skip-rx-copy, GRO and a larger MTU",
+                if udp {
+                    "spread flows over more threads (-T) and RX queues, keep UDP GRO on, a larger MTU"
+                } else {
+                    "spread flows over more threads (-T) and RX queues, try --skip-rx-copy, GRO and a larger MTU"
+                },
             ),
             _ => (
                 BottleneckKind::CpuCore,

@@ -3,8 +3,8 @@
 use super::*;
 use crate::ceilings::{Query, ceilings};
 use crate::profile::builtin;
-use wirespeed_types::TestSpec;
 use wirespeed_types::result::{DirectionResult, PathResult, TcpInfo};
+use wirespeed_types::{TestSpec, Workload};
 
 const G: f64 = 1e9;
 
@@ -425,4 +425,85 @@ fn clean_and_odd_results_do_not_panic() {
         explain(&r, None, &Facts::default()).measured_one_way_bps,
         1e9
     );
+}
+
+/// A forward udp-stream result: `sent` datagrams, `lost` of them lost,
+/// 2 flows without TCP_INFO, offloads as given.
+fn udp(sent: u64, lost: u64, gso: bool, gro: bool) -> TestResult {
+    use wirespeed_types::result::{UdpOffload, UdpStats, loss_pct};
+    let mut r = stream(Direction::Forward, 2, 1.0);
+    r.spec.workload = Workload::UdpStream;
+    r.spec.rate_bps = Some(1_000_000_000);
+    for f in &mut r.flows {
+        f.tcp_info = None;
+    }
+    let u = UdpStats {
+        datagrams_sent: sent,
+        datagrams_received: sent - lost,
+        lost,
+        loss_pct: loss_pct(lost, sent),
+        ..UdpStats::default()
+    };
+    r.directions[0].sent_bps = 2.0 * G;
+    r.directions[0].udp = Some(u.clone());
+    r.udp = Some(u);
+    r.udp_offload = Some(UdpOffload {
+        client_gso: gso,
+        client_gro: gro,
+        server_gso: gso,
+        server_gro: gro,
+    });
+    r
+}
+
+#[test]
+fn udp_loss_is_blamed_on_the_path_or_on_a_busy_receiver() {
+    let none = Facts::default();
+    // Half lost, receiver idle: the path dropped them; lower -b.
+    let e = explain(&udp(1000, 500, true, true), None, &none);
+    let b = find(&e, BottleneckKind::DatagramLoss);
+    assert!((evidence(b, "loss_pct") - 50.0).abs() < 1e-9);
+    assert!(b.message.contains("lower -b"), "{}", b.message);
+    assert!(b.message.contains("1.00 Gbit/s per flow"), "{}", b.message);
+    // The same loss with the server's core full: its buffers overflowed.
+    let mut r = udp(1000, 500, true, true);
+    r.remote_cpu.max_core_pct = 99.0;
+    let b = find(&explain(&r, None, &none), BottleneckKind::DatagramLoss).clone();
+    assert!(b.message.contains("server (receiver)"), "{}", b.message);
+    assert!(b.message.contains("--rcvbuf"), "{}", b.message);
+    // Under 1% is no finding; nor is a TCP retransmit rule fired for UDP.
+    let e = explain(&udp(1000, 9, true, true), None, &none);
+    assert!(!kinds(&e).contains(&BottleneckKind::DatagramLoss), "{e:#?}");
+    assert!(!kinds(&e).contains(&BottleneckKind::Retransmits));
+}
+
+#[test]
+fn a_busy_side_without_gso_or_gro_is_told_which_offload_it_lacks() {
+    let none = Facts::default();
+    // --no-gso with the sending client's core full.
+    let mut r = udp(1000, 0, false, true);
+    r.spec.udp_gso = false;
+    r.local_cpu.max_core_pct = 100.0;
+    let e = explain(&r, None, &none);
+    let b = find(&e, BottleneckKind::UdpNoOffload);
+    assert!(b.message.contains("client sends"), "{}", b.message);
+    assert!(
+        b.message.contains("--no-gso turned it off"),
+        "{}",
+        b.message
+    );
+    // The sender is also named as the CPU bottleneck of a one-way test.
+    assert!(kinds(&e).contains(&BottleneckKind::SenderCpu), "{e:#?}");
+    // GRO asked for but not taken by the kernel, receiving server busy.
+    let mut r = udp(1000, 0, true, false);
+    r.remote_cpu.max_core_pct = 95.0;
+    let b = find(&explain(&r, None, &none), BottleneckKind::UdpNoOffload).clone();
+    assert!(b.message.contains("server receives"), "{}", b.message);
+    assert!(b.message.contains("did not take it"), "{}", b.message);
+    // Offloads on, or cores not busy: no finding.
+    let mut r = udp(1000, 0, true, true);
+    r.local_cpu.max_core_pct = 100.0;
+    assert!(!kinds(&explain(&r, None, &none)).contains(&BottleneckKind::UdpNoOffload));
+    let r = udp(1000, 0, false, false);
+    assert!(!kinds(&explain(&r, None, &none)).contains(&BottleneckKind::UdpNoOffload));
 }

@@ -309,3 +309,72 @@ fn explain_a_loopback_bench_result() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+// A UDP test at twice a 100 Mbit/s tbf cap: explain names the datagram
+// loss, says the path (not the idle receiver) dropped them, and asks for
+// a lower -b; no TCP rule fires on a UDP result.
+#[test]
+fn explain_names_udp_loss_on_a_capped_link() {
+    if !common::root_or_skip("explain_udp_loss") {
+        return;
+    }
+    let _g = common::heavy();
+    let (lab, _server) = common::lab_with_server("t-xudp", 1, Some("100mbit"));
+    let server = lab.addr4("b", 0).unwrap().to_string();
+    let p = common::path(&lab, 0);
+    let mut cmd = lab.command("a", bin());
+    cmd.args([
+        "bench",
+        &server,
+        "--json",
+        "-w",
+        "udp-stream",
+        "-l",
+        "1400",
+        "-b",
+        "100mbit",
+        "-F",
+        "2",
+        "--sndbuf",
+        "4m",
+        "-d",
+        "2s",
+        "--warmup",
+        "0.3s",
+        "--paths",
+        &p,
+    ]);
+    let out = common::run(cmd);
+    let path = std::env::temp_dir().join(format!("ws-udp-{}.json", std::process::id()));
+    std::fs::write(&path, &out.stdout).unwrap();
+    let v = ok_json(&[
+        "explain",
+        path.to_str().unwrap(),
+        "--path-cap",
+        "100mbit",
+        "--json",
+    ]);
+    let _ = std::fs::remove_file(&path);
+    let x = &v["explanations"][0]["explanation"];
+    let found: Vec<&Value> = x["bottlenecks"].as_array().unwrap().iter().collect();
+    let kinds: Vec<&str> = found.iter().map(|b| b["kind"].as_str().unwrap()).collect();
+    let loss = found
+        .iter()
+        .find(|b| b["kind"] == "datagram_loss")
+        .unwrap_or_else(|| panic!("no datagram_loss in {kinds:?}"));
+    let msg = loss["message"].as_str().unwrap();
+    assert!(msg.contains("lower -b"), "{msg}");
+    let pct = loss["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "loss_pct")
+        .unwrap()["value"]
+        .as_f64()
+        .unwrap();
+    assert!((30.0..=70.0).contains(&pct), "loss {pct}%");
+    assert!(
+        !kinds.contains(&"retransmits") && !kinds.contains(&"small_buffers"),
+        "{kinds:?}"
+    );
+}
