@@ -294,7 +294,19 @@ impl fmt::Display for Op {
                 six(from)
             ),
             Op::Route(r) => r.fmt(f),
-            Op::Tc { ns, args } => write!(f, "tc -n {ns} {}", args.join(" ")),
+            Op::Tc { ns, args } => {
+                write!(f, "tc -n {ns}")?;
+                // An argument with spaces (a cBPF program) in quotes, as
+                // a shell takes it.
+                for a in args {
+                    if a.contains(' ') {
+                        write!(f, " '{a}'")?;
+                    } else {
+                        write!(f, " {a}")?;
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -610,6 +622,24 @@ mod tests {
             }
             .to_string(),
             "ip -n l-a link set lo up"
+        );
+        let bpf = Op::Tc {
+            ns: "l-a".into(),
+            args: [
+                "filter",
+                "add",
+                "dev",
+                "eth0",
+                "bpf",
+                "bytecode",
+                "1,6 0 0 0",
+            ]
+            .map(String::from)
+            .to_vec(),
+        };
+        assert_eq!(
+            bpf.to_string(),
+            "tc -n l-a filter add dev eth0 bpf bytecode '1,6 0 0 0'"
         );
     }
 }

@@ -334,17 +334,31 @@ pub fn cap_ops(n: &str, dev: &str, bps: u64, kind: CapKind, overhead: Option<u32
 }
 
 /// Per-flow caps on `dev`: HTB with a parent class at `total` (the link's
-/// rate, or 100 Gbit/s when uncapped), a default class for what is not
-/// IPv4 TCP, and `buckets` classes at `per_flow` each. A u32 hash table
-/// spreads IPv4 TCP packets over the buckets by the client's port (its
-/// bits 1 to log2(buckets)): Linux gives connect() even ports and bind(0) (a listener's
-/// port) odd ones, so a packet with an even source port is hashed on its
-/// source port and one with an odd source port on its destination port,
-/// and both directions of one flow land in the same bucket. Consecutive
-/// connections to one server get ports 2-16 apart, so up to buckets / 8
-/// flows of one test never share a bucket. Assumes IPv4 headers without
-/// options (the ports at byte 20). Every class charges `overhead` bytes
-/// per packet beyond its length, if given.
+/// rate, or 100 Gbit/s when uncapped), a default class 1:2, and `buckets`
+/// classes at `per_flow` each; filters put every TCP and UDP packet, IPv4
+/// and IPv6, in the bucket of its flow.
+///
+/// TCP (u32, prio 1 for IPv4 and 2 for IPv6, one shared hash table 2:)
+/// is hashed on the client's port (its bits 1 to log2(buckets)): Linux
+/// gives connect() even ports and bind(0) (a listener's port) odd ones, so
+/// a packet with an even source port is hashed on its source port and one
+/// with an odd source port on its destination port, and both directions
+/// of one flow land in the same bucket. Consecutive connections to one
+/// server get ports 2-16 apart, so up to buckets / 8 flows of one test
+/// never share a bucket. The ports are read at byte 20 (IPv4 without
+/// options: a packet with options is hashed on them), at byte 40 (IPv6)
+/// or at byte 48 behind the 8-byte hop-by-hop header that BIG TCP puts on
+/// IPv6 packets above 64 KB.
+///
+/// UDP (cBPF, prio 3 and 4, see `udp_hash_program`) is hashed on the
+/// source port XOR the destination port: a UDP socket's bind(0) port is
+/// random, so distinct flows share a bucket by chance (1 - B!/((B-N)!
+/// B^N) for N flows over B buckets).
+///
+/// The default class gets what no filter matches: ICMP, other protocols,
+/// IPv4 UDP fragments after the first, and IPv6 packets with other
+/// extension headers. Every class charges `overhead` bytes per packet
+/// beyond its length, if given.
 pub fn flow_cap_ops(
     n: &str,
     dev: &str,
@@ -380,45 +394,135 @@ pub fn flow_cap_ops(
         class("1:1", "1:2", 8000, total),
     ];
     let buckets = buckets.clamp(2, 256);
-    let flow_class = |k: u32| format!("1:{:x}", 0x100 + k);
+    let flow_class = |k: u32| format!("1:{:x}", FLOW_CLASS_MINOR + k);
     let ceil = per_flow.min(total);
     let assured = (total / u64::from(buckets)).clamp(8000, ceil);
     for k in 0..buckets {
         out.push(class("1:1", &flow_class(k), assured, ceil));
     }
-    let filter = |extra: &[&str]| {
+    let filter = |prio: &str, proto: &str, extra: &[&str]| {
         let mut v = vec![
-            "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "protocol", "ip",
+            "filter", "add", "dev", dev, "parent", "1:", "prio", prio, "protocol", proto,
         ];
         v.extend_from_slice(extra);
         tc(n, &v)
     };
     let divisor = buckets.to_string();
-    out.push(filter(&["handle", "2:", "u32", "divisor", &divisor]));
+    out.push(filter(
+        "1",
+        "ip",
+        &["handle", "2:", "u32", "divisor", &divisor],
+    ));
     for k in 0..buckets {
         let ht = format!("2:{k:x}:");
-        out.push(filter(&[
-            "u32",
-            "ht",
-            &ht,
-            "match",
-            "u32",
-            "0",
-            "0",
-            "flowid",
-            &flow_class(k),
-        ]));
+        out.push(filter(
+            "1",
+            "ip",
+            &[
+                "u32",
+                "ht",
+                &ht,
+                "match",
+                "u32",
+                "0",
+                "0",
+                "flowid",
+                &flow_class(k),
+            ],
+        ));
     }
     // Port bits 1.. (bit 0 is the parity that tells client from server).
     let bits = (buckets - 1) << 1;
     let (smask, dmask) = (format!("0x{:08x}", bits << 16), format!("0x{bits:08x}"));
-    for (parity, mask) in [("0", &smask), ("1", &dmask)] {
-        out.push(filter(&[
-            "u32", "ht", "800::", "match", "ip", "protocol", "6", "0xff", "match", "ip", "sport",
-            parity, "0x1", "hashkey", "mask", mask, "at", "20", "link", "2:",
-        ]));
+    let parities = [("0", &smask), ("1", &dmask)];
+    for (parity, mask) in parities {
+        out.push(filter(
+            "1",
+            "ip",
+            &[
+                "u32", "ht", "800::", "match", "ip", "protocol", "6", "0xff", "match", "ip",
+                "sport", parity, "0x1", "hashkey", "mask", mask, "at", "20", "link", "2:",
+            ],
+        ));
+    }
+    // IPv6 TCP into the same table (u32 tables are shared by the filters
+    // of one qdisc): the ports at byte 40, or at 48 behind BIG TCP's
+    // hop-by-hop header (next header 0; its own next header 6, length 0).
+    for (parity, mask) in parities {
+        out.push(filter(
+            "2",
+            "ipv6",
+            &[
+                "u32", "match", "ip6", "protocol", "6", "0xff", "match", "ip6", "sport", parity,
+                "0x1", "hashkey", "mask", mask, "at", "40", "link", "2:",
+            ],
+        ));
+    }
+    for (parity, mask) in parities {
+        out.push(filter(
+            "2",
+            "ipv6",
+            &[
+                "u32", "match", "ip6", "protocol", "0", "0xff", "match", "u16", "0x0600", "0xffff",
+                "at", "40", "match", "u16", parity, "0x1", "at", "48", "hashkey", "mask", mask,
+                "at", "48", "link", "2:",
+            ],
+        ));
+    }
+    for (prio, proto, v6) in [("3", "ip", false), ("4", "ipv6", true)] {
+        let program = udp_hash_program(v6, buckets);
+        out.push(filter(prio, proto, &["bpf", "bytecode", &program]));
     }
     out
+}
+
+/// Minor number of the first per-flow bucket class (1:100).
+const FLOW_CLASS_MINOR: u32 = 0x100;
+
+/// A classic BPF program, in tc's `bytecode` form ("N,code jt jf k,..."),
+/// that returns the bucket class of a UDP packet (IPv6 if `v6`) seen from
+/// its Ethernet header, as cls_bpf hands it over on egress: 1:100 plus
+/// (source port XOR destination port) modulo `buckets` (a power of two),
+/// so both directions of a flow share a bucket whoever chose which port.
+/// Anything else returns 0, which cls_bpf takes as no match. An IPv4
+/// fragment after the first carries no ports and is not matched.
+fn udp_hash_program(v6: bool, buckets: u32) -> String {
+    use libc::{
+        BPF_A, BPF_ABS, BPF_ADD, BPF_ALU, BPF_AND, BPF_B, BPF_H, BPF_IND, BPF_JEQ, BPF_JMP,
+        BPF_JSET, BPF_K, BPF_LD, BPF_LDX, BPF_MISC, BPF_MSH, BPF_RET, BPF_RSH, BPF_TAX, BPF_W,
+        BPF_X, BPF_XOR,
+    };
+    // (code, jt, jf, k); a jump's offsets count the instructions skipped.
+    const ETH: u32 = 14;
+    const UDP: u32 = 17;
+    let base = (1 << 16) | FLOW_CLASS_MINOR;
+    let mut p: Vec<(u32, u32, u32, u32)> = Vec::new();
+    if v6 {
+        p.push((BPF_LD | BPF_B | BPF_ABS, 0, 0, ETH + 6)); // next header
+        p.push((BPF_JMP | BPF_JEQ | BPF_K, 0, 7, UDP));
+        p.push((BPF_LD | BPF_W | BPF_ABS, 0, 0, ETH + 40)); // ports
+    } else {
+        p.push((BPF_LD | BPF_B | BPF_ABS, 0, 0, ETH + 9)); // protocol
+        p.push((BPF_JMP | BPF_JEQ | BPF_K, 0, 10, UDP));
+        p.push((BPF_LD | BPF_H | BPF_ABS, 0, 0, ETH + 6)); // fragment offset
+        p.push((BPF_JMP | BPF_JSET | BPF_K, 8, 0, 0x1fff));
+        p.push((BPF_LDX | BPF_B | BPF_MSH, 0, 0, ETH)); // X = header length
+        p.push((BPF_LD | BPF_W | BPF_IND, 0, 0, ETH)); // ports
+    }
+    p.extend([
+        (BPF_MISC | BPF_TAX, 0, 0, 0),         // X = sport << 16 | dport
+        (BPF_ALU | BPF_RSH | BPF_K, 0, 0, 16), // A = sport
+        (BPF_ALU | BPF_XOR | BPF_X, 0, 0, 0),  // low 16 bits: sport ^ dport
+        (BPF_ALU | BPF_AND | BPF_K, 0, 0, buckets - 1),
+        (BPF_ALU | BPF_ADD | BPF_K, 0, 0, base),
+        (BPF_RET | BPF_A, 0, 0, 0),
+        (BPF_RET | BPF_K, 0, 0, 0), // no match
+    ]);
+    let mut s = p.len().to_string();
+    for (code, jt, jf, k) in p {
+        s.push_str(&format!(",{code} {jt} {jf} {k}"));
+    }
+    s
 }
 
 /// Does one operation; a failure carries its command line and the reason.
@@ -896,6 +1000,140 @@ mod tests {
         );
         let pos = |x: &str| cmds.iter().position(|c| c.contains(x)).unwrap();
         assert!(pos("divisor") < pos("ht 2:0:") && pos("ht 2:f:") < pos("ht 800::"));
+    }
+
+    #[test]
+    fn per_flow_caps_cover_ipv6_tcp_and_udp() {
+        let mut spec = LabSpec::two_hosts("fc6", 1, None);
+        spec.links[0].flow_rate = Some("100mbit".into());
+        spec.links[0].flows = Some(16);
+        let cmds = command_lines(&spec);
+        let count = |x: &str| cmds.iter().filter(|c| c.contains(x)).count();
+        // IPv6 TCP: the IPv4 hash at byte 40, and at 48 behind BIG TCP's
+        // hop-by-hop header, into the one bucket table.
+        for (parity, mask) in [("0", "0x001e0000"), ("1", "0x0000001e")] {
+            let plain = format!(
+                "prio 2 protocol ipv6 u32 match ip6 protocol 6 0xff match ip6 sport {parity} 0x1 hashkey mask {mask} at 40 link 2:"
+            );
+            let hbh = format!(
+                "prio 2 protocol ipv6 u32 match ip6 protocol 0 0xff match u16 0x0600 0xffff at 40 match u16 {parity} 0x1 at 48 hashkey mask {mask} at 48 link 2:"
+            );
+            assert_eq!(count(&plain), 2, "{cmds:#?}");
+            assert_eq!(count(&hbh), 2, "{cmds:#?}");
+        }
+        assert_eq!(count("divisor"), 2, "one bucket table per end");
+        // UDP: a cBPF program per family, quoted as a shell takes it.
+        assert_eq!(
+            count(
+                "prio 3 protocol ip bpf bytecode '13,48 0 0 23,21 0 10 17,40 0 0 20,69 8 0 8191,177 0 0 14,64 0 0 14,7 0 0 0,116 0 0 16,172 0 0 0,84 0 0 15,4 0 0 65792,22 0 0 0,6 0 0 0'"
+            ),
+            2
+        );
+        assert_eq!(
+            count(
+                "prio 4 protocol ipv6 bpf bytecode '10,48 0 0 20,21 0 7 17,32 0 0 54,7 0 0 0,116 0 0 16,172 0 0 0,84 0 0 15,4 0 0 65792,22 0 0 0,6 0 0 0'"
+            ),
+            2
+        );
+        // tc refuses two protocols at one priority.
+        for (prio, proto) in [("1", "ip"), ("2", "ipv6"), ("3", "ip"), ("4", "ipv6")] {
+            let at = format!("prio {prio} protocol ");
+            assert!(
+                cmds.iter()
+                    .filter(|c| c.contains(&at))
+                    .all(|c| c.contains(&format!("{at}{proto} "))),
+                "{cmds:#?}"
+            );
+        }
+    }
+
+    /// Runs a cBPF program in tc's `bytecode` form over `pkt`, for the
+    /// instructions `udp_hash_program` uses.
+    fn run_cbpf(program: &str, pkt: &[u8]) -> u32 {
+        let insns: Vec<[u32; 4]> = program
+            .split(',')
+            .skip(1)
+            .map(|i| {
+                let v: Vec<u32> = i.split(' ').map(|x| x.parse().unwrap()).collect();
+                [v[0], v[1], v[2], v[3]]
+            })
+            .collect();
+        assert_eq!(program.split(',').next(), Some(&*insns.len().to_string()));
+        let be = |at: usize, n: usize| {
+            pkt[at..at + n]
+                .iter()
+                .fold(0u32, |a, b| (a << 8) | u32::from(*b))
+        };
+        let (mut a, mut x, mut pc) = (0u32, 0u32, 0usize);
+        loop {
+            let [code, jt, jf, k] = insns[pc];
+            pc += 1;
+            match code {
+                0x30 => a = be(k as usize, 1),
+                0x28 => a = be(k as usize, 2),
+                0x20 => a = be(k as usize, 4),
+                0x40 => a = be((x + k) as usize, 4),
+                0xb1 => x = 4 * (be(k as usize, 1) & 0xf),
+                0x15 => pc += if a == k { jt } else { jf } as usize,
+                0x45 => pc += if a & k != 0 { jt } else { jf } as usize,
+                0x07 => x = a,
+                0x74 => a >>= k,
+                0xac => a ^= x,
+                0x54 => a &= k,
+                0x04 => a += k,
+                0x16 => return a,
+                0x06 => return k,
+                _ => panic!("instruction {code:#x} not expected"),
+            }
+        }
+    }
+
+    /// An Ethernet frame holding an IPv4 (or IPv6) packet of `proto` with
+    /// `options` bytes of IPv4 options and ports `sport` and `dport`.
+    fn frame(v6: bool, proto: u8, options: usize, frag: u16, sport: u16, dport: u16) -> Vec<u8> {
+        let mut p = vec![0u8; 14];
+        if v6 {
+            p.extend([0x60, 0, 0, 0, 0, 16, proto, 64]);
+            p.extend([0u8; 32]);
+        } else {
+            p.extend([0x40 | (5 + options / 4) as u8, 0, 0, 36]);
+            p.extend([0, 1]);
+            p.extend(frag.to_be_bytes());
+            p.extend([64, proto, 0, 0]);
+            p.extend([0u8; 8]);
+            p.extend(vec![1u8; options]);
+        }
+        p.extend(sport.to_be_bytes());
+        p.extend(dport.to_be_bytes());
+        p.extend([0u8; 12]);
+        p
+    }
+
+    #[test]
+    fn the_udp_program_hashes_both_ports_and_skips_the_rest() {
+        for v6 in [false, true] {
+            let prog = udp_hash_program(v6, 64);
+            let class = |sport: u16, dport: u16| 0x10100 + (u32::from(sport ^ dport) & 63);
+            for (s, d) in [(40000, 5201), (5201, 40000), (33333, 44444), (1, 1)] {
+                assert_eq!(run_cbpf(&prog, &frame(v6, 17, 0, 0, s, d)), class(s, d));
+            }
+            // Not UDP: no match, so the next filter or the default class.
+            assert_eq!(run_cbpf(&prog, &frame(v6, 6, 0, 0, 40000, 5201)), 0);
+            assert_eq!(run_cbpf(&prog, &frame(v6, 58, 0, 0, 40000, 5201)), 0);
+        }
+        let v4 = udp_hash_program(false, 256);
+        // IPv4 options move the ports; the program follows the header length.
+        let with_options = frame(false, 17, 8, 0, 40001, 5201);
+        assert_eq!(
+            run_cbpf(&v4, &with_options),
+            0x10100 + ((40001 ^ 5201) & 255)
+        );
+        // The first fragment (more fragments set) has the ports; later ones do not.
+        assert_eq!(
+            run_cbpf(&v4, &frame(false, 17, 0, 0x2000, 40001, 5201)),
+            0x10100 + ((40001 ^ 5201) & 255)
+        );
+        assert_eq!(run_cbpf(&v4, &frame(false, 17, 0, 0x2000 | 185, 1, 2)), 0);
     }
 
     #[test]

@@ -75,7 +75,8 @@ pub struct LinkSpec {
     #[serde(default)]
     pub gro_ipv4_max_size: Option<u32>,
     /// Per-flow egress cap on each end, e.g. `300mbit`: HTB with one class
-    /// per hash bucket of the TCP ports (IPv4), so each flow is capped alone.
+    /// per hash bucket of the ports (TCP and UDP, IPv4 and IPv6), so each
+    /// flow is capped alone.
     #[serde(default)]
     pub flow_rate: Option<String>,
     /// Hash buckets (classes) for `flow_rate`: a power of two, 2-256 (default 64).

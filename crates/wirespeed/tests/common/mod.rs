@@ -183,7 +183,12 @@ pub fn lab_with_server(
     rate: Option<&str>,
 ) -> (wirespeed_lab::Lab, ServerProc) {
     let spec = wirespeed_lab::LabSpec::two_hosts(&wirespeed_lab::Lab::unique(prefix), nics, rate);
-    let lab = wirespeed_lab::Lab::up(&spec).expect("lab up");
+    lab_spec_with_server(&spec)
+}
+
+/// The lab of `spec` with a server on host b (port 5300).
+pub fn lab_spec_with_server(spec: &wirespeed_lab::LabSpec) -> (wirespeed_lab::Lab, ServerProc) {
+    let lab = wirespeed_lab::Lab::up(spec).expect("lab up");
     let mut cmd = lab.command("b", bin());
     cmd.args(["serve", "--port", "5300", "--idle-timeout", "3s"]);
     (lab, serve(cmd))
