@@ -389,13 +389,15 @@ fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
             ]
         } else {
             vec![
-                w(
-                    &format!("wirespeed -F 4 -T 2 -l {MSG} --cc {cc}"),
-                    &[&l[..], &["-F", "4", "-T", "2", "--cc", cc]].concat(),
-                ),
+                // First, the row the ratio uses: one worker per side, as
+                // iperf3 3.12 runs (both ends share this testbed's cores).
                 w(
                     &format!("wirespeed -F 4 -T 1 -l {MSG} --cc {cc}"),
                     &[&l[..], &["-F", "4", "-T", "1", "--cc", cc]].concat(),
+                ),
+                w(
+                    &format!("wirespeed -F 4 -T 2 -l {MSG} --cc {cc}"),
+                    &[&l[..], &["-F", "4", "-T", "2", "--cc", cc]].concat(),
                 ),
                 i3(
                     &format!("iperf3 -P 4 -l {MSG} -C {cc}"),
@@ -444,14 +446,14 @@ fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
         ),
         "s4-bbr" => (
             eq(&format!(
-                "4 flows, {MSG} per call, bbr; threads: iperf3 3.12 has 1, iperf2 one per flow"
+                "4 flows, {MSG} per call, bbr; threads: wirespeed -T 1 as iperf3 3.12 has 1 (-T 2 shown), iperf2 one per flow"
             )),
             Kind::Stream,
             eq_stream("bbr", "4"),
         ),
         "s4-cubic" => (
             eq(&format!(
-                "4 flows, {MSG} per call, cubic; threads: iperf3 3.12 has 1, iperf2 one per flow"
+                "4 flows, {MSG} per call, cubic; threads: wirespeed -T 1 as iperf3 3.12 has 1 (-T 2 shown), iperf2 one per flow"
             )),
             Kind::Stream,
             eq_stream("cubic", "4"),
