@@ -164,9 +164,10 @@ const SHARED_TURN_BYTES: usize = 128 << 10;
 /// to itself; when it shares it, about [`SHARED_TURN_BYTES`] (one call of
 /// 128 KiB or more, 16 of 8 KiB), so the thread's flows take turns the
 /// way iperf3's one write per stream per round does. With 16 calls of
-/// 128 KiB a flow queued 2 MiB while the others waited: four bbr flows
-/// on one thread moved 0.87x iperf3's rate, one call a turn 0.96x
-/// (docs/benchmarks.md, "Four bbr flows").
+/// 128 KiB a flow queued 2 MiB while the others waited: in one A/B batch
+/// four bbr flows on one thread moved 0.87x iperf3's rate, one call a
+/// turn 0.96x (docs/benchmarks.md, "Four bbr flows", which also has the
+/// rerun where the gap came back).
 fn send_turn(ts: &ThreadState, len: usize) -> usize {
     let most = ts.turn(BUDGET);
     if ts.flows > 1 {

@@ -328,9 +328,13 @@ pub fn explain(r: &TestResult, c: Option<&Ceilings>, facts: &Facts) -> Explanati
 /// (where per-thread figures exist) a worker on it >= [`BUSY_THREAD_MIN`]:
 /// a busy core that none of the workers is on much is someone else's.
 pub(crate) fn busy(cpu: &CpuUsage) -> bool {
-    let busiest_thread = cpu.per_thread_pct.iter().cloned().fold(0.0, f64::max);
     cpu.max_core_pct >= CPU_BUSY_PCT
-        && (cpu.per_thread_pct.is_empty() || busiest_thread >= BUSY_THREAD_MIN)
+        && (cpu.per_thread_pct.is_empty() || busiest_thread(cpu) >= BUSY_THREAD_MIN)
+}
+
+/// The busiest worker thread's CPU, % of one core (0 without figures).
+fn busiest_thread(cpu: &CpuUsage) -> f64 {
+    cpu.per_thread_pct.iter().cloned().fold(0.0, f64::max)
 }
 
 fn cpu_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
@@ -352,7 +356,6 @@ fn cpu_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
             total_pct,
             ..
         } = *cpu;
-        let busiest_thread = cpu.per_thread_pct.iter().cloned().fold(0.0, f64::max);
         if !busy(cpu) {
             continue;
         }
@@ -388,7 +391,7 @@ fn cpu_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
             evidence: vec![
                 ev(format!("{side}_max_core_pct"), max_core_pct, "%"),
                 ev(format!("{side}_process_cpu_pct"), total_pct, "%"),
-                ev(format!("{side}_busiest_thread_pct"), busiest_thread, "%"),
+                ev(format!("{side}_busiest_thread_pct"), busiest_thread(cpu), "%"),
                 ev("threads", r.spec.threads as f64, "threads"),
             ],
             message: format!(

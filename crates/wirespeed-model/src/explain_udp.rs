@@ -72,72 +72,69 @@ fn loss_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
 fn offload_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
     let Some(o) = &r.udp_offload else { return };
     let dir = r.spec.direction;
-    let client_sends = dir != Direction::Reverse;
-    let server_sends = dir != Direction::Forward;
-    // (side, its cpu, a job it does, whether that job's offload ran, flag, offload)
-    let jobs = [
+    // (side, its cpu, whether it sends, its GSO ran, its GRO ran)
+    let sides = [
         (
             "client",
             &r.local_cpu,
-            "sends",
-            client_sends,
+            dir != Direction::Reverse,
             o.client_gso,
-            "--no-gso",
-            "GSO (UDP_SEGMENT)",
-        ),
-        (
-            "client",
-            &r.local_cpu,
-            "receives",
-            server_sends,
             o.client_gro,
-            "--no-gro",
-            "GRO (UDP_GRO)",
         ),
         (
             "server",
             &r.remote_cpu,
-            "sends",
-            server_sends,
+            dir != Direction::Forward,
             o.server_gso,
-            "--no-gso",
-            "GSO (UDP_SEGMENT)",
-        ),
-        (
-            "server",
-            &r.remote_cpu,
-            "receives",
-            client_sends,
             o.server_gro,
-            "--no-gro",
-            "GRO (UDP_GRO)",
         ),
     ];
-    for (side, cpu, job, does, ran, flag, name) in jobs {
-        if !does || ran || !busy(cpu) {
+    for (side, cpu, sends, gso_ran, gro_ran) in sides {
+        if !busy(cpu) {
             continue;
         }
-        let off = if flag == "--no-gso" {
-            !r.spec.udp_gso
-        } else {
-            !r.spec.udp_gro
-        };
-        let asked = if off {
-            format!("{flag} turned it off: drop it")
-        } else {
-            "the kernel did not take it (UDP GSO needs Linux 4.18, GRO 5.0): see the test's notes"
-                .to_string()
-        };
-        out.push(Bottleneck {
-            kind: BottleneckKind::UdpNoOffload,
-            evidence: vec![
-                ev(format!("{side}_max_core_pct"), cpu.max_core_pct, "%"),
-                ev("datagram_bytes", r.spec.msg_size as f64, "bytes"),
-            ],
-            message: format!(
-                "the {side} {job} one datagram per system call and packet without {name} and had a core {:.0}% busy: {asked}; TCP gets segmentation offloads by default, UDP only with GSO/GRO (report 4)",
-                cpu.max_core_pct
+        // A side receives what the other sends.
+        let receives = dir == Direction::Bidir || !sends;
+        // (job, whether the side does it, its offload ran, asked for, flag, offload)
+        let jobs = [
+            (
+                "sends",
+                sends,
+                gso_ran,
+                r.spec.udp_gso,
+                "--no-gso",
+                "GSO (UDP_SEGMENT)",
             ),
-        });
+            (
+                "receives",
+                receives,
+                gro_ran,
+                r.spec.udp_gro,
+                "--no-gro",
+                "GRO (UDP_GRO)",
+            ),
+        ];
+        for (job, does, ran, asked_for, flag, name) in jobs {
+            if !does || ran {
+                continue;
+            }
+            let asked = if asked_for {
+                "the kernel did not take it (UDP GSO needs Linux 4.18, GRO 5.0): see the test's notes"
+                    .to_string()
+            } else {
+                format!("{flag} turned it off: drop it")
+            };
+            out.push(Bottleneck {
+                kind: BottleneckKind::UdpNoOffload,
+                evidence: vec![
+                    ev(format!("{side}_max_core_pct"), cpu.max_core_pct, "%"),
+                    ev("datagram_bytes", r.spec.msg_size as f64, "bytes"),
+                ],
+                message: format!(
+                    "the {side} {job} one datagram per system call and packet without {name} and had a core {:.0}% busy: {asked}; TCP gets segmentation offloads by default, UDP only with GSO/GRO (report 4)",
+                    cpu.max_core_pct
+                ),
+            });
+        }
     }
 }

@@ -46,7 +46,7 @@ fn udp_loss_is_counted_right_under_a_tbf_cap_that_drops() {
     let _g = heavy();
     let (lab, _server) = lab_with_server("t-udploss", 1, Some("100mbit"));
     let p = path(&lab, 0);
-    let r = first_result(&bench(
+    let out = bench(
         &lab,
         &[
             "-w",
@@ -68,7 +68,8 @@ fn udp_loss_is_counted_right_under_a_tbf_cap_that_drops() {
             "--paths",
             &p,
         ],
-    ));
+    );
+    let r = first_result(&out);
     let udp = &r["udp"];
     consistent(udp);
     let loss = f(udp, "loss_pct");
@@ -92,6 +93,7 @@ fn udp_loss_is_counted_right_under_a_tbf_cap_that_drops() {
     consistent(&r["paths"][0]["udp"]);
     assert_eq!(r["paths"][0]["udp"]["lost"], udp["lost"]);
     consistent(&r["directions"][0]["udp"]);
+    explain_names_the_loss(&out.stdout);
 
     // Below the cap: no loss, and the shaped link's jitter is there.
     let r = first_result(&bench(
@@ -117,6 +119,51 @@ fn udp_loss_is_counted_right_under_a_tbf_cap_that_drops() {
     let j = f(udp, "jitter_us");
     assert!(j > 0.0 && j < 50_000.0, "jitter {j} us");
     assert!(r["flows"][0]["udp"]["jitter_us"].as_f64().unwrap() > 0.0);
+}
+
+/// `wirespeed explain` over that result: it names the datagram loss, says
+/// the path (not the idle receiver) dropped them and asks for a lower -b;
+/// no TCP rule fires on a UDP result.
+fn explain_names_the_loss(result: &[u8]) {
+    let file = std::env::temp_dir().join(format!("ws-udp-{}.json", std::process::id()));
+    std::fs::write(&file, result).unwrap();
+    let out = common::ws(&[
+        "explain",
+        file.to_str().unwrap(),
+        "--path-cap",
+        "100mbit",
+        "--json",
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let found = v["explanations"][0]["explanation"]["bottlenecks"]
+        .as_array()
+        .unwrap();
+    let kinds: Vec<&str> = found.iter().map(|b| b["kind"].as_str().unwrap()).collect();
+    let loss = found
+        .iter()
+        .find(|b| b["kind"] == "datagram_loss")
+        .unwrap_or_else(|| panic!("no datagram_loss in {kinds:?}"));
+    let msg = loss["message"].as_str().unwrap();
+    assert!(msg.contains("lower -b"), "{msg}");
+    let pct = loss["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "loss_pct")
+        .unwrap()["value"]
+        .as_f64()
+        .unwrap();
+    assert!((30.0..=70.0).contains(&pct), "loss {pct}%");
+    assert!(
+        !kinds.contains(&"retransmits") && !kinds.contains(&"small_buffers"),
+        "{kinds:?}"
+    );
 }
 
 // Reverse and both ways, over IPv6, through the capped link: each
