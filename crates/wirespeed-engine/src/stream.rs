@@ -38,6 +38,10 @@ fn flow(mut a: FlowArgs) -> Result<Box<StreamFlow>, EngineError> {
 
 /// Sends or receives per turn, at most, before yielding to other flows
 /// of the thread (fewer when the thread owns many: [`ThreadState::turn`]).
+/// A sender that shares its thread also keeps 16: four bbr flows on one
+/// thread moved 17.3 Gbit/s with one 128 KiB call a turn, 19.0 with 8 and
+/// 20.8 with 16 (10 alternating runs each; docs/benchmarks.md, "Four bbr
+/// flows"): more calls a turn keep each socket's send queue fuller.
 const BUDGET: usize = 16;
 
 /// One bulk-TCP connection, sending or receiving.
@@ -76,7 +80,7 @@ impl StreamFlow {
     fn send_some(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         let fd = self.sock.as_raw_fd();
         let len = (ts.spec.msg_size as usize).min(ts.tx.len());
-        for _ in 0..send_turn(ts, len) {
+        for _ in 0..ts.turn(BUDGET) {
             match sys::send(fd, &ts.tx[..len], self.zerocopy) {
                 Ok(n) => self.counters.add_sent(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -154,25 +158,5 @@ impl Flow for StreamFlow {
 
     fn report(&self) -> Option<FlowEnd> {
         FlowEnd::tcp(self.id, self.info.clone())
-    }
-}
-
-/// Bytes a sending flow queues per turn when it shares its thread.
-const SHARED_TURN_BYTES: usize = 128 << 10;
-
-/// Sends one flow makes per turn: up to [`BUDGET`] when it has its thread
-/// to itself; when it shares it, about [`SHARED_TURN_BYTES`] (one call of
-/// 128 KiB or more, 16 of 8 KiB), so the thread's flows take turns the
-/// way iperf3's one write per stream per round does. With 16 calls of
-/// 128 KiB a flow queued 2 MiB while the others waited: in one A/B batch
-/// four bbr flows on one thread moved 0.87x iperf3's rate, one call a
-/// turn 0.96x (docs/benchmarks.md, "Four bbr flows", which also has the
-/// rerun where the gap came back).
-fn send_turn(ts: &ThreadState, len: usize) -> usize {
-    let most = ts.turn(BUDGET);
-    if ts.flows > 1 {
-        (SHARED_TURN_BYTES / len.max(1)).clamp(1, most)
-    } else {
-        most
     }
 }
