@@ -11,6 +11,7 @@
 //! The testbed: hosts `a` (clients) and `b` (servers); link 0 uncapped,
 //! links 1 and 2 capped at 2 Gbit/s each by tbf, links 3 and 4 uncapped.
 
+mod profile;
 mod sys;
 mod tools;
 
@@ -55,12 +56,13 @@ struct Opts {
     duration: u32,
     groups: Vec<String>,
     out: Option<String>,
+    perf: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: bench/compare [--runs N (default 5)] [--duration SECS (default 5)] \
-         [--groups G,G,... (default all: {})] [--out FILE.json]",
+         [--groups G,G,... (default all: {})] [--out FILE.json] [--perf]",
         GROUPS.join(",")
     );
     std::process::exit(2)
@@ -72,10 +74,16 @@ fn parse_opts() -> Opts {
         duration: 5,
         groups: GROUPS.map(String::from).to_vec(),
         out: None,
+        perf: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
+        if args[i] == "--perf" {
+            o.perf = true;
+            i += 1;
+            continue;
+        }
         let val = args.get(i + 1).cloned();
         match (args[i].as_str(), val) {
             ("--runs", Some(v)) => o.runs = v.parse().unwrap_or_else(|_| usage()),
@@ -106,6 +114,8 @@ struct Samples {
     server_cpu_per_gbps: Vec<f64>,
     /// Share of the client's CPU time spent in user space, percent.
     client_user_pct: Vec<f64>,
+    /// `--perf`: the runs' mid-run samples, summed.
+    profile: Option<profile::Profile>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -122,7 +132,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 impl Samples {
-    fn add(&mut self, f: Figures, m: &Measured) {
+    fn add(&mut self, f: Figures, m: &Measured, p: Option<profile::Profile>) {
+        if let Some(p) = p {
+            self.profile.get_or_insert_default().add(&p);
+        }
         let gbps = f.bps / 1e9;
         if m.cpu_s > 0.0 {
             self.client_user_pct.push(m.user_s / m.cpu_s * 100.0);
@@ -189,6 +202,8 @@ struct Bed {
     lab: Lab,
     servers: BTreeMap<&'static str, Server>,
     ws: String,
+    /// `--perf`: when in a run to record the one-second profile.
+    profile_at: Option<std::time::Duration>,
 }
 
 impl Bed {
@@ -257,7 +272,12 @@ fn build() -> Result<Bed, String> {
     for (name, argv, port) in list {
         servers.insert(name, Server::start(&lab, "b", &argv, port)?);
     }
-    Ok(Bed { lab, servers, ws })
+    Ok(Bed {
+        lab,
+        servers,
+        ws,
+        profile_at: None,
+    })
 }
 
 fn strings(v: &[&str]) -> Vec<String> {
@@ -602,20 +622,44 @@ fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
 
 /// Runs one contender once: its processes at the same time, their
 /// figures added (rates, transactions) and their CPU summed; a server
-/// shared by two processes is charged once.
-fn run(bed: &Bed, ct: &Contender) -> Result<(Figures, Measured), String> {
+/// shared by two processes is charged once. With `profile` (`--perf`
+/// on a stream row) a system-wide profile is recorded mid-run.
+fn run(
+    bed: &Bed,
+    ct: &Contender,
+    profile: bool,
+) -> Result<(Figures, Measured, Option<profile::Profile>), String> {
+    let mut prof = None;
     let results: Vec<Result<Measured, String>> = std::thread::scope(|s| {
+        let pids: Vec<u32> = ct
+            .procs
+            .iter()
+            .filter_map(|p| bed.servers.get(p.1).map(Server::pid))
+            .collect();
+        let rec = bed
+            .profile_at
+            .filter(|_| profile)
+            .map(|at| s.spawn(move || profile::record(at, &pids)));
         let hs: Vec<_> = ct
             .procs
             .iter()
             .map(|(argv, server)| s.spawn(|| run_client(&bed.lab, "a", argv, &bed.servers[server])))
             .collect();
-        hs.into_iter()
+        let r = hs
+            .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err("client thread panicked".into()))
             })
-            .collect()
+            .collect();
+        if let Some(h) = rec {
+            match h.join() {
+                Ok(Ok(p)) => prof = Some(p),
+                Ok(Err(e)) => eprintln!("  perf: {e}"),
+                Err(_) => eprintln!("  perf: the recording thread panicked"),
+            }
+        }
+        r
     });
     let mut fig = Figures::default();
     let mut m = Measured::default();
@@ -634,7 +678,7 @@ fn run(bed: &Bed, ct: &Contender) -> Result<(Figures, Measured), String> {
         *c = c.max(one.server_cpu_s);
     }
     m.server_cpu_s = charged.values().sum();
-    Ok((fig, m))
+    Ok((fig, m, prof))
 }
 
 fn gbps(f: &Figures) -> f64 {
@@ -673,8 +717,8 @@ fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serd
             let i = (k + r) % list.len();
             let ct = &list[i];
             eprintln!("{} run {}/{runs}: {}", g.name, r + 1, ct.label);
-            match run(bed, ct) {
-                Ok((f, m)) => samples[i].add(f, &m),
+            match run(bed, ct, g.kind == Kind::Stream) {
+                Ok((f, m, p)) => samples[i].add(f, &m, p),
                 Err(e) => {
                     eprintln!("  {}: {e}", ct.label);
                     errors.push(format!("{}: {e}", ct.label));
@@ -708,6 +752,13 @@ fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serd
                     median(s.client_user_pct.clone()),
                     median(s.server_cpu_per_gbps.clone()),
                 );
+                if let Some(p) = &s.profile {
+                    let _ = writeln!(
+                        report,
+                        "    perf, 1 s mid-run, % of all CPU samples:{}",
+                        p.render()
+                    );
+                }
             }
         }
     }
@@ -763,6 +814,7 @@ fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serd
                     "client_cpu_pct_per_gbps": s.cpu_per_gbps,
                     "server_cpu_pct_per_gbps": s.server_cpu_per_gbps,
                     "client_user_pct": s.client_user_pct,
+                    "perf_pct": s.profile.as_ref().map(|p| p.json()),
                 }),
             )
         })
@@ -783,13 +835,25 @@ fn main() {
         eprintln!("bench/compare builds network namespaces: run it as root");
         std::process::exit(1);
     }
-    let bed = match build() {
+    if o.perf
+        && let Err(e) = profile::available()
+    {
+        eprintln!("--perf: {e}");
+        std::process::exit(1);
+    }
+    let mut bed = match build() {
         Ok(b) => b,
         Err(e) => {
             eprintln!("testbed: {e}");
             std::process::exit(1);
         }
     };
+    if o.perf {
+        // The middle second of the run (runs last `duration` s).
+        bed.profile_at = Some(std::time::Duration::from_secs_f64(
+            (o.duration as f64 / 2.0 - 0.5).max(0.2),
+        ));
+    }
     let mut report = String::new();
     let mut json = serde_json::Map::new();
     let mut rows = Vec::new();

@@ -43,6 +43,11 @@ impl Server {
         Ok(s)
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// CPU seconds the server has used so far.
     pub fn cpu_s(&self) -> f64 {
         proc_cpu_s(self.child.id()).unwrap_or(0.0)
