@@ -47,21 +47,24 @@ pub fn record(at: Duration, servers: &[u32]) -> Result<Profile, String> {
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     );
-    let rec = Command::new("perf")
-        .args(["record", "-q", "-a", "-g", "-e", "cpu-clock", "-F", "999"])
-        .args(["-o", &file, "--", "sleep", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    let script = rec.and_then(|_| {
+    let run = |args: &[&str]| {
         Command::new("perf")
-            .args(["script", "-i", &file, "-F", "comm,pid,ip,sym"])
+            .args(args)
             .stderr(Stdio::null())
             .output()
-    });
+            .map_err(|e| format!("perf {}: {e}", args[0]))
+            .and_then(|o| {
+                o.status
+                    .success()
+                    .then_some(o.stdout)
+                    .ok_or_else(|| format!("perf {} failed ({})", args[0], o.status))
+            })
+    };
+    let rec = ["record", "-q", "-a", "-g", "-e", "cpu-clock", "-F", "999"];
+    let script = run(&[&rec[..], &["-o", &file, "--", "sleep", "1"]].concat())
+        .and_then(|_| run(&["script", "-i", &file, "-F", "comm,pid,ip,sym"]));
     let _ = std::fs::remove_file(&file);
-    let out = script.map_err(|e| format!("perf: {e}"))?;
-    Ok(parse(&String::from_utf8_lossy(&out.stdout), servers))
+    Ok(parse(&String::from_utf8_lossy(&script?), servers))
 }
 
 /// Sorts `perf script -F comm,pid,ip,sym` output.
@@ -71,10 +74,10 @@ pub fn parse(script: &str, servers: &[u32]) -> Profile {
         let mut lines = block.lines().filter(|l| !l.trim().is_empty());
         let Some(head) = lines.next() else { continue };
         let mut words = head.split_whitespace();
+        let comm = words.next().unwrap_or("");
         let Some(pid) = words.next_back().and_then(|w| w.parse::<u32>().ok()) else {
             continue;
         };
-        let comm = head.split_whitespace().next().unwrap_or("");
         let frames: Vec<&str> = lines
             .map(|l| {
                 let l = l.trim();
