@@ -194,6 +194,11 @@ pub fn interval_latency(counts: &[u64]) -> Option<IntervalLatency> {
 pub enum Status {
     /// Still running.
     Active,
+    /// Moved a whole call's bytes and can move more at once: the worker
+    /// calls [`Flow::on_event`] again with the same events after the
+    /// round's other flows had theirs, up to [`ThreadState::turn`] passes
+    /// a round, so the flows of a thread take turns call by call.
+    Again,
     /// Finished; drop it.
     Done,
 }
@@ -212,9 +217,9 @@ pub struct ThreadState<'a> {
     /// The test.
     pub spec: &'a TestSpec,
     /// Zeroed source bytes for sends.
-    pub tx: Vec<u8>,
+    pub tx: IoBuf,
     /// Sink for receives.
-    pub rx: Vec<u8>,
+    pub rx: IoBuf,
     /// Inside the measured window.
     pub measuring: bool,
     /// After PHASE_STOP.
@@ -333,8 +338,49 @@ impl Reg {
     }
 }
 
+/// Where a data buffer starts: a page boundary (see [`IoBuf`]).
+const IO_ALIGN: usize = 4096;
+
+/// A zeroed data buffer that starts on a page boundary. The kernel copies
+/// to and from user memory far slower when the user address is not
+/// cache-line aligned, and glibc hands out large blocks 16 bytes past a
+/// page: four bbr flows on one thread moved 13-17 Gbit/s into such a
+/// buffer and 25-32 into an aligned one (docs/benchmarks.md, "Fifth
+/// follow-up").
+pub struct IoBuf {
+    mem: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl IoBuf {
+    /// `len` zeroed bytes, page-aligned.
+    pub fn new(len: usize) -> IoBuf {
+        let mem = vec![0u8; len + IO_ALIGN];
+        let start = (IO_ALIGN - mem.as_ptr() as usize % IO_ALIGN) % IO_ALIGN;
+        IoBuf { mem, start, len }
+    }
+}
+
+impl std::ops::Deref for IoBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.mem[self.start..self.start + self.len]
+    }
+}
+
+impl std::ops::DerefMut for IoBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.mem[self.start..self.start + self.len]
+    }
+}
+
 /// Send/receive calls one round over a thread's flows aims at, at most.
 const ROUND_CALLS: usize = 1024;
+
+/// Passes a round makes, at most, over flows that answered
+/// [`Status::Again`] (fewer with many flows: [`ThreadState::turn`]).
+pub const PASSES: usize = 16;
 
 /// A workload's per-connection state machine.
 pub trait Flow: Send {
@@ -614,8 +660,8 @@ fn worker_main(
         seen_phase: PHASE_WARMUP,
         solo: flows.len() == 1,
         spec,
-        tx: vec![0u8; io_len],
-        rx: vec![0u8; io_len],
+        tx: IoBuf::new(io_len),
+        rx: IoBuf::new(io_len),
         measuring: false,
         stopping: false,
         hist: new_hist(),
@@ -660,6 +706,9 @@ fn worker_main(
     }
 
     let mut events: Vec<libc::epoll_event> = Vec::with_capacity(256);
+    // Flows that answered Again this pass, as (token, events), and the last pass's.
+    let mut again: Vec<(usize, u32)> = Vec::new();
+    let mut pass: Vec<(usize, u32)> = Vec::new();
     let mut measure_start: Option<(Instant, u64)> = None;
     let mut deadline: Option<Instant> = None;
     let mut next_tick = Instant::now() + TICK;
@@ -713,25 +762,43 @@ fn worker_main(
             ts.note(format!("epoll_wait failed: {e}"));
             break;
         }
-        for ev in events.iter() {
-            let (bits, token) = (ev.events, ev.u64 as usize);
+        let mut step = |ts: &mut ThreadState, token: usize, bits: u32| -> Status {
             let Some(f) = slab.get_mut(token).and_then(|s| s.as_mut()) else {
-                continue;
+                return Status::Done;
             };
-            let st = match f.on_event(&mut ts, bits) {
-                Ok(s) => s,
-                Err(e) => {
-                    if !ts.stopping && !is_peer_gone(&e) {
-                        ts.note(format!("flow error: {e}"));
-                    } else if !ts.stopping {
-                        ts.note("the peer closed a flow before the test ended".to_string());
-                    }
-                    Status::Done
+            let st = f.on_event(ts, bits).unwrap_or_else(|e| {
+                if !ts.stopping && !is_peer_gone(&e) {
+                    ts.note(format!("flow error: {e}"));
+                } else if !ts.stopping {
+                    ts.note("the peer closed a flow before the test ended".to_string());
                 }
-            };
+                Status::Done
+            });
             if st == Status::Done {
                 finish(&mut slab, &mut free, token, &mut ends);
                 active -= 1;
+            }
+            st
+        };
+        again.clear();
+        for ev in events.iter() {
+            let (bits, token) = (ev.events, ev.u64 as usize);
+            if step(&mut ts, token, bits) == Status::Again {
+                again.push((token, bits));
+            }
+        }
+        // Flows that can move more take turns, one call each per pass
+        // (docs/benchmarks.md, "Fifth follow-up").
+        for _ in 1..ts.turn(PASSES) {
+            if again.is_empty() {
+                break;
+            }
+            std::mem::swap(&mut again, &mut pass);
+            again.clear();
+            for &(token, bits) in pass.iter() {
+                if step(&mut ts, token, bits) == Status::Again {
+                    again.push((token, bits));
+                }
             }
         }
         let now = Instant::now();
@@ -740,20 +807,7 @@ fn worker_main(
                 break;
             }
             ts.timers.pop();
-            let token = token as usize;
-            let Some(f) = slab.get_mut(token).and_then(|s| s.as_mut()) else {
-                continue;
-            };
-            let st = f.on_event(&mut ts, EV_TIMER).unwrap_or_else(|e| {
-                if !ts.stopping {
-                    ts.note(format!("flow error: {e}"));
-                }
-                Status::Done
-            });
-            if st == Status::Done {
-                finish(&mut slab, &mut free, token, &mut ends);
-                active -= 1;
-            }
+            step(&mut ts, token as usize, EV_TIMER);
         }
         if now >= next_tick {
             next_tick = now + TICK;

@@ -4,7 +4,7 @@
 //! for the other's close, so every byte sent is counted as received.
 
 use crate::error::EngineError;
-use crate::harness::{Counters, Flow, FlowEnd, Reg, Status, ThreadState, tcp_info_of};
+use crate::harness::{Counters, Flow, FlowEnd, PASSES, Reg, Status, ThreadState, tcp_info_of};
 use crate::result::TcpInfo;
 use crate::sockets::enable_zerocopy;
 use crate::spec::Workload;
@@ -35,14 +35,6 @@ fn flow(mut a: FlowArgs) -> Result<Box<StreamFlow>, EngineError> {
         a.plan.id, s, a.counters, sender, zc,
     )))
 }
-
-/// Sends or receives per turn, at most, before yielding to other flows
-/// of the thread (fewer when the thread owns many: [`ThreadState::turn`]).
-/// A sender that shares its thread also keeps 16: four bbr flows on one
-/// thread moved 17.3 Gbit/s with one 128 KiB call a turn, 19.0 with 8 and
-/// 20.8 with 16 (10 alternating runs each; docs/benchmarks.md, "Four bbr
-/// flows"): more calls a turn keep each socket's send queue fuller.
-const BUDGET: usize = 16;
 
 /// One bulk-TCP connection, sending or receiving.
 pub struct StreamFlow {
@@ -77,29 +69,37 @@ impl StreamFlow {
         }
     }
 
+    /// One send: Again when the whole message went (the socket may take
+    /// more), Active when the socket is full. A thread's senders thus take
+    /// turns call by call ([`Status::Again`]): four bbr flows on one
+    /// thread moved a median 30.6 Gbit/s against 20.4 with 16 calls in a
+    /// row per flow (docs/benchmarks.md, "Fifth follow-up").
     fn send_some(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         let fd = self.sock.as_raw_fd();
         let len = (ts.spec.msg_size as usize).min(ts.tx.len());
-        for _ in 0..ts.turn(BUDGET) {
-            match sys::send(fd, &ts.tx[..len], self.zerocopy) {
-                Ok(n) => self.counters.add_sent(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if self.zerocopy && e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    // Too many zerocopy sends outstanding (optmem_max):
-                    // reap completions, then wait for EPOLLERR/OUT.
-                    self.reap(ts)?;
-                    break;
+        match sys::send(fd, &ts.tx[..len], self.zerocopy) {
+            Ok(n) => {
+                self.counters.add_sent(n);
+                if n == len {
+                    return Ok(Status::Again);
                 }
-                Err(e) => return Err(e),
             }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if self.zerocopy && e.raw_os_error() == Some(libc::ENOBUFS) => {
+                // Too many zerocopy sends outstanding (optmem_max):
+                // reap completions, then wait for EPOLLERR/OUT.
+                self.reap(ts)?;
+            }
+            Err(e) => return Err(e),
         }
         Ok(Status::Active)
     }
 
+    /// Receives up to a turn's calls in a row: Done at the peer's close.
     fn recv_some(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         let fd = self.sock.as_raw_fd();
         let discard = ts.spec.skip_rx_copy;
-        for _ in 0..ts.turn(BUDGET) {
+        for _ in 0..ts.turn(PASSES) {
             match sys::recv(fd, &mut ts.rx, discard) {
                 Ok(0) => return Ok(Status::Done),
                 Ok(n) => self.counters.add_received(n),
