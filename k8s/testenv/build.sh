@@ -2,8 +2,12 @@
 # Build a real etcd and kube-apiserver from their upstream Go module sources
 # (through the Go module proxy) into a cache directory, for tests and CI.
 #
-#   k8s/testenv/build.sh            # -> target/k8s-testenv/bin/{etcd,kube-apiserver}
-#   KUBE_TESTENV_DIR=/x build.sh    # -> /x/bin/{etcd,kube-apiserver}
+#   k8s/testenv/build.sh            # -> target/k8s-testenv/bin/
+#   KUBE_TESTENV_DIR=/x build.sh    # -> /x/bin/
+#
+# bin/ then holds etcd, kube-apiserver, kube-scheduler,
+# kube-controller-manager, kube-proxy, kubelet (a real cluster: cluster.sh)
+# and pause (the sandbox image's one binary, from the module's C source).
 #
 # Does nothing when both binaries and a version stamp naming the versions
 # below are already there. The Go module cache and build cache are the
@@ -22,7 +26,7 @@ KUBE_VERSION=v1.34.10
 # etcd client at v3.6.4; the server is wire compatible across 3.6.x).
 ETCD_VERSION=v3.6.16
 # Bump when the recipe changes so cached binaries are rebuilt.
-RECIPE=1
+RECIPE=2
 
 die() { echo "build.sh: $*" >&2; exit 1; }
 
@@ -46,8 +50,12 @@ stamp=$bin/VERSIONS
 exec 9>"$root/.build.lock"
 flock -w 1800 9 || die "another build.sh holds $root/.build.lock for 30 min; giving up"
 
+KUBE_CMDS=(kube-apiserver kube-scheduler kube-controller-manager kube-proxy kubelet)
+ALL_BINS=(etcd "${KUBE_CMDS[@]}" pause)
 up_to_date() {
-  [[ -x $bin/etcd && -x $bin/kube-apiserver && -f $stamp ]] && [[ "$(cat "$stamp")" == "$want" ]]
+  local b
+  for b in "${ALL_BINS[@]}"; do [[ -x $bin/$b ]] || return 1; done
+  [[ -f $stamp ]] && [[ "$(cat "$stamp")" == "$want" ]]
 }
 if up_to_date; then
   echo "k8s testenv up to date in $bin ($want)"
@@ -131,17 +139,29 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
   ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   ldflags+=" -X $pkg.buildDate=${build_date:-1970-01-01T00:00:00Z}"
 done
+# One `go build` of all commands shares every common package's compile.
+# -p 2: two compiles at a time keeps the peak memory (the controller-manager
+# link needs about 1.9 GB) well inside a 2-core, 24 GiB machine.
+pkgs=()
+for c in "${KUBE_CMDS[@]}"; do pkgs+=("./cmd/$c"); done
 (
   cd "$kube"
-  go build -mod=mod -ldflags="$ldflags" -o "$new/kube-apiserver" ./cmd/kube-apiserver
-) || die "kube-apiserver $KUBE_VERSION build failed"
+  go build -p 2 -mod=mod -ldflags="$ldflags" -o "$new/" "${pkgs[@]}"
+) || die "kubernetes $KUBE_VERSION build failed (${KUBE_CMDS[*]})"
 kube_secs=$(($(secs) - t0))
-echo "built kube-apiserver $KUBE_VERSION in ${kube_secs}s"
+echo "built ${KUBE_CMDS[*]} $KUBE_VERSION in ${kube_secs}s"
+
+# The pause binary the sandbox image runs: Kubernetes' own C source,
+# static, so the image needs nothing else.
+command -v gcc >/dev/null || die "gcc not found: needed for the pause binary"
+gcc -Os -static -Wall -DVERSION="\"$KUBE_VERSION-wirespeed\"" -o "$new/pause" \
+  "$kube/build/pause/linux/pause.c" || die "pause build failed"
+strip "$new/pause" 2>/dev/null || true
 
 "$new/etcd" --version | head -1
-"$new/kube-apiserver" --version
+for c in "${KUBE_CMDS[@]}"; do "$new/$c" --version; done
 mkdir -p "$bin"
-mv -f "$new/etcd" "$new/kube-apiserver" "$bin/"
+for b in "${ALL_BINS[@]}"; do mv -f "$new/$b" "$bin/"; done
 echo "$want" >"$stamp"
-ls -l "$bin/etcd" "$bin/kube-apiserver"
-echo "k8s testenv built in $bin in $(($(secs) - total0))s (etcd ${etcd_secs}s, kube-apiserver ${kube_secs}s)"
+(cd "$bin" && ls -l "${ALL_BINS[@]}")
+echo "k8s testenv built in $bin in $(($(secs) - total0))s (etcd ${etcd_secs}s, kubernetes ${kube_secs}s)"
