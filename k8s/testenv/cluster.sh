@@ -1,0 +1,694 @@
+#!/usr/bin/env bash
+# A real multi-node Kubernetes 1.34 cluster on this one machine, for tests
+# and CI: etcd, kube-apiserver, kube-scheduler, kube-controller-manager, and
+# per node (a network namespace) containerd + runc, the CNI bridge plugin,
+# a kubelet and kube-proxy (iptables mode); a registry the nodes pull from;
+# the project's agent image built from the working tree and pushed there.
+#
+#   k8s/testenv/cluster.sh up [--name NAME] [--nodes N] [--zones Z1,Z1,Z2]
+#                             [--taint I=KEY=VALUE:EFFECT] [--no-image]
+#   k8s/testenv/cluster.sh kubeconfig [--name NAME]   # path of the admin kubeconfig
+#   k8s/testenv/cluster.sh image [--name NAME]        # the image reference nodes pull
+#   k8s/testenv/cluster.sh env [--name NAME]          # path of the env file (addresses, pids)
+#   k8s/testenv/cluster.sh down [--name NAME]         # remove everything `up` made
+#   k8s/testenv/cluster.sh leftovers [--name NAME]    # list what of NAME is still on the host
+#
+# NAME (default wsc; 1-8 of [a-z0-9], starting with a letter) prefixes
+# every namespace, link, cgroup, node and directory the cluster makes, so
+# clusters of different names run side by side. `up` first removes what
+# an earlier `up` of the same name left (after a crash). Binaries come from
+# build.sh (target/k8s-testenv/bin, or $KUBE_TESTENV_BIN); the wirespeed
+# binary from $WIRESPEED_BIN, else target/release/wirespeed (built with
+# cargo when missing). Needs root, Debian's containerd, runc,
+# containernetworking-plugins and docker-registry, iproute2, iptables,
+# openssl, curl, jq. State: target/k8s-cluster/NAME (or
+# $KUBE_CLUSTER_ROOT/NAME); sockets and runtime state: /run/wsc/NAME.
+#
+# Topology: a bridge NAMEbr in the root namespace holds 10.K.0.1/24 (the
+# API server, registry and root's view); node i is netns NAME-ni with eth0
+# 10.K.0.(10+i) and pod CIDR 10.K.(100+i).0/24, static routes between
+# nodes (no overlay, no masquerade); services 10.K.200.0/22. A runner
+# namespace NAME-r reaches 10.K.1.1 (the API server's port) and nothing
+# else: `env` names it as RUNNER_NETNS with RUNNER_KUBECONFIG.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+bin=${KUBE_TESTENV_BIN:-${KUBE_TESTENV_DIR:-$repo/target/k8s-testenv}/bin}
+croot=${KUBE_CLUSTER_ROOT:-$repo/target/k8s-cluster}
+runroot=/run/wsc
+KUBE_VERSION=v1.34.10
+PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+timeout=${KUBE_CLUSTER_TIMEOUT:-180}
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+log() { echo "cluster.sh: $*" >&2; }
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+cmd=${1:-}
+[[ -n $cmd ]] || die "usage: cluster.sh up|down|kubeconfig|image|env|leftovers [--name NAME] ..."
+shift
+name=wsc
+nodes=2
+zones=
+taints=()
+with_image=1
+while (($#)); do
+  case $1 in
+    --name) name=${2:?--name needs a value}; shift 2 ;;
+    --nodes) nodes=${2:?--nodes needs a value}; shift 2 ;;
+    --zones) zones=${2:?--zones needs a value}; shift 2 ;;
+    --taint) taints+=("${2:?--taint needs I=KEY=VALUE:EFFECT}"); shift 2 ;;
+    --no-image) with_image=; shift ;;
+    *) die "unknown argument '$1'" ;;
+  esac
+done
+[[ $name =~ ^[a-z][a-z0-9]{0,7}$ ]] || die "--name '$name': 1-8 of [a-z0-9], starting with a letter"
+[[ $nodes =~ ^[1-9]$ ]] || die "--nodes '$nodes': 1 to 9"
+dir=$croot/$name
+run=$runroot/$name
+
+# ---------------------------------------------------------------- queries
+
+# Pids whose command line names this cluster's directories.
+cluster_pids() {
+  local p c
+  for p in /proc/[0-9]*; do
+    c=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
+    [[ $c == *"$dir/"* || $c == *"$run/"* ]] && echo "${p#/proc/}"
+  done
+  return 0
+}
+# Mount points under this cluster's directories, deepest first.
+cluster_mounts() {
+  awk -v a="$dir/" -v b="$run/" -v a0="$dir" -v b0="$run" \
+    '{ m = $5; gsub(/\\040/, " ", m); if (index(m, a) == 1 || index(m, b) == 1 || m == a0 || m == b0) print length(m), m }' \
+    /proc/self/mountinfo | sort -rn | cut -d' ' -f2-
+}
+cluster_netns() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$name-(n[0-9]|r)\$" || true; }
+cluster_cgroups() {
+  local h
+  for h in /sys/fs/cgroup/*/; do
+    [[ -d $h ]] || continue
+    find "$h" -maxdepth 1 -type d -name "$name-n[0-9]" 2>/dev/null
+  done
+}
+
+leftovers() {
+  local found=0 x
+  for x in $(cluster_pids); do echo "process $x: $(tr '\0' ' ' 2>/dev/null <"/proc/$x/cmdline" | cut -c1-150)"; found=1; done
+  while read -r x; do [[ -n $x ]] && { echo "mount $x"; found=1; }; done < <(cluster_mounts)
+  for x in $(cluster_netns); do echo "netns $x"; found=1; done
+  ip link show "${name}br" >/dev/null 2>&1 && { echo "link ${name}br"; found=1; }
+  ip link show "${name}rh" >/dev/null 2>&1 && { echo "link ${name}rh"; found=1; }
+  for x in $(cluster_cgroups); do echo "cgroup $x"; found=1; done
+  [[ -e $dir ]] && { echo "dir $dir"; found=1; }
+  [[ -e $run ]] && { echo "dir $run"; found=1; }
+  return $((1 - found))
+}
+
+# ---------------------------------------------------------------- down
+
+kill_pids() { # SIGNAL PID...
+  local sig=$1
+  shift
+  (($#)) && kill "-$sig" "$@" 2>/dev/null || true
+}
+# Stop every process of the cluster: kubelets first (they restart pods),
+# then containerd and its shims, then whatever still runs in the nodes'
+# cgroups (the pods' processes), then the control plane.
+stop_processes() {
+  local p pat i
+  for pat in kubelet kube-proxy containerd containerd-shim kube-controller-manager kube-scheduler docker-registry kube-apiserver etcd; do
+    local pids=()
+    for p in $(cluster_pids); do
+      local a0
+      a0=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -1)
+      [[ ${a0##*/} == "$pat"* ]] && pids+=("$p")
+    done
+    kill_pids TERM "${pids[@]}"
+    for ((i = 0; i < 50 && ${#pids[@]}; i++)); do
+      local alive=()
+      for p in "${pids[@]}"; do [[ -e /proc/$p && $(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null) != Z ]] && alive+=("$p"); done
+      pids=("${alive[@]}")
+      ((${#pids[@]})) && sleep 0.1
+    done
+    kill_pids KILL "${pids[@]}"
+    if [[ $pat == containerd-shim ]]; then kill_cgroup_procs; fi
+  done
+  # Anything left that names the cluster (a crashed run's stragglers).
+  kill_pids KILL $(cluster_pids)
+  kill_cgroup_procs
+}
+kill_cgroup_procs() {
+  local c f i
+  for ((i = 0; i < 20; i++)); do
+    local any=
+    for c in $(cluster_cgroups); do
+      while read -r f; do
+        while read -r p; do [[ -n $p ]] && { kill -KILL "$p" 2>/dev/null || true; any=1; }; done <"$f"
+      done < <(find "$c" -name cgroup.procs 2>/dev/null)
+    done
+    [[ -n $any ]] || return 0
+    sleep 0.1
+  done
+}
+# /var/log/pods and /var/log/containers are the kubelet's, hard-coded and
+# shared by every kubelet on the machine: remove only this cluster's pods'
+# entries (their UIDs are the kubelets' pod dirs).
+remove_pod_logs() {
+  local uid l
+  for uid in $(ls "$dir"/nodes/*/kubelet/pods 2>/dev/null | grep -E '^[0-9a-f-]{36}$' || true); do
+    rm -rf /var/log/pods/*_"$uid"
+  done
+  for l in /var/log/containers/*.log; do
+    [[ -L $l && ! -e $l ]] && rm -f "$l"
+  done
+  return 0
+}
+# Host-wide sysctls the kubelet sets at start (setupKernelTunables): saved
+# before the first cluster on this machine starts, written back when the
+# last one goes.
+HOST_SYSCTLS=(vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes)
+save_host_state() {
+  mkdir -p "$runroot"
+  if [[ ! -e $runroot/host-sysctls ]]; then
+    local k
+    for k in "${HOST_SYSCTLS[@]}"; do echo "$k $(cat "/proc/sys/$k")"; done >"$runroot/host-sysctls.new"
+    mv "$runroot/host-sysctls.new" "$runroot/host-sysctls"
+    [[ -e /var/lib/kubelet ]] || touch "$runroot/made-var-lib-kubelet"
+  fi
+}
+last_cluster() { [[ -z "$(find "$runroot" -mindepth 1 -maxdepth 1 -type d ! -name "$name" 2>/dev/null)" ]]; }
+restore_host_state() {
+  last_cluster || return 0
+  if [[ -f $runroot/host-sysctls ]]; then
+    local k v
+    while read -r k v; do echo "$v" >"/proc/sys/$k" 2>/dev/null || log "could not restore $k=$v"; done <"$runroot/host-sysctls"
+    rm -f "$runroot/host-sysctls"
+  fi
+  if [[ -e $runroot/made-var-lib-kubelet ]]; then
+    rm -rf /var/lib/kubelet
+    rm -f "$runroot/made-var-lib-kubelet"
+  fi
+  rmdir "$runroot" 2>/dev/null || true
+}
+
+down() {
+  local t0 m i c
+  t0=$(date +%s%N)
+  stop_processes
+  for ((i = 0; i < 5; i++)); do
+    local left=0
+    while read -r m; do
+      [[ -n $m ]] || continue
+      umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+      left=1
+    done < <(cluster_mounts)
+    ((left)) || break
+  done
+  for m in $(cluster_netns); do ip netns del "$m" 2>/dev/null || true; done
+  ip link del "${name}br" 2>/dev/null || true
+  ip link del "${name}rh" 2>/dev/null || true
+  # Cgroups: children before parents, in every hierarchy.
+  for c in $(cluster_cgroups); do
+    find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+  remove_pod_logs
+  rm -rf "$dir" "$run"
+  restore_host_state
+  if leftovers >/dev/null; then
+    leftovers >&2
+    die "down: some of cluster $name is left (above)"
+  fi
+  log "cluster $name down in $(ms_since "$t0") ms"
+}
+
+# ---------------------------------------------------------------- up
+
+need() {
+  local b
+  for b in "$@"; do command -v "$b" >/dev/null || die "$b not found (.ci/run installs it)"; done
+}
+check_prereqs() {
+  (($(id -u) == 0)) || die "needs root (network namespaces, cgroups, containerd)"
+  need containerd runc ctr nsenter ip iptables openssl curl jq docker-registry gzip sha256sum
+  [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local && -x /usr/lib/cni/loopback && -x /usr/lib/cni/portmap ]] ||
+    die "CNI plugins missing in /usr/lib/cni (Debian: containernetworking-plugins)"
+  local b
+  for b in etcd kube-apiserver kube-scheduler kube-controller-manager kube-proxy kubelet pause; do
+    [[ -x $bin/$b ]] || die "$bin/$b missing: run k8s/testenv/build.sh first"
+  done
+}
+
+# The cluster's /16: 10.K.0.0/16 with K from the name, the first one no
+# address or route on this machine uses.
+pick_net() {
+  local k i
+  # 10.100-149: no lab file or test of this repo uses them.
+  k=$((100 + $(cksum <<<"$name" | cut -d' ' -f1) % 50))
+  for ((i = 0; i < 50; i++)); do
+    if [[ -z "$(ip -4 route show to match "10.$k.0.1" | grep -v '^default')" &&
+      -z "$(ip -4 addr show | grep " 10\.$k\.")" ]]; then
+      K=$k
+      return 0
+    fi
+    k=$((100 + (k - 100 + 1) % 50))
+  done
+  die "no free 10.K.0.0/16 found"
+}
+
+picked=" "
+free_port() { # in 20000-31999, not listening, not picked
+  local p i
+  for ((i = 0; i < 200; i++)); do
+    p=$((20000 + RANDOM % 12000))
+    [[ $picked == *" $p "* ]] && continue
+    if [[ -z "$(ss -Htln "sport = :$p")" ]]; then
+      picked+="$p "
+      port_=$p
+      return 0
+    fi
+  done
+  die "no free TCP port"
+}
+
+# wait_for WHAT PID CMD...: run CMD until it succeeds while PID lives.
+wait_for() {
+  local what=$1 pid=$2 deadline=$((SECONDS + timeout))
+  shift 2
+  while ((SECONDS < deadline)); do
+    [[ -z $pid ]] || kill -0 "$pid" 2>/dev/null || die "$what exited (log: $(logof "$what"))"
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.2
+  done
+  die "$what not ready within ${timeout}s (log: $(logof "$what"))"
+}
+logof() { echo "$dir/logs/${1%% *}.log"; }
+
+# start NAME NETNS|- CMD...: a daemon, its log in logs/NAME.log, pid file.
+start() {
+  local n=$1 ns=$2
+  shift 2
+  if [[ $ns == - ]]; then
+    setsid "$@" </dev/null >"$dir/logs/$n.log" 2>&1 &
+  else
+    setsid nsenter --net="/var/run/netns/$ns" -- "$@" </dev/null >"$dir/logs/$n.log" 2>&1 &
+  fi
+  echo $! >"$dir/pids/$n"
+  last_pid=$!
+}
+
+certs() {
+  local c=$dir/pki
+  mkdir -p "$c"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$c/ca.key" -out "$c/ca.crt" -days 30 \
+    -subj "/CN=wirespeed-testenv-$name-ca" 2>/dev/null
+  leaf "$c" apiserver "/CN=kube-apiserver" \
+    "subjectAltName=IP:10.$K.0.1,IP:10.$K.1.1,IP:127.0.0.1,IP:10.$K.200.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  leaf "$c" kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "extendedKeyUsage=clientAuth"
+  openssl genrsa -out "$c/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$c/sa.key" -pubout -out "$c/sa.pub" 2>/dev/null
+  chmod 600 "$c"/*.key
+}
+leaf() { # DIR NAME SUBJECT EXT
+  openssl req -newkey rsa:2048 -nodes -keyout "$1/$2.key" -out "$1/$2.csr" -subj "$3" 2>/dev/null
+  openssl x509 -req -in "$1/$2.csr" -CA "$1/ca.crt" -CAkey "$1/ca.key" -CAcreateserial \
+    -out "$1/$2.crt" -days 30 -extfile <(echo "$4") 2>/dev/null
+}
+
+# kubeconfig FILE SERVER TOKEN
+kubeconfig() {
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: $name
+  cluster:
+    server: $2
+    certificate-authority-data: $(base64 -w0 <"$dir/pki/ca.crt")
+users:
+- name: user
+  user:
+    token: $3
+contexts:
+- name: $name
+  context:
+    cluster: $name
+    user: user
+current-context: $name
+EOF
+  chmod 600 "$1"
+}
+
+tokens() {
+  local i
+  : >"$dir/pki/tokens.csv"
+  tok() { # USER GROUPS -> token
+    local t
+    t=$(openssl rand -hex 24)
+    printf '%s,%s,%s,"%s"\n' "$t" "$1" "$1" "$2" >>"$dir/pki/tokens.csv"
+    echo "$t"
+  }
+  ADMIN_TOKEN=$(tok wirespeed-admin system:masters)
+  SCHED_TOKEN=$(tok system:kube-scheduler "")
+  CM_TOKEN=$(tok system:kube-controller-manager "")
+  PROXY_TOKEN=$(tok system:kube-proxy "")
+  for ((i = 1; i <= nodes; i++)); do
+    eval "NODE_TOKEN_$i=\$(tok system:node:$name-n$i system:nodes)"
+  done
+  chmod 600 "$dir/pki/tokens.csv"
+}
+
+network() {
+  local i j
+  ip link add "${name}br" type bridge
+  ip addr add "10.$K.0.1/24" dev "${name}br"
+  ip link set "${name}br" up
+  for ((i = 1; i <= nodes; i++)); do
+    local ns=$name-n$i
+    ip netns add "$ns"
+    ip link add "${name}n${i}h" type veth peer name eth0 netns "$ns"
+    ip link set "${name}n${i}h" master "${name}br" up
+    ip -n "$ns" addr add "10.$K.0.$((10 + i))/24" dev eth0
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" route add default via "10.$K.0.1"
+    ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
+    ip route add "10.$K.$((100 + i)).0/24" via "10.$K.0.$((10 + i))"
+    for ((j = 1; j <= nodes; j++)); do
+      ((j == i)) && continue
+      ip -n "$ns" route add "10.$K.$((100 + j)).0/24" via "10.$K.0.$((10 + j))"
+    done
+  done
+  # The runner's namespace: one /30 to the root namespace, no other route.
+  ip netns add "$name-r"
+  ip link add "${name}rh" type veth peer name eth0 netns "$name-r"
+  ip addr add "10.$K.1.1/30" dev "${name}rh"
+  ip link set "${name}rh" up
+  ip -n "$name-r" addr add "10.$K.1.2/30" dev eth0
+  ip -n "$name-r" link set lo up
+  ip -n "$name-r" link set eth0 up
+}
+
+control_plane() {
+  free_port
+  local etcd_port=$port_ peer
+  free_port
+  peer=$port_
+  start etcd - "$bin/etcd" --name "$name" --data-dir "$dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "$name=http://127.0.0.1:$peer" --unsafe-no-fsync --log-level warn
+  wait_for etcd "$last_pid" sh -c "curl -s --noproxy '*' http://127.0.0.1:$etcd_port/health | grep -q '\"health\":\"true\"'"
+  free_port
+  API_PORT=$port_
+  start kube-apiserver - "$bin/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 0.0.0.0 --advertise-address "10.$K.0.1" --secure-port "$API_PORT" \
+    --tls-cert-file "$dir/pki/apiserver.crt" --tls-private-key-file "$dir/pki/apiserver.key" \
+    --client-ca-file "$dir/pki/ca.crt" \
+    --kubelet-client-certificate "$dir/pki/kubelet-client.crt" --kubelet-client-key "$dir/pki/kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
+    --token-auth-file "$dir/pki/tokens.csv" --authorization-mode Node,RBAC \
+    --service-cluster-ip-range "10.$K.200.0/22" --allow-privileged=true \
+    --enable-admission-plugins NodeRestriction
+  API=https://10.$K.0.1:$API_PORT
+  wait_for kube-apiserver "$last_pid" curl -sf --noproxy '*' --cacert "$dir/pki/ca.crt" \
+    -H "Authorization: Bearer $ADMIN_TOKEN" "$API/readyz"
+  kubeconfig "$dir/kubeconfig" "$API" "$ADMIN_TOKEN"
+  kubeconfig "$dir/kubeconfig-runner" "https://10.$K.1.1:$API_PORT" "$ADMIN_TOKEN"
+  kubeconfig "$dir/scheduler.kubeconfig" "$API" "$SCHED_TOKEN"
+  kubeconfig "$dir/controller-manager.kubeconfig" "$API" "$CM_TOKEN"
+  kubeconfig "$dir/kube-proxy.kubeconfig" "$API" "$PROXY_TOKEN"
+  start kube-scheduler - "$bin/kube-scheduler" --kubeconfig "$dir/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$dir/scheduler.kubeconfig" --authorization-kubeconfig "$dir/scheduler.kubeconfig" \
+    --leader-elect=false --secure-port 0
+  start kube-controller-manager - "$bin/kube-controller-manager" --kubeconfig "$dir/controller-manager.kubeconfig" \
+    --leader-elect=false --secure-port 0 --use-service-account-credentials \
+    --service-account-private-key-file "$dir/pki/sa.key" --root-ca-file "$dir/pki/ca.crt" \
+    --cluster-signing-cert-file "$dir/pki/ca.crt" --cluster-signing-key-file "$dir/pki/ca.key"
+}
+
+registry() {
+  free_port
+  REG=10.$K.0.1:$port_
+  mkdir -p "$dir/registry"
+  cat >"$dir/registry.yml" <<EOF
+version: 0.1
+log: {level: warn}
+storage:
+  filesystem: {rootdirectory: $dir/registry}
+  delete: {enabled: true}
+http:
+  addr: $REG
+EOF
+  start docker-registry - docker-registry serve "$dir/registry.yml"
+  wait_for docker-registry "$last_pid" curl -sf --noproxy '*' "http://$REG/v2/"
+}
+
+# An OCI image-layout tar of the pause binary, for `ctr images import`.
+pause_image() {
+  local w=$dir/pause-image r
+  mkdir -p "$w/rootfs" "$w/blobs/sha256"
+  cp "$bin/pause" "$w/rootfs/pause"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$w/rootfs" -cf "$w/layer.tar" pause
+  local diff_id layer_gz layer_sz cfg cfg_d cfg_sz man man_d man_sz
+  diff_id=$(sha256sum "$w/layer.tar" | cut -d' ' -f1)
+  gzip -n -c "$w/layer.tar" >"$w/layer.tar.gz"
+  layer_gz=$(sha256sum "$w/layer.tar.gz" | cut -d' ' -f1)
+  layer_sz=$(stat -c %s "$w/layer.tar.gz")
+  mv "$w/layer.tar.gz" "$w/blobs/sha256/$layer_gz"
+  cfg=$(jq -cn --arg d "sha256:$diff_id" '{architecture:"amd64",os:"linux",
+    config:{Entrypoint:["/pause"],User:"65535:65535"},rootfs:{type:"layers",diff_ids:[$d]}}')
+  printf '%s' "$cfg" >"$w/cfg"
+  cfg_d=$(sha256sum "$w/cfg" | cut -d' ' -f1)
+  cfg_sz=$(stat -c %s "$w/cfg")
+  mv "$w/cfg" "$w/blobs/sha256/$cfg_d"
+  man=$(jq -cn --arg c "sha256:$cfg_d" --argjson cs "$cfg_sz" --arg l "sha256:$layer_gz" --argjson ls "$layer_sz" \
+    '{schemaVersion:2,mediaType:"application/vnd.oci.image.manifest.v1+json",
+      config:{mediaType:"application/vnd.oci.image.config.v1+json",digest:$c,size:$cs},
+      layers:[{mediaType:"application/vnd.oci.image.layer.v1.tar+gzip",digest:$l,size:$ls}]}')
+  printf '%s' "$man" >"$w/man"
+  man_d=$(sha256sum "$w/man" | cut -d' ' -f1)
+  man_sz=$(stat -c %s "$w/man")
+  mv "$w/man" "$w/blobs/sha256/$man_d"
+  echo '{"imageLayoutVersion":"1.0.0"}' >"$w/oci-layout"
+  jq -cn --arg d "sha256:$man_d" --argjson s "$man_sz" --arg n "$PAUSE_IMAGE" \
+    '{schemaVersion:2,manifests:[{mediaType:"application/vnd.oci.image.manifest.v1+json",digest:$d,size:$s,
+      platform:{architecture:"amd64",os:"linux"},
+      annotations:{"io.containerd.image.name":$n,"org.opencontainers.image.ref.name":"3.10.1"}}]}' >"$w/index.json"
+  tar -C "$w" -cf "$dir/pause.tar" oci-layout index.json blobs
+  r=$dir/pause.tar
+  echo "$r"
+}
+
+cgroup_root() { # NODE: /NODE in every v1 hierarchy, cpuset filled from the parent
+  local h
+  for h in /sys/fs/cgroup/*/; do
+    [[ -d $h && $h != */unified/ ]] || continue
+    mkdir -p "$h$1"
+  done
+  if [[ -d /sys/fs/cgroup/cpuset ]]; then
+    cat /sys/fs/cgroup/cpuset/cpuset.cpus >"/sys/fs/cgroup/cpuset/$1/cpuset.cpus"
+    cat /sys/fs/cgroup/cpuset/cpuset.mems >"/sys/fs/cgroup/cpuset/$1/cpuset.mems"
+  fi
+}
+
+node() { # I
+  local i=$1 node=$name-n$i nd=$dir/nodes/n$i rd=$run/n$i
+  local ip=10.$K.0.$((10 + i)) tokvar=NODE_TOKEN_$i
+  mkdir -p "$nd/cni" "$nd/kubelet" "$nd/kubelet-certs" "$nd/containerd" "$rd"
+  cgroup_root "$node"
+  cat >"$nd/containerd.toml" <<EOF
+version = 2
+root = "$nd/containerd"
+state = "$rd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = "$rd/containerd.sock"
+[ttrpc]
+  address = "$rd/containerd.sock.ttrpc"
+[debug]
+  address = "$rd/debug.sock"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$nd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  enable_cdi = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$nd/cni"
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$REG"]
+    endpoint = ["http://$REG"]
+EOF
+  cat >"$nd/cni/10-$name.conflist" <<EOF
+{"cniVersion": "0.4.0", "name": "$name", "plugins": [
+  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "dataDir": "$nd/ipam",
+            "ranges": [[{"subnet": "10.$K.$((100 + i)).0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}
+]}
+EOF
+  start "containerd-n$i" "$node" containerd --config "$nd/containerd.toml"
+  wait_for "containerd-n$i" "$last_pid" ctr -a "$rd/containerd.sock" version
+  ctr -a "$rd/containerd.sock" -n k8s.io images import --no-unpack "$dir/pause.tar" >/dev/null ||
+    die "cannot import the pause image on $node"
+  kubeconfig "$nd/kubelet.kubeconfig" "$API" "${!tokvar}"
+  local labels="wirespeed.dev/test-cluster=$name"
+  if [[ -n $zones ]]; then
+    local z
+    z=$(cut -d, -f"$i" <<<"$zones")
+    [[ -n $z ]] && labels+=",topology.kubernetes.io/zone=$z,topology.kubernetes.io/region=${z%-*}"
+  fi
+  local t taint_list=
+  for t in "${taints[@]}"; do
+    [[ ${t%%=*} == "$i" ]] && taint_list+="${taint_list:+,}${t#*=}"
+  done
+  cat >"$nd/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $ip
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+cgroupDriver: cgroupfs
+cgroupRoot: /$node
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$rd/containerd.sock
+enforceNodeAllocatable: [pods]
+resolvConf: ""
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {nodefs.available: "1%", imagefs.available: "1%", memory.available: "100Mi"}
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $dir/pki/ca.crt}
+authorization: {mode: Webhook}
+registerWithTaints: [$(taint_yaml "$taint_list")]
+EOF
+  start "kubelet-n$i" "$node" "$bin/kubelet" --config "$nd/kubelet.yaml" --kubeconfig "$nd/kubelet.kubeconfig" \
+    --root-dir "$nd/kubelet" --cert-dir "$nd/kubelet-certs" --hostname-override "$node" --node-ip "$ip" \
+    --node-labels "$labels" --v 1
+  cat >"$nd/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $dir/kube-proxy.kubeconfig}
+mode: iptables
+clusterCIDR: 10.$K.64.0/18
+hostnameOverride: $node
+bindAddress: $ip
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+iptables: {masqueradeAll: true}
+EOF
+  start "kube-proxy-n$i" "$node" "$bin/kube-proxy" --config "$nd/kube-proxy.yaml"
+}
+taint_yaml() { # K=V:E,... -> {key: K, value: V, effect: E}, ...
+  local t out=
+  [[ -n $1 ]] || return 0
+  IFS=, read -ra ts <<<"$1"
+  for t in "${ts[@]}"; do
+    [[ $t =~ ^([^=:]+)(=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$ ]] || die "--taint '$t': use I=KEY=VALUE:EFFECT"
+    out+="${out:+, }{key: \"${BASH_REMATCH[1]}\", value: \"${BASH_REMATCH[3]}\", effect: ${BASH_REMATCH[4]}}"
+  done
+  echo "$out"
+}
+
+api() { curl -sf --noproxy '*' --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" "$API$1"; }
+nodes_ready() {
+  local n
+  n=$(api /api/v1/nodes | jq '[.items[] | select(.status.conditions[]? | .type == "Ready" and .status == "True")] | length')
+  ((n == nodes))
+}
+default_sa() { api /api/v1/namespaces/default/serviceaccounts/default >/dev/null; }
+
+image() {
+  local ws=${WIRESPEED_BIN:-$repo/target/release/wirespeed} out
+  if [[ ! -x $ws ]]; then
+    log "building $ws (cargo build --release -p wirespeed)"
+    (cd "$repo" && cargo build --release -p wirespeed >&2) || die "cargo build failed"
+  fi
+  out=$("$ws" k8s image build --binary "$ws" --push "$REG/wirespeed:dev" --plain-http) ||
+    die "cannot build and push the agent image to $REG"
+  IMAGE=$(grep -o "$REG/wirespeed[^ ]*@sha256:[0-9a-f]*" <<<"$out" | tail -1)
+  [[ -n $IMAGE ]] || die "the image build printed no REF@sha256:DIGEST: $out"
+}
+
+up() {
+  local t0 i
+  t0=$(date +%s%N)
+  check_prereqs
+  if leftovers >/dev/null; then
+    log "removing what an earlier cluster $name left"
+    down
+  fi
+  mkdir -p "$dir/logs" "$dir/pids" "$run"
+  touch "$dir/.k8s-cluster"
+  save_host_state
+  ok=
+  trap 'if [[ -z $ok ]]; then log "up failed; logs in $dir/logs (kept in $dir.failed-logs)"; rm -rf "$dir.failed-logs"; cp -r "$dir/logs" "$dir.failed-logs" 2>/dev/null; down; fi' EXIT
+  trap 'exit 130' INT TERM HUP
+  pick_net
+  certs
+  tokens
+  network
+  control_plane
+  registry
+  pause_image >/dev/null
+  for ((i = 1; i <= nodes; i++)); do node "$i"; done
+  wait_for "nodes Ready ($nodes)" "" nodes_ready
+  wait_for "the default ServiceAccount" "" default_sa
+  IMAGE=
+  [[ -z $with_image ]] || image
+  cat >"$dir/env" <<EOF
+NAME=$name
+KUBECONFIG=$dir/kubeconfig
+SERVER=$API
+TOKEN=$ADMIN_TOKEN
+CA=$dir/pki/ca.crt
+REGISTRY=$REG
+IMAGE=$IMAGE
+NODES="$(for ((i = 1; i <= nodes; i++)); do printf '%s ' "$name-n$i"; done)"
+NODE_NETNS="$(for ((i = 1; i <= nodes; i++)); do printf '%s ' "$name-n$i"; done)"
+NODE_IPS="$(for ((i = 1; i <= nodes; i++)); do printf '%s ' "10.$K.0.$((10 + i))"; done)"
+POD_CIDRS="$(for ((i = 1; i <= nodes; i++)); do printf '%s ' "10.$K.$((100 + i)).0/24"; done)"
+SERVICE_CIDR=10.$K.200.0/22
+RUNNER_NETNS=$name-r
+RUNNER_KUBECONFIG=$dir/kubeconfig-runner
+EOF
+  [[ -n $IMAGE ]] && echo "$IMAGE" >"$dir/image"
+  ok=1
+  log "cluster $name up in $(ms_since "$t0") ms: $nodes node(s) Ready, API $API"
+  echo "$dir/kubeconfig"
+}
+
+case $cmd in
+  up) up ;;
+  down)
+    (($(id -u) == 0)) || die "needs root"
+    down
+    ;;
+  kubeconfig) [[ -f $dir/kubeconfig ]] && echo "$dir/kubeconfig" || die "cluster $name is not up" ;;
+  env) [[ -f $dir/env ]] && echo "$dir/env" || die "cluster $name is not up" ;;
+  image) [[ -s $dir/image ]] && cat "$dir/image" || die "cluster $name has no image (up with --no-image, or not up)" ;;
+  leftovers) # exit 1, listing them, when anything of NAME is left
+    if leftovers; then exit 1; fi
+    ;;
+  *) die "unknown command '$cmd': up, down, kubeconfig, image, env, leftovers" ;;
+esac
