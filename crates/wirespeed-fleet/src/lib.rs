@@ -9,6 +9,9 @@
 //!   K tests at once; [`plan()`].
 //! - [`run`]: the controller that runs a plan through the agents;
 //!   [`run()`] / [`run_async`].
+//! - [`transport`]: how the controller reaches an agent's HTTP API
+//!   ([`transport::Direct`] HTTP by default; a relay such as the
+//!   Kubernetes API server's pod proxy through [`RunOptions::transport`]).
 //! - [`analyze`]: the matrix per workload, outliers against the noise
 //!   band, drift from the fleet majority, and the `--min`/baseline verdict.
 //!
@@ -26,10 +29,12 @@ mod error;
 pub mod fleet;
 pub mod plan;
 pub mod run;
+pub mod transport;
 
 pub use agent::{Agent, AgentConfig, serve};
 pub use error::{FleetError, Result};
 pub use fleet::{AgentSpec, Fleet, NicSpec};
 pub use plan::{Job, Pattern, Plan, Round, plan};
 pub use run::{Progress, RunOptions, WorkloadSpec, run, run_async};
+pub use transport::{AgentRequest, AgentResponse, AgentTransport, TransportFactory};
 pub use wirespeed_types::fleet::FleetResults;

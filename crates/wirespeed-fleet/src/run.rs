@@ -9,6 +9,7 @@ use crate::auth;
 use crate::error::{FleetError, Result};
 use crate::fleet::{AgentSpec, Fleet};
 use crate::plan::{Job, Plan};
+use crate::transport::{AgentRequest, AgentResponse, AgentTransport, Direct, TransportFactory};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wirespeed_types::fleet::{AgentStatus, FLEET_SCHEMA_VERSION, FleetResults, LinkTest};
@@ -67,6 +68,9 @@ pub struct RunOptions {
     pub push_fleet: bool,
     /// Where progress goes.
     pub progress: Option<ProgressFn>,
+    /// How each agent's HTTP API is reached; None: [`Direct`] HTTP to its
+    /// `http` address.
+    pub transport: Option<TransportFactory>,
 }
 
 impl RunOptions {
@@ -80,6 +84,7 @@ impl RunOptions {
             test_grace: Duration::from_secs(15),
             push_fleet: true,
             progress: None,
+            transport: None,
         }
     }
 }
@@ -90,41 +95,43 @@ impl std::fmt::Debug for RunOptions {
             .field("workloads", &self.workloads)
             .field("repeats", &self.repeats)
             .field("http_timeout", &self.http_timeout)
+            .field("transport", &self.transport.as_ref().map(|_| "custom"))
             .finish_non_exhaustive()
     }
 }
 
-/// An agent's HTTP API, seen from the controller.
+/// An agent's HTTP API, seen from the controller: each request is built
+/// as the agent sees it (signed over the agent's path) and carried by an
+/// [`AgentTransport`], each bounded by the client's timeout.
 #[derive(Clone)]
 pub struct AgentClient {
-    http: reqwest::Client,
-    base: String,
+    transport: Arc<dyn AgentTransport>,
     name: String,
     key: Vec<u8>,
-}
-
-fn base_url(http: &str) -> String {
-    format!("http://{http}")
+    timeout: Duration,
 }
 
 impl AgentClient {
-    /// A client for `agent` signing with `key`; each request bounded by `timeout`.
+    /// A client for `agent` over HTTP straight to its `http` address
+    /// ([`Direct`]), signing with `key`; each request bounded by `timeout`.
     pub fn new(agent: &AgentSpec, key: &[u8], timeout: Duration) -> Result<AgentClient> {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .no_proxy()
-            .build()
-            .map_err(|e| FleetError::Agent {
-                agent: agent.name.clone(),
-                message: format!("cannot make an HTTP client: {e}"),
-            })?;
-        Ok(AgentClient {
-            http,
-            base: base_url(&agent.http),
+        let direct = Arc::new(Direct::new(agent, timeout)?);
+        Ok(AgentClient::with_transport(agent, key, timeout, direct))
+    }
+
+    /// A client for `agent` whose requests go through `transport`.
+    pub fn with_transport(
+        agent: &AgentSpec,
+        key: &[u8],
+        timeout: Duration,
+        transport: Arc<dyn AgentTransport>,
+    ) -> AgentClient {
+        AgentClient {
+            transport,
             name: agent.name.clone(),
             key: key.to_vec(),
-        })
+            timeout,
+        }
     }
 
     fn err(&self, message: impl Into<String>) -> FleetError {
@@ -134,118 +141,108 @@ impl AgentClient {
         }
     }
 
-    fn send_err(&self, what: &str, e: reqwest::Error) -> FleetError {
-        let why = if e.is_timeout() {
-            "timed out".to_string()
-        } else if e.is_connect() {
-            "cannot connect".to_string()
-        } else {
-            // reqwest's chain: the innermost cause says the most.
-            let mut s: &dyn std::error::Error = &e;
-            while let Some(src) = s.source() {
-                s = src;
-            }
-            s.to_string()
-        };
-        self.err(format!("{what} at {}: {why}", self.base))
-    }
-
-    async fn answer<T: serde::de::DeserializeOwned>(
+    /// Sends one request; `signed` adds the fleet key's headers over
+    /// `method`, `path` and `body`. Any answer is Ok, whatever its status.
+    async fn call(
         &self,
         what: &str,
-        r: reqwest::Response,
-    ) -> Result<T> {
-        let status = r.status();
-        let body = r.bytes().await.map_err(|e| self.send_err(what, e))?;
-        if !status.is_success() {
-            let msg = serde_json::from_slice::<crate::agent::ErrorBody>(&body)
+        method: &str,
+        path: &str,
+        body: Vec<u8>,
+        signed: bool,
+    ) -> Result<AgentResponse> {
+        let mut headers = Vec::new();
+        if signed {
+            headers.push(("content-type".to_string(), "application/json".to_string()));
+            for (k, v) in auth::sign(&self.key, method, path, &body) {
+                headers.push((k.to_string(), v));
+            }
+        }
+        let req = AgentRequest {
+            method: method.to_string(),
+            path: path.to_string(),
+            headers,
+            body,
+        };
+        let why = match tokio::time::timeout(self.timeout, self.transport.send(req)).await {
+            Ok(Ok(r)) => return Ok(r),
+            Ok(Err(why)) => why,
+            Err(_) => "timed out".to_string(),
+        };
+        Err(self.err(format!("{what} at {}: {why}", self.transport.describe())))
+    }
+
+    fn answer<T: serde::de::DeserializeOwned>(&self, what: &str, r: AgentResponse) -> Result<T> {
+        if !(200..300).contains(&r.status) {
+            let msg = serde_json::from_slice::<crate::agent::ErrorBody>(&r.body)
                 .map(|b| b.error)
                 .unwrap_or_else(|_| {
-                    String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned()
+                    String::from_utf8_lossy(&r.body[..r.body.len().min(200)]).into_owned()
                 });
-            return Err(self.err(format!("{what}: {status}: {msg}")));
+            return Err(self.err(format!("{what}: {}: {msg}", status_text(r.status))));
         }
-        serde_json::from_slice(&body)
+        serde_json::from_slice(&r.body)
             .map_err(|e| self.err(format!("{what}: unreadable answer: {e}")))
     }
 
     /// `GET /healthz`.
     pub async fn health(&self) -> Result<()> {
         let r = self
-            .http
-            .get(format!("{}/healthz", self.base))
-            .send()
-            .await
-            .map_err(|e| self.send_err("health check", e))?;
-        if r.status().is_success() {
+            .call("health check", "GET", "/healthz", Vec::new(), false)
+            .await?;
+        if (200..300).contains(&r.status) {
             Ok(())
         } else {
-            Err(self.err(format!("health check: {}", r.status())))
+            Err(self.err(format!("health check: {}", status_text(r.status))))
         }
     }
 
     /// `GET /v1/facts`: the agent's host snapshot.
     pub async fn facts(&self) -> Result<wirespeed_host::Snapshot> {
         let r = self
-            .http
-            .get(format!("{}/v1/facts", self.base))
-            .send()
-            .await
-            .map_err(|e| self.send_err("read facts", e))?;
-        self.answer("read facts", r).await
-    }
-
-    async fn signed(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Vec<u8>,
-    ) -> Result<reqwest::Response> {
-        let mut req = self
-            .http
-            .request(method.clone(), format!("{}{path}", self.base))
-            .header(reqwest::header::CONTENT_TYPE, "application/json");
-        for (k, v) in auth::sign(&self.key, method.as_str(), path, &body) {
-            req = req.header(k, v);
-        }
-        req.body(body)
-            .send()
-            .await
-            .map_err(|e| self.send_err(path, e))
+            .call("read facts", "GET", "/v1/facts", Vec::new(), false)
+            .await?;
+        self.answer("read facts", r)
     }
 
     /// `PUT /v1/fleet`; Ok(false) when the agent's fleet is pinned.
     pub async fn push_fleet(&self, fleet: &Fleet) -> Result<bool> {
         let body = serde_json::to_vec(fleet).map_err(|e| self.err(e.to_string()))?;
-        let r = self.signed(reqwest::Method::PUT, "/v1/fleet", body).await?;
-        if r.status() == reqwest::StatusCode::CONFLICT {
+        let r = self
+            .call("/v1/fleet", "PUT", "/v1/fleet", body, true)
+            .await?;
+        if r.status == 409 {
             return Ok(false);
         }
-        if r.status().is_success() {
+        if (200..300).contains(&r.status) {
             return Ok(true);
         }
         self.answer::<serde_json::Value>("set the fleet", r)
-            .await
             .map(|_| true)
     }
 
     /// `POST /v1/run`: starts a test; its id.
     pub async fn start(&self, req: &RunRequest) -> Result<u64> {
         let body = serde_json::to_vec(req).map_err(|e| self.err(e.to_string()))?;
-        let r = self.signed(reqwest::Method::POST, "/v1/run", body).await?;
-        Ok(self.answer::<RunStarted>("start a test", r).await?.id)
+        let r = self.call("/v1/run", "POST", "/v1/run", body, true).await?;
+        Ok(self.answer::<RunStarted>("start a test", r)?.id)
     }
 
     /// `GET /v1/results/{id}`.
     pub async fn record(&self, id: u64) -> Result<RunRecord> {
+        let path = format!("/v1/results/{id}");
         let r = self
-            .http
-            .get(format!("{}/v1/results/{id}", self.base))
-            .send()
-            .await
-            .map_err(|e| self.send_err("read a result", e))?;
-        self.answer("read a result", r).await
+            .call("read a result", "GET", &path, Vec::new(), false)
+            .await?;
+        self.answer("read a result", r)
     }
+}
+
+/// "403 Forbidden" for 403.
+fn status_text(code: u16) -> String {
+    reqwest::StatusCode::from_u16(code)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| code.to_string())
 }
 
 /// Where agents stand during a run.
@@ -319,7 +316,7 @@ pub async fn run_async(fleet: &Fleet, plan: &Plan, opts: &RunOptions) -> Result<
     let clients = fleet
         .agents
         .iter()
-        .map(|a| AgentClient::new(a, &opts.key, opts.http_timeout))
+        .map(|a| client_of(a, opts))
         .collect::<Result<Vec<_>>>()?;
     let ctx = Ctx {
         fleet,
@@ -410,6 +407,19 @@ pub async fn run_async(fleet: &Fleet, plan: &Plan, opts: &RunOptions) -> Result<
     analyze::analyze(&mut out, &snaps);
     out.elapsed_s = started.elapsed().as_secs_f64();
     Ok(out)
+}
+
+/// The client of `agent`, through `opts.transport` when set.
+fn client_of(agent: &AgentSpec, opts: &RunOptions) -> Result<AgentClient> {
+    match &opts.transport {
+        Some(make) => Ok(AgentClient::with_transport(
+            agent,
+            &opts.key,
+            opts.http_timeout,
+            make(agent)?,
+        )),
+        None => AgentClient::new(agent, &opts.key, opts.http_timeout),
+    }
 }
 
 /// Joins futures, keeping their order.
