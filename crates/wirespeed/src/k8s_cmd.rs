@@ -1,4 +1,5 @@
-//! `wirespeed k8s manifests|run`: agents on Kubernetes (wirespeed-k8s).
+//! `wirespeed k8s manifests|run|image`: agents on Kubernetes
+//! (wirespeed-k8s) and their image (wirespeed-image).
 
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -13,6 +14,48 @@ pub enum K8sCmd {
     /// Apply the agents, wait for them, run the fleet matrix per network
     /// mode, compare the modes, delete what was applied (also on Ctrl-C).
     Run(Box<RunArgs>),
+    /// The agent image: built from a wirespeed binary, without Docker or a
+    /// base image.
+    #[command(subcommand)]
+    Image(ImageCmd),
+}
+
+/// `k8s image` subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum ImageCmd {
+    /// Build the agent image from a wirespeed binary (one layer: the
+    /// binary, its loader and libraries, a non-root user), then write it as
+    /// an OCI image layout tar and/or push it to a registry.
+    Build(Box<ImageBuildArgs>),
+}
+
+/// Options of `k8s image build`.
+#[derive(clap::Args, Debug)]
+pub struct ImageBuildArgs {
+    /// The wirespeed binary to put in the image [default: this executable].
+    #[arg(long)]
+    binary: Option<PathBuf>,
+    /// Write the image as an OCI image layout tar here, for
+    /// `ctr -n k8s.io images import FILE` on a node.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// The image's name in that layout (index.json's ref.name) [default:
+    /// the --push reference, else localhost/wirespeed:VERSION].
+    #[arg(long, requires = "output")]
+    name: Option<String>,
+    /// Push to this reference (REGISTRY/NAME:TAG) and print it with the
+    /// image's digest (REF@sha256:...): what to pass as --image.
+    #[arg(long, value_name = "REF")]
+    push: Option<String>,
+    /// Talk plain HTTP to the registry (a local registry without TLS).
+    #[arg(long, requires = "push")]
+    plain_http: bool,
+    /// Registry user, with --registry-password-file [default: anonymous].
+    #[arg(long, requires_all = ["push", "registry_password_file"])]
+    registry_user: Option<String>,
+    /// File holding the registry password or token.
+    #[arg(long, requires = "registry_user")]
+    registry_password_file: Option<PathBuf>,
 }
 
 /// What the objects are made of.
@@ -167,6 +210,7 @@ pub fn run(c: K8sCmd) -> Result<()> {
             Ok(())
         }
         K8sCmd::Run(a) => run_matrix(*a),
+        K8sCmd::Image(ImageCmd::Build(a)) => build_image(*a),
     }
 }
 
@@ -219,4 +263,81 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         print!("{}", wirespeed_k8s::render_comparison(&cmp));
     }
     Ok(())
+}
+
+/// `k8s image build`: build, then write and/or push; the pinned reference
+/// (or, without --push, the digest) is the one line on stdout.
+fn build_image(a: ImageBuildArgs) -> Result<()> {
+    let binary = match &a.binary {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .context("find this wirespeed executable (pass --binary PATH)")?,
+    };
+    let labels = wirespeed_image::Labels::of_this_build();
+    let img = wirespeed_image::build(&binary, &labels).context("build the agent image")?;
+    eprintln!("{}", image_summary(&img, &binary));
+    if let Some(out) = &a.output {
+        let name = a
+            .name
+            .clone()
+            .or_else(|| a.push.clone())
+            .unwrap_or_else(|| format!("localhost/wirespeed:{}", env!("CARGO_PKG_VERSION")));
+        wirespeed_image::layout::write(&img, &name, out)?;
+        eprintln!(
+            "wrote {} (OCI image layout, named {name}); on a node: ctr -n k8s.io images import {}",
+            out.display(),
+            out.display()
+        );
+    }
+    let Some(reference) = &a.push else {
+        if a.output.is_none() {
+            eprintln!("nothing written: add --push REGISTRY/wirespeed:TAG or --output FILE");
+        }
+        println!("{}", img.digest());
+        return Ok(());
+    };
+    let pinned = wirespeed_image::push(&img, reference, &push_options(&a)?)?;
+    eprintln!("pushed; run with: wirespeed k8s run --image {pinned} ...");
+    println!("{pinned}");
+    Ok(())
+}
+
+/// The registry options from the flags (the password file read here).
+fn push_options(a: &ImageBuildArgs) -> Result<wirespeed_image::PushOptions> {
+    let credentials = match (&a.registry_user, &a.registry_password_file) {
+        (Some(user), Some(file)) => {
+            let pw = std::fs::read_to_string(file)
+                .with_context(|| format!("read --registry-password-file {}", file.display()))?;
+            Some((user.clone(), pw.trim_end_matches(['\r', '\n']).to_string()))
+        }
+        _ => None,
+    };
+    Ok(wirespeed_image::PushOptions {
+        plain_http: a.plain_http,
+        credentials,
+    })
+}
+
+fn image_summary(img: &wirespeed_image::Image, binary: &Path) -> String {
+    let mib = |n: u64| n as f64 / (1024.0 * 1024.0);
+    let size = img.compressed_size();
+    let bin = std::fs::metadata(binary).map(|m| m.len()).unwrap_or(0);
+    let libs: Vec<&str> = img
+        .libraries
+        .iter()
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .collect();
+    let libs = if libs.is_empty() {
+        "static binary, no libraries".to_string()
+    } else {
+        format!("with {} from this host", libs.join(", "))
+    };
+    format!(
+        "image {} ({}): {:.1} MiB compressed ({size} bytes); binary {} {:.1} MiB, {libs}",
+        img.digest(),
+        wirespeed_image::platform(),
+        mib(size),
+        binary.display(),
+        mib(bin),
+    )
 }
