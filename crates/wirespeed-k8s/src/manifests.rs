@@ -300,9 +300,11 @@ pub const DEFAULT_PORT: u16 = 5300;
 /// The agent's default HTTP API port (wirespeed-fleet's).
 pub const DEFAULT_HTTP_PORT: u16 = 5380;
 
-/// The default agent image: built from the repo's Containerfile.
+/// The image objects name when none is given: a placeholder no registry
+/// serves, to be replaced by what `wirespeed k8s image build --push
+/// REGISTRY/wirespeed:TAG` prints (`k8s run` refuses to run without one).
 pub fn default_image() -> String {
-    format!("localhost/wirespeed:{}", env!("CARGO_PKG_VERSION"))
+    format!("REPLACE-ME/wirespeed:{}", env!("CARGO_PKG_VERSION"))
 }
 
 /// A DNS-1123 label: lower-case alphanumerics and '-', 1-63 long.

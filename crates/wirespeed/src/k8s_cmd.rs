@@ -65,9 +65,10 @@ pub struct ObjectArgs {
     /// network), dra (NICs claimed from DraNet); one DaemonSet each.
     #[arg(long, default_value = "pod")]
     network: String,
-    /// Agent image (build it from the repo's Containerfile).
-    #[arg(long, default_value_t = manifests::default_image())]
-    image: String,
+    /// Agent image, as printed by `wirespeed k8s image build --push
+    /// REGISTRY/wirespeed:TAG` (REF@sha256:...). Required by `run`.
+    #[arg(long)]
+    image: Option<String>,
     /// The agents' HTTP API port.
     #[arg(long, default_value_t = manifests::DEFAULT_HTTP_PORT)]
     http_port: u16,
@@ -163,7 +164,9 @@ impl ObjectArgs {
             None => manifests::generate_key()?,
         };
         let mut o = Options::new(networks, namespace, &key);
-        o.image = self.image.clone();
+        if let Some(i) = &self.image {
+            o.image = i.clone();
+        }
         o.port = port;
         o.http_port = self.http_port;
         if let Some(p) = &self.profile {
@@ -197,6 +200,12 @@ impl ObjectArgs {
 pub fn run(c: K8sCmd) -> Result<()> {
     match c {
         K8sCmd::Manifests(a) => {
+            if a.objects.image.is_none() {
+                eprintln!(
+                    "k8s manifests: no --image: the DaemonSets name the placeholder {}; {IMAGE_HINT}",
+                    manifests::default_image()
+                );
+            }
             let o = a
                 .objects
                 .options(&a.namespace, a.port, a.key_file.as_deref())?;
@@ -214,7 +223,16 @@ pub fn run(c: K8sCmd) -> Result<()> {
     }
 }
 
+/// How to get an image a cluster can pull.
+const IMAGE_HINT: &str = "build and push one with `wirespeed k8s image build --push \
+    REGISTRY/wirespeed:TAG` (--plain-http for a registry without TLS) and pass the \
+    REF@sha256:... it prints as --image";
+
 fn run_matrix(a: RunArgs) -> Result<()> {
+    // Before anything touches the cluster: no image, no run.
+    if a.objects.image.is_none() {
+        bail!("k8s run needs --image: {IMAGE_HINT}");
+    }
     let pattern: wirespeed_fleet::Pattern = a.pattern.parse()?;
     // A short id names this run's namespace and labels all it makes.
     let run_id: String = String::from_utf8(manifests::generate_key()?)?[..8].to_string();

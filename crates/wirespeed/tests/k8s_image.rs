@@ -1,7 +1,8 @@
 //! `wirespeed k8s image build` against real tools: Debian's registry
 //! (docker-registry, the reference OCI distribution server) for `--push`,
 //! and, as root where containerd and runc are installed, a throwaway
-//! containerd that imports the `--output` layout and runs the image.
+//! containerd that imports the `--output` layout and runs the image. Also:
+//! `k8s run` refuses to start without `--image`, before any cluster I/O.
 
 mod common;
 
@@ -325,5 +326,45 @@ fn image_runs_in_containerd_without_a_base_image() {
         text(&run).contains("Usage: wirespeed agent"),
         "{}",
         text(&run)
+    );
+}
+
+#[test]
+fn run_without_image_fails_before_touching_any_cluster() {
+    let out = Command::new(bin())
+        .args(["k8s", "run", "--network", "pod", "-d", "1s"])
+        .env("KUBECONFIG", "/nonexistent/wirespeed-test-kubeconfig")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("--image"), "{err}");
+    assert!(
+        err.contains("wirespeed k8s image build --push"),
+        "says how to get one: {err}"
+    );
+    assert!(
+        !err.to_lowercase().contains("kubeconfig"),
+        "read no kubeconfig: {err}"
+    );
+}
+
+#[test]
+fn manifests_without_image_name_the_placeholder_and_say_so() {
+    let out = Command::new(bin())
+        .args(["k8s", "manifests", "--network", "pod"])
+        .output()
+        .unwrap();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{e}");
+    let placeholder = format!("image: REPLACE-ME/wirespeed:{}", env!("CARGO_PKG_VERSION"));
+    assert!(o.contains(&placeholder), "{o}");
+    assert!(
+        e.contains("placeholder") && e.contains("k8s image build --push"),
+        "{e}"
     );
 }

@@ -217,6 +217,8 @@ fn ctrl_c_while_waiting_for_agents_deletes_what_the_run_applied() {
             "pod,dra",
             "--ready-timeout",
             "120s",
+            "--image",
+            "wirespeed:test",
         ])
         .arg("--key-file")
         .arg(&key)
