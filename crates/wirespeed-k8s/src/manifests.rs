@@ -471,13 +471,17 @@ impl DranetConfig {
     }
 }
 
-/// The sysctl init step's arguments (`sysctl -w k=v ...`) from a profile;
-/// none when the profile sets no sysctls.
+/// The image's wirespeed binary (`wirespeed k8s image build`, Containerfile).
+pub const IMAGE_BINARY: &str = "/usr/local/bin/wirespeed";
+
+/// The sysctl init step's command (`wirespeed k8s sysctl k=v ...`: the
+/// agent image has no `sysctl`) from a profile; none when the profile sets
+/// no sysctls.
 pub fn sysctl_args(p: &Profile) -> Option<Vec<String>> {
     if p.sysctl.is_empty() {
         return None;
     }
-    let mut a = vec!["sysctl".to_string(), "-w".to_string()];
+    let mut a: Vec<String> = [IMAGE_BINARY, "k8s", "sysctl"].map(String::from).to_vec();
     a.extend(p.sysctl.iter().map(|(k, v)| format!("{k}={v}")));
     Some(a)
 }
@@ -879,6 +883,15 @@ mod tests {
         }
         let yaml = to_yaml(&objs).unwrap();
         assert_eq!(yaml.matches("\n---\n").count(), objs.len() - 1, "{yaml}");
+    }
+
+    #[test]
+    fn the_sysctl_step_runs_the_images_own_binary() {
+        let p = wirespeed_host::profiles::load("tpu-multinic").unwrap();
+        let a = sysctl_args(&p).unwrap();
+        assert_eq!(a[..3], [IMAGE_BINARY, "k8s", "sysctl"]);
+        let rto = "net.ipv4.tcp_rto_min_us=5000".to_string();
+        assert!(a.contains(&rto), "{a:?}");
     }
 
     #[test]

@@ -18,6 +18,14 @@ pub enum K8sCmd {
     /// base image.
     #[command(subcommand)]
     Image(ImageCmd),
+    /// Set per-network-namespace sysctls: the agents' init step inside a
+    /// pod (the image has no `sysctl`); host-wide ones are refused.
+    #[command(hide = true)]
+    Sysctl {
+        /// The sysctls to set.
+        #[arg(required = true, value_name = "KEY=VALUE")]
+        settings: Vec<String>,
+    },
 }
 
 /// `k8s image` subcommands.
@@ -220,6 +228,7 @@ pub fn run(c: K8sCmd) -> Result<()> {
         }
         K8sCmd::Run(a) => run_matrix(*a),
         K8sCmd::Image(ImageCmd::Build(a)) => build_image(*a),
+        K8sCmd::Sysctl { settings } => set_sysctls(&settings),
     }
 }
 
@@ -358,4 +367,29 @@ fn image_summary(img: &wirespeed_image::Image, binary: &Path) -> String {
         binary.display(),
         mib(bin),
     )
+}
+
+/// `k8s sysctl`: checks every KEY=VALUE first (a name, per network
+/// namespace), then writes each to /proc/sys.
+fn set_sysctls(settings: &[String]) -> Result<()> {
+    let mut pairs = Vec::new();
+    for kv in settings {
+        let Some((k, v)) = kv.split_once('=') else {
+            bail!("k8s sysctl {kv:?}: use KEY=VALUE, e.g. net.ipv4.tcp_rmem='4096 131072 6291456'");
+        };
+        if !wirespeed_host::tune::valid_sysctl_name(k) {
+            bail!("k8s sysctl {k:?}: not a sysctl name (e.g. net.ipv4.tcp_rmem)");
+        }
+        if let Some(why) = wirespeed_host::tune::netns_sysctl_refusal(k) {
+            bail!("k8s sysctl: {why}; set it on the node with `wirespeed tune`");
+        }
+        pairs.push((k, v));
+    }
+    let fs = wirespeed_host::fsroot::Fs::default();
+    for (k, v) in pairs {
+        fs.write_sysctl(k, v)
+            .with_context(|| format!("set {k} = {v} (the init step must be privileged)"))?;
+        println!("{k} = {v}");
+    }
+    Ok(())
 }

@@ -368,3 +368,41 @@ fn manifests_without_image_name_the_placeholder_and_say_so() {
         "{e}"
     );
 }
+
+/// Runs `sh -c SCRIPT` in a fresh network namespace (unshare -n), with
+/// $WS the binary under test.
+fn in_netns(script: &str) -> Output {
+    Command::new("unshare")
+        .args(["-n", "sh", "-c", script])
+        .env("WS", bin())
+        .output()
+        .expect("run unshare")
+}
+
+#[test]
+fn the_sysctl_init_step_sets_per_netns_sysctls_and_refuses_host_wide_ones() {
+    if !wirespeed_lab::is_root() {
+        eprintln!("skipping the_sysctl_init_step: needs root (a network namespace)");
+        return;
+    }
+    let set = in_netns(
+        "\"$WS\" k8s sysctl net.ipv4.tcp_slow_start_after_idle=0 'net.ipv4.tcp_rmem=4096 87380 6291456' \
+         && cat /proc/sys/net/ipv4/tcp_slow_start_after_idle /proc/sys/net/ipv4/tcp_rmem",
+    );
+    let out = String::from_utf8_lossy(&set.stdout);
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    assert!(out.contains("\n0\n4096\t87380\t6291456"), "{out}");
+    // Checked before anything is written: the first, valid key stays.
+    let refused = in_netns(
+        "\"$WS\" k8s sysctl net.ipv4.tcp_slow_start_after_idle=0 net.core.rmem_max=1; \
+         echo rc=$?; cat /proc/sys/net/ipv4/tcp_slow_start_after_idle",
+    );
+    let out = String::from_utf8_lossy(&refused.stdout);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(out.contains("rc=1\n1"), "{out}{err}");
+    assert!(err.contains("host-wide"), "{err}");
+}
