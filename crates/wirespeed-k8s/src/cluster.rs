@@ -7,7 +7,6 @@ use crate::manifests::Object;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, Config, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -130,7 +129,7 @@ pub async fn exists(client: &Client, obj: &Object) -> Result<bool, K8sError> {
 
 /// Deletes `obj` (background propagation: the garbage collector removes
 /// what it owns, such as a DaemonSet's pods) and, unless it is a
-/// namespace, waits at most `wait` for it to be gone. A namespace is left
+/// namespace, waits at most `wait` for it to be gone (polling `get`). A namespace is left
 /// Terminating while its controller empties it. Absent objects are fine.
 pub async fn delete(client: &Client, obj: &Object, wait: Duration) -> Result<(), K8sError> {
     let name = obj.name().to_string();
@@ -145,17 +144,25 @@ pub async fn delete(client: &Client, obj: &Object, wait: Duration) -> Result<(),
         };
         match uid {
             Some(uid) if !is_ns => {
-                tokio::time::timeout(
-                    wait,
-                    await_condition(api, &name, conditions::is_deleted(&uid)),
-                )
-                .await
-                .map_err(|_| K8sError::Timeout {
-                    what: format!("{what} to be deleted"),
-                    secs: wait.as_secs(),
-                })?
-                .map_err(|e| K8sError::Discovery(format!("watching {what}: {e}")))?;
-                Ok(())
+                let deadline = tokio::time::Instant::now() + wait;
+                // Polled with `get`, not watched: the runner's ClusterRole
+                // then needs no list/watch on what it deletes (secrets).
+                loop {
+                    let now = api
+                        .get_opt(&name)
+                        .await
+                        .map_err(|e| K8sError::api(format!("get {what} while deleting it"), e))?;
+                    if now.is_none_or(|o| o.meta().uid.as_deref() != Some(uid.as_str())) {
+                        return Ok(());
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(K8sError::Timeout {
+                            what: format!("{what} to be deleted"),
+                            secs: wait.as_secs(),
+                        });
+                    }
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
             }
             _ => Ok(()),
         }

@@ -45,19 +45,34 @@ impl Deployment {
 
     /// Deletes every applied object, newest first, waiting at most `wait`
     /// for each; the namespace (deleted last) is left Terminating while
-    /// its controller empties it. Tries every object and names those that
+    /// its controller empties it. Tries every object; returns what it
+    /// deleted (`Kind ns/name`, in deletion order), or names those that
     /// failed.
-    pub async fn teardown(&mut self, client: &Client, wait: Duration) -> Result<(), K8sError> {
+    pub async fn teardown(
+        &mut self,
+        client: &Client,
+        wait: Duration,
+    ) -> Result<Vec<String>, K8sError> {
         let mut failed = Vec::new();
+        let mut deleted = Vec::new();
         while let Some(o) = self.applied.pop() {
-            if let Err(e) = cluster::delete(client, &o, wait).await {
-                failed.push(e.to_string());
+            match cluster::delete(client, &o, wait).await {
+                Ok(()) => deleted.push(o.describe()),
+                Err(e) => failed.push(e.to_string()),
             }
         }
         if failed.is_empty() {
-            Ok(())
+            Ok(deleted)
         } else {
-            Err(K8sError::Cleanup(failed.join("; ")))
+            Err(K8sError::Cleanup(format!(
+                "{}; deleted: {}",
+                failed.join("; "),
+                if deleted.is_empty() {
+                    "nothing".into()
+                } else {
+                    deleted.join(", ")
+                }
+            )))
         }
     }
 }

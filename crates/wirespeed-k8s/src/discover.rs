@@ -5,12 +5,12 @@
 
 use crate::K8sError;
 use crate::manifests::{APP_AGENT, APP_LABEL, CLAIM_NAME, DRANET_DRIVER, NETWORK_LABEL, Network};
-use k8s_openapi::api::apps::v1::DaemonSet;
+use crate::rollout::{self, Watch, ready};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::ResourceClaim;
-use kube::api::{Api, ListParams};
+use kube::Client;
+use kube::api::Api;
 use kube::runtime::wait::await_condition;
-use kube::{Client, Resource};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -39,16 +39,6 @@ pub struct Agent {
     pub control: IpAddr,
     /// The addresses traffic goes to, one per NIC.
     pub nics: Vec<AgentNic>,
-}
-
-fn ready(p: &Pod) -> bool {
-    let Some(st) = &p.status else { return false };
-    st.phase.as_deref() == Some("Running")
-        && st
-            .conditions
-            .iter()
-            .flatten()
-            .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
 fn parse_ip(s: &str, what: &str) -> Result<IpAddr, K8sError> {
@@ -167,17 +157,6 @@ pub fn agent_of(
     })
 }
 
-/// A DaemonSet is rolled out: its controller saw the current spec, wants
-/// at least one pod and all of them are updated and Ready.
-fn rolled_out(ds: Option<&DaemonSet>) -> bool {
-    let Some(ds) = ds else { return false };
-    let Some(st) = &ds.status else { return false };
-    st.observed_generation.unwrap_or(0) >= ds.metadata.generation.unwrap_or(0)
-        && st.desired_number_scheduled > 0
-        && st.number_ready == st.desired_number_scheduled
-        && st.updated_number_scheduled.unwrap_or(0) == st.desired_number_scheduled
-}
-
 /// Does `claim` carry DraNet's network data?
 fn has_network_data(c: Option<&ResourceClaim>) -> bool {
     c.is_some_and(|c| claim_nics(c).is_ok_and(|n| !n.is_empty()))
@@ -198,46 +177,36 @@ async fn within<T, E: std::fmt::Display>(
         .map_err(|e| K8sError::Discovery(format!("{what}: {e}")))
 }
 
-/// Waits (watching, at most `timeout`) until the `network` DaemonSet in
-/// `ns` is rolled out, then returns its Ready agents with their addresses.
+/// Waits (at most `timeout`, no log) until the `network` DaemonSet in
+/// `ns` is rolled out, then returns its Ready agents with their
+/// addresses; [`discover_with`] with [`Watch::new`].
 pub async fn discover(
     client: &Client,
     ns: &str,
     network: Network,
     timeout: Duration,
 ) -> Result<Vec<Agent>, K8sError> {
-    let deadline = Instant::now() + timeout;
+    discover_with(client, ns, network, &Watch::new(timeout, &|_| {})).await
+}
+
+/// Waits as `w` says until the `network` DaemonSet in `ns` is rolled out
+/// (progress lines, and the evidence of a rollout that cannot finish, go
+/// to `w.log`; see [`rollout::wait`]), then returns its Ready agents with
+/// their addresses.
+pub async fn discover_with(
+    client: &Client,
+    ns: &str,
+    network: Network,
+    w: &Watch<'_>,
+) -> Result<Vec<Agent>, K8sError> {
+    let deadline = Instant::now() + w.timeout;
     let ds_name = network.daemonset_name();
-    let dss: Api<DaemonSet> = Api::namespaced(client.clone(), ns);
-    let ds = within(
-        deadline,
-        &format!("DaemonSet {ns}/{ds_name} to have all agents Ready"),
-        await_condition(dss, &ds_name, rolled_out),
-    )
-    .await?
-    .ok_or_else(|| K8sError::Discovery(format!("DaemonSet {ns}/{ds_name} vanished")))?;
-    let uid = ds.meta().uid.clone();
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let lp = ListParams::default().labels(&format!(
+    let selector = format!(
         "{APP_LABEL}={APP_AGENT},{NETWORK_LABEL}={}",
         network.as_str()
-    ));
-    let list = pods
-        .list(&lp)
-        .await
-        .map_err(|e| K8sError::api(format!("list pods of DaemonSet {ns}/{ds_name}"), e))?;
-    let mine: Vec<Pod> = list
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none() && ready(p))
-        .filter(|p| {
-            p.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.kind == "DaemonSet" && Some(&o.uid) == uid.as_ref())
-        })
-        .collect();
+    );
+    let (_, pods) = rollout::wait(client, ns, &ds_name, &selector, w).await?;
+    let mine: Vec<Pod> = pods.into_iter().filter(ready).collect();
     if mine.is_empty() {
         return Err(K8sError::Discovery(format!(
             "DaemonSet {ns}/{ds_name} reports Ready agents but none of its pods is Running and Ready"

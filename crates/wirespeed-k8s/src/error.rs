@@ -31,6 +31,11 @@ pub enum K8sError {
     /// Agents did not become ready, or their addresses could not be found.
     #[error("{0}")]
     Discovery(String),
+    /// A DaemonSet's agents cannot become Ready (an image that cannot be
+    /// pulled, a crash loop, a node left out for a taint): the message
+    /// names pod, node, reason, Kubernetes' message and what to do.
+    #[error("{0}")]
+    Rollout(String),
     /// Waiting for something took longer than allowed.
     #[error("timed out after {secs} s waiting for {what}")]
     Timeout {

@@ -3,6 +3,13 @@
 //! them with server-side apply, discovering the agents' addresses, running
 //! the fleet matrix against them and deleting what a run made.
 //!
+//! - [`manifests`], [`deploy`], [`cluster`]: the objects, applied and
+//!   deleted again; [`runner`]: what runs `k8s run` inside the cluster.
+//! - [`rollout`], [`discover`]: waiting for the agents, saying why they
+//!   are not Ready, and reading their addresses.
+//! - [`proxy`]: the agents' HTTP APIs through the API server's pod proxy.
+//! - [`run`]: the whole run, and the modes compared.
+//!
 //! kube-rs and k8s-openapi live in this crate only.
 
 #![warn(missing_docs)]
@@ -12,11 +19,15 @@ pub mod deploy;
 pub mod discover;
 mod error;
 pub mod manifests;
+pub mod proxy;
+pub mod rollout;
 pub mod run;
+pub mod runner;
 pub mod testkit;
 
 pub use deploy::Deployment;
-pub use discover::{Agent, AgentNic, discover};
+pub use discover::{Agent, AgentNic, discover, discover_with};
 pub use error::K8sError;
 pub use manifests::{Network, NicSelector, Object, Options};
+pub use proxy::Reach;
 pub use run::{Comparison, NetworkRun, RunConfig, compare, render_comparison, run_blocking};

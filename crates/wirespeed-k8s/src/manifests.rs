@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, KeyToPath,
     Namespace, ObjectFieldSelector, PodResourceClaim, PodSecurityContext, PodSpec, PodTemplateSpec,
     Probe, ResourceClaim as ContainerClaim, ResourceRequirements, SeccompProfile, Secret,
-    SecretVolumeSource, SecurityContext, ServiceAccount, Volume, VolumeMount,
+    SecretVolumeSource, SecurityContext, ServiceAccount, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::api::resource::v1::{
@@ -205,6 +205,9 @@ pub struct Options {
     pub disable_ebpf: bool,
     /// Restrict agents to nodes with these labels.
     pub node_selector: BTreeMap<String, String>,
+    /// Taints the agents tolerate (`--toleration`), beyond those the
+    /// DaemonSet controller adds.
+    pub tolerations: Vec<Toleration>,
     /// Run id label value (`k8s run`), none for printed manifests.
     pub run_id: Option<String>,
 }
@@ -224,6 +227,7 @@ impl Options {
             nics: 1,
             disable_ebpf: true,
             node_selector: BTreeMap::new(),
+            tolerations: Vec::new(),
             run_id: None,
         }
     }
@@ -293,6 +297,42 @@ impl Options {
         }
         Ok(())
     }
+}
+
+/// A toleration from `KEY[=VALUE][:EFFECT]`: without a value it
+/// tolerates the key whatever its value (`Exists`), without an effect
+/// every effect.
+pub fn parse_toleration(s: &str) -> Result<Toleration, K8sError> {
+    let (kv, effect) = match s.rsplit_once(':') {
+        Some((kv, e)) => (kv, Some(e)),
+        None => (s, None),
+    };
+    let (key, value) = match kv.split_once('=') {
+        Some((k, v)) => (k, Some(v)),
+        None => (kv, None),
+    };
+    let bad = |why: &str| {
+        K8sError::Invalid(format!(
+            "--toleration {s:?}: {why}; use KEY[=VALUE][:EFFECT], e.g. google.com/tpu=present:NoSchedule"
+        ))
+    };
+    if key.is_empty() || key.len() > 253 || key.chars().any(char::is_whitespace) {
+        return Err(bad("the key is empty or not a label key"));
+    }
+    if let Some(e) = effect
+        && !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&e)
+    {
+        return Err(bad(
+            "the effect must be NoSchedule, PreferNoSchedule or NoExecute",
+        ));
+    }
+    Ok(Toleration {
+        key: Some(key.to_string()),
+        operator: Some(if value.is_some() { "Equal" } else { "Exists" }.to_string()),
+        value: value.map(str::to_string),
+        effect: effect.map(str::to_string),
+        toleration_seconds: None,
+    })
 }
 
 /// The agent's default engine port (wirespeed-engine's).
@@ -528,6 +568,7 @@ pub fn build(o: &Options) -> Result<Vec<Object>, K8sError> {
     let read = ["get", "list", "watch"];
     let mut rules = vec![
         rule("", &["pods"], &read),
+        rule("", &["events"], &["list"]),
         rule("apps", &["daemonsets"], &read),
     ];
     if o.networks.contains(&Network::Dra) {
@@ -760,6 +801,7 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
         host_network: (n == Network::Host).then_some(true),
         dns_policy: (n == Network::Host).then(|| "ClusterFirstWithHostNet".into()),
         node_selector: (!o.node_selector.is_empty()).then(|| o.node_selector.clone()),
+        tolerations: (!o.tolerations.is_empty()).then(|| o.tolerations.clone()),
         security_context: Some(PodSecurityContext {
             run_as_user: Some(65532),
             run_as_group: Some(65532),

@@ -7,8 +7,10 @@
 use crate::K8sError;
 use crate::cluster;
 use crate::deploy::Deployment;
-use crate::discover::{Agent, discover};
+use crate::discover::{Agent, discover_with};
 use crate::manifests::{self, Network, Options};
+use crate::proxy::{self, Reach};
+use crate::rollout::Watch;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -34,6 +36,9 @@ pub struct RunConfig {
     pub delete_timeout: Duration,
     /// Leave the objects in place (for debugging a cluster).
     pub keep: bool,
+    /// How the agents' HTTP APIs are reached: through the API server's pod
+    /// proxy (the default) or straight to their addresses.
+    pub reach: Reach,
 }
 
 /// One network mode's agents and results.
@@ -111,48 +116,104 @@ async fn measure(
     ));
     let mut out = Vec::new();
     for &n in &o.networks {
-        log(&format!(
-            "{n}: waiting for DaemonSet {} (at most {} s)",
-            n.daemonset_name(),
-            cfg.ready_timeout.as_secs()
-        ));
-        let agents = discover(client, &o.namespace, n, cfg.ready_timeout).await?;
-        if agents.len() < 2 {
-            return Err(K8sError::Discovery(format!(
-                "{n}: {} agent(s) Ready; a matrix needs at least 2 nodes",
-                agents.len()
-            )));
-        }
-        for a in &agents {
-            let nics: Vec<String> = a.nics.iter().map(|x| x.addr.to_string()).collect();
-            log(&format!(
-                "{n}: agent {} on {} at {} (NICs {})",
-                a.pod,
-                a.node,
-                a.control,
-                nics.join(", ")
-            ));
-        }
-        let fleet = fleet_of(&agents, o.port, o.http_port);
-        let plan = wirespeed_fleet::plan(&fleet, cfg.pattern, cfg.concurrent)
-            .map_err(|e| K8sError::Fleet(e.to_string()))?;
-        log(&format!(
-            "{n}: {} agents, {}: {} rounds, {} tests",
-            agents.len(),
-            cfg.pattern.name(),
-            plan.rounds.len(),
-            plan.len()
-        ));
-        let results = wirespeed_fleet::run_async(&fleet, &plan, &cfg.fleet)
-            .await
-            .map_err(|e| K8sError::Fleet(format!("{n}: {e}")))?;
-        out.push(NetworkRun {
-            network: n,
-            agents,
-            results,
-        });
+        let results = measure_mode(cfg, client, n, log).await?;
+        out.push(results);
     }
     Ok(out)
+}
+
+/// One mode: waits for its agents, then runs the fleet matrix over them.
+async fn measure_mode(
+    cfg: &RunConfig,
+    client: &kube::Client,
+    n: Network,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<NetworkRun, K8sError> {
+    let o = &cfg.objects;
+    log(&format!(
+        "{n}: waiting for DaemonSet {} (at most {} s)",
+        n.daemonset_name(),
+        cfg.ready_timeout.as_secs()
+    ));
+    let mode_log = |l: &str| log(&format!("{n}: {l}"));
+    let watch = Watch::new(cfg.ready_timeout, &mode_log);
+    let agents = discover_with(client, &o.namespace, n, &watch).await?;
+    if agents.len() < 2 {
+        return Err(K8sError::Discovery(format!(
+            "{n}: {} agent(s) Ready; a matrix needs at least 2 nodes",
+            agents.len()
+        )));
+    }
+    for a in &agents {
+        let nics: Vec<String> = a.nics.iter().map(|x| x.addr.to_string()).collect();
+        log(&format!(
+            "{n}: agent {} on {} at {} (NICs {})",
+            a.pod,
+            a.node,
+            a.control,
+            nics.join(", ")
+        ));
+    }
+    let fleet = fleet_of(&agents, o.port, o.http_port);
+    let plan = wirespeed_fleet::plan(&fleet, cfg.pattern, cfg.concurrent)
+        .map_err(|e| K8sError::Fleet(e.to_string()))?;
+    log(&format!(
+        "{n}: {} agents, {}: {} rounds, {} tests; agents reached {}",
+        agents.len(),
+        cfg.pattern.name(),
+        plan.rounds.len(),
+        plan.len(),
+        match cfg.reach {
+            Reach::Api => "through the API server's pod proxy (--reach api)",
+            Reach::Direct => "on their addresses (--reach direct)",
+        }
+    ));
+    let mut fopts = cfg.fleet.clone();
+    if cfg.reach == Reach::Api {
+        fopts.transport = Some(proxy::factory(client.clone(), &o.namespace));
+    }
+    let results = wirespeed_fleet::run_async(&fleet, &plan, &fopts)
+        .await
+        .map_err(|e| K8sError::Fleet(format!("{n}: {e}")))?;
+    Ok(NetworkRun {
+        network: n,
+        agents,
+        results,
+    })
+}
+
+/// Every requested test that was not measured (failed, or skipped because
+/// an agent was down), one line each: mode, workload, client -> server,
+/// NIC pair, and why.
+pub fn unmeasured(runs: &[NetworkRun]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in runs {
+        for t in &r.results.tests {
+            let Some(err) = &t.error else { continue };
+            let down = r
+                .results
+                .agents
+                .iter()
+                .filter(|a| !a.up && err.contains(&format!("agent {} ", a.name)))
+                .filter_map(|a| a.error.as_deref())
+                .map(|e| format!(" ({e})"))
+                .collect::<String>();
+            out.push(format!(
+                "{} network, {}: {} -> {} ({} -> {}): {err}{down}",
+                r.network,
+                t.workload,
+                t.client,
+                t.server,
+                or_dash(&t.client_nic),
+                or_dash(&t.server_nic)
+            ));
+        }
+    }
+    out
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
 }
 
 /// Runs `cfg` (blocking: builds its own runtime). `log` gets one line per
@@ -179,27 +240,37 @@ pub fn run_blocking(
             s = interrupted() => Err(K8sError::Interrupted(s)),
         };
         if cfg.keep {
-            log(&format!(
-                "--keep: left {} objects in place; delete them with `kubectl delete namespace {}` and `kubectl delete deviceclass -l {}={}`",
-                dep.objects().len(),
-                cfg.objects.namespace,
-                manifests::RUN_LABEL,
-                cfg.objects.run_id.as_deref().unwrap_or("-")
-            ));
+            log(&kept(cfg, &dep));
             return r;
         }
-        let n = dep.objects().len();
         let td = tokio::select! {
             t = dep.teardown(&client, cfg.delete_timeout) => t,
             s = interrupted() => Err(K8sError::Cleanup(format!("{s} during cleanup"))),
         };
         match (&r, td) {
-            (_, Ok(())) => log(&format!("deleted the {n} objects this run applied")),
+            (_, Ok(gone)) => log(&format!(
+                "deleted the {} objects this run applied: {}",
+                gone.len(),
+                gone.join(", ")
+            )),
             (Ok(_), Err(e)) => return Err(e),
             (Err(_), Err(e)) => log(&format!("also: {e}")),
         }
         r
     })
+}
+
+/// What `--keep` left and the commands that delete it.
+fn kept(cfg: &RunConfig, dep: &Deployment) -> String {
+    let names: Vec<String> = dep.objects().iter().map(|o| o.describe()).collect();
+    format!(
+        "--keep: left {} objects in place ({}); delete them with `kubectl delete namespace {}` and `kubectl delete deviceclass -l {}={}`",
+        names.len(),
+        names.join(", "),
+        cfg.objects.namespace,
+        manifests::RUN_LABEL,
+        cfg.objects.run_id.as_deref().unwrap_or("-")
+    )
 }
 
 /// One mode's figures, medians over its successful tests of a workload.

@@ -147,6 +147,44 @@ fn merge(v: serde_json::Value) -> Patch<serde_json::Value> {
     Patch::Merge(v)
 }
 
+/// How the test's kubelet leaves a pod.
+#[derive(Debug, Clone)]
+pub enum Kubelet {
+    /// Running and Ready on the node's addresses.
+    Ready,
+    /// This pod status (as a kubelet writes it, e.g. [`image_pull_back_off`])
+    /// and these events about the pod (reason, message), as the kubelet
+    /// records them.
+    Stuck {
+        /// The `status` object.
+        status: serde_json::Value,
+        /// Warning events: (reason, message).
+        events: Vec<(String, String)>,
+    },
+}
+
+/// A pod status whose agent container cannot pull `image`, as a kubelet
+/// writes it after the first failed pulls.
+pub fn image_pull_back_off(image: &str, host_ip: &str) -> serde_json::Value {
+    json!({
+        "phase": "Pending",
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "conditions": [
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Initialized", "status": "True"},
+            {"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady"},
+            {"type": "Ready", "status": "False", "reason": "ContainersNotReady"},
+        ],
+        "containerStatuses": [{
+            "name": "agent", "image": image, "imageID": "", "ready": false,
+            "restartCount": 0, "started": false,
+            "state": {"waiting": {"reason": "ImagePullBackOff",
+                "message": format!("Back-off pulling image \"{image}\": ErrImagePull: failed to pull and unpack image \"{image}\": not found")}},
+        }],
+    })
+}
+
 /// Plays the DaemonSet controller, the scheduler, the resource-claim
 /// controller, DraNet and the kubelet for DaemonSet `ds` in `ns`: one pod
 /// per node from the DaemonSet's own template (owner reference, node
@@ -157,6 +195,18 @@ pub async fn play_daemonset(
     ns: &str,
     ds: &str,
     nodes: &[FakeNode],
+) -> Result<Vec<Pod>, K8sError> {
+    let all: Vec<(FakeNode, Kubelet)> = nodes.iter().map(|n| (n.clone(), Kubelet::Ready)).collect();
+    play_daemonset_with(client, ns, ds, &all).await
+}
+
+/// [`play_daemonset`] with each pod left as its [`Kubelet`] says; the
+/// DaemonSet's status counts the Ready ones.
+pub async fn play_daemonset_with(
+    client: &Client,
+    ns: &str,
+    ds: &str,
+    nodes: &[(FakeNode, Kubelet)],
 ) -> Result<Vec<Pod>, K8sError> {
     let dss: Api<DaemonSet> = Api::namespaced(client.clone(), ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
@@ -171,7 +221,7 @@ pub async fn play_daemonset(
         return Err(K8sError::Discovery(format!("DaemonSet {ds} has no spec")));
     };
     let mut out = Vec::new();
-    for n in nodes {
+    for (n, kubelet) in nodes {
         let mut spec = tpl.spec.clone().unwrap_or_default();
         spec.node_name = Some(n.name.clone());
         let mut meta = tpl.metadata.clone().unwrap_or_default();
@@ -274,6 +324,12 @@ pub async fn play_daemonset(
             status["resourceClaimStatuses"] =
                 json!([{"name": CLAIM_NAME, "resourceClaimName": claim_name}]);
         }
+        if let Kubelet::Stuck { status: st, events } = kubelet {
+            status = st.clone();
+            for (reason, message) in events {
+                record_event(client, &pod, reason, message).await?;
+            }
+        }
         let pod = pods
             .patch_status(
                 &pod_name,
@@ -285,6 +341,10 @@ pub async fn play_daemonset(
         out.push(pod);
     }
     let count = nodes.len();
+    let ready = nodes
+        .iter()
+        .filter(|(_, k)| matches!(k, Kubelet::Ready))
+        .count();
     dss.patch_status(
         ds,
         &PatchParams::default(),
@@ -293,14 +353,152 @@ pub async fn play_daemonset(
             "currentNumberScheduled": count,
             "desiredNumberScheduled": count,
             "numberMisscheduled": 0,
-            "numberReady": count,
-            "numberAvailable": count,
+            "numberReady": ready,
+            "numberAvailable": ready,
             "updatedNumberScheduled": count,
         }})),
     )
     .await
     .map_err(|e| K8sError::api("write DaemonSet status as its controller would", e))?;
     Ok(out)
+}
+
+/// Records a Warning event about `pod` as its kubelet would.
+pub async fn record_event(
+    client: &Client,
+    pod: &Pod,
+    reason: &str,
+    message: &str,
+) -> Result<(), K8sError> {
+    use k8s_openapi::api::core::v1::Event;
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let now = json!(k8s_openapi::jiff::Timestamp::now().to_string());
+    let ev: Event = serde_json::from_value(json!({
+        "metadata": {"generateName": format!("{name}."), "namespace": ns},
+        "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": ns,
+                           "name": name, "uid": pod.metadata.uid, "fieldPath": "spec.containers{agent}"},
+        "reason": reason, "message": message, "type": "Warning", "count": 3,
+        "source": {"component": "kubelet", "host": pod.spec.as_ref().and_then(|s| s.node_name.clone())},
+        "firstTimestamp": now, "lastTimestamp": now,
+    }))
+    .map_err(|e| K8sError::Render(e.to_string()))?;
+    let api: Api<Event> = Api::namespaced(client.clone(), &ns);
+    api.create(&PostParams::default(), &ev)
+        .await
+        .map_err(|e| K8sError::api("record an event as the kubelet would", e))?;
+    Ok(())
+}
+
+/// Registers node `name` as its kubelet would, reports it Ready, and
+/// leaves it with exactly `taints` (written `KEY[=VALUE]:EFFECT`) as the
+/// node lifecycle controller would once it is Ready (the API server's
+/// admission taints a new node `not-ready`).
+pub async fn register_node(client: &Client, name: &str, taints: &[&str]) -> Result<(), K8sError> {
+    use k8s_openapi::api::core::v1::Node;
+    let taints: Vec<serde_json::Value> = taints
+        .iter()
+        .map(|t| {
+            let (kv, effect) = t.rsplit_once(':').unwrap_or((t, "NoSchedule"));
+            let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+            json!({"key": key, "value": value, "effect": effect})
+        })
+        .collect();
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+    }))
+    .map_err(|e| K8sError::Render(e.to_string()))?;
+    let api: Api<Node> = Api::all(client.clone());
+    api.create(&PostParams::default(), &node)
+        .await
+        .map_err(|e| K8sError::api(format!("register node {name}"), e))?;
+    let ready = json!({"status": {"conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}});
+    api.patch_status(name, &PatchParams::default(), &merge(ready))
+        .await
+        .map_err(|e| K8sError::api(format!("report node {name} Ready as its kubelet would"), e))?;
+    let spec = json!({"spec": {"taints": taints}});
+    api.patch(name, &PatchParams::default(), &merge(spec))
+        .await
+        .map_err(|e| K8sError::api(format!("set the taints of node {name}"), e))?;
+    Ok(())
+}
+
+/// A fresh token of service account `ns/sa` (10 minutes).
+pub async fn token_for(client: &Client, ns: &str, sa: &str) -> Result<String, K8sError> {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    let tr = sas
+        .create_token_request(
+            sa,
+            &PostParams::default(),
+            &TokenRequest {
+                spec: TokenRequestSpec {
+                    expiration_seconds: Some(600),
+                    ..TokenRequestSpec::default()
+                },
+                ..TokenRequest::default()
+            },
+        )
+        .await
+        .map_err(|e| K8sError::api(format!("request a token of {ns}/{sa}"), e))?;
+    Ok(tr.status.map(|s| s.token).unwrap_or_default())
+}
+
+/// Writes to `out` the kubeconfig `base` with its user's credentials
+/// replaced by bearer `token` (same server and CA).
+pub fn kubeconfig_with_token(base: &Path, token: &str, out: &Path) -> Result<(), K8sError> {
+    let io = |what: String| move |e| K8sError::Io { what, error: e };
+    let text = std::fs::read_to_string(base).map_err(io(format!("read {}", base.display())))?;
+    let mut kc: serde_json::Value =
+        serde_saphyr::from_str(&text).map_err(|e| K8sError::Config(e.to_string()))?;
+    for u in kc["users"].as_array_mut().into_iter().flatten() {
+        u["user"] = json!({ "token": token });
+    }
+    std::fs::write(out, kc.to_string()).map_err(io(format!("write {}", out.display())))
+}
+
+/// Server-side applies the runner's objects (`k8s manifests --runner`).
+pub async fn apply_runner(
+    client: &Client,
+    objs: &[crate::runner::RunnerObject],
+) -> Result<(), K8sError> {
+    use crate::runner::RunnerObject as R;
+    let pp = PatchParams::apply(crate::cluster::FIELD_MANAGER).validation_strict();
+    for o in objs {
+        let what = format!("apply {}", o.describe());
+        let r = match o {
+            R::Namespace(x) => ssa(Api::all(client.clone()), x, &pp).await,
+            R::ServiceAccount(x) => ssa(ns_api(client, &x.metadata), x, &pp).await,
+            R::ClusterRole(x) => ssa(Api::all(client.clone()), x, &pp).await,
+            R::ClusterRoleBinding(x) => ssa(Api::all(client.clone()), x, &pp).await,
+            R::Job(x) => ssa(ns_api(client, &x.metadata), &**x, &pp).await,
+        };
+        r.map_err(|e| K8sError::api(what, e))?;
+    }
+    Ok(())
+}
+
+fn ns_api<K>(client: &Client, m: &ObjectMeta) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    Api::namespaced(client.clone(), m.namespace.as_deref().unwrap_or("default"))
+}
+
+async fn ssa<K>(api: Api<K>, o: &K, pp: &PatchParams) -> Result<(), kube::Error>
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let name = o.meta().name.clone().unwrap_or_default();
+    api.patch(&name, pp, &Patch::Apply(o)).await.map(|_| ())
+}
+
+/// Runs `f` to completion on a fresh single-threaded runtime (for tests
+/// that are not async themselves).
+pub fn block_on<F: std::future::Future>(f: F) -> Result<F::Output, K8sError> {
+    Ok(runtime()?.block_on(f))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, K8sError> {
@@ -337,6 +535,27 @@ pub fn wait_applied(
     runtime()?.block_on(async {
         let client = crate::cluster::client(Some(kubeconfig)).await?;
         applied(&client, ns, n, wait).await
+    })
+}
+
+/// Plays one mode of a `k8s run` in namespace `ns`: registers `nodes`
+/// (name, taints) first, waits (at most `wait`) for the mode's DaemonSet,
+/// then plays its pods as `pods` say. Blocking (own runtime).
+pub fn play_scene(
+    kubeconfig: &Path,
+    ns: &str,
+    network: Network,
+    nodes: &[(&str, &[&str])],
+    pods: &[(FakeNode, Kubelet)],
+    wait: Duration,
+) -> Result<Vec<Pod>, K8sError> {
+    runtime()?.block_on(async {
+        let client = crate::cluster::client(Some(kubeconfig)).await?;
+        for (name, taints) in nodes {
+            register_node(&client, name, taints).await?;
+        }
+        applied(&client, ns, network, wait).await?;
+        play_daemonset_with(&client, ns, &network.daemonset_name(), pods).await
     })
 }
 

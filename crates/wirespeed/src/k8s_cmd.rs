@@ -13,6 +13,7 @@ pub enum K8sCmd {
     Manifests(Box<ManifestArgs>),
     /// Apply the agents, wait for them, run the fleet matrix per network
     /// mode, compare the modes, delete what was applied (also on Ctrl-C).
+    /// Exits 3 when a requested test was not measured.
     Run(Box<RunArgs>),
     /// The agent image: built from a wirespeed binary, without Docker or a
     /// base image.
@@ -104,6 +105,10 @@ pub struct ObjectArgs {
     /// Run agents only on nodes with this label (KEY=VALUE, repeatable).
     #[arg(long, value_name = "KEY=VALUE")]
     node_selector: Vec<String>,
+    /// Let agents run on nodes with this taint (KEY[=VALUE][:EFFECT],
+    /// repeatable), e.g. google.com/tpu=present:NoSchedule.
+    #[arg(long, value_name = "KEY[=VALUE][:EFFECT]")]
+    toleration: Vec<String>,
 }
 
 /// Options of `k8s manifests`.
@@ -124,6 +129,15 @@ pub struct ManifestArgs {
     /// yaml (multi-document) or json (a v1 List).
     #[arg(long, default_value = "yaml")]
     output: String,
+    /// Print instead what runs `k8s run` inside the cluster: a
+    /// ServiceAccount, the ClusterRole and binding a run needs, and a Job
+    /// running `wirespeed k8s run` with these objects' flags and the
+    /// arguments after `--` (docs/k8s.md).
+    #[arg(long)]
+    runner: bool,
+    /// With --runner: more `k8s run` arguments for the Job (after `--`).
+    #[arg(last = true, requires = "runner")]
+    run_args: Vec<String>,
 }
 
 /// Options of `k8s run`.
@@ -152,6 +166,11 @@ pub struct RunArgs {
     /// Leave the objects in the cluster afterwards.
     #[arg(long)]
     keep: bool,
+    /// How to reach the agents' HTTP APIs: api (through the API server's
+    /// pod proxy: works from anywhere that reaches the API server) or
+    /// direct (to the pod/node addresses: from inside the cluster network).
+    #[arg(long, default_value = "api", value_name = "api|direct")]
+    reach: String,
     /// Also write every mode's agents and fleet results, and the
     /// comparison, as JSON here.
     #[arg(long)]
@@ -199,6 +218,11 @@ impl ObjectArgs {
             sel.insert(k.to_string(), v.to_string());
         }
         o.node_selector = sel;
+        o.tolerations = self
+            .toleration
+            .iter()
+            .map(|t| manifests::parse_toleration(t))
+            .collect::<Result<_, _>>()?;
         o.validate()?;
         Ok(o)
     }
@@ -207,6 +231,7 @@ impl ObjectArgs {
 /// Runs a `k8s` subcommand.
 pub fn run(c: K8sCmd) -> Result<()> {
     match c {
+        K8sCmd::Manifests(a) if a.runner => print_runner(&a),
         K8sCmd::Manifests(a) => {
             if a.objects.image.is_none() {
                 eprintln!(
@@ -270,6 +295,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         ready_timeout: crate::duration_flag("ready-timeout", &a.ready_timeout)?,
         delete_timeout: std::time::Duration::from_secs(60),
         keep: a.keep,
+        reach: a.reach.parse()?,
     };
     let runs = wirespeed_k8s::run_blocking(&cfg, &|l| eprintln!("k8s: {l}"))?;
     let cmp = wirespeed_k8s::compare(&runs);
@@ -289,6 +315,48 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         );
         print!("{}", wirespeed_k8s::render_comparison(&cmp));
     }
+    fail_unmeasured(&runs)
+}
+
+/// Exit status of `k8s run` when a requested test was not measured.
+pub const EXIT_UNMEASURED: i32 = 3;
+
+/// Names every test that was not measured and exits with
+/// [`EXIT_UNMEASURED`]; Ok when every test was measured.
+fn fail_unmeasured(runs: &[wirespeed_k8s::NetworkRun]) -> Result<()> {
+    let missing = wirespeed_k8s::run::unmeasured(runs);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let total: usize = runs.iter().map(|r| r.results.tests.len()).sum();
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    eprintln!(
+        "k8s run: {} of {total} tests not measured (exit {EXIT_UNMEASURED}):",
+        missing.len()
+    );
+    for m in &missing {
+        eprintln!("  not measured: {m}");
+    }
+    std::process::exit(EXIT_UNMEASURED);
+}
+
+/// `k8s manifests --runner`: the in-cluster runner's objects.
+fn print_runner(a: &ManifestArgs) -> Result<()> {
+    if a.objects.image.is_none() {
+        bail!(
+            "k8s manifests --runner needs --image (the Job runs it, and so do the agents): {IMAGE_HINT}"
+        );
+    }
+    let o = a
+        .objects
+        .options(&a.namespace, a.port, a.key_file.as_deref())?;
+    let objs = wirespeed_k8s::runner::build(&o, &a.run_args)?;
+    let text = match a.output.as_str() {
+        "yaml" => wirespeed_k8s::runner::to_yaml(&objs)?,
+        "json" => wirespeed_k8s::runner::to_json(&objs)? + "\n",
+        other => bail!("--output {other:?}: use yaml or json"),
+    };
+    print!("{text}");
     Ok(())
 }
 

@@ -1,0 +1,175 @@
+//! Reaching the agents through the API server: each agent's HTTP API is
+//! asked through its pod's proxy subresource,
+//! `/api/v1/namespaces/{ns}/pods/{pod}:{port}/proxy{path}`, on the same
+//! kube client (and so the same credentials: tokens, client certificates,
+//! exec plugins) as every other call of the run. A runner that reaches
+//! only the API server (a laptop, a CI job outside the cluster network)
+//! can then run the matrix; the API server dials the pod's address
+//! (`status.podIP`, the node's address for hostNetwork pods).
+//!
+//! Only orchestration goes this way: the agents test each other on their
+//! pod, node or NIC addresses. The agent sees the path after `/proxy`, so
+//! the fleet key's signature covers that path; the API server forwards
+//! the `x-wirespeed-*` headers unchanged (measured with kube-apiserver
+//! v1.34, docs/k8s.md), so nothing else changes for the agent.
+//!
+//! RBAC: `get` on `pods/proxy` for reads, `create` for `POST /v1/run`,
+//! `update` for `PUT /v1/fleet`.
+
+use crate::K8sError;
+use kube::Client;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use wirespeed_fleet::transport::{BoxFuture, TransportFactory};
+use wirespeed_fleet::{AgentRequest, AgentResponse, AgentSpec, AgentTransport, FleetError};
+
+/// How `k8s run` reaches the agents' HTTP APIs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reach {
+    /// Through the API server's pod proxy (works from anywhere that
+    /// reaches the API server).
+    #[default]
+    Api,
+    /// Straight to the pod or node addresses (the runner must be inside
+    /// the cluster network: on a node, in a pod, over a VPN).
+    Direct,
+}
+
+impl std::str::FromStr for Reach {
+    type Err = K8sError;
+
+    fn from_str(s: &str) -> Result<Reach, K8sError> {
+        match s {
+            "api" => Ok(Reach::Api),
+            "direct" => Ok(Reach::Direct),
+            other => Err(K8sError::Invalid(format!(
+                "--reach {other:?}: use api (through the API server's pod proxy) or direct (to the pod addresses)"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reach::Api => "api",
+            Reach::Direct => "direct",
+        })
+    }
+}
+
+/// One agent pod's HTTP API through the API server's pod proxy.
+#[derive(Clone)]
+pub struct PodProxy {
+    client: Client,
+    ns: String,
+    pod: String,
+    port: u16,
+}
+
+impl PodProxy {
+    /// The agent in pod `ns/pod` listening on `port`.
+    pub fn new(client: Client, ns: &str, pod: &str, port: u16) -> PodProxy {
+        PodProxy {
+            client,
+            ns: ns.to_string(),
+            pod: pod.to_string(),
+            port,
+        }
+    }
+
+    /// The API server's path that reaches `path` on the agent.
+    pub fn url(&self, path: &str) -> String {
+        format!(
+            "/api/v1/namespaces/{}/pods/{}:{}/proxy{path}",
+            self.ns, self.pod, self.port
+        )
+    }
+
+    async fn send_now(&self, req: AgentRequest) -> Result<AgentResponse, String> {
+        let mut b = http::Request::builder()
+            .method(req.method.as_str())
+            .uri(self.url(&req.path));
+        for (k, v) in &req.headers {
+            b = b.header(k, v);
+        }
+        let r = b
+            .body(kube::client::Body::from(req.body))
+            .map_err(|e| format!("cannot build the request: {e}"))?;
+        let resp = self
+            .client
+            .send(r)
+            .await
+            .map_err(|e| format!("no answer from the API server: {e}"))?;
+        let status = resp.status().as_u16();
+        let body = resp
+            .into_body()
+            .collect_bytes()
+            .await
+            .map_err(|e| format!("the API server's answer broke off: {e}"))?
+            .to_vec();
+        if let Some(why) = self.refusal(status, &body) {
+            return Err(why);
+        }
+        Ok(AgentResponse { status, body })
+    }
+
+    /// The API server's own refusal (a `v1 Status` body: RBAC, pod gone,
+    /// pod unreachable), with what to do; None for the agent's answer
+    /// (the agent never answers with a `Status`).
+    fn refusal(&self, status: u16, body: &[u8]) -> Option<String> {
+        if status < 400 {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+        if v["kind"] != "Status" {
+            return None;
+        }
+        let msg = v["message"].as_str().unwrap_or("").to_string();
+        let hint = match status {
+            401 | 403 => format!(
+                "; the kubeconfig's user needs get, create and update on pods/proxy in namespace {} (`wirespeed k8s manifests --runner` prints that ClusterRole), or use --reach direct from inside the cluster network",
+                self.ns
+            ),
+            404 => format!("; pod {} is gone", self.pod),
+            _ => format!(
+                "; the API server could not reach port {} of pod {} (a firewall between the control plane and the nodes, such as a private cluster's, must allow it), or use --reach direct from inside the cluster network",
+                self.port, self.pod
+            ),
+        };
+        Some(format!(
+            "the API server's pod proxy answered {status}: {msg}{hint}"
+        ))
+    }
+}
+
+impl AgentTransport for PodProxy {
+    fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, String>> {
+        Box::pin(self.send_now(req))
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "pod {}/{}:{} through the API server",
+            self.ns, self.pod, self.port
+        )
+    }
+}
+
+/// The factory for [`wirespeed_fleet::RunOptions::transport`]: each agent
+/// (named after its pod, HTTP port from its `http` address) through its
+/// pod's proxy in `ns`.
+pub fn factory(client: Client, ns: &str) -> TransportFactory {
+    let ns = ns.to_string();
+    Arc::new(move |a: &AgentSpec| {
+        let port = a
+            .http
+            .parse::<SocketAddr>()
+            .map(|s| s.port())
+            .map_err(|_| FleetError::Agent {
+                agent: a.name.clone(),
+                message: format!("http address {:?} is not IP:PORT", a.http),
+            })?;
+        Ok(Arc::new(PodProxy::new(client.clone(), &ns, &a.name, port)) as Arc<dyn AgentTransport>)
+    })
+}
