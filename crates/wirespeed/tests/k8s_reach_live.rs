@@ -1,0 +1,400 @@
+//! `wirespeed k8s run` from a machine that reaches only the API server:
+//! real `wirespeed agent`s in lab namespaces, a real kube-apiserver + etcd
+//! (k8s/testenv) in the lab's switch namespace, which routes to the
+//! nodes, and the test playing the kubelet (wirespeed_k8s::testkit).
+//!
+//! The runner runs in a namespace of its own with no interface but
+//! loopback: its one way out is a forwarder from its 127.0.0.1:PORT to the
+//! API server's, so every request to an agent goes through the API
+//! server's pod proxy. It authenticates as the `wirespeed-runner`
+//! service account of `k8s manifests --runner`, so the run also proves
+//! that account's ClusterRole is enough.
+
+mod common;
+
+use common::{Proc, bin};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use wirespeed_k8s::Network;
+use wirespeed_k8s::testkit::{self, FakeNode, TestEnv};
+use wirespeed_lab::{HostSpec, Lab, LabSpec, LinkSpec, RouteSpec, spawn_in};
+
+const NODES: [&str; 3] = ["n1", "n2", "n3"];
+/// Links per node: 0 the node network (host IPs), 1 the pod network.
+const LINKS: usize = 2;
+
+/// Field order matters: the forwarder stops, agents die, the API server
+/// stops, then the lab goes, then the files.
+struct Live {
+    forward: Option<Forward>,
+    agents: Vec<Proc>,
+    env: Option<TestEnv>,
+    lab: Option<Lab>,
+    dir: PathBuf,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.forward.take();
+        self.agents.clear();
+        self.env.take();
+        if let Some(l) = self.lab.take() {
+            let _ = l.down();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Three nodes behind a routing switch `sw` (the API server's home), and
+/// `runner` with no link at all.
+fn lab_spec(name: &str) -> LabSpec {
+    let mut hosts: Vec<HostSpec> = NODES
+        .iter()
+        .chain(&["runner"])
+        .map(|h| HostSpec {
+            name: h.to_string(),
+            ..HostSpec::default()
+        })
+        .collect();
+    let mut sw = HostSpec {
+        name: "sw".into(),
+        ..HostSpec::default()
+    };
+    sw.sysctl.insert("net.ipv4.ip_forward".into(), "1".into());
+    hosts.push(sw);
+    let mut links = Vec::new();
+    let mut routes = Vec::new();
+    for (i, h) in NODES.iter().enumerate() {
+        for n in 0..LINKS {
+            links.push(LinkSpec {
+                a: h.to_string(),
+                b: "sw".into(),
+                rate: Some("200mbit".into()),
+                subnet: Some(format!("10.{}.{i}.0/24", 180 + n)),
+                ..LinkSpec::default()
+            });
+            routes.push(RouteSpec {
+                host: h.to_string(),
+                dst: format!("10.{}.0.0/16", 180 + n),
+                links: vec![LINKS * i + n],
+            });
+        }
+    }
+    LabSpec {
+        name: name.into(),
+        hosts,
+        links,
+        routes,
+        ..LabSpec::default()
+    }
+}
+
+/// Accepts on 127.0.0.1:`port` in namespace `from` and connects each
+/// connection to 127.0.0.1:`port` in namespace `to`; stops on drop.
+struct Forward {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Result<(), wirespeed_lab::LabError>>>,
+}
+
+impl Drop for Forward {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from, &mut to);
+        let _ = to.shutdown(std::net::Shutdown::Write);
+    });
+}
+
+fn forward(from: &str, to: &str, port: u16) -> Forward {
+    let listener = spawn_in(from, move || TcpListener::bind(("127.0.0.1", port)))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap()
+        .expect("listen in the runner's namespace");
+    listener.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let halt = stop.clone();
+    // Sockets made on this thread live in `to`; the listener stays in `from`.
+    let thread = spawn_in(to, move || {
+        while !halt.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((c, _)) => {
+                    let _ = c.set_nonblocking(false);
+                    if let Ok(up) = TcpStream::connect(("127.0.0.1", port)) {
+                        pipe(c.try_clone().unwrap(), up.try_clone().unwrap());
+                        pipe(up, c);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    // The accept poll's period, not a wait for readiness.
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(_) => break,
+            }
+        }
+    })
+    .unwrap();
+    Forward {
+        stop,
+        thread: Some(thread),
+    }
+}
+
+/// The API server's port, from the kubeconfig start.sh wrote.
+fn api_port(kubeconfig: &Path) -> u16 {
+    let text = std::fs::read_to_string(kubeconfig).unwrap();
+    let at = text
+        .find("server: https://127.0.0.1:")
+        .expect("a loopback server")
+        + 26;
+    text[at..].lines().next().unwrap().trim().parse().unwrap()
+}
+
+/// Starts `wirespeed agent` in lab host `host` with `extra` flags (HTTP
+/// on 5380, engine on all addresses) and waits for its "listening" line.
+fn agent(lab: &Lab, host: &str, key: &Path, extra: &[&str]) -> Proc {
+    let mut cmd = lab.command(host, bin());
+    cmd.args([
+        "agent",
+        "--name",
+        host,
+        "--http",
+        "0.0.0.0:5380",
+        "--bind",
+        "0.0.0.0",
+    ])
+    .args(extra)
+    .arg("--key-file")
+    .arg(key)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    let mut child = cmd.spawn().expect("spawn agent");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("listening"), "agent {host}: {line:?}");
+    Proc(child)
+}
+
+/// Lab, API server in `sw`, key file, one agent per node (`extra` flags
+/// per node) and the nodes as each mode's pods report them.
+fn setup(test: &str, extra: &[&[&str]; 3]) -> Option<(Live, PathBuf, Vec<FakeNode>)> {
+    if !testkit::require(wirespeed_lab::is_root(), "lab namespaces need root", test) {
+        return None;
+    }
+    let name = Lab::unique("k8sr");
+    let dir = std::env::temp_dir().join(format!("{name}-files"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut live = Live {
+        forward: None,
+        agents: Vec::new(),
+        env: None,
+        lab: Some(Lab::up(&lab_spec(&name)).expect("lab up")),
+        dir: dir.clone(),
+    };
+    let lab = live.lab.as_ref().unwrap();
+    live.env = Some(TestEnv::start(test, Some(&lab.ns("sw")))?);
+    let key = dir.join("key");
+    std::fs::write(&key, "k8s-reach-key-0123456789abcdef\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut nodes = Vec::new();
+    for (i, h) in NODES.iter().enumerate() {
+        live.agents.push(agent(lab, h, &key, extra[i]));
+        let addr = |l: usize| lab.addr4(h, LINKS * i + l).unwrap().to_string();
+        nodes.push(FakeNode {
+            name: format!("node-{h}"),
+            host_ip: addr(0),
+            pod_ip: addr(1),
+            nics: Vec::new(),
+        });
+    }
+    Some((live, key, nodes))
+}
+
+/// The runner's objects (`k8s manifests --runner`) applied, and a
+/// kubeconfig with its service account's token.
+fn runner_kubeconfig(sw: &str, admin: &Path, out: &Path) {
+    let mut o = wirespeed_k8s::Options::new(
+        vec![Network::Host, Network::Pod],
+        "ws-runner",
+        b"unused-key-0123456789abcdef",
+    );
+    o.image = "wirespeed:test".into();
+    let objs = wirespeed_k8s::runner::build(&o, &[]).unwrap();
+    let admin2 = admin.to_path_buf();
+    let token = spawn_in(sw, move || {
+        testkit::block_on(async {
+            let c = wirespeed_k8s::cluster::client(Some(&admin2)).await?;
+            testkit::apply_runner(&c, &objs).await?;
+            testkit::token_for(&c, "ws-runner", wirespeed_k8s::manifests::RUNNER_SA).await
+        })
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .unwrap()
+    .unwrap()
+    .expect("runner objects and token");
+    testkit::kubeconfig_with_token(admin, &token, out).unwrap();
+}
+
+fn leftovers(sw: &str, kc: &Path, ns: &'static str) -> Vec<String> {
+    let kc = kc.to_path_buf();
+    spawn_in(sw, move || testkit::leftovers(&kc, ns))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap()
+        .unwrap()
+}
+
+#[test]
+fn k8s_run_reaches_agents_only_through_the_api_server_and_measures_every_pair() {
+    let test = "k8s_reach_api";
+    let _heavy = common::heavy();
+    let Some((mut live, key, nodes)) = setup(test, &[&[], &[], &[]]) else {
+        return;
+    };
+    let lab = live.lab.as_ref().unwrap();
+    let (sw, runner_ns) = (lab.ns("sw"), lab.ns("runner"));
+    let env = live.env.as_ref().unwrap();
+    let admin = env.kubeconfig.clone();
+    let port = api_port(&admin);
+    live.forward = Some(forward(&runner_ns, &sw, port));
+    let runner_kc = live.dir.join("runner.kubeconfig");
+    runner_kubeconfig(&sw, &admin, &runner_kc);
+
+    // From the runner's namespace no agent address answers.
+    let target: SocketAddr = format!("{}:5380", nodes[0].pod_ip).parse().unwrap();
+    let direct = spawn_in(&runner_ns, move || {
+        TcpStream::connect_timeout(&target, Duration::from_secs(1)).map(|_| ())
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .unwrap();
+    assert!(direct.is_err(), "the runner must not reach {target}");
+
+    let ns = "ws-reach";
+    let plays: Vec<(Network, Vec<FakeNode>)> = vec![
+        (Network::Host, nodes.clone()),
+        (Network::Pod, nodes.clone()),
+    ];
+    let kc = admin.clone();
+    let player = spawn_in(&sw, move || {
+        testkit::play_run(&kc, ns, &plays, Duration::from_secs(60))
+    })
+    .unwrap();
+    let out = live.dir.join("out.json");
+    let mut run = lab.command("runner", bin());
+    run.args(["k8s", "run", "--kubeconfig"])
+        .arg(&runner_kc)
+        .args(["--namespace", ns, "--network", "host,pod"])
+        .args(["--ready-timeout", "60s", "--image", "wirespeed:test"])
+        .arg("--key-file")
+        .arg(&key)
+        .args(["-d", "0.5s", "--warmup", "0.2s", "--out"])
+        .arg(&out);
+    let o = run.output().expect("run wirespeed k8s run");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    println!("{}\n{stderr}", String::from_utf8_lossy(&o.stdout));
+    player.join().unwrap().unwrap().expect("the test's kubelet");
+    assert!(o.status.success(), "k8s run failed: {stderr}");
+    assert!(
+        stderr.contains("through the API server's pod proxy"),
+        "{stderr}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        let tests = r["results"]["tests"].as_array().unwrap();
+        assert_eq!(tests.len(), 3, "all-to-all of 3 agents: {r}");
+        for t in tests {
+            assert!(t["error"].is_null(), "{t}");
+            let bps = t["throughput_bps"].as_f64().unwrap();
+            assert!((50e6..=210e6).contains(&bps), "{bps}");
+        }
+    }
+    assert!(stderr.contains("deleted the"), "{stderr}");
+    let left = leftovers(&sw, &admin, ns);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn a_pair_that_fails_exits_3_naming_the_pair() {
+    let test = "k8s_reach_fail";
+    let _heavy = common::heavy();
+    // n3's engine listens on 5301, not the 5300 its pod declares: every
+    // test towards it fails; its HTTP API answers as usual.
+    let Some((live, key, nodes)) = setup(test, &[&[], &[], &["--port", "5301"]]) else {
+        return;
+    };
+    let lab = live.lab.as_ref().unwrap();
+    let sw = lab.ns("sw");
+    let admin = live.env.as_ref().unwrap().kubeconfig.clone();
+    let ns = "ws-fail";
+    let plays = vec![(Network::Pod, nodes)];
+    let kc = admin.clone();
+    let player = spawn_in(&sw, move || {
+        testkit::play_run(&kc, ns, &plays, Duration::from_secs(60))
+    })
+    .unwrap();
+    let out = live.dir.join("out.json");
+    let mut run = lab.command("sw", bin());
+    run.args(["k8s", "run", "--kubeconfig"])
+        .arg(&admin)
+        .args([
+            "--namespace",
+            ns,
+            "--network",
+            "pod",
+            "--pattern",
+            "one-to-many",
+        ])
+        .args(["--ready-timeout", "60s", "--image", "wirespeed:test"])
+        .arg("--key-file")
+        .arg(&key)
+        .args(["-d", "0.5s", "--warmup", "0.2s", "--out"])
+        .arg(&out);
+    let o = run.output().expect("run wirespeed k8s run");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    println!("{}\n{stderr}", String::from_utf8_lossy(&o.stdout));
+    player.join().unwrap().unwrap().expect("the test's kubelet");
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("1 of 2 tests not measured (exit 3)"),
+        "{stderr}"
+    );
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("not measured: pod network, stream:"))
+        .unwrap_or_else(|| panic!("no unmeasured line: {stderr}"));
+    assert!(
+        line.contains("wirespeed-agent-pod-node-n1 -> wirespeed-agent-pod-node-n3"),
+        "{line}"
+    );
+    // The results are written all the same, the measured test included.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let tests = doc["runs"][0]["results"]["tests"].as_array().unwrap();
+    assert_eq!(tests.iter().filter(|t| t["error"].is_null()).count(), 1);
+    let left = leftovers(&sw, &admin, ns);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
