@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 use wirespeed_fleet::{AgentSpec, Fleet, FleetResults, NicSpec, Pattern, RunOptions};
+use wirespeed_types::fleet::LinkTest;
 
 /// How a run goes.
 #[derive(Debug, Clone)]
@@ -286,10 +287,16 @@ pub struct ModeFigures {
     pub p50_us: Option<f64>,
     /// Median of the tests' p99 latency, µs (rr/crr).
     pub p99_us: Option<f64>,
-    /// Client CPU, % of one core per Gbit/s.
+    /// Client CPU, % of one core per Gbit/s (bulk workloads).
     pub client_cpu_per_gbit: Option<f64>,
-    /// Server CPU, % of one core per Gbit/s.
+    /// Server CPU, % of one core per Gbit/s (bulk workloads).
     pub server_cpu_per_gbit: Option<f64>,
+    /// Median transactions per second (rr, crr, udp-rr).
+    pub transactions_per_s: Option<f64>,
+    /// Client CPU per transaction, µs (rr, crr, udp-rr).
+    pub client_cpu_us_per_trans: Option<f64>,
+    /// Server CPU per transaction, µs (rr, crr, udp-rr).
+    pub server_cpu_us_per_trans: Option<f64>,
 }
 
 /// Modes side by side for one workload; gaps are against the first mode.
@@ -321,37 +328,54 @@ pub fn compare(runs: &[NetworkRun]) -> Vec<Comparison> {
             modes: runs
                 .iter()
                 .map(|r| {
-                    let ok: Vec<_> = r
+                    let ok: Vec<&LinkTest> = r
                         .results
                         .tests
                         .iter()
                         .filter(|t| t.workload == w && t.error.is_none())
                         .collect();
-                    let per_gbit = |cpu: &dyn Fn(&wirespeed_types::TestResult) -> f64| {
-                        median(
-                            ok.iter()
-                                .filter(|t| t.throughput_bps > 0.0)
-                                .filter_map(|t| {
-                                    t.result.as_ref().map(|x| cpu(x) / (t.throughput_bps / 1e9))
-                                })
-                                .collect(),
-                        )
-                    };
-                    ModeFigures {
-                        network: r.network.to_string(),
-                        tests: ok.len(),
-                        throughput_bps: median(ok.iter().map(|t| t.throughput_bps).collect())
-                            .unwrap_or(0.0),
-                        p50_us: median(ok.iter().filter_map(|t| t.p50_us).collect()),
-                        p99_us: median(ok.iter().filter_map(|t| t.p99_us).collect()),
-                        client_cpu_per_gbit: per_gbit(&|x| x.local_cpu.total_pct),
-                        server_cpu_per_gbit: per_gbit(&|x| x.remote_cpu.total_pct),
-                    }
+                    mode_figures(r.network, &ok)
                 })
                 .collect(),
             workload: w,
         })
         .collect()
+}
+
+/// One mode's medians over its successful tests `ok` of one workload.
+/// Request/response workloads (transactions counted) get transactions/s
+/// and CPU per transaction; bulk ones throughput and CPU per Gbit/s.
+fn mode_figures(network: Network, ok: &[&LinkTest]) -> ModeFigures {
+    type Cpu = fn(&wirespeed_types::TestResult) -> f64;
+    let local: Cpu = |x| x.local_cpu.total_pct;
+    let remote: Cpu = |x| x.remote_cpu.total_pct;
+    let rr = ok.iter().any(|t| t.transactions_per_s > 0.0);
+    // % of one core divided by a rate: per Gbit/s, or (x 1e4) µs per
+    // transaction.
+    let per = |cpu: Cpu, rate: fn(&LinkTest) -> f64, scale: f64| {
+        median(
+            ok.iter()
+                .filter(|t| rate(t) > 0.0)
+                .filter_map(|t| t.result.as_ref().map(|x| cpu(x) * scale / rate(t)))
+                .collect(),
+        )
+    };
+    let gbit: fn(&LinkTest) -> f64 = |t| t.throughput_bps / 1e9;
+    let tps: fn(&LinkTest) -> f64 = |t| t.transactions_per_s;
+    ModeFigures {
+        network: network.to_string(),
+        tests: ok.len(),
+        throughput_bps: median(ok.iter().map(|t| t.throughput_bps).collect()).unwrap_or(0.0),
+        p50_us: median(ok.iter().filter_map(|t| t.p50_us).collect()),
+        p99_us: median(ok.iter().filter_map(|t| t.p99_us).collect()),
+        client_cpu_per_gbit: (!rr).then(|| per(local, gbit, 1.0)).flatten(),
+        server_cpu_per_gbit: (!rr).then(|| per(remote, gbit, 1.0)).flatten(),
+        transactions_per_s: rr
+            .then(|| median(ok.iter().map(|t| t.transactions_per_s).collect()))
+            .flatten(),
+        client_cpu_us_per_trans: rr.then(|| per(local, tps, 1e4)).flatten(),
+        server_cpu_us_per_trans: rr.then(|| per(remote, tps, 1e4)).flatten(),
+    }
 }
 
 fn gap(v: f64, base: f64) -> String {
@@ -379,12 +403,19 @@ pub fn render_comparison(cs: &[Comparison]) -> String {
         }
         s += "\n";
         type Pick = fn(&ModeFigures) -> Option<f64>;
-        let rows: [(&str, Pick, f64); 5] = [
-            ("throughput (Gbit/s)", |m| Some(m.throughput_bps), 1e-9),
+        let rows: [(&str, Pick, f64); 8] = [
+            (
+                "throughput (Gbit/s)",
+                |m| m.transactions_per_s.is_none().then_some(m.throughput_bps),
+                1e-9,
+            ),
+            ("transactions/s", |m| m.transactions_per_s, 1.0),
             ("latency p50 (us)", |m| m.p50_us, 1.0),
             ("latency p99 (us)", |m| m.p99_us, 1.0),
             ("client CPU %/Gbit/s", |m| m.client_cpu_per_gbit, 1.0),
             ("server CPU %/Gbit/s", |m| m.server_cpu_per_gbit, 1.0),
+            ("client CPU us/trans", |m| m.client_cpu_us_per_trans, 1.0),
+            ("server CPU us/trans", |m| m.server_cpu_us_per_trans, 1.0),
         ];
         for (name, pick, scale) in rows {
             if c.modes.iter().all(|m| pick(m).is_none()) {
@@ -418,7 +449,6 @@ pub fn render_comparison(cs: &[Comparison]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirespeed_types::fleet::LinkTest;
 
     fn run(n: Network, bps: &[f64]) -> NetworkRun {
         NetworkRun {
@@ -450,5 +480,43 @@ mod tests {
         let t = render_comparison(&cs);
         assert!(t.contains("-30.0%"), "{t}");
         assert!(!t.contains("p50"), "no latency rows without rr: {t}");
+    }
+
+    #[test]
+    fn request_response_rows_are_transactions_and_cpu_per_transaction() {
+        let rr = |n: Network, tps: f64, cpu: f64| {
+            let mut result = wirespeed_types::TestResult::default();
+            result.local_cpu.total_pct = cpu;
+            result.remote_cpu.total_pct = cpu;
+            NetworkRun {
+                network: n,
+                agents: vec![],
+                results: FleetResults {
+                    tests: vec![LinkTest {
+                        workload: "rr".into(),
+                        transactions_per_s: tps,
+                        throughput_bps: 1e5,
+                        p50_us: Some(50.0),
+                        p99_us: Some(90.0),
+                        result: Some(result),
+                        ..LinkTest::default()
+                    }],
+                    ..FleetResults::default()
+                },
+            }
+        };
+        // 20,000 transactions/s at 40% of a core: 20 µs of CPU each.
+        let cs = compare(&[
+            rr(Network::Host, 20_000.0, 40.0),
+            rr(Network::Pod, 10_000.0, 40.0),
+        ]);
+        assert_eq!(cs[0].modes[0].client_cpu_us_per_trans, Some(20.0));
+        assert_eq!(cs[0].modes[1].server_cpu_us_per_trans, Some(40.0));
+        assert_eq!(cs[0].modes[0].client_cpu_per_gbit, None);
+        let t = render_comparison(&cs);
+        assert!(t.contains("transactions/s"), "{t}");
+        assert!(t.contains("client CPU us/trans"), "{t}");
+        assert!(!t.contains("throughput"), "no bulk rows for rr: {t}");
+        assert!(t.contains("+100.0%"), "{t}");
     }
 }

@@ -153,24 +153,25 @@ fn meta(name: &str, ns: Option<&str>) -> ObjectMeta {
 
 /// `k8s run`'s flags for the objects `o` describes (networks, image,
 /// ports, profile, dra's NICs, node selector, tolerations), then `extra`
-/// as given (workload, duration, pattern, ...).
+/// as given (workload, duration, pattern, ...). A single-valued flag that
+/// `extra` also sets is left to `extra` (the later, explicit one wins, and
+/// clap refuses a flag given twice).
 pub fn run_args(o: &Options, extra: &[String]) -> Vec<String> {
-    let nets: Vec<&str> = o.networks.iter().map(|n| n.as_str()).collect();
-    let mut a: Vec<String> = [
-        "k8s",
-        "run",
-        "--network",
-        &nets.join(","),
-        "--image",
-        &o.image,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut flag = |k: &str, v: String| {
-        a.push(k.to_string());
-        a.push(v);
+    let given = |k: &str| {
+        extra
+            .iter()
+            .any(|x| x == k || x.starts_with(&format!("{k}=")))
     };
+    let mut a: Vec<String> = vec!["k8s".into(), "run".into()];
+    let mut flag = |k: &str, v: String| {
+        if !given(k) {
+            a.push(k.to_string());
+            a.push(v);
+        }
+    };
+    let nets: Vec<&str> = o.networks.iter().map(|n| n.as_str()).collect();
+    flag("--network", nets.join(","));
+    flag("--image", o.image.clone());
     flag("--port", o.port.to_string());
     flag("--http-port", o.http_port.to_string());
     if let Some((name, _)) = &o.profile {
@@ -184,13 +185,17 @@ pub fn run_args(o: &Options, extra: &[String]) -> Vec<String> {
             NicSelector::Cel(e) => flag("--nic-cel", e.clone()),
         }
     }
+    let mut many = |k: &str, v: String| {
+        a.push(k.to_string());
+        a.push(v);
+    };
     for (k, v) in &o.node_selector {
-        flag("--node-selector", format!("{k}={v}"));
+        many("--node-selector", format!("{k}={v}"));
     }
     for t in &o.tolerations {
-        flag("--toleration", toleration_flag(t));
+        many("--toleration", toleration_flag(t));
     }
-    if !o.disable_ebpf {
+    if !o.disable_ebpf && !given("--keep-ebpf") {
         a.push("--keep-ebpf".into());
     }
     a.extend(extra.iter().cloned());
@@ -367,6 +372,20 @@ mod tests {
         let mut o = Options::new(n.to_vec(), "wirespeed", "ab".repeat(32).as_bytes());
         o.image = "registry.example/wirespeed:1".into();
         o
+    }
+
+    #[test]
+    fn a_flag_given_after_the_dash_dash_is_not_given_twice() {
+        let o = opts(&[Network::Pod]);
+        let a = run_args(
+            &o,
+            &["--network".into(), "host".into(), "-d".into(), "1s".into()],
+        );
+        assert_eq!(a.iter().filter(|x| *x == "--network").count(), 1, "{a:?}");
+        assert!(
+            a.windows(2).any(|w| w[0] == "--network" && w[1] == "host"),
+            "{a:?}"
+        );
     }
 
     #[test]

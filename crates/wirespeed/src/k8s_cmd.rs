@@ -175,6 +175,11 @@ pub struct RunArgs {
     /// comparison, as JSON here.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Several workloads in one run, comma-separated (e.g. stream,rr: the
+    /// host vs pod table then has throughput, latency percentiles and CPU
+    /// per Gbit/s and per transaction); replaces -w.
+    #[arg(long, value_name = "LIST", conflicts_with = "workload")]
+    workloads: Option<String>,
     /// Bench's flags: workload, duration, flows, sizes, --port (the
     /// agents' engine port), --key-file (else a fresh key).
     #[command(flatten)]
@@ -262,6 +267,29 @@ const IMAGE_HINT: &str = "build and push one with `wirespeed k8s image build --p
     REGISTRY/wirespeed:TAG` (--plain-http for a registry without TLS) and pass the \
     REF@sha256:... it prints as --image";
 
+/// The run's workloads: bench's flags once per `--workloads` entry (or
+/// once, for -w).
+fn run_workloads(a: &RunArgs) -> Result<Vec<wirespeed_fleet::WorkloadSpec>> {
+    let Some(list) = &a.workloads else {
+        return crate::fleet_cmd::workloads(&a.bench);
+    };
+    let mut out = Vec::new();
+    for w in list.split(',').map(str::trim) {
+        let known = wirespeed_engine::spec::WORKLOADS.iter().map(|i| i.name);
+        if !known.clone().any(|n| n == w) {
+            let names: Vec<&str> = known.collect();
+            bail!(
+                "--workloads {list:?}: {w:?} is not a workload ({})",
+                names.join(", ")
+            );
+        }
+        let mut b = a.bench.clone();
+        b.workload = w.to_string();
+        out.extend(crate::fleet_cmd::workloads(&b)?);
+    }
+    Ok(out)
+}
+
 fn run_matrix(a: RunArgs) -> Result<()> {
     // Before anything touches the cluster: no image, no run.
     if a.objects.image.is_none() {
@@ -278,10 +306,8 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         .objects
         .options(&ns, a.bench.port, a.bench.key_file.as_deref())?;
     o.run_id = Some(run_id);
-    let mut fleet = wirespeed_fleet::RunOptions::new(
-        crate::fleet_cmd::workloads(&a.bench)?,
-        o.key.trim_ascii().to_vec(),
-    );
+    let mut fleet =
+        wirespeed_fleet::RunOptions::new(run_workloads(&a)?, o.key.trim_ascii().to_vec());
     fleet.repeats = a.repeats.clamp(1, 100);
     fleet.progress = Some(std::sync::Arc::new(|p: &wirespeed_fleet::Progress| {
         eprintln!("{}", crate::fleet_cmd::progress_line(p));
