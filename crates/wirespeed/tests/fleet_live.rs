@@ -13,7 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use wirespeed_lab::{HostSpec, Lab, LabSpec, LinkSpec, RouteSpec};
+use wirespeed_lab::Lab;
 
 const HOSTS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
 /// The host left at MTU 1500 in a fleet of jumbo frames (9000).
@@ -55,51 +55,12 @@ fn up() -> Option<Fleet> {
         return None;
     }
     let name = Lab::unique("fleet");
-    let mut hosts: Vec<HostSpec> = HOSTS
-        .iter()
-        .map(|h| HostSpec {
-            name: h.to_string(),
-            ..HostSpec::default()
-        })
-        .collect();
-    let mut sw = HostSpec {
-        name: "sw".into(),
-        ..HostSpec::default()
-    };
-    sw.sysctl.insert("net.ipv4.ip_forward".into(), "1".into());
-    hosts.push(sw);
-    let mut links = Vec::new();
-    let mut routes = Vec::new();
-    for (i, h) in HOSTS.iter().enumerate() {
-        for n in 0..2 {
-            links.push(LinkSpec {
-                a: h.to_string(),
-                b: "sw".into(),
-                rate: Some(RATE.into()),
-                mtu: Some(if *h == PLANTED {
-                    PLANTED_MTU
-                } else {
-                    FLEET_MTU
-                }),
-                subnet: Some(format!("10.{}.{i}.0/24", 150 + n)),
-                gso_max_segs: Some(1),
-                packet_overhead: Some(PACKET_OVERHEAD),
-                ..LinkSpec::default()
-            });
-            routes.push(RouteSpec {
-                host: h.to_string(),
-                dst: format!("10.{}.0.0/16", 150 + n),
-                links: vec![link(i, n)],
-            });
-        }
-    }
-    let spec = LabSpec {
-        name: name.clone(),
-        hosts,
-        links,
-        routes,
-        ..LabSpec::default()
-    };
+    let spec = common::star_lab(&name, &HOSTS, 2, 150, &[], |h, l| {
+        l.rate = Some(RATE.into());
+        l.mtu = Some(if h == PLANTED { PLANTED_MTU } else { FLEET_MTU });
+        l.gso_max_segs = Some(1);
+        l.packet_overhead = Some(PACKET_OVERHEAD);
+    });
     let lab = Lab::up(&spec).expect("lab up");
     let dir = std::env::temp_dir().join(format!("{name}-files"));
     std::fs::create_dir_all(&dir).unwrap();

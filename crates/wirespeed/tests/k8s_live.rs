@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use wirespeed_k8s::Network;
 use wirespeed_k8s::testkit::{self, FakeNode, TestEnv};
-use wirespeed_lab::{HostSpec, Lab, LabSpec, LinkSpec, RouteSpec};
+use wirespeed_lab::{Lab, LabSpec};
 
 const NODES: [&str; 3] = ["n1", "n2", "n3"];
 /// Links per node: 0 the node network (host IPs), 1 the pod network (pod
@@ -42,44 +42,9 @@ impl Drop for Live {
 }
 
 fn lab_spec(name: &str) -> LabSpec {
-    let mut hosts: Vec<HostSpec> = NODES
-        .iter()
-        .map(|h| HostSpec {
-            name: h.to_string(),
-            ..HostSpec::default()
-        })
-        .collect();
-    let mut sw = HostSpec {
-        name: "sw".into(),
-        ..HostSpec::default()
-    };
-    sw.sysctl.insert("net.ipv4.ip_forward".into(), "1".into());
-    hosts.push(sw);
-    let mut links = Vec::new();
-    let mut routes = Vec::new();
-    for (i, h) in NODES.iter().enumerate() {
-        for n in 0..LINKS {
-            links.push(LinkSpec {
-                a: h.to_string(),
-                b: "sw".into(),
-                rate: Some("200mbit".into()),
-                subnet: Some(format!("10.{}.{i}.0/24", 170 + n)),
-                ..LinkSpec::default()
-            });
-            routes.push(RouteSpec {
-                host: h.to_string(),
-                dst: format!("10.{}.0.0/16", 170 + n),
-                links: vec![LINKS * i + n],
-            });
-        }
-    }
-    LabSpec {
-        name: name.into(),
-        hosts,
-        links,
-        routes,
-        ..LabSpec::default()
-    }
+    common::star_lab(name, &NODES, LINKS, 170, &[], |_, l| {
+        l.rate = Some("200mbit".into())
+    })
 }
 
 #[test]

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wirespeed_k8s::Network;
 use wirespeed_k8s::testkit::{self, FakeNode, TestEnv};
-use wirespeed_lab::{HostSpec, Lab, LabSpec, LinkSpec, RouteSpec, spawn_in};
+use wirespeed_lab::{Lab, LabSpec, spawn_in};
 
 const NODES: [&str; 3] = ["n1", "n2", "n3"];
 /// Links per node: 0 the node network (host IPs), 1 the pod network.
@@ -54,45 +54,9 @@ impl Drop for Live {
 /// Three nodes behind a routing switch `sw` (the API server's home), and
 /// `runner` with no link at all.
 fn lab_spec(name: &str) -> LabSpec {
-    let mut hosts: Vec<HostSpec> = NODES
-        .iter()
-        .chain(&["runner"])
-        .map(|h| HostSpec {
-            name: h.to_string(),
-            ..HostSpec::default()
-        })
-        .collect();
-    let mut sw = HostSpec {
-        name: "sw".into(),
-        ..HostSpec::default()
-    };
-    sw.sysctl.insert("net.ipv4.ip_forward".into(), "1".into());
-    hosts.push(sw);
-    let mut links = Vec::new();
-    let mut routes = Vec::new();
-    for (i, h) in NODES.iter().enumerate() {
-        for n in 0..LINKS {
-            links.push(LinkSpec {
-                a: h.to_string(),
-                b: "sw".into(),
-                rate: Some("200mbit".into()),
-                subnet: Some(format!("10.{}.{i}.0/24", 180 + n)),
-                ..LinkSpec::default()
-            });
-            routes.push(RouteSpec {
-                host: h.to_string(),
-                dst: format!("10.{}.0.0/16", 180 + n),
-                links: vec![LINKS * i + n],
-            });
-        }
-    }
-    LabSpec {
-        name: name.into(),
-        hosts,
-        links,
-        routes,
-        ..LabSpec::default()
-    }
+    common::star_lab(name, &NODES, LINKS, 180, &["runner"], |_, l| {
+        l.rate = Some("200mbit".into())
+    })
 }
 
 /// Accepts on 127.0.0.1:`port` in namespace `from` and connects each

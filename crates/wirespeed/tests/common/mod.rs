@@ -241,3 +241,54 @@ pub fn kill_mid_test(lab: &wirespeed_lab::Lab, args: &[&str]) {
     child.0.kill().unwrap();
     child.0.wait().unwrap();
 }
+
+/// A star lab: each of `nodes` has `links` links to a routing host `sw`
+/// (ip_forward on); link `n` of node `i` is lab link `links * i + n`, in
+/// 10.(base+n).i.0/24, with a route to 10.(base+n).0.0/16 over it. The
+/// `extra` hosts (after the nodes, before `sw`) have no link; `tweak`
+/// sets each link's rate, MTU and the like.
+pub fn star_lab(
+    name: &str,
+    nodes: &[&str],
+    links: usize,
+    base: usize,
+    extra: &[&str],
+    tweak: impl Fn(&str, &mut wirespeed_lab::LinkSpec),
+) -> wirespeed_lab::LabSpec {
+    use wirespeed_lab::{HostSpec, LabSpec, LinkSpec, RouteSpec};
+    let mut hosts: Vec<HostSpec> = nodes
+        .iter()
+        .chain(extra)
+        .chain(&["sw"])
+        .map(|h| HostSpec {
+            name: h.to_string(),
+            ..HostSpec::default()
+        })
+        .collect();
+    if let Some(sw) = hosts.last_mut() {
+        sw.sysctl.insert("net.ipv4.ip_forward".into(), "1".into());
+    }
+    let mut spec = LabSpec {
+        name: name.into(),
+        ..LabSpec::default()
+    };
+    for (i, h) in nodes.iter().enumerate() {
+        for n in 0..links {
+            let mut l = LinkSpec {
+                a: h.to_string(),
+                b: "sw".into(),
+                subnet: Some(format!("10.{}.{i}.0/24", base + n)),
+                ..LinkSpec::default()
+            };
+            tweak(h, &mut l);
+            spec.links.push(l);
+            spec.routes.push(RouteSpec {
+                host: h.to_string(),
+                dst: format!("10.{}.0.0/16", base + n),
+                links: vec![links * i + n],
+            });
+        }
+    }
+    spec.hosts = std::mem::take(&mut hosts);
+    spec
+}
