@@ -15,6 +15,9 @@ pub mod oci;
 mod push;
 pub mod rootfs;
 
+/// The git commit the binary was built from ("unknown" outside git).
+pub const GIT_COMMIT: &str = env!("WIRESPEED_GIT_COMMIT");
+
 pub use error::ImageError;
 pub use oci::Blob;
 pub use push::{PushOptions, push};
@@ -42,7 +45,7 @@ impl Labels {
         let source = env!("CARGO_PKG_REPOSITORY");
         Labels {
             version: env!("CARGO_PKG_VERSION").to_string(),
-            revision: env!("WIRESPEED_GIT_COMMIT").to_string(),
+            revision: GIT_COMMIT.to_string(),
             source: if source.is_empty() { "unknown" } else { source }.to_string(),
         }
     }

@@ -3,6 +3,7 @@
 
 mod bench;
 mod demo;
+mod docs_cmd;
 mod experiment;
 mod fleet_cmd;
 mod host_cmd;
@@ -14,7 +15,7 @@ mod report_cmd;
 mod sys;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -68,6 +69,25 @@ enum Cmd {
     /// Agents on Kubernetes: host network, pod network or DRA-claimed NICs.
     #[command(subcommand)]
     K8s(k8s_cmd::K8sCmd),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(docs_cmd::CompletionsArgs),
+    /// Write a man page per command (wirespeed.1, wirespeed-bench.1, ...).
+    Man(docs_cmd::ManArgs),
+}
+
+/// `--version`'s long form: the version and the git commit built from.
+fn long_version() -> String {
+    format!(
+        "{} (commit {})",
+        env!("CARGO_PKG_VERSION"),
+        wirespeed_image::GIT_COMMIT
+    )
+}
+
+/// The command line, with `--version` naming the commit.
+fn parse_cli() -> Cli {
+    let m = Cli::command().long_version(long_version()).get_matches();
+    Cli::from_arg_matches(&m).unwrap_or_else(|e| e.exit())
 }
 
 /// Options of `wirespeed serve`. Every deadline and cap, and what a client
@@ -219,7 +239,7 @@ fn serve(a: ServeArgs) -> Result<()> {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     // The experiment library's progress and warnings are terminal output.
     wirespeed_experiment::progress::set_sink(|line| eprintln!("{line}"));
     let r = match cli.cmd {
@@ -238,6 +258,8 @@ fn main() {
         Cmd::Agent(a) => fleet_cmd::run_agent(*a),
         Cmd::Fleet(c) => fleet_cmd::run(c),
         Cmd::K8s(c) => k8s_cmd::run(c),
+        Cmd::Completions(a) => docs_cmd::completions(&a, Cli::command()),
+        Cmd::Man(a) => docs_cmd::man(&a, Cli::command()),
     };
     if let Err(e) = r {
         eprintln!("error: {e:#}");

@@ -1,0 +1,1733 @@
+#compdef wirespeed
+
+autoload -U is-at-least
+
+_wirespeed() {
+    typeset -A opt_args
+    typeset -a _arguments_options
+    local ret=1
+
+    if is-at-least 5.2; then
+        _arguments_options=(-s -S -C)
+    else
+        _arguments_options=(-s -C)
+    fi
+
+    local context curcontext="$curcontext" state line
+    _arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'-V[Print version]' \
+'--version[Print version]' \
+":: :_wirespeed_commands" \
+"*::: :->wirespeed" \
+&& ret=0
+    case $state in
+    (wirespeed)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-command-$line[1]:"
+        case $line[1] in
+            (bench)
+_arguments "${_arguments_options[@]}" : \
+'-p+[Control port when HOST names none]:PORT:_default' \
+'--port=[Control port when HOST names none]:PORT:_default' \
+'-w+[Workload (each is one row of the engine'\''s registry)]:WORKLOAD:((stream\:"bulk TCP"
+rr\:"TCP request/response"
+crr\:"TCP connect/request/response/close"
+udp-stream\:"bulk UDP (loss, reordering, jitter)"
+udp-rr\:"UDP request/response with a per-request timeout"))' \
+'--workload=[Workload (each is one row of the engine'\''s registry)]:WORKLOAD:((stream\:"bulk TCP"
+rr\:"TCP request/response"
+crr\:"TCP connect/request/response/close"
+udp-stream\:"bulk UDP (loss, reordering, jitter)"
+udp-rr\:"UDP request/response with a per-request timeout"))' \
+'--direction=[Stream direction\: forward (client sends), reverse, bidir]:DIRECTION:(forward reverse bidir)' \
+'-d+[Measured time, e.g. 10s]:DURATION:_default' \
+'--duration=[Measured time, e.g. 10s]:DURATION:_default' \
+'--warmup=[Traffic before measuring, excluded from figures]:WARMUP:_default' \
+'-T+[Worker threads per side (each one event loop)]:THREADS:_default' \
+'--threads=[Worker threads per side (each one event loop)]:THREADS:_default' \
+'-F+[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
+'--flows=[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
+'--parallel=[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
+'*--path=[A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs]:PATH:_default' \
+'--paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
+'-l+[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
+'--msg-size=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
+'-b+[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
+'--bitrate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
+'--rate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
+'--rr-timeout=[udp-rr\: how long a request waits for its answer before it counts as lost and the next one goes (default 200ms)]:RR_TIMEOUT:_default' \
+'-s+[rr/crr request and response size; a comma list runs a sweep]:SIZE:_default' \
+'--size=[rr/crr request and response size; a comma list runs a sweep]:SIZE:_default' \
+'--request=[rr/crr request size]:REQUEST:_default' \
+'--response=[rr/crr response size]:RESPONSE:_default' \
+'--socket-buffer=[SO_SNDBUF and SO_RCVBUF both]:SOCKET_BUFFER:_default' \
+'--sndbuf=[SO_SNDBUF]:SNDBUF:_default' \
+'--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
+'--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'--pacing=[Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit]:PACING:_default' \
+'--pin=[Pin client worker threads to these CPUs, e.g. 0,1 or 0-3]:PIN:_default' \
+'--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
+'-i+[Interval reports, e.g. 1s]:INTERVAL:_default' \
+'--interval=[Interval reports, e.g. 1s]:INTERVAL:_default' \
+'--format=[Output\: table, json or kv (neper-style key=value)]:FORMAT:_default' \
+'--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
+'--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
+'--profile=[Cloud profile\: gce, ibm-vpc, tpu-multinic, aws, azure, lab, custom, or a TOML file'\''s path]:PROFILE:_default' \
+'--vcpus=[vCPUs of the VM]:VCPUS:_default' \
+'--nics=[NICs in use (explain\: default the result'\''s path count)]:NICS:_default' \
+'--instance=[An instance size listed in the profile, e.g. e2-standard-8]:INSTANCE:_default' \
+'--nic-cap=[Per-NIC cap, e.g. 25gbit (overrides the profile'\''s)]:NIC_CAP:_default' \
+'--flow-cap=[Per-flow cap, e.g. 5gbit (overrides the profile'\''s)]:FLOW_CAP:_default' \
+'--vm-cap=[Per-VM cap, e.g. 100gbit (overrides the profile'\''s rule)]:VM_CAP:_default' \
+'--encap=[Encapsulation on the path\: vxlan, ipip, wireguard, ...]:ENCAP:_default' \
+'--path-cap=[Cap of each path when known apart from the profile, e.g. a lab link'\''s 1gbit]:PATH_CAP:_default' \
+'(--bidir)-R[Short for --direction reverse]' \
+'(--bidir)--reverse[Short for --direction reverse]' \
+'--bidir[Short for --direction bidir]' \
+'--no-gso[udp-stream\: send without UDP GSO (one datagram per send)]' \
+'--no-gro[udp-stream\: receive without UDP GRO]' \
+'(--no-nodelay)--nodelay[Force TCP_NODELAY on (default\: on for rr/crr, off for stream)]' \
+'--no-nodelay[Force TCP_NODELAY off]' \
+'--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
+'--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
+'--probe-rr[Measure 1-byte request/response latency beside a stream test]' \
+'--json[Short for --format json]' \
+'--per-flow[Show every flow in the table]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+':host -- Server to test against\: HOST, HOST\:PORT or \[IPV6\]\:PORT:_default' \
+&& ret=0
+;;
+(serve)
+_arguments "${_arguments_options[@]}" : \
+'--bind=[Address to listen on (\`\:\:\` takes IPv4 and IPv6)]:BIND:_default' \
+'-p+[Control port]:PORT:_default' \
+'--port=[Control port]:PORT:_default' \
+'--max-tests=[Tests that may run at once; more get a "busy" answer]:MAX_TESTS:_default' \
+'--key-file=[Only clients proving this key (HMAC challenge) may run tests]:KEY_FILE:_files' \
+'--max-duration=[Longest warm-up plus duration a client may ask for]:MAX_DURATION:_default' \
+'--max-flows=[Most connections in one test \[default\: from the open-file limit, leaving headroom; at most 20000\]]:MAX_FLOWS:_default' \
+'--max-threads=[Most worker threads in one test]:MAX_THREADS:_default' \
+'--max-msg-size=[Largest message, request or response size]:MAX_MSG_SIZE:_default' \
+'--max-connections=[Authenticated control connections at once]:MAX_CONNECTIONS:_default' \
+'--max-unauthenticated=[Connections still in the handshake at once (the oldest makes room)]:MAX_UNAUTHENTICATED:_default' \
+'--max-per-source=[Control connections from one address (IPv6\: one /64) at once]:MAX_PER_SOURCE:_default' \
+'--handshake-timeout=[Time from a client'\''s connect to the end of its handshake]:HANDSHAKE_TIMEOUT:_default' \
+'--idle-timeout=[Time a client has for each whole message after the handshake]:IDLE_TIMEOUT:_default' \
+'--preamble-timeout=[Time a data connection has to send its preamble]:PREAMBLE_TIMEOUT:_default' \
+'--stop-grace=[Time after a test'\''s end the server waits for the client'\''s stop]:STOP_GRACE:_default' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(lab)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_wirespeed__subcmd__lab_commands" \
+"*::: :->lab" \
+&& ret=0
+
+    case $state in
+    (lab)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-lab-command-$line[1]:"
+        case $line[1] in
+            (up)
+_arguments "${_arguments_options[@]}" : \
+'--state-dir=[Where lab state is kept]:STATE_DIR:_files' \
+'-h[Print help]' \
+'--help[Print help]' \
+':file -- The lab file:_files' \
+&& ret=0
+;;
+(down)
+_arguments "${_arguments_options[@]}" : \
+'--state-dir=[Where lab state is kept]:STATE_DIR:_files' \
+'-h[Print help]' \
+'--help[Print help]' \
+':name -- The lab'\''s name:_default' \
+&& ret=0
+;;
+(demo)
+_arguments "${_arguments_options[@]}" : \
+'--duration=[Seconds each test measures]:DURATION:_default' \
+'--out=[Where the HTML report goes]:OUT:_files' \
+'--loopback[Use loopback even as root]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(exec)
+_arguments "${_arguments_options[@]}" : \
+'--state-dir=[Where lab state is kept]:STATE_DIR:_files' \
+'-h[Print help]' \
+'--help[Print help]' \
+':name -- The lab'\''s name:_default' \
+':host -- The host:_default' \
+'*::cmd -- The command and its arguments (after --):_default' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__lab__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-lab-help-command-$line[1]:"
+        case $line[1] in
+            (up)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(down)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(demo)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(exec)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
+(demo)
+_arguments "${_arguments_options[@]}" : \
+'--duration=[Seconds each test measures]:DURATION:_default' \
+'--out=[Where the HTML report goes]:OUT:_files' \
+'--loopback[Use loopback even as root]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(inspect)
+_arguments "${_arguments_options[@]}" : \
+'--netns=[Run in this named network namespace (/run/netns/NAME)]:NETNS:_default' \
+'--root=[Read /proc and /sys under this directory instead of / (recorded trees)]:ROOT:_files' \
+'--json[Print the snapshot as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(doctor)
+_arguments "${_arguments_options[@]}" : \
+'--netns=[Run in this named network namespace (/run/netns/NAME)]:NETNS:_default' \
+'--root=[Read /proc and /sys under this directory instead of / (recorded trees)]:ROOT:_files' \
+'--goal=[Wanted throughput (e.g. 40gbit); default\: the sum of the NICs'\'' speeds]:GOAL:_default' \
+'--rtt=[Round-trip time to size socket buffers for]:RTT:_default' \
+'--peer=[A \`wirespeed serve\` to measure against\: one address per peer NIC, comma-separated; a short test per path names the bottleneck]:PEER:_default' \
+'--port=[Control port of the peer]:PORT:_default' \
+'--key-file=[Key file when the peer requires one]:KEY_FILE:_files' \
+'--test-duration=[Length of each peer test]:TEST_DURATION:_default' \
+'--rr[The work is request/response (latency), not bulk]' \
+'--no-probe[Do not probe the path MTU toward the gateway and peers (MTU advice then comes out unverified)]' \
+'--json[Print findings as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(tune)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_wirespeed__subcmd__tune_commands" \
+"*::: :->tune" \
+&& ret=0
+
+    case $state in
+    (tune)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-tune-command-$line[1]:"
+        case $line[1] in
+            (plan)
+_arguments "${_arguments_options[@]}" : \
+'--netns=[Run in this named network namespace (/run/netns/NAME)]:NETNS:_default' \
+'--root=[Read /proc and /sys under this directory instead of / (recorded trees)]:ROOT:_files' \
+'--state-dir=[Journal directory (default /var/lib/wirespeed/NETNS or .../host)]:STATE_DIR:_files' \
+'--lock-wait=[How long to wait for another tune command holding the journal'\''s lock]:LOCK_WAIT:_default' \
+'--goal=[Wanted throughput (e.g. 40gbit); default\: the sum of the NICs'\'' speeds]:GOAL:_default' \
+'--rtt=[Round-trip time to size socket buffers for]:RTT:_default' \
+'--profile=[A profile (throughput, latency, tpu-multinic, bulk-multinic) or a profile file; default\: the fixes of doctor'\''s findings]:PROFILE:_default' \
+'*--dev=[NICs a profile'\''s link settings apply to (repeat; default\: all in use)]:DEVS:_default' \
+'*--peer=[Addresses beyond this host that must stay reachable (repeat or comma-separate)\: their path MTU is measured before an MTU change, and they are checked after an apply, like the default gateway]:PEERS:_default' \
+'--rr[The work is request/response (latency), not bulk]' \
+'--json[Print the plan as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(apply)
+_arguments "${_arguments_options[@]}" : \
+'--netns=[Run in this named network namespace (/run/netns/NAME)]:NETNS:_default' \
+'--root=[Read /proc and /sys under this directory instead of / (recorded trees)]:ROOT:_files' \
+'--state-dir=[Journal directory (default /var/lib/wirespeed/NETNS or .../host)]:STATE_DIR:_files' \
+'--lock-wait=[How long to wait for another tune command holding the journal'\''s lock]:LOCK_WAIT:_default' \
+'--goal=[Wanted throughput (e.g. 40gbit); default\: the sum of the NICs'\'' speeds]:GOAL:_default' \
+'--rtt=[Round-trip time to size socket buffers for]:RTT:_default' \
+'--profile=[A profile (throughput, latency, tpu-multinic, bulk-multinic) or a profile file; default\: the fixes of doctor'\''s findings]:PROFILE:_default' \
+'*--dev=[NICs a profile'\''s link settings apply to (repeat; default\: all in use)]:DEVS:_default' \
+'*--peer=[Addresses beyond this host that must stay reachable (repeat or comma-separate)\: their path MTU is measured before an MTU change, and they are checked after an apply, like the default gateway]:PEERS:_default' \
+'(--no-confirm)--confirm-within=[Roll back automatically unless \`wirespeed tune confirm\` comes within this time. A plan that touches the device carrying the default route, your session or a control connection gets 120s unless told otherwise]:CONFIRM_WITHIN:_default' \
+'--rr[The work is request/response (latency), not bulk]' \
+'--json[Print the plan as JSON]' \
+'--no-confirm[Apply a plan that touches what carries this host without a confirm deadline (and without the checks after it)]' \
+'--force[Apply steps marked unverified (an MTU the path was not shown to carry); the checks after the apply still roll them back if a full-size packet is lost]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(confirm)
+_arguments "${_arguments_options[@]}" : \
+'--netns=[Run in this named network namespace (/run/netns/NAME)]:NETNS:_default' \
+'--root=[Read /proc and /sys under this directory instead of / (recorded trees)]:ROOT:_files' \
+'--state-dir=[Journal directory (default /var/lib/wirespeed/NETNS or .../host)]:STATE_DIR:_files' \
+'--lock-wait=[How long to wait for another tune command holding the journal'\''s lock]:LOCK_WAIT:_default' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(rollback)
+_arguments "${_arguments_options[@]}" : \
+'--netns=[Run in this named network namespace (/run/netns/NAME)]:NETNS:_default' \
+'--root=[Read /proc and /sys under this directory instead of / (recorded trees)]:ROOT:_files' \
+'--state-dir=[Journal directory (default /var/lib/wirespeed/NETNS or .../host)]:STATE_DIR:_files' \
+'--lock-wait=[How long to wait for another tune command holding the journal'\''s lock]:LOCK_WAIT:_default' \
+'--if-overdue[(internal, the backup timer) roll back only when the journal is still unconfirmed past its deadline]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+'--netns=[Run in this named network namespace (/run/netns/NAME)]:NETNS:_default' \
+'--root=[Read /proc and /sys under this directory instead of / (recorded trees)]:ROOT:_files' \
+'--state-dir=[Journal directory (default /var/lib/wirespeed/NETNS or .../host)]:STATE_DIR:_files' \
+'--lock-wait=[How long to wait for another tune command holding the journal'\''s lock]:LOCK_WAIT:_default' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(watchdog)
+_arguments "${_arguments_options[@]}" : \
+'--netns=[Run in this named network namespace (/run/netns/NAME)]:NETNS:_default' \
+'--root=[Read /proc and /sys under this directory instead of / (recorded trees)]:ROOT:_files' \
+'--state-dir=[Journal directory (default /var/lib/wirespeed/NETNS or .../host)]:STATE_DIR:_files' \
+'--lock-wait=[How long to wait for another tune command holding the journal'\''s lock]:LOCK_WAIT:_default' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__tune__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-tune-help-command-$line[1]:"
+        case $line[1] in
+            (plan)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(apply)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(confirm)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(rollback)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(watchdog)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
+(model)
+_arguments "${_arguments_options[@]}" : \
+'--profile=[Cloud profile\: gce, ibm-vpc, tpu-multinic, aws, azure, lab, custom, or a TOML file'\''s path]:PROFILE:_default' \
+'--vcpus=[vCPUs of the VM]:VCPUS:_default' \
+'--nics=[NICs in use (explain\: default the result'\''s path count)]:NICS:_default' \
+'--instance=[An instance size listed in the profile, e.g. e2-standard-8]:INSTANCE:_default' \
+'--nic-cap=[Per-NIC cap, e.g. 25gbit (overrides the profile'\''s)]:NIC_CAP:_default' \
+'--flow-cap=[Per-flow cap, e.g. 5gbit (overrides the profile'\''s)]:FLOW_CAP:_default' \
+'--vm-cap=[Per-VM cap, e.g. 100gbit (overrides the profile'\''s rule)]:VM_CAP:_default' \
+'*--price=[A price per hour\: NAME=PRICE, VCPUS=PRICE, or PRICE for the size asked about; repeat or comma-separate]:PRICE:_default' \
+'--target=[Bandwidth needed, e.g. 10gbit\: flows it takes, and the cheapest size that delivers it]:TARGET:_default' \
+'--format=[Output\: table or json]:FORMAT:(table json)' \
+'--list[List the built-in profiles]' \
+'--json[Short for --format json]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(explain)
+_arguments "${_arguments_options[@]}" : \
+'--profile=[Cloud profile\: gce, ibm-vpc, tpu-multinic, aws, azure, lab, custom, or a TOML file'\''s path]:PROFILE:_default' \
+'--vcpus=[vCPUs of the VM]:VCPUS:_default' \
+'--nics=[NICs in use (explain\: default the result'\''s path count)]:NICS:_default' \
+'--instance=[An instance size listed in the profile, e.g. e2-standard-8]:INSTANCE:_default' \
+'--nic-cap=[Per-NIC cap, e.g. 25gbit (overrides the profile'\''s)]:NIC_CAP:_default' \
+'--flow-cap=[Per-flow cap, e.g. 5gbit (overrides the profile'\''s)]:FLOW_CAP:_default' \
+'--vm-cap=[Per-VM cap, e.g. 100gbit (overrides the profile'\''s rule)]:VM_CAP:_default' \
+'--encap=[Encapsulation on the path\: vxlan, ipip, wireguard, ...]:ENCAP:_default' \
+'--path-cap=[Cap of each path when known apart from the profile, e.g. a lab link'\''s 1gbit]:PATH_CAP:_default' \
+'--format=[Output\: table or json]:FORMAT:(table json)' \
+'--json[Short for --format json]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':results -- A results file written by `wirespeed bench --json`:_files' \
+&& ret=0
+;;
+(experiment)
+_arguments "${_arguments_options[@]}" : \
+'-o+[Where results are saved (default\: FILE'\''s name with .results.json, in the current directory)]:OUT:_files' \
+'--out=[Where results are saved (default\: FILE'\''s name with .results.json, in the current directory)]:OUT:_files' \
+'--repeats=[Repeats per cell (overrides the file)]:REPEATS:_default' \
+'-d+[Measured time per run, e.g. 2s (overrides the file)]:DURATION:_default' \
+'--duration=[Measured time per run, e.g. 2s (overrides the file)]:DURATION:_default' \
+'--warmup=[Warm-up per run (overrides the file)]:WARMUP:_default' \
+'(--fresh)--resume[Resume from OUT when it holds results of this experiment (the default)]' \
+'--fresh[Ignore earlier results in OUT and run every cell]' \
+'--json[Print the results JSON on stdout at the end instead of the table]' \
+'--dry-run[Check the file and print what each cell would run; build nothing]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':file -- The experiment file (TOML):_files' \
+&& ret=0
+;;
+(optimize)
+_arguments "${_arguments_options[@]}" : \
+'-p+[Control port when HOST names none]:PORT:_default' \
+'--port=[Control port when HOST names none]:PORT:_default' \
+'--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
+'--goal=[What to raise\: throughput (one way), bidir (both ways) or rr (lower p50 latency)]:GOAL:(throughput bidir rr)' \
+'--size=[Request and response size of the rr goal]:SIZE:_default' \
+'--paths=[Candidate paths LOCAL=REMOTE, comma separated, in the order they are added]:PATHS:_default' \
+'--budget=[Time for the whole search, e.g. 2m; steps that no longer fit are skipped]:BUDGET:_default' \
+'--step-duration=[Measured time of each repeat]:STEP_DURATION:_default' \
+'--warmup=[Traffic before each repeat'\''s measurement]:WARMUP:_default' \
+'--repeats=[Repeats of each step at least]:REPEATS:_default' \
+'--max-repeats=[Repeats of each step at most (while its median is not stable)]:MAX_REPEATS:_default' \
+'--noise=[Noise band a step must beat, e.g. 3%]:NOISE:_default' \
+'--state-dir=[Journal directory for host settings \[default\: /var/lib/wirespeed/optimize/NETNS\]]:STATE_DIR:_files' \
+'-o+[Write the ladder as experiment results JSON here (\`wirespeed report\` renders it)]:OUT:_files' \
+'--out=[Write the ladder as experiment results JSON here (\`wirespeed report\` renders it)]:OUT:_files' \
+'--timeout=[Timeout for connecting and for each control answer]:TIMEOUT:_default' \
+'--netns=[Run in this named network namespace (/run/netns/NAME)]:NETNS:_default' \
+'--root=[Read /proc and /sys under this directory instead of / (recorded trees)]:ROOT:_files' \
+'--keep[Leave the host settings found in place (undo later with \`wirespeed tune rollback\`)]' \
+'--no-host[Do not try host settings (MTU, BIG TCP, TCP buffer sysctls)]' \
+'--json[Print the results JSON instead of the table]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':host -- Server to optimize against (a `wirespeed serve`)\: HOST or HOST\:PORT:_default' \
+&& ret=0
+;;
+(agent)
+_arguments "${_arguments_options[@]}" : \
+'--name=[The agent'\''s name in the fleet \[default\: the host name\]]:NAME:_default' \
+'--http=[Address and port of the HTTP API]:HTTP:_default' \
+'--fleet=[Pin the fleet\: test only the agents of this file (else the controller sends the fleet with its key)]:FLEET:_files' \
+'--max-client-tests=[Tests this agent runs as a client at once]:MAX_CLIENT_TESTS:_default' \
+'--bind=[Address to listen on (\`\:\:\` takes IPv4 and IPv6)]:BIND:_default' \
+'-p+[Control port]:PORT:_default' \
+'--port=[Control port]:PORT:_default' \
+'--max-tests=[Tests that may run at once; more get a "busy" answer]:MAX_TESTS:_default' \
+'--key-file=[Only clients proving this key (HMAC challenge) may run tests]:KEY_FILE:_files' \
+'--max-duration=[Longest warm-up plus duration a client may ask for]:MAX_DURATION:_default' \
+'--max-flows=[Most connections in one test \[default\: from the open-file limit, leaving headroom; at most 20000\]]:MAX_FLOWS:_default' \
+'--max-threads=[Most worker threads in one test]:MAX_THREADS:_default' \
+'--max-msg-size=[Largest message, request or response size]:MAX_MSG_SIZE:_default' \
+'--max-connections=[Authenticated control connections at once]:MAX_CONNECTIONS:_default' \
+'--max-unauthenticated=[Connections still in the handshake at once (the oldest makes room)]:MAX_UNAUTHENTICATED:_default' \
+'--max-per-source=[Control connections from one address (IPv6\: one /64) at once]:MAX_PER_SOURCE:_default' \
+'--handshake-timeout=[Time from a client'\''s connect to the end of its handshake]:HANDSHAKE_TIMEOUT:_default' \
+'--idle-timeout=[Time a client has for each whole message after the handshake]:IDLE_TIMEOUT:_default' \
+'--preamble-timeout=[Time a data connection has to send its preamble]:PREAMBLE_TIMEOUT:_default' \
+'--stop-grace=[Time after a test'\''s end the server waits for the client'\''s stop]:STOP_GRACE:_default' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(fleet)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_wirespeed__subcmd__fleet_commands" \
+"*::: :->fleet" \
+&& ret=0
+
+    case $state in
+    (fleet)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-fleet-command-$line[1]:"
+        case $line[1] in
+            (run)
+_arguments "${_arguments_options[@]}" : \
+'--agents=[The fleet file (TOML; docs/fleet.md)]:AGENTS:_files' \
+'--pattern=[pairs, ring, all-to-all, one-to-many or many-to-one]:PATTERN:_default' \
+'--concurrent=[Tests each host takes part in at once (1\: never two at once)]:CONCURRENT:_default' \
+'--repeats=[Runs of each test; two or more measure the noise band]:REPEATS:_default' \
+'--min=[Fail (exit 2) when a link'\''s median is below this rate, e.g. 5gbit]:MIN:_default' \
+'--baseline=[Fail (exit 2) when a link falls below the same link of this earlier \`fleet run --out\` by more than --tolerance]:BASELINE:_files' \
+'--tolerance=[Allowed drop against --baseline, percent]:TOLERANCE:_default' \
+'--out=[Also write the JSON results here]:OUT:_files' \
+'--html=[Also write the HTML report (matrix heatmap, outliers) here]:HTML:_files' \
+'-p+[Control port when HOST names none]:PORT:_default' \
+'--port=[Control port when HOST names none]:PORT:_default' \
+'-w+[Workload (each is one row of the engine'\''s registry)]:WORKLOAD:((stream\:"bulk TCP"
+rr\:"TCP request/response"
+crr\:"TCP connect/request/response/close"
+udp-stream\:"bulk UDP (loss, reordering, jitter)"
+udp-rr\:"UDP request/response with a per-request timeout"))' \
+'--workload=[Workload (each is one row of the engine'\''s registry)]:WORKLOAD:((stream\:"bulk TCP"
+rr\:"TCP request/response"
+crr\:"TCP connect/request/response/close"
+udp-stream\:"bulk UDP (loss, reordering, jitter)"
+udp-rr\:"UDP request/response with a per-request timeout"))' \
+'--direction=[Stream direction\: forward (client sends), reverse, bidir]:DIRECTION:(forward reverse bidir)' \
+'-d+[Measured time, e.g. 10s]:DURATION:_default' \
+'--duration=[Measured time, e.g. 10s]:DURATION:_default' \
+'--warmup=[Traffic before measuring, excluded from figures]:WARMUP:_default' \
+'-T+[Worker threads per side (each one event loop)]:THREADS:_default' \
+'--threads=[Worker threads per side (each one event loop)]:THREADS:_default' \
+'-F+[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
+'--flows=[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
+'--parallel=[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
+'*--path=[A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs]:PATH:_default' \
+'--paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
+'-l+[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
+'--msg-size=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
+'-b+[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
+'--bitrate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
+'--rate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
+'--rr-timeout=[udp-rr\: how long a request waits for its answer before it counts as lost and the next one goes (default 200ms)]:RR_TIMEOUT:_default' \
+'-s+[rr/crr request and response size; a comma list runs a sweep]:SIZE:_default' \
+'--size=[rr/crr request and response size; a comma list runs a sweep]:SIZE:_default' \
+'--request=[rr/crr request size]:REQUEST:_default' \
+'--response=[rr/crr response size]:RESPONSE:_default' \
+'--socket-buffer=[SO_SNDBUF and SO_RCVBUF both]:SOCKET_BUFFER:_default' \
+'--sndbuf=[SO_SNDBUF]:SNDBUF:_default' \
+'--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
+'--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'--pacing=[Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit]:PACING:_default' \
+'--pin=[Pin client worker threads to these CPUs, e.g. 0,1 or 0-3]:PIN:_default' \
+'--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
+'-i+[Interval reports, e.g. 1s]:INTERVAL:_default' \
+'--interval=[Interval reports, e.g. 1s]:INTERVAL:_default' \
+'--format=[Output\: table, json or kv (neper-style key=value)]:FORMAT:_default' \
+'--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
+'--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
+'(--bidir)-R[Short for --direction reverse]' \
+'(--bidir)--reverse[Short for --direction reverse]' \
+'--bidir[Short for --direction bidir]' \
+'--no-gso[udp-stream\: send without UDP GSO (one datagram per send)]' \
+'--no-gro[udp-stream\: receive without UDP GRO]' \
+'(--no-nodelay)--nodelay[Force TCP_NODELAY on (default\: on for rr/crr, off for stream)]' \
+'--no-nodelay[Force TCP_NODELAY off]' \
+'--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
+'--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
+'--probe-rr[Measure 1-byte request/response latency beside a stream test]' \
+'--json[Short for --format json]' \
+'--per-flow[Show every flow in the table]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+&& ret=0
+;;
+(plan)
+_arguments "${_arguments_options[@]}" : \
+'(--synthetic)--agents=[The fleet file]:AGENTS:_files' \
+'--synthetic=[Plan for N made-up agents instead (planning figures only)]:SYNTHETIC:_default' \
+'--pattern=[The pattern]:PATTERN:_default' \
+'--concurrent=[Tests each host takes part in at once]:CONCURRENT:_default' \
+'--rounds[Print each round'\''s tests too]' \
+'--json[Print the plan as JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__fleet__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-fleet-help-command-$line[1]:"
+        case $line[1] in
+            (run)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(plan)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
+(report)
+_arguments "${_arguments_options[@]}" : \
+'*-l+[A name for each file, in order (repeat the flag\: \`--label cubic --label bbr\`); unnamed files are labelled by their test'\''s own description]:NAME:_default' \
+'*--label=[A name for each file, in order (repeat the flag\: \`--label cubic --label bbr\`); unnamed files are labelled by their test'\''s own description]:NAME:_default' \
+'-o+[Write here instead of stdout]:OUTPUT:_files' \
+'--output=[Write here instead of stdout]:OUTPUT:_files' \
+'-f+[html, md or csv (default\: from the output'\''s extension, else html)]:FORMAT:(html md csv)' \
+'--format=[html, md or csv (default\: from the output'\''s extension, else html)]:FORMAT:(html md csv)' \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::results -- Results of `wirespeed experiment`, or outputs of `wirespeed bench --json`; several are compared on shared axes, one series per file:_files' \
+&& ret=0
+;;
+(k8s)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_wirespeed__subcmd__k8s_commands" \
+"*::: :->k8s" \
+&& ret=0
+
+    case $state in
+    (k8s)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-k8s-command-$line[1]:"
+        case $line[1] in
+            (manifests)
+_arguments "${_arguments_options[@]}" : \
+'--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
+'--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
+'--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
+'--profile=[Tune profile (built-in name or file) for the pods'\'' sysctl init step (pod and dra only\: never the node'\''s) and DraNet'\''s NIC settings (MTU, GSO/GRO sizes, ethtool flags), e.g. tpu-multinic]:PROFILE:_default' \
+'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1)]:NETWORK_PREFIX:_default' \
+'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name starts with this]:IFNAME_PREFIX:_default' \
+'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`]:NIC_CEL:_default' \
+'--nics=[dra\: NICs per agent]:NICS:_default' \
+'*--node-selector=[Run agents only on nodes with this label (KEY=VALUE, repeatable)]:KEY=VALUE:_default' \
+'*--toleration=[Let agents run on nodes with this taint (KEY\[=VALUE\]\[\:EFFECT\], repeatable), e.g. google.com/tpu=present\:NoSchedule]:KEY[=VALUE][:EFFECT]:_default' \
+'--namespace=[Namespace of the objects]:NAMESPACE:_default' \
+'--port=[The agents'\'' engine port]:PORT:_default' \
+'--key-file=[The fleet key file (as \`wirespeed serve --key-file\`); a fresh key is made when absent]:KEY_FILE:_files' \
+'--output=[yaml (multi-document) or json (a v1 List)]:OUTPUT:_default' \
+'--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
+'--runner[Print instead what runs \`k8s run\` inside the cluster\: a ServiceAccount, the ClusterRole and binding a run needs, and a Job running \`wirespeed k8s run\` with these objects'\'' flags and the arguments after \`--\` (docs/k8s.md)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::run_args -- With --runner\: more `k8s run` arguments for the Job (after `--`):_default' \
+&& ret=0
+;;
+(run)
+_arguments "${_arguments_options[@]}" : \
+'--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
+'--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
+'--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
+'--profile=[Tune profile (built-in name or file) for the pods'\'' sysctl init step (pod and dra only\: never the node'\''s) and DraNet'\''s NIC settings (MTU, GSO/GRO sizes, ethtool flags), e.g. tpu-multinic]:PROFILE:_default' \
+'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1)]:NETWORK_PREFIX:_default' \
+'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name starts with this]:IFNAME_PREFIX:_default' \
+'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`]:NIC_CEL:_default' \
+'--nics=[dra\: NICs per agent]:NICS:_default' \
+'*--node-selector=[Run agents only on nodes with this label (KEY=VALUE, repeatable)]:KEY=VALUE:_default' \
+'*--toleration=[Let agents run on nodes with this taint (KEY\[=VALUE\]\[\:EFFECT\], repeatable), e.g. google.com/tpu=present\:NoSchedule]:KEY[=VALUE][:EFFECT]:_default' \
+'--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
+'--namespace=[Namespace to create (it must not exist) \[default\: wirespeed-RUNID\]]:NAMESPACE:_default' \
+'--pattern=[pairs, ring, all-to-all, one-to-many or many-to-one]:PATTERN:_default' \
+'--concurrent=[Tests each agent takes part in at once]:CONCURRENT:_default' \
+'--repeats=[Runs of each test; two or more measure the noise band]:REPEATS:_default' \
+'--ready-timeout=[Longest wait for each mode'\''s agents to be Ready]:READY_TIMEOUT:_default' \
+'--reach=[How to reach the agents'\'' HTTP APIs\: api (through the API server'\''s pod proxy\: works from anywhere that reaches the API server) or direct (to the pod/node addresses\: from inside the cluster network)]:api|direct:_default' \
+'--out=[Also write every mode'\''s agents and fleet results, and the comparison, as JSON here]:OUT:_files' \
+'(-w --workload)--workloads=[Several workloads in one run, comma-separated (e.g. stream,rr\: the host vs pod table then has throughput, latency percentiles and CPU per Gbit/s and per transaction); replaces -w]:LIST:_default' \
+'-p+[Control port when HOST names none]:PORT:_default' \
+'--port=[Control port when HOST names none]:PORT:_default' \
+'-w+[Workload (each is one row of the engine'\''s registry)]:WORKLOAD:((stream\:"bulk TCP"
+rr\:"TCP request/response"
+crr\:"TCP connect/request/response/close"
+udp-stream\:"bulk UDP (loss, reordering, jitter)"
+udp-rr\:"UDP request/response with a per-request timeout"))' \
+'--workload=[Workload (each is one row of the engine'\''s registry)]:WORKLOAD:((stream\:"bulk TCP"
+rr\:"TCP request/response"
+crr\:"TCP connect/request/response/close"
+udp-stream\:"bulk UDP (loss, reordering, jitter)"
+udp-rr\:"UDP request/response with a per-request timeout"))' \
+'--direction=[Stream direction\: forward (client sends), reverse, bidir]:DIRECTION:(forward reverse bidir)' \
+'-d+[Measured time, e.g. 10s]:DURATION:_default' \
+'--duration=[Measured time, e.g. 10s]:DURATION:_default' \
+'--warmup=[Traffic before measuring, excluded from figures]:WARMUP:_default' \
+'-T+[Worker threads per side (each one event loop)]:THREADS:_default' \
+'--threads=[Worker threads per side (each one event loop)]:THREADS:_default' \
+'-F+[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
+'--flows=[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
+'--parallel=[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
+'*--path=[A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs]:PATH:_default' \
+'--paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
+'-l+[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
+'--msg-size=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
+'-b+[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
+'--bitrate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
+'--rate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
+'--rr-timeout=[udp-rr\: how long a request waits for its answer before it counts as lost and the next one goes (default 200ms)]:RR_TIMEOUT:_default' \
+'-s+[rr/crr request and response size; a comma list runs a sweep]:SIZE:_default' \
+'--size=[rr/crr request and response size; a comma list runs a sweep]:SIZE:_default' \
+'--request=[rr/crr request size]:REQUEST:_default' \
+'--response=[rr/crr response size]:RESPONSE:_default' \
+'--socket-buffer=[SO_SNDBUF and SO_RCVBUF both]:SOCKET_BUFFER:_default' \
+'--sndbuf=[SO_SNDBUF]:SNDBUF:_default' \
+'--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
+'--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'--pacing=[Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit]:PACING:_default' \
+'--pin=[Pin client worker threads to these CPUs, e.g. 0,1 or 0-3]:PIN:_default' \
+'--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
+'-i+[Interval reports, e.g. 1s]:INTERVAL:_default' \
+'--interval=[Interval reports, e.g. 1s]:INTERVAL:_default' \
+'--format=[Output\: table, json or kv (neper-style key=value)]:FORMAT:_default' \
+'--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
+'--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
+'--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
+'--keep[Leave the objects in the cluster afterwards]' \
+'(--bidir)-R[Short for --direction reverse]' \
+'(--bidir)--reverse[Short for --direction reverse]' \
+'--bidir[Short for --direction bidir]' \
+'--no-gso[udp-stream\: send without UDP GSO (one datagram per send)]' \
+'--no-gro[udp-stream\: receive without UDP GRO]' \
+'(--no-nodelay)--nodelay[Force TCP_NODELAY on (default\: on for rr/crr, off for stream)]' \
+'--no-nodelay[Force TCP_NODELAY off]' \
+'--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
+'--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
+'--probe-rr[Measure 1-byte request/response latency beside a stream test]' \
+'--json[Short for --format json]' \
+'--per-flow[Show every flow in the table]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+&& ret=0
+;;
+(image)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_wirespeed__subcmd__k8s__subcmd__image_commands" \
+"*::: :->image" \
+&& ret=0
+
+    case $state in
+    (image)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-k8s-image-command-$line[1]:"
+        case $line[1] in
+            (build)
+_arguments "${_arguments_options[@]}" : \
+'--binary=[The wirespeed binary to put in the image \[default\: this executable\]]:BINARY:_files' \
+'--output=[Write the image as an OCI image layout tar here, for \`ctr -n k8s.io images import FILE\` on a node]:OUTPUT:_files' \
+'--name=[The image'\''s name in that layout (index.json'\''s ref.name) \[default\: the --push reference, else localhost/wirespeed\:VERSION\]]:NAME:_default' \
+'--push=[Push to this reference (REGISTRY/NAME\:TAG) and print it with the image'\''s digest (REF@sha256\:...)\: what to pass as --image]:REF:_default' \
+'--registry-user=[Registry user, with --registry-password-file \[default\: anonymous\]]:REGISTRY_USER:_default' \
+'--registry-password-file=[File holding the registry password or token]:REGISTRY_PASSWORD_FILE:_files' \
+'--plain-http[Talk plain HTTP to the registry (a local registry without TLS)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__k8s__subcmd__image__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-k8s-image-help-command-$line[1]:"
+        case $line[1] in
+            (build)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
+(sysctl)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::settings -- The sysctls to set:_default' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__k8s__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-k8s-help-command-$line[1]:"
+        case $line[1] in
+            (manifests)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(run)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(image)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__k8s__subcmd__help__subcmd__image_commands" \
+"*::: :->image" \
+&& ret=0
+
+    case $state in
+    (image)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-k8s-help-image-command-$line[1]:"
+        case $line[1] in
+            (build)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(sysctl)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
+(completions)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+':shell -- The shell\: bash, zsh, fish, elvish or powershell:(bash elvish fish powershell zsh)' \
+&& ret=0
+;;
+(man)
+_arguments "${_arguments_options[@]}" : \
+'--out=[Directory to write wirespeed.1, wirespeed-bench.1, ... into]:OUT:_files' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-help-command-$line[1]:"
+        case $line[1] in
+            (bench)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(serve)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(lab)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__help__subcmd__lab_commands" \
+"*::: :->lab" \
+&& ret=0
+
+    case $state in
+    (lab)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-help-lab-command-$line[1]:"
+        case $line[1] in
+            (up)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(down)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(demo)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(exec)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(demo)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(inspect)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(doctor)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(tune)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__help__subcmd__tune_commands" \
+"*::: :->tune" \
+&& ret=0
+
+    case $state in
+    (tune)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-help-tune-command-$line[1]:"
+        case $line[1] in
+            (plan)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(apply)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(confirm)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(rollback)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(watchdog)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(model)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(explain)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(experiment)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(optimize)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(agent)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(fleet)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__help__subcmd__fleet_commands" \
+"*::: :->fleet" \
+&& ret=0
+
+    case $state in
+    (fleet)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-help-fleet-command-$line[1]:"
+        case $line[1] in
+            (run)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(plan)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(report)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(k8s)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__help__subcmd__k8s_commands" \
+"*::: :->k8s" \
+&& ret=0
+
+    case $state in
+    (k8s)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-help-k8s-command-$line[1]:"
+        case $line[1] in
+            (manifests)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(run)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(image)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__help__subcmd__k8s__subcmd__image_commands" \
+"*::: :->image" \
+&& ret=0
+
+    case $state in
+    (image)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-help-k8s-image-command-$line[1]:"
+        case $line[1] in
+            (build)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(sysctl)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(completions)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(man)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+}
+
+(( $+functions[_wirespeed_commands] )) ||
+_wirespeed_commands() {
+    local commands; commands=(
+'bench:Run a test against a \`wirespeed serve\` on HOST' \
+'serve:Serve tests to wirespeed clients' \
+'lab:Emulated hosts in network namespaces (root)' \
+'demo:The demo (same as \`lab demo\`)\: report 2'\''s lab, doctor, tune, the ladder, report.html; loopback without root' \
+'inspect:Read every knob that limits bandwidth on this host' \
+'doctor:Find what limits bandwidth or latency here, with evidence and fixes' \
+'tune:Change the host reversibly\: plan, apply, confirm, rollback' \
+'model:A cloud profile'\''s ceilings per flow, NIC and VM, and price per Gbit/s' \
+'explain:Set bench results (JSON) against a profile and name the bottleneck' \
+'experiment:Run an experiment file\: cells against a baseline, repeated, in a lab (root)' \
+'optimize:Search the bench and host settings that raise throughput or cut latency' \
+'agent:The fleet agent\: the server plus a keyed HTTP API and Prometheus metrics' \
+'fleet:Test every link of a fleet of agents; plan the rounds' \
+'report:Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared' \
+'k8s:Agents on Kubernetes\: host network, pod network or DRA-claimed NICs' \
+'completions:Print a shell completion script (bash, zsh, fish, elvish, powershell)' \
+'man:Write a man page per command (wirespeed.1, wirespeed-bench.1, ...)' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__agent_commands] )) ||
+_wirespeed__subcmd__agent_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed agent commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__bench_commands] )) ||
+_wirespeed__subcmd__bench_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed bench commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__completions_commands] )) ||
+_wirespeed__subcmd__completions_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed completions commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__demo_commands] )) ||
+_wirespeed__subcmd__demo_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed demo commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__doctor_commands] )) ||
+_wirespeed__subcmd__doctor_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed doctor commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__experiment_commands] )) ||
+_wirespeed__subcmd__experiment_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed experiment commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__explain_commands] )) ||
+_wirespeed__subcmd__explain_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed explain commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet_commands] )) ||
+_wirespeed__subcmd__fleet_commands() {
+    local commands; commands=(
+'run:Run a test matrix over the agents of a fleet file' \
+'plan:Plan the rounds only\: how many, and how long planning takes' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed fleet commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__help_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__help_commands() {
+    local commands; commands=(
+'run:Run a test matrix over the agents of a fleet file' \
+'plan:Plan the rounds only\: how many, and how long planning takes' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed fleet help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__help__subcmd__help_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet help help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__help__subcmd__plan_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__help__subcmd__plan_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet help plan commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__help__subcmd__run_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__help__subcmd__run_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet help run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__plan_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__plan_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet plan commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__run_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__run_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help_commands] )) ||
+_wirespeed__subcmd__help_commands() {
+    local commands; commands=(
+'bench:Run a test against a \`wirespeed serve\` on HOST' \
+'serve:Serve tests to wirespeed clients' \
+'lab:Emulated hosts in network namespaces (root)' \
+'demo:The demo (same as \`lab demo\`)\: report 2'\''s lab, doctor, tune, the ladder, report.html; loopback without root' \
+'inspect:Read every knob that limits bandwidth on this host' \
+'doctor:Find what limits bandwidth or latency here, with evidence and fixes' \
+'tune:Change the host reversibly\: plan, apply, confirm, rollback' \
+'model:A cloud profile'\''s ceilings per flow, NIC and VM, and price per Gbit/s' \
+'explain:Set bench results (JSON) against a profile and name the bottleneck' \
+'experiment:Run an experiment file\: cells against a baseline, repeated, in a lab (root)' \
+'optimize:Search the bench and host settings that raise throughput or cut latency' \
+'agent:The fleet agent\: the server plus a keyed HTTP API and Prometheus metrics' \
+'fleet:Test every link of a fleet of agents; plan the rounds' \
+'report:Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared' \
+'k8s:Agents on Kubernetes\: host network, pod network or DRA-claimed NICs' \
+'completions:Print a shell completion script (bash, zsh, fish, elvish, powershell)' \
+'man:Write a man page per command (wirespeed.1, wirespeed-bench.1, ...)' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__agent_commands] )) ||
+_wirespeed__subcmd__help__subcmd__agent_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help agent commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__bench_commands] )) ||
+_wirespeed__subcmd__help__subcmd__bench_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help bench commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__completions_commands] )) ||
+_wirespeed__subcmd__help__subcmd__completions_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help completions commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__demo_commands] )) ||
+_wirespeed__subcmd__help__subcmd__demo_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help demo commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__doctor_commands] )) ||
+_wirespeed__subcmd__help__subcmd__doctor_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help doctor commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__experiment_commands] )) ||
+_wirespeed__subcmd__help__subcmd__experiment_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help experiment commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__explain_commands] )) ||
+_wirespeed__subcmd__help__subcmd__explain_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help explain commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__fleet_commands] )) ||
+_wirespeed__subcmd__help__subcmd__fleet_commands() {
+    local commands; commands=(
+'run:Run a test matrix over the agents of a fleet file' \
+'plan:Plan the rounds only\: how many, and how long planning takes' \
+    )
+    _describe -t commands 'wirespeed help fleet commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__fleet__subcmd__plan_commands] )) ||
+_wirespeed__subcmd__help__subcmd__fleet__subcmd__plan_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help fleet plan commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__fleet__subcmd__run_commands] )) ||
+_wirespeed__subcmd__help__subcmd__fleet__subcmd__run_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help fleet run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__help_commands] )) ||
+_wirespeed__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__inspect_commands] )) ||
+_wirespeed__subcmd__help__subcmd__inspect_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help inspect commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s_commands() {
+    local commands; commands=(
+'manifests:Print the objects that run agents (YAML, or JSON with --output json)' \
+'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
+'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
+'sysctl:Set per-network-namespace sysctls\: the agents'\'' init step inside a pod (the image has no \`sysctl\`); host-wide ones are refused' \
+    )
+    _describe -t commands 'wirespeed help k8s commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__image_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__image_commands() {
+    local commands; commands=(
+'build:Build the agent image from a wirespeed binary (one layer\: the binary, its loader and libraries, a non-root user), then write it as an OCI image layout tar and/or push it to a registry' \
+    )
+    _describe -t commands 'wirespeed help k8s image commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__image__subcmd__build_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__image__subcmd__build_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help k8s image build commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__manifests_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__manifests_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help k8s manifests commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__run_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__run_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help k8s run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__sysctl_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__sysctl_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help k8s sysctl commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__lab_commands] )) ||
+_wirespeed__subcmd__help__subcmd__lab_commands() {
+    local commands; commands=(
+'up:Build the lab a TOML file describes and keep it until \`lab down\`' \
+'down:Remove a lab built by \`lab up\`' \
+'demo:The demo\: report 2'\''s lab, doctor, tuning, the ladder, report.html' \
+'exec:Run a command on one host of a lab' \
+    )
+    _describe -t commands 'wirespeed help lab commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__lab__subcmd__demo_commands] )) ||
+_wirespeed__subcmd__help__subcmd__lab__subcmd__demo_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help lab demo commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__lab__subcmd__down_commands] )) ||
+_wirespeed__subcmd__help__subcmd__lab__subcmd__down_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help lab down commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__lab__subcmd__exec_commands] )) ||
+_wirespeed__subcmd__help__subcmd__lab__subcmd__exec_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help lab exec commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__lab__subcmd__up_commands] )) ||
+_wirespeed__subcmd__help__subcmd__lab__subcmd__up_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help lab up commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__man_commands] )) ||
+_wirespeed__subcmd__help__subcmd__man_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help man commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__model_commands] )) ||
+_wirespeed__subcmd__help__subcmd__model_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help model commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__optimize_commands] )) ||
+_wirespeed__subcmd__help__subcmd__optimize_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help optimize commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__report_commands] )) ||
+_wirespeed__subcmd__help__subcmd__report_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help report commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__serve_commands] )) ||
+_wirespeed__subcmd__help__subcmd__serve_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help serve commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__tune_commands] )) ||
+_wirespeed__subcmd__help__subcmd__tune_commands() {
+    local commands; commands=(
+'plan:Print the actions as the commands a person would type' \
+'apply:Apply the plan, journaling old values first' \
+'confirm:Keep the last apply (cancel its automatic rollback)' \
+'rollback:Restore every value the journal holds' \
+'status:Show the journal; exits non-zero when it needs attention (deadline passed unconfirmed, watchdog gone, journal from an earlier boot)' \
+'watchdog:(internal) wait for the deadline and roll back unless confirmed' \
+    )
+    _describe -t commands 'wirespeed help tune commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__tune__subcmd__apply_commands] )) ||
+_wirespeed__subcmd__help__subcmd__tune__subcmd__apply_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help tune apply commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__tune__subcmd__confirm_commands] )) ||
+_wirespeed__subcmd__help__subcmd__tune__subcmd__confirm_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help tune confirm commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__tune__subcmd__plan_commands] )) ||
+_wirespeed__subcmd__help__subcmd__tune__subcmd__plan_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help tune plan commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__tune__subcmd__rollback_commands] )) ||
+_wirespeed__subcmd__help__subcmd__tune__subcmd__rollback_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help tune rollback commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__tune__subcmd__status_commands] )) ||
+_wirespeed__subcmd__help__subcmd__tune__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help tune status commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__tune__subcmd__watchdog_commands] )) ||
+_wirespeed__subcmd__help__subcmd__tune__subcmd__watchdog_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help tune watchdog commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__inspect_commands] )) ||
+_wirespeed__subcmd__inspect_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed inspect commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s_commands] )) ||
+_wirespeed__subcmd__k8s_commands() {
+    local commands; commands=(
+'manifests:Print the objects that run agents (YAML, or JSON with --output json)' \
+'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
+'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
+'sysctl:Set per-network-namespace sysctls\: the agents'\'' init step inside a pod (the image has no \`sysctl\`); host-wide ones are refused' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed k8s commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help_commands() {
+    local commands; commands=(
+'manifests:Print the objects that run agents (YAML, or JSON with --output json)' \
+'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
+'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
+'sysctl:Set per-network-namespace sysctls\: the agents'\'' init step inside a pod (the image has no \`sysctl\`); host-wide ones are refused' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed k8s help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__help_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__image_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__image_commands() {
+    local commands; commands=(
+'build:Build the agent image from a wirespeed binary (one layer\: the binary, its loader and libraries, a non-root user), then write it as an OCI image layout tar and/or push it to a registry' \
+    )
+    _describe -t commands 'wirespeed k8s help image commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__image__subcmd__build_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__image__subcmd__build_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help image build commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__manifests_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__manifests_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help manifests commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__run_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__run_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__sysctl_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__sysctl_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help sysctl commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__image_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__image_commands() {
+    local commands; commands=(
+'build:Build the agent image from a wirespeed binary (one layer\: the binary, its loader and libraries, a non-root user), then write it as an OCI image layout tar and/or push it to a registry' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed k8s image commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__image__subcmd__build_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__image__subcmd__build_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s image build commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__image__subcmd__help_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__image__subcmd__help_commands() {
+    local commands; commands=(
+'build:Build the agent image from a wirespeed binary (one layer\: the binary, its loader and libraries, a non-root user), then write it as an OCI image layout tar and/or push it to a registry' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed k8s image help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__image__subcmd__help__subcmd__build_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__image__subcmd__help__subcmd__build_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s image help build commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__image__subcmd__help__subcmd__help_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__image__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s image help help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__manifests_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__manifests_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s manifests commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__run_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__run_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__sysctl_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__sysctl_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s sysctl commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab_commands] )) ||
+_wirespeed__subcmd__lab_commands() {
+    local commands; commands=(
+'up:Build the lab a TOML file describes and keep it until \`lab down\`' \
+'down:Remove a lab built by \`lab up\`' \
+'demo:The demo\: report 2'\''s lab, doctor, tuning, the ladder, report.html' \
+'exec:Run a command on one host of a lab' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed lab commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__demo_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__demo_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab demo commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__down_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__down_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab down commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__exec_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__exec_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab exec commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__help_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__help_commands() {
+    local commands; commands=(
+'up:Build the lab a TOML file describes and keep it until \`lab down\`' \
+'down:Remove a lab built by \`lab up\`' \
+'demo:The demo\: report 2'\''s lab, doctor, tuning, the ladder, report.html' \
+'exec:Run a command on one host of a lab' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed lab help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__help__subcmd__demo_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__help__subcmd__demo_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab help demo commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__help__subcmd__down_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__help__subcmd__down_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab help down commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__help__subcmd__exec_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__help__subcmd__exec_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab help exec commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__help__subcmd__help_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab help help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__help__subcmd__up_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__help__subcmd__up_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab help up commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__up_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__up_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab up commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__man_commands] )) ||
+_wirespeed__subcmd__man_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed man commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__model_commands] )) ||
+_wirespeed__subcmd__model_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed model commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__optimize_commands] )) ||
+_wirespeed__subcmd__optimize_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed optimize commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__report_commands] )) ||
+_wirespeed__subcmd__report_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed report commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__serve_commands] )) ||
+_wirespeed__subcmd__serve_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed serve commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune_commands] )) ||
+_wirespeed__subcmd__tune_commands() {
+    local commands; commands=(
+'plan:Print the actions as the commands a person would type' \
+'apply:Apply the plan, journaling old values first' \
+'confirm:Keep the last apply (cancel its automatic rollback)' \
+'rollback:Restore every value the journal holds' \
+'status:Show the journal; exits non-zero when it needs attention (deadline passed unconfirmed, watchdog gone, journal from an earlier boot)' \
+'watchdog:(internal) wait for the deadline and roll back unless confirmed' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed tune commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__apply_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__apply_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune apply commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__confirm_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__confirm_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune confirm commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__help_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__help_commands() {
+    local commands; commands=(
+'plan:Print the actions as the commands a person would type' \
+'apply:Apply the plan, journaling old values first' \
+'confirm:Keep the last apply (cancel its automatic rollback)' \
+'rollback:Restore every value the journal holds' \
+'status:Show the journal; exits non-zero when it needs attention (deadline passed unconfirmed, watchdog gone, journal from an earlier boot)' \
+'watchdog:(internal) wait for the deadline and roll back unless confirmed' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed tune help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__help__subcmd__apply_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__help__subcmd__apply_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune help apply commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__help__subcmd__confirm_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__help__subcmd__confirm_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune help confirm commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__help__subcmd__help_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune help help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__help__subcmd__plan_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__help__subcmd__plan_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune help plan commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__help__subcmd__rollback_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__help__subcmd__rollback_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune help rollback commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__help__subcmd__status_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__help__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune help status commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__help__subcmd__watchdog_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__help__subcmd__watchdog_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune help watchdog commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__plan_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__plan_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune plan commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__rollback_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__rollback_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune rollback commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__status_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune status commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__tune__subcmd__watchdog_commands] )) ||
+_wirespeed__subcmd__tune__subcmd__watchdog_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed tune watchdog commands' commands "$@"
+}
+
+if [ "$funcstack[1]" = "_wirespeed" ]; then
+    _wirespeed "$@"
+else
+    compdef _wirespeed wirespeed
+fi
