@@ -768,16 +768,7 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
             }]),
             ..ResourceRequirements::default()
         }),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                ..Capabilities::default()
-            }),
-            ..SecurityContext::default()
-        }),
+        security_context: Some(restricted_security()),
         ..Container::default()
     };
     let init = (n != Network::Host)
@@ -857,13 +848,30 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
     }
 }
 
-/// The objects as a multi-document YAML stream.
-pub fn to_yaml(objs: &[Object]) -> Result<String, K8sError> {
+/// A container security context that meets the `restricted` Pod
+/// Security level: no privilege escalation, read-only root, non-root, no
+/// capabilities.
+pub(crate) fn restricted_security() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        run_as_non_root: Some(true),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            ..Capabilities::default()
+        }),
+        ..SecurityContext::default()
+    }
+}
+
+/// The objects (these or the in-cluster runner's) as a multi-document
+/// YAML stream.
+pub fn to_yaml<T: serde::Serialize>(objs: &[T]) -> Result<String, K8sError> {
     serde_saphyr::to_string_multiple(objs).map_err(|e| K8sError::Render(e.to_string()))
 }
 
 /// The objects as a JSON `v1 List` (what `kubectl apply -f` also takes).
-pub fn to_json(objs: &[Object]) -> Result<String, K8sError> {
+pub fn to_json<T: serde::Serialize>(objs: &[T]) -> Result<String, K8sError> {
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objs});
     serde_json::to_string_pretty(&list).map_err(|e| K8sError::Render(e.to_string()))
 }

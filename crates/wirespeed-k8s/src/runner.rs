@@ -11,8 +11,8 @@ use crate::K8sError;
 use crate::manifests::{self, Network, NicSelector, Options, RUNNER_SA};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, Namespace, PodSecurityContext, PodSpec, PodTemplateSpec,
-    SeccompProfile, SecurityContext, ServiceAccount,
+    Container, Namespace, PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile,
+    ServiceAccount,
 };
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -220,16 +220,7 @@ fn restricted_container(o: &Options, args: Vec<String>) -> Container {
         name: "run".into(),
         image: Some(o.image.clone()),
         args: Some(args),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                ..Capabilities::default()
-            }),
-            ..SecurityContext::default()
-        }),
+        security_context: Some(manifests::restricted_security()),
         ..Container::default()
     }
 }
@@ -351,17 +342,6 @@ impl RunnerObject {
             None => format!("{kind} {name}"),
         }
     }
-}
-
-/// The objects as a multi-document YAML stream.
-pub fn to_yaml(objs: &[RunnerObject]) -> Result<String, K8sError> {
-    serde_saphyr::to_string_multiple(objs).map_err(|e| K8sError::Render(e.to_string()))
-}
-
-/// The objects as a JSON `v1 List`.
-pub fn to_json(objs: &[RunnerObject]) -> Result<String, K8sError> {
-    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objs});
-    serde_json::to_string_pretty(&list).map_err(|e| K8sError::Render(e.to_string()))
 }
 
 #[cfg(test)]

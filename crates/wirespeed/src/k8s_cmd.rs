@@ -247,14 +247,7 @@ pub fn run(c: K8sCmd) -> Result<()> {
             let o = a
                 .objects
                 .options(&a.namespace, a.port, a.key_file.as_deref())?;
-            let objs = manifests::build(&o)?;
-            let text = match a.output.as_str() {
-                "yaml" => manifests::to_yaml(&objs)?,
-                "json" => manifests::to_json(&objs)? + "\n",
-                other => bail!("--output {other:?}: use yaml or json"),
-            };
-            print!("{text}");
-            Ok(())
+            print_objects(&manifests::build(&o)?, &a.output)
         }
         K8sCmd::Run(a) => run_matrix(*a),
         K8sCmd::Image(ImageCmd::Build(a)) => build_image(*a),
@@ -376,10 +369,15 @@ fn print_runner(a: &ManifestArgs) -> Result<()> {
     let o = a
         .objects
         .options(&a.namespace, a.port, a.key_file.as_deref())?;
-    let objs = wirespeed_k8s::runner::build(&o, &a.run_args)?;
-    let text = match a.output.as_str() {
-        "yaml" => wirespeed_k8s::runner::to_yaml(&objs)?,
-        "json" => wirespeed_k8s::runner::to_json(&objs)? + "\n",
+    print_objects(&wirespeed_k8s::runner::build(&o, &a.run_args)?, &a.output)
+}
+
+/// Prints `objs` as `output` says: yaml (multi-document) or json (a v1
+/// List).
+fn print_objects<T: serde::Serialize>(objs: &[T], output: &str) -> Result<()> {
+    let text = match output {
+        "yaml" => manifests::to_yaml(objs)?,
+        "json" => manifests::to_json(objs)? + "\n",
         other => bail!("--output {other:?}: use yaml or json"),
     };
     print!("{text}");
