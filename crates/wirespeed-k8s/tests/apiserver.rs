@@ -9,10 +9,9 @@ mod common;
 
 use common::{FakeNode, TestEnv, play_daemonset};
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use std::time::Duration;
@@ -139,22 +138,10 @@ async fn manifests_of_every_network_are_accepted_by_server_side_apply() {
 
 /// A client authenticated as `sa` in `ns` with a fresh service-account token.
 async fn client_as(env: &TestEnv, admin: &Client, ns: &str, sa: &str) -> Client {
-    let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), ns);
-    let tr = sas
-        .create_token_request(
-            sa,
-            &PostParams::default(),
-            &TokenRequest {
-                spec: TokenRequestSpec {
-                    expiration_seconds: Some(600),
-                    ..TokenRequestSpec::default()
-                },
-                ..TokenRequest::default()
-            },
-        )
+    let token = wirespeed_k8s::testkit::token_for(admin, ns, sa)
         .await
         .unwrap();
-    let token = tr.status.unwrap().token;
+    assert!(!token.is_empty(), "a token of {ns}/{sa}");
     let kc = Kubeconfig::read_from(&env.kubeconfig).unwrap();
     let mut cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await

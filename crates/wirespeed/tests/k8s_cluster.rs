@@ -99,8 +99,13 @@ impl Cluster {
         self.env.get(k).map(String::as_str).unwrap_or("")
     }
 
-    /// The API as the admin: `curl` with the cluster's CA and token.
+    /// The API as the admin, its answer as JSON (Null when it is not).
     fn api(&self, method: &str, path: &str, body: Option<(&str, &Value)>) -> Value {
+        serde_json::from_slice(&self.curl(method, path, body)).unwrap_or(Value::Null)
+    }
+
+    /// The raw answer of `curl` with the cluster's CA and admin token.
+    fn curl(&self, method: &str, path: &str, body: Option<(&str, &Value)>) -> Vec<u8> {
         let mut c = Command::new("curl");
         c.args(["-s", "--noproxy", "*", "-X", method, "--cacert"])
             .arg(self.get("CA"))
@@ -116,7 +121,7 @@ impl Cluster {
             .arg(format!("{}{path}", self.get("SERVER")))
             .output()
             .expect("curl");
-        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+        out.stdout
     }
 
     /// `wirespeed ARGS` in the runner's namespace, which reaches the API
@@ -412,16 +417,8 @@ fn in_cluster_job(c: &Cluster) {
 
 /// A pod's log through the API server (and the kubelet).
 fn logs(c: &Cluster, ns: &str, pod: &str) -> String {
-    let out = Command::new("curl")
-        .args(["-s", "--noproxy", "*", "--cacert", c.get("CA"), "-H"])
-        .arg(format!("Authorization: Bearer {}", c.get("TOKEN")))
-        .arg(format!(
-            "{}/api/v1/namespaces/{ns}/pods/{pod}/log",
-            c.get("SERVER")
-        ))
-        .output()
-        .expect("curl");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let path = format!("/api/v1/namespaces/{ns}/pods/{pod}/log");
+    String::from_utf8_lossy(&c.curl("GET", &path, None)).into_owned()
 }
 
 /// Nothing of the cluster is left on the host: processes, mounts,

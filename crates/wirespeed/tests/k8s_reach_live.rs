@@ -12,12 +12,10 @@
 
 mod common;
 
-use common::{Proc, bin};
-use std::io::{BufRead, BufReader};
+use common::{Proc, bin, start_agent_with};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -128,33 +126,6 @@ fn api_port(kubeconfig: &Path) -> u16 {
     text[at..].lines().next().unwrap().trim().parse().unwrap()
 }
 
-/// Starts `wirespeed agent` in lab host `host` with `extra` flags (HTTP
-/// on 5380, engine on all addresses) and waits for its "listening" line.
-fn agent(lab: &Lab, host: &str, key: &Path, extra: &[&str]) -> Proc {
-    let mut cmd = lab.command(host, bin());
-    cmd.args([
-        "agent",
-        "--name",
-        host,
-        "--http",
-        "0.0.0.0:5380",
-        "--bind",
-        "0.0.0.0",
-    ])
-    .args(extra)
-    .arg("--key-file")
-    .arg(key)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit());
-    let mut child = cmd.spawn().expect("spawn agent");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("listening"), "agent {host}: {line:?}");
-    Proc(child)
-}
-
 /// Lab, API server in `sw`, key file, one agent per node (`extra` flags
 /// per node) and the nodes as each mode's pods report them.
 fn setup(test: &str, extra: &[&[&str]; 3]) -> Option<(Live, PathBuf, Vec<FakeNode>)> {
@@ -178,7 +149,7 @@ fn setup(test: &str, extra: &[&[&str]; 3]) -> Option<(Live, PathBuf, Vec<FakeNod
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     let mut nodes = Vec::new();
     for (i, h) in NODES.iter().enumerate() {
-        live.agents.push(agent(lab, h, &key, extra[i]));
+        live.agents.push(start_agent_with(lab, h, &key, extra[i]));
         let addr = |l: usize| lab.addr4(h, LINKS * i + l).unwrap().to_string();
         nodes.push(FakeNode {
             name: format!("node-{h}"),
@@ -227,6 +198,30 @@ fn leftovers(sw: &str, kc: &Path, ns: &'static str) -> Vec<String> {
         .unwrap()
 }
 
+/// `wirespeed k8s run` in lab host `host` with kubeconfig `kc`, into
+/// namespace `ns`, 0.5 s tests, `--out out`, plus `extra` flags.
+fn k8s_run(
+    lab: &Lab,
+    host: &str,
+    kc: &Path,
+    ns: &str,
+    key: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut run = lab.command(host, bin());
+    run.args(["k8s", "run", "--kubeconfig"])
+        .arg(kc)
+        .args(["--namespace", ns])
+        .args(extra)
+        .args(["--ready-timeout", "60s", "--image", "wirespeed:test"])
+        .arg("--key-file")
+        .arg(key)
+        .args(["-d", "0.5s", "--warmup", "0.2s", "--out"])
+        .arg(out);
+    run.output().expect("run wirespeed k8s run")
+}
+
 #[test]
 fn k8s_run_reaches_agents_only_through_the_api_server_and_measures_every_pair() {
     let test = "k8s_reach_api";
@@ -265,16 +260,15 @@ fn k8s_run_reaches_agents_only_through_the_api_server_and_measures_every_pair() 
     })
     .unwrap();
     let out = live.dir.join("out.json");
-    let mut run = lab.command("runner", bin());
-    run.args(["k8s", "run", "--kubeconfig"])
-        .arg(&runner_kc)
-        .args(["--namespace", ns, "--network", "host,pod"])
-        .args(["--ready-timeout", "60s", "--image", "wirespeed:test"])
-        .arg("--key-file")
-        .arg(&key)
-        .args(["-d", "0.5s", "--warmup", "0.2s", "--out"])
-        .arg(&out);
-    let o = run.output().expect("run wirespeed k8s run");
+    let o = k8s_run(
+        lab,
+        "runner",
+        &runner_kc,
+        ns,
+        &key,
+        &out,
+        &["--network", "host,pod"],
+    );
     let stderr = String::from_utf8_lossy(&o.stderr);
     println!("{}\n{stderr}", String::from_utf8_lossy(&o.stdout));
     player.join().unwrap().unwrap().expect("the test's kubelet");
@@ -321,23 +315,8 @@ fn a_pair_that_fails_exits_3_naming_the_pair() {
     })
     .unwrap();
     let out = live.dir.join("out.json");
-    let mut run = lab.command("sw", bin());
-    run.args(["k8s", "run", "--kubeconfig"])
-        .arg(&admin)
-        .args([
-            "--namespace",
-            ns,
-            "--network",
-            "pod",
-            "--pattern",
-            "one-to-many",
-        ])
-        .args(["--ready-timeout", "60s", "--image", "wirespeed:test"])
-        .arg("--key-file")
-        .arg(&key)
-        .args(["-d", "0.5s", "--warmup", "0.2s", "--out"])
-        .arg(&out);
-    let o = run.output().expect("run wirespeed k8s run");
+    let extra = ["--network", "pod", "--pattern", "one-to-many"];
+    let o = k8s_run(lab, "sw", &admin, ns, &key, &out, &extra);
     let stderr = String::from_utf8_lossy(&o.stderr);
     println!("{}\n{stderr}", String::from_utf8_lossy(&o.stdout));
     player.join().unwrap().unwrap().expect("the test's kubelet");

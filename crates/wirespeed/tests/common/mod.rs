@@ -37,6 +37,16 @@ impl Drop for Proc {
 /// 5380, engine on all addresses, key `key`) and waits for its
 /// "listening" line.
 pub fn start_agent(lab: &wirespeed_lab::Lab, host: &str, key: &std::path::Path) -> Proc {
+    start_agent_with(lab, host, key, &[])
+}
+
+/// [`start_agent`] with `extra` agent flags.
+pub fn start_agent_with(
+    lab: &wirespeed_lab::Lab,
+    host: &str,
+    key: &std::path::Path,
+    extra: &[&str],
+) -> Proc {
     let mut cmd = lab.command(host, bin());
     cmd.args([
         "agent",
@@ -47,6 +57,7 @@ pub fn start_agent(lab: &wirespeed_lab::Lab, host: &str, key: &std::path::Path) 
         "--bind",
         "0.0.0.0",
     ])
+    .args(extra)
     .arg("--key-file")
     .arg(key)
     .stdout(Stdio::piped())
