@@ -118,13 +118,20 @@ kill_pids() { # SIGNAL PID...
 # then containerd and its shims, then whatever still runs in the nodes'
 # cgroups (the pods' processes), then the control plane.
 stop_processes() {
-  local p pat i
+  local p pat i a0
+  # One scan of /proc: each process of the cluster with its program name.
+  local -A prog=()
+  for p in $(cluster_pids); do
+    a0=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -1)
+    prog[$p]=${a0##*/}
+  done
   for pat in kubelet kube-proxy containerd containerd-shim kube-controller-manager kube-scheduler docker-registry kube-apiserver etcd; do
     local pids=()
-    for p in $(cluster_pids); do
-      local a0
-      a0=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -1)
-      [[ ${a0##*/} == "$pat"* ]] && pids+=("$p")
+    for p in "${!prog[@]}"; do
+      if [[ ${prog[$p]} == "$pat"* ]]; then
+        pids+=("$p")
+        unset "prog[$p]"
+      fi
     done
     kill_pids TERM "${pids[@]}"
     for ((i = 0; i < 50 && ${#pids[@]}; i++)); do
@@ -258,20 +265,9 @@ pick_net() {
   die "no free 10.K.0.0/16 found"
 }
 
-picked=" "
-free_port() { # in 20000-31999, not listening, not picked
-  local p i
-  for ((i = 0; i < 200; i++)); do
-    p=$((20000 + RANDOM % 12000))
-    [[ $picked == *" $p "* ]] && continue
-    if [[ -z "$(ss -Htln "sport = :$p")" ]]; then
-      picked+="$p "
-      port_=$p
-      return 0
-    fi
-  done
-  die "no free TCP port"
-}
+# free_port: sets $port_ to a free port in 20000-31999.
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 # wait_for WHAT PID CMD...: run CMD until it succeeds while PID lives.
 wait_for() {
@@ -449,9 +445,10 @@ EOF
   wait_for docker-registry "$last_pid" curl -sf --noproxy '*' "http://$REG/v2/"
 }
 
-# An OCI image-layout tar of the pause binary, for `ctr images import`.
+# $dir/pause.tar: an OCI image-layout tar of the pause binary, for
+# `ctr images import`.
 pause_image() {
-  local w=$dir/pause-image r
+  local w=$dir/pause-image
   mkdir -p "$w/rootfs" "$w/blobs/sha256"
   cp "$bin/pause" "$w/rootfs/pause"
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$w/rootfs" -cf "$w/layer.tar" pause
@@ -481,8 +478,6 @@ pause_image() {
       platform:{architecture:"amd64",os:"linux"},
       annotations:{"io.containerd.image.name":$n,"org.opencontainers.image.ref.name":"3.10.1"}}]}' >"$w/index.json"
   tar -C "$w" -cf "$dir/pause.tar" oci-layout index.json blobs
-  r=$dir/pause.tar
-  echo "$r"
 }
 
 cgroup_root() { # NODE: /NODE in every v1 hierarchy, cpuset filled from the parent
@@ -650,7 +645,7 @@ up() {
   network
   control_plane
   registry
-  pause_image >/dev/null
+  pause_image
   for ((i = 1; i <= nodes; i++)); do node "$i"; done
   wait_for "nodes Ready ($nodes)" "" nodes_ready
   wait_for "the default ServiceAccount" "" default_sa
