@@ -20,6 +20,7 @@ use crate::K8sError;
 use kube::Client;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use wirespeed_fleet::transport::{BoxFuture, TransportFactory};
 use wirespeed_fleet::{AgentRequest, AgentResponse, AgentSpec, AgentTransport, FleetError};
 
@@ -65,16 +66,20 @@ pub struct PodProxy {
     ns: String,
     pod: String,
     port: u16,
+    timeout: Duration,
 }
 
 impl PodProxy {
-    /// The agent in pod `ns/pod` listening on `port`.
-    pub fn new(client: Client, ns: &str, pod: &str, port: u16) -> PodProxy {
+    /// The agent in pod `ns/pod` listening on `port`; each request,
+    /// answer included, bounded by `timeout` (as the direct transport's
+    /// are), so an API server or agent that trickles cannot hold a run.
+    pub fn new(client: Client, ns: &str, pod: &str, port: u16, timeout: Duration) -> PodProxy {
         PodProxy {
             client,
             ns: ns.to_string(),
             pod: pod.to_string(),
             port,
+            timeout,
         }
     }
 
@@ -145,7 +150,16 @@ impl PodProxy {
 
 impl AgentTransport for PodProxy {
     fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, String>> {
-        Box::pin(self.send_now(req))
+        Box::pin(async move {
+            tokio::time::timeout(self.timeout, self.send_now(req))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(format!(
+                        "timed out after {:?} through the API server",
+                        self.timeout
+                    ))
+                })
+        })
     }
 
     fn describe(&self) -> String {
@@ -158,8 +172,8 @@ impl AgentTransport for PodProxy {
 
 /// The factory for [`wirespeed_fleet::RunOptions::transport`]: each agent
 /// (named after its pod, HTTP port from its `http` address) through its
-/// pod's proxy in `ns`.
-pub fn factory(client: Client, ns: &str) -> TransportFactory {
+/// pod's proxy in `ns`, each request bounded by `timeout`.
+pub fn factory(client: Client, ns: &str, timeout: Duration) -> TransportFactory {
     let ns = ns.to_string();
     Arc::new(move |a: &AgentSpec| {
         let port = a
@@ -170,6 +184,45 @@ pub fn factory(client: Client, ns: &str) -> TransportFactory {
                 agent: a.name.clone(),
                 message: format!("http address {:?} is not IP:PORT", a.http),
             })?;
-        Ok(Arc::new(PodProxy::new(client.clone(), &ns, &a.name, port)) as Arc<dyn AgentTransport>)
+        Ok(
+            Arc::new(PodProxy::new(client.clone(), &ns, &a.name, port, timeout))
+                as Arc<dyn AgentTransport>,
+        )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An API server that accepts and then says nothing (a trickle that
+    /// never starts): the proxied request fails at the bound, not at
+    /// kube's five-minute read timeout.
+    #[tokio::test]
+    async fn a_silent_api_server_fails_the_request_at_its_bound() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let held = tokio::spawn(async move {
+            let mut conns = Vec::new();
+            while let Ok((c, _)) = l.accept().await {
+                conns.push(c);
+            }
+        });
+        let url = format!("http://{addr}").parse().unwrap();
+        let client = Client::try_from(kube::Config::new(url)).unwrap();
+        let p = PodProxy::new(client, "ns", "pod", 5380, Duration::from_millis(300));
+        let t = std::time::Instant::now();
+        let r = p
+            .send(AgentRequest {
+                method: "GET".into(),
+                path: "/healthz".into(),
+                headers: vec![],
+                body: vec![],
+            })
+            .await;
+        held.abort();
+        let e = r.expect_err("a silent API server gives no answer");
+        assert!(e.contains("timed out"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    }
 }

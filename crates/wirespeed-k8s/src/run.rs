@@ -171,7 +171,11 @@ async fn measure_mode(
     ));
     let mut fopts = cfg.fleet.clone();
     if cfg.reach == Reach::Api {
-        fopts.transport = Some(proxy::factory(client.clone(), &o.namespace));
+        fopts.transport = Some(proxy::factory(
+            client.clone(),
+            &o.namespace,
+            fopts.http_timeout,
+        ));
     }
     let results = wirespeed_fleet::run_async(&fleet, &plan, &fopts)
         .await
