@@ -425,7 +425,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__bench)
-            opts="-p -w -R -d -T -F -l -b -s -i -h --port --workload --direction --reverse --bidir --duration --warmup --threads --parallel --flows --path --paths --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --socket-buffer --sndbuf --rcvbuf --cc --congestion --nodelay --no-nodelay --zerocopy --skip-rx-copy --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --profile --vcpus --nics --instance --nic-cap --flow-cap --vm-cap --encap --path-cap --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blocks --omit --warmup --threads --parallel --flows --path --paths --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --socket-buffer --sndbuf --rcvbuf --cc --congestion --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --ipv4 --ipv6 --bind --cport --json-stream --logfile --timestamps --profile --vcpus --nics --instance --nic-cap --flow-cap --vm-cap --encap --path-cap --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -455,11 +455,39 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -d)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blocks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --warmup)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --omit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -O)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -551,6 +579,18 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tos)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -S)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --pacing)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -580,6 +620,26 @@ _wirespeed() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -B)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --logfile)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -901,7 +961,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__run)
-            opts="-p -w -R -d -T -F -l -b -s -i -h --agents --pattern --concurrent --repeats --min --baseline --tolerance --out --html --port --workload --direction --reverse --bidir --duration --warmup --threads --parallel --flows --path --paths --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --socket-buffer --sndbuf --rcvbuf --cc --congestion --nodelay --no-nodelay --zerocopy --skip-rx-copy --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --agents --pattern --concurrent --repeats --min --baseline --tolerance --out --html --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blocks --omit --warmup --threads --parallel --flows --path --paths --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --socket-buffer --sndbuf --rcvbuf --cc --congestion --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --ipv4 --ipv6 --bind --cport --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -967,11 +1027,39 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -d)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blocks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --warmup)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --omit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -O)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1063,6 +1151,18 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tos)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -S)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --pacing)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1092,6 +1192,22 @@ _wirespeed() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -B)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cport)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1905,7 +2021,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__run)
-            opts="-p -w -R -d -T -F -l -b -s -i -h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --kubeconfig --namespace --pattern --concurrent --repeats --ready-timeout --keep --reach --out --workloads --port --workload --direction --reverse --bidir --duration --warmup --threads --parallel --flows --path --paths --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --socket-buffer --sndbuf --rcvbuf --cc --congestion --nodelay --no-nodelay --zerocopy --skip-rx-copy --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --kubeconfig --namespace --pattern --concurrent --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blocks --omit --warmup --threads --parallel --flows --path --paths --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --socket-buffer --sndbuf --rcvbuf --cc --congestion --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --ipv4 --ipv6 --bind --cport --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2011,11 +2127,39 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -d)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blocks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --warmup)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --omit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -O)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2107,6 +2251,18 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tos)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -S)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dscp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --pacing)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2136,6 +2292,22 @@ _wirespeed() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -B)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cport)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

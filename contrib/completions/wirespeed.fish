@@ -53,8 +53,10 @@ udp-rr\t'UDP request/response with a per-request timeout'"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l direction -d 'Stream direction: forward (client sends), reverse, bidir' -r -f -a "forward\t''
 reverse\t''
 bidir\t''"
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s d -l duration -d 'Measured time, e.g. 10s' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l warmup -d 'Traffic before measuring, excluded from figures' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s d -l duration -l time -d 'Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s k -l blocks -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s O -l warmup -l omit -d 'Traffic before measuring, excluded from figures (iperf3\'s -O/--omit)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s F -l flows -l parallel -d 'Flows per direction (stream) or concurrent transactions (rr, crr)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l path -d 'A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs' -r
@@ -69,6 +71,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l socket-buf
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l sndbuf -d 'SO_SNDBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s S -l tos -d 'IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l dscp -d 'DSCP on every flow: a number 0-63 or a name (ef, af11..af43, cs0..cs7)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l pacing -d 'Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l pin -d 'Pin client worker threads to these CPUs, e.g. 0,1 or 0-3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l remote-pin -d 'Pin server worker threads to these CPUs' -r
@@ -76,6 +80,10 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s i -l inter
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l format -d 'Output: table, json or kv (neper-style key=value)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l key-file -d 'Key file for a server started with --key-file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l timeout -d 'Timeout for connecting and for each control answer as a whole' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l connect-timeout -d 'Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s B -l bind -d 'Client address to send from (control and data; iperf3\'s -B)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l cport -d 'Client data port: flow N binds PORT + N (iperf3\'s --cport)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l logfile -d 'Write the output to this file (appended) instead of stdout' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l profile -d 'Cloud profile: gce, ibm-vpc, tpu-multinic, aws, azure, lab, custom, or a TOML file\'s path' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l vcpus -d 'vCPUs of the VM' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l nics -d 'NICs in use (explain: default the result\'s path count)' -r
@@ -85,6 +93,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l flow-cap -
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l vm-cap -d 'Per-VM cap, e.g. 100gbit (overrides the profile\'s rule)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l encap -d 'Encapsulation on the path: vxlan, ipip, wireguard, ...' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l path-cap -d 'Cap of each path when known apart from the profile, e.g. a lab link\'s 1gbit' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s u -l udp -d 'Short for --workload udp-stream (iperf3\'s -u)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s R -l reverse -d 'Short for --direction reverse'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l bidir -d 'Short for --direction bidir'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l no-gso -d 'udp-stream: send without UDP GSO (one datagram per send)'
@@ -93,9 +102,16 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l nodelay -d
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l no-nodelay -d 'Force TCP_NODELAY off'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l zerocopy -d 'Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l skip-rx-copy -d 'Receive with MSG_TRUNC: the kernel discards data instead of copying it'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s m -l mptcp -d 'MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s Z -l sendfile -d 'stream: send with sendfile(2) from an in-memory file (iperf3\'s -Z)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l dont-fragment -d 'UDP: set the IPv4 Don\'t Fragment bit (and IPv6\'s no-fragment option)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l probe-rr -d 'Measure 1-byte request/response latency beside a stream test'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l json -d 'Short for --format json'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l per-flow -d 'Show every flow in the table'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s 4 -l ipv4 -d 'IPv4 only'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s 6 -l ipv6 -d 'IPv6 only'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l json-stream -d 'One JSON line per interval and one at the end (NDJSON, iperf3\'s --json-stream); with --format iperf3-json, iperf3\'s own events'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l timestamps -d 'Begin each line of text output with the UTC time'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -l bind -d 'Address to listen on (`::` takes IPv4 and IPv6)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -s p -l port -d 'Control port' -r
@@ -317,8 +333,10 @@ udp-rr\t'UDP request/response with a per-request timeout'"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l direction -d 'Stream direction: forward (client sends), reverse, bidir' -r -f -a "forward\t''
 reverse\t''
 bidir\t''"
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s d -l duration -d 'Measured time, e.g. 10s' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l warmup -d 'Traffic before measuring, excluded from figures' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s d -l duration -l time -d 'Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s k -l blocks -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s O -l warmup -l omit -d 'Traffic before measuring, excluded from figures (iperf3\'s -O/--omit)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s F -l flows -l parallel -d 'Flows per direction (stream) or concurrent transactions (rr, crr)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l path -d 'A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs' -r
@@ -333,6 +351,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l sndbuf -d 'SO_SNDBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s S -l tos -d 'IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l dscp -d 'DSCP on every flow: a number 0-63 or a name (ef, af11..af43, cs0..cs7)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pacing -d 'Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pin -d 'Pin client worker threads to these CPUs, e.g. 0,1 or 0-3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l remote-pin -d 'Pin server worker threads to these CPUs' -r
@@ -340,6 +360,10 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l format -d 'Output: table, json or kv (neper-style key=value)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l key-file -d 'Key file for a server started with --key-file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l timeout -d 'Timeout for connecting and for each control answer as a whole' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l connect-timeout -d 'Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s B -l bind -d 'Client address to send from (control and data; iperf3\'s -B)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l cport -d 'Client data port: flow N binds PORT + N (iperf3\'s --cport)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s u -l udp -d 'Short for --workload udp-stream (iperf3\'s -u)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s R -l reverse -d 'Short for --direction reverse'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l bidir -d 'Short for --direction bidir'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l no-gso -d 'udp-stream: send without UDP GSO (one datagram per send)'
@@ -348,9 +372,14 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l no-nodelay -d 'Force TCP_NODELAY off'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l zerocopy -d 'Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l skip-rx-copy -d 'Receive with MSG_TRUNC: the kernel discards data instead of copying it'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s m -l mptcp -d 'MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s Z -l sendfile -d 'stream: send with sendfile(2) from an in-memory file (iperf3\'s -Z)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l dont-fragment -d 'UDP: set the IPv4 Don\'t Fragment bit (and IPv6\'s no-fragment option)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l probe-rr -d 'Measure 1-byte request/response latency beside a stream test'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l json -d 'Short for --format json'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l per-flow -d 'Show every flow in the table'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s 4 -l ipv4 -d 'IPv4 only'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s 6 -l ipv6 -d 'IPv6 only'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l agents -d 'The fleet file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l synthetic -d 'Plan for N made-up agents instead (planning figures only)' -r
@@ -419,8 +448,10 @@ udp-rr\t'UDP request/response with a per-request timeout'"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l direction -d 'Stream direction: forward (client sends), reverse, bidir' -r -f -a "forward\t''
 reverse\t''
 bidir\t''"
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s d -l duration -d 'Measured time, e.g. 10s' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l warmup -d 'Traffic before measuring, excluded from figures' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s d -l duration -l time -d 'Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s k -l blocks -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s O -l warmup -l omit -d 'Traffic before measuring, excluded from figures (iperf3\'s -O/--omit)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s F -l flows -l parallel -d 'Flows per direction (stream) or concurrent transactions (rr, crr)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l path -d 'A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs' -r
@@ -435,6 +466,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l sndbuf -d 'SO_SNDBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s S -l tos -d 'IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l dscp -d 'DSCP on every flow: a number 0-63 or a name (ef, af11..af43, cs0..cs7)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l pacing -d 'Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l pin -d 'Pin client worker threads to these CPUs, e.g. 0,1 or 0-3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l remote-pin -d 'Pin server worker threads to these CPUs' -r
@@ -442,8 +475,12 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l format -d 'Output: table, json or kv (neper-style key=value)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l key-file -d 'Key file for a server started with --key-file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l timeout -d 'Timeout for connecting and for each control answer as a whole' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l connect-timeout -d 'Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s B -l bind -d 'Client address to send from (control and data; iperf3\'s -B)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l cport -d 'Client data port: flow N binds PORT + N (iperf3\'s --cport)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l keep-ebpf -d 'dra: leave the NICs\' eBPF programs attached (DraNet detaches them by default here, as report 1 did)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l keep -d 'Leave the objects in the cluster afterwards'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s u -l udp -d 'Short for --workload udp-stream (iperf3\'s -u)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s R -l reverse -d 'Short for --direction reverse'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l bidir -d 'Short for --direction bidir'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l no-gso -d 'udp-stream: send without UDP GSO (one datagram per send)'
@@ -452,9 +489,14 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l no-nodelay -d 'Force TCP_NODELAY off'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l zerocopy -d 'Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l skip-rx-copy -d 'Receive with MSG_TRUNC: the kernel discards data instead of copying it'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s m -l mptcp -d 'MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s Z -l sendfile -d 'stream: send with sendfile(2) from an in-memory file (iperf3\'s -Z)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l dont-fragment -d 'UDP: set the IPv4 Don\'t Fragment bit (and IPv6\'s no-fragment option)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l probe-rr -d 'Measure 1-byte request/response latency beside a stream test'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l json -d 'Short for --format json'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l per-flow -d 'Show every flow in the table'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s 4 -l ipv4 -d 'IPv4 only'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s 6 -l ipv6 -d 'IPv6 only'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from image" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from image" -f -a "build" -d 'Build the agent image from a wirespeed binary (one layer: the binary, its loader and libraries, a non-root user), then write it as an OCI image layout tar and/or push it to a registry'

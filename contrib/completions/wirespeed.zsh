@@ -43,9 +43,16 @@ crr\:"TCP connect/request/response/close"
 udp-stream\:"bulk UDP (loss, reordering, jitter)"
 udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--direction=[Stream direction\: forward (client sends), reverse, bidir]:DIRECTION:(forward reverse bidir)' \
-'-d+[Measured time, e.g. 10s]:DURATION:_default' \
-'--duration=[Measured time, e.g. 10s]:DURATION:_default' \
-'--warmup=[Traffic before measuring, excluded from figures]:WARMUP:_default' \
+'-d+[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
+'--duration=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
+'--time=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
+'(-d --duration -k --blocks)-n+[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
+'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
+'(-d --duration)-k+[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
+'(-d --duration)--blocks=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
+'-O+[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
+'--warmup=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
+'--omit=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
 '-T+[Worker threads per side (each one event loop)]:THREADS:_default' \
 '--threads=[Worker threads per side (each one event loop)]:THREADS:_default' \
 '-F+[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
@@ -68,6 +75,9 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'(--dscp)-S+[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
+'(--dscp)--tos=[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
+'--dscp=[DSCP on every flow\: a number 0-63 or a name (ef, af11..af43, cs0..cs7)]:DSCP:_default' \
 '--pacing=[Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit]:PACING:_default' \
 '--pin=[Pin client worker threads to these CPUs, e.g. 0,1 or 0-3]:PIN:_default' \
 '--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
@@ -76,6 +86,11 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--format=[Output\: table, json or kv (neper-style key=value)]:FORMAT:_default' \
 '--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
 '--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
+'--connect-timeout=[Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3]:CONNECT_TIMEOUT:_default' \
+'(--path --paths)-B+[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
+'(--path --paths)--bind=[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
+'--cport=[Client data port\: flow N binds PORT + N (iperf3'\''s --cport)]:CPORT:_default' \
+'--logfile=[Write the output to this file (appended) instead of stdout]:LOGFILE:_files' \
 '--profile=[Cloud profile\: gce, ibm-vpc, tpu-multinic, aws, azure, lab, custom, or a TOML file'\''s path]:PROFILE:_default' \
 '--vcpus=[vCPUs of the VM]:VCPUS:_default' \
 '--nics=[NICs in use (explain\: default the result'\''s path count)]:NICS:_default' \
@@ -85,6 +100,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--vm-cap=[Per-VM cap, e.g. 100gbit (overrides the profile'\''s rule)]:VM_CAP:_default' \
 '--encap=[Encapsulation on the path\: vxlan, ipip, wireguard, ...]:ENCAP:_default' \
 '--path-cap=[Cap of each path when known apart from the profile, e.g. a lab link'\''s 1gbit]:PATH_CAP:_default' \
+'(-w --workload)-u[Short for --workload udp-stream (iperf3'\''s -u)]' \
+'(-w --workload)--udp[Short for --workload udp-stream (iperf3'\''s -u)]' \
 '(--bidir)-R[Short for --direction reverse]' \
 '(--bidir)--reverse[Short for --direction reverse]' \
 '--bidir[Short for --direction bidir]' \
@@ -94,9 +111,20 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
+'-m[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
+'--mptcp[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
+'-Z[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
+'--sendfile[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
+'--dont-fragment[UDP\: set the IPv4 Don'\''t Fragment bit (and IPv6'\''s no-fragment option)]' \
 '--probe-rr[Measure 1-byte request/response latency beside a stream test]' \
 '--json[Short for --format json]' \
 '--per-flow[Show every flow in the table]' \
+'(-6 --ipv6)-4[IPv4 only]' \
+'(-6 --ipv6)--ipv4[IPv4 only]' \
+'-6[IPv6 only]' \
+'--ipv6[IPv6 only]' \
+'--json-stream[One JSON line per interval and one at the end (NDJSON, iperf3'\''s --json-stream); with --format iperf3-json, iperf3'\''s own events]' \
+'--timestamps[Begin each line of text output with the UTC time]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 ':host -- Server to test against\: HOST, HOST\:PORT or \[IPV6\]\:PORT:_default' \
@@ -533,9 +561,16 @@ crr\:"TCP connect/request/response/close"
 udp-stream\:"bulk UDP (loss, reordering, jitter)"
 udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--direction=[Stream direction\: forward (client sends), reverse, bidir]:DIRECTION:(forward reverse bidir)' \
-'-d+[Measured time, e.g. 10s]:DURATION:_default' \
-'--duration=[Measured time, e.g. 10s]:DURATION:_default' \
-'--warmup=[Traffic before measuring, excluded from figures]:WARMUP:_default' \
+'-d+[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
+'--duration=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
+'--time=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
+'(-d --duration -k --blocks)-n+[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
+'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
+'(-d --duration)-k+[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
+'(-d --duration)--blocks=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
+'-O+[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
+'--warmup=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
+'--omit=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
 '-T+[Worker threads per side (each one event loop)]:THREADS:_default' \
 '--threads=[Worker threads per side (each one event loop)]:THREADS:_default' \
 '-F+[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
@@ -558,6 +593,9 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'(--dscp)-S+[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
+'(--dscp)--tos=[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
+'--dscp=[DSCP on every flow\: a number 0-63 or a name (ef, af11..af43, cs0..cs7)]:DSCP:_default' \
 '--pacing=[Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit]:PACING:_default' \
 '--pin=[Pin client worker threads to these CPUs, e.g. 0,1 or 0-3]:PIN:_default' \
 '--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
@@ -566,6 +604,12 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--format=[Output\: table, json or kv (neper-style key=value)]:FORMAT:_default' \
 '--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
 '--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
+'--connect-timeout=[Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3]:CONNECT_TIMEOUT:_default' \
+'(--path --paths)-B+[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
+'(--path --paths)--bind=[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
+'--cport=[Client data port\: flow N binds PORT + N (iperf3'\''s --cport)]:CPORT:_default' \
+'(-w --workload)-u[Short for --workload udp-stream (iperf3'\''s -u)]' \
+'(-w --workload)--udp[Short for --workload udp-stream (iperf3'\''s -u)]' \
 '(--bidir)-R[Short for --direction reverse]' \
 '(--bidir)--reverse[Short for --direction reverse]' \
 '--bidir[Short for --direction bidir]' \
@@ -575,9 +619,18 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
+'-m[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
+'--mptcp[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
+'-Z[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
+'--sendfile[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
+'--dont-fragment[UDP\: set the IPv4 Don'\''t Fragment bit (and IPv6'\''s no-fragment option)]' \
 '--probe-rr[Measure 1-byte request/response latency beside a stream test]' \
 '--json[Short for --format json]' \
 '--per-flow[Show every flow in the table]' \
+'(-6 --ipv6)-4[IPv4 only]' \
+'(-6 --ipv6)--ipv4[IPv4 only]' \
+'-6[IPv6 only]' \
+'--ipv6[IPv6 only]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
@@ -710,9 +763,16 @@ crr\:"TCP connect/request/response/close"
 udp-stream\:"bulk UDP (loss, reordering, jitter)"
 udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--direction=[Stream direction\: forward (client sends), reverse, bidir]:DIRECTION:(forward reverse bidir)' \
-'-d+[Measured time, e.g. 10s]:DURATION:_default' \
-'--duration=[Measured time, e.g. 10s]:DURATION:_default' \
-'--warmup=[Traffic before measuring, excluded from figures]:WARMUP:_default' \
+'-d+[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
+'--duration=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
+'--time=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
+'(-d --duration -k --blocks)-n+[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
+'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
+'(-d --duration)-k+[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
+'(-d --duration)--blocks=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
+'-O+[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
+'--warmup=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
+'--omit=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
 '-T+[Worker threads per side (each one event loop)]:THREADS:_default' \
 '--threads=[Worker threads per side (each one event loop)]:THREADS:_default' \
 '-F+[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
@@ -735,6 +795,9 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'(--dscp)-S+[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
+'(--dscp)--tos=[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
+'--dscp=[DSCP on every flow\: a number 0-63 or a name (ef, af11..af43, cs0..cs7)]:DSCP:_default' \
 '--pacing=[Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit]:PACING:_default' \
 '--pin=[Pin client worker threads to these CPUs, e.g. 0,1 or 0-3]:PIN:_default' \
 '--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
@@ -743,8 +806,14 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--format=[Output\: table, json or kv (neper-style key=value)]:FORMAT:_default' \
 '--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
 '--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
+'--connect-timeout=[Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3]:CONNECT_TIMEOUT:_default' \
+'(--path --paths)-B+[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
+'(--path --paths)--bind=[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
+'--cport=[Client data port\: flow N binds PORT + N (iperf3'\''s --cport)]:CPORT:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
 '--keep[Leave the objects in the cluster afterwards]' \
+'(-w --workload)-u[Short for --workload udp-stream (iperf3'\''s -u)]' \
+'(-w --workload)--udp[Short for --workload udp-stream (iperf3'\''s -u)]' \
 '(--bidir)-R[Short for --direction reverse]' \
 '(--bidir)--reverse[Short for --direction reverse]' \
 '--bidir[Short for --direction bidir]' \
@@ -754,9 +823,18 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
+'-m[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
+'--mptcp[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
+'-Z[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
+'--sendfile[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
+'--dont-fragment[UDP\: set the IPv4 Don'\''t Fragment bit (and IPv6'\''s no-fragment option)]' \
 '--probe-rr[Measure 1-byte request/response latency beside a stream test]' \
 '--json[Short for --format json]' \
 '--per-flow[Show every flow in the table]' \
+'(-6 --ipv6)-4[IPv4 only]' \
+'(-6 --ipv6)--ipv4[IPv4 only]' \
+'-6[IPv6 only]' \
+'--ipv6[IPv6 only]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0

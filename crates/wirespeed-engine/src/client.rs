@@ -16,7 +16,8 @@ use crate::spec::{FlowKind, Limits, PathSpec, SocketType, TestSpec};
 use crate::sys;
 use crate::udp::register_flows;
 use crate::workloads;
-use std::net::TcpStream;
+use socket2::{Domain, Socket, Type};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,6 +39,52 @@ pub struct ClientConfig {
     pub timeout: Duration,
 }
 
+/// How the client reaches the server beyond [`ClientConfig`]: iperf3's
+/// -4/-6, -B and --connect-timeout. The default changes nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Reach {
+    /// Bound on each TCP connect alone, control and data (iperf3's
+    /// --connect-timeout); None: the config's `timeout`.
+    pub connect_timeout: Option<Duration>,
+    /// Only this IP family (-4/-6); None: whatever the name resolves to.
+    pub family: Option<Family>,
+    /// Local address of the control connection and of the data flows
+    /// when the test names no paths (-B/--bind).
+    pub bind: Option<IpAddr>,
+}
+
+/// An IP family the client is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// IPv4 only (-4).
+    V4,
+    /// IPv6 only (-6).
+    V6,
+}
+
+impl Family {
+    /// Whether `ip` is of this family.
+    pub fn holds(self, ip: IpAddr) -> bool {
+        ip.is_ipv4() == (self == Family::V4)
+    }
+
+    /// Its flag, for messages.
+    fn flag(self) -> &'static str {
+        match self {
+            Family::V4 => "-4",
+            Family::V6 => "-6",
+        }
+    }
+
+    /// The unspecified address of the family (what `resolve` prefers by).
+    fn any(self) -> IpAddr {
+        match self {
+            Family::V4 => IpAddr::from([0u8; 4]),
+            Family::V6 => IpAddr::from([0u16; 8]),
+        }
+    }
+}
+
 impl ClientConfig {
     /// A config for `server` with defaults.
     pub fn new(server: &str) -> ClientConfig {
@@ -47,6 +94,44 @@ impl ClientConfig {
             key: None,
             timeout: Duration::from_secs(10),
         }
+    }
+}
+
+impl Reach {
+    /// The server's control address, held to -4/-6 and to the family of
+    /// -B's address.
+    fn control_addr(&self, cfg: &ClientConfig) -> Result<(String, SocketAddr), EngineError> {
+        let (host, port) = split_host_port(&cfg.server, cfg.port)?;
+        let family = self.family.or(self
+            .bind
+            .map(|b| if b.is_ipv4() { Family::V4 } else { Family::V6 }));
+        let addr = resolve(&host, port, family.map(Family::any))?;
+        if let Some(f) = family
+            && !f.holds(addr.ip())
+        {
+            let why = match (self.family, self.bind) {
+                (Some(_), _) => f.flag().to_string(),
+                (None, Some(b)) => format!("-B {b}"),
+                (None, None) => String::new(),
+            };
+            return Err(EngineError::Spec(format!(
+                "{host} has no address of the family {why} asks for (it is {})",
+                addr.ip()
+            )));
+        }
+        Ok((host, addr))
+    }
+
+    /// Connects the control connection, from -B's address if given.
+    fn connect_control(&self, cfg: &ClientConfig, addr: SocketAddr) -> std::io::Result<TcpStream> {
+        let wait = self.connect_timeout.unwrap_or(cfg.timeout);
+        let Some(b) = self.bind else {
+            return TcpStream::connect_timeout(&addr, wait);
+        };
+        let s = Socket::new(Domain::for_address(addr), Type::STREAM.cloexec(), None)?;
+        s.bind(&SocketAddr::new(b, 0).into())?;
+        s.connect_timeout(&addr.into(), wait)?;
+        Ok(s.into())
     }
 }
 
@@ -84,9 +169,13 @@ fn secs(d: Duration) -> String {
 impl Control {
     /// Connects, says hello and proves the key.
     pub fn connect(cfg: &ClientConfig) -> Result<Control, EngineError> {
-        let (host, port) = split_host_port(&cfg.server, cfg.port)?;
-        let addr = resolve(&host, port, None)?;
-        let stream = TcpStream::connect_timeout(&addr, cfg.timeout).map_err(|e| {
+        Control::connect_via(cfg, &Reach::default())
+    }
+
+    /// [`Control::connect`] as `reach` says (family, source, connect bound).
+    pub fn connect_via(cfg: &ClientConfig, reach: &Reach) -> Result<Control, EngineError> {
+        let (host, addr) = reach.control_addr(cfg)?;
+        let stream = reach.connect_control(cfg, addr).map_err(|e| {
             EngineError::io(
                 format!("connect to wirespeed server at {addr} (is `wirespeed serve` running?)"),
                 e,
@@ -202,14 +291,28 @@ pub fn run_test(
     spec: &TestSpec,
     on_interval: &mut dyn FnMut(&IntervalSample),
 ) -> Result<TestResult, EngineError> {
+    run_test_via(cfg, &Reach::default(), spec, on_interval)
+}
+
+/// [`run_test`], reaching the server as `reach` says.
+pub fn run_test_via(
+    cfg: &ClientConfig,
+    reach: &Reach,
+    spec: &TestSpec,
+    on_interval: &mut dyn FnMut(&IntervalSample),
+) -> Result<TestResult, EngineError> {
     sys::raise_fd_limit();
-    let mut ctrl = Control::connect(cfg)?;
+    let mut ctrl = Control::connect_via(cfg, reach)?;
     let mut spec = spec.clone();
     if spec.paths.is_empty() {
-        spec.paths.push(PathSpec {
-            local: None,
-            remote: ctrl.host.clone(),
-        });
+        spec.paths.push(default_path(reach, &ctrl)?);
+    }
+    if spec.bytes.is_some() {
+        // Ended by bytes: the duration is only the bound, the server's.
+        let most = ctrl.limits.max_duration_s - spec.warmup_s;
+        if most > 0.0 {
+            spec.duration_s = spec.duration_s.min(most);
+        }
     }
     spec.validate(&ctrl.limits)?;
     ctrl.send(&Msg::Spec {
@@ -264,7 +367,8 @@ pub fn run_test(
                 secs(connect_wait)
             )));
         }
-        let s = match connect_flow(path, &spec, &data_preamble(&token, plan.id), left) {
+        let wait = reach.connect_timeout.map_or(left, |c| c.min(left));
+        let s = match connect_flow(path, &spec, plan.id, &data_preamble(&token, plan.id), wait) {
             Ok(s) => s,
             Err(e) => {
                 // The server may have given up on the test (out of
@@ -390,6 +494,26 @@ pub fn run_test(
     Ok(res)
 }
 
+/// The one path of a test that names none: to the server's name, or,
+/// under -4/-6/-B, to the address the control connection reached (the
+/// name could resolve to the other family), from -B's address.
+fn default_path(reach: &Reach, ctrl: &Control) -> Result<PathSpec, EngineError> {
+    if reach.family.is_none() && reach.bind.is_none() {
+        return Ok(PathSpec {
+            local: None,
+            remote: ctrl.host.clone(),
+        });
+    }
+    let peer = ctrl
+        .stream
+        .peer_addr()
+        .map_err(|e| EngineError::io("read the control connection's peer", e))?;
+    Ok(PathSpec {
+        local: reach.bind.map(|b| b.to_string()),
+        remote: peer.ip().to_string(),
+    })
+}
+
 /// The most a whole test may plausibly move, bits per second (no host
 /// moves 100 Tbit/s): a report above it is a lie or a bug.
 const MAX_PLAUSIBLE_BPS: f64 = 1e14;
@@ -407,7 +531,9 @@ pub fn check_report(r: &mut SideReport, spec: &TestSpec) -> Result<(), EngineErr
     if !(r.window_s.is_finite() && r.window_s > 0.0) {
         return bad(format!("has a window of {} s", r.window_s));
     }
-    if r.window_s < d / 4.0 || r.window_s > d * 4.0 + 10.0 {
+    // A byte-count end (-n/-k) may stop the window long before `d`.
+    let too_short = spec.bytes.is_none() && r.window_s < d / 4.0;
+    if too_short || r.window_s > d * 4.0 + 10.0 {
         return bad(format!(
             "has a window of {} s for a test of {d} s",
             r.window_s

@@ -90,7 +90,7 @@ impl CrrClient {
 
     fn open(&mut self, ts: &mut ThreadState) -> io::Result<()> {
         self.started = Instant::now();
-        let sock = data_socket(&self.path, ts.spec).map_err(io::Error::other)?;
+        let sock = data_socket(&self.path, ts.spec, None).map_err(io::Error::other)?;
         sock.set_nonblocking(true)?;
         match sock.connect(&SockAddr::from(self.path.remote)) {
             Ok(()) => {}

@@ -35,7 +35,7 @@ pub mod workloads;
 /// and friends keep their paths; they live in `wirespeed-types`.
 pub use wirespeed_types::{result, spec, units};
 
-pub use client::{ClientConfig, DEFAULT_PORT, run_test};
+pub use client::{ClientConfig, DEFAULT_PORT, Reach, run_test, run_test_via};
 pub use error::EngineError;
 pub use result::{Report, SCHEMA_VERSION, TestResult};
 pub use server::{Server, ServerConfig};

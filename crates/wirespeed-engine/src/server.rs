@@ -10,7 +10,7 @@ use crate::proto::{
     read_msg_until, write_msg_until,
 };
 use crate::side::{Side, SideSetup, Tick};
-use crate::sockets::apply_common;
+use crate::sockets::{apply_common, tcp_socket};
 use crate::spec::{FlowKind, Limits, SocketType, TestSpec};
 use crate::sys;
 use crate::udp::{Registrar, bind_registration};
@@ -983,12 +983,9 @@ fn is_out_of_fds(e: &EngineError) -> bool {
 }
 
 fn listen_data(addr: SocketAddr, backlog: i32, spec: &TestSpec) -> Result<Socket, EngineError> {
-    let s = Socket::new(
-        Domain::for_address(addr),
-        Type::STREAM.cloexec(),
-        Some(Protocol::TCP),
-    )
-    .map_err(|e| EngineError::io("create the data listener", e))?;
+    // An MPTCP test needs an MPTCP listener: a TCP one would make every
+    // flow fall back to plain TCP.
+    let s = tcp_socket(Domain::for_address(addr), spec)?;
     if addr.is_ipv6() {
         let _ = s.set_only_v6(false);
     }

@@ -133,6 +133,15 @@ pub struct Side {
 /// Time between timeline checks.
 const TICK: Duration = Duration::from_millis(50);
 
+/// Time between checks of a byte-count end (-n/-k): 5 ms is 12 MB at
+/// 20 Gbit/s.
+const BYTES_TICK: Duration = Duration::from_millis(5);
+
+/// Bytes a side has moved over every flow, sent plus received.
+fn moved(s: &Sample) -> u64 {
+    s.iter().map(|f| f.0.saturating_add(f.1)).sum()
+}
+
 impl Side {
     /// Builds every flow and starts the worker threads.
     pub fn start(mut setup: SideSetup, drain: Duration) -> Result<Side, EngineError> {
@@ -248,7 +257,7 @@ impl Side {
     ) -> Result<Window, EngineError> {
         let begin = Instant::now();
         let warm_end = begin + Duration::from_secs_f64(spec.warmup_s);
-        self.wait_until(warm_end, &mut tick)?;
+        self.wait_until(warm_end, TICK, &mut tick)?;
         let start = self.sample();
         let cpu0 = CpuSnapshot::take();
         let t0 = Instant::now();
@@ -257,7 +266,21 @@ impl Side {
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
         self.ctl.phase.store(PHASE_MEASURE, Ordering::Release);
-        self.wait_until(t0 + Duration::from_secs_f64(spec.duration_s), &mut tick)?;
+        let until = t0 + Duration::from_secs_f64(spec.duration_s);
+        match spec.bytes {
+            None => self.wait_until(until, TICK, &mut tick)?,
+            // -n/-k: the window also ends once this side has moved the
+            // bytes; checked often, so it overshoots by little.
+            Some(n) => {
+                let base = moved(&start);
+                self.wait_until(until, BYTES_TICK, &mut |side: &Side, now| {
+                    if moved(&side.sample()).saturating_sub(base) >= n {
+                        return Ok(Tick::EndNow);
+                    }
+                    tick(side, now)
+                })?
+            }
+        }
         let end = self.sample();
         let cpu1 = CpuSnapshot::take();
         let secs = t0.elapsed().as_secs_f64();
@@ -275,6 +298,7 @@ impl Side {
     fn wait_until(
         &self,
         until: Instant,
+        step: Duration,
         tick: &mut impl FnMut(&Side, Instant) -> Result<Tick, EngineError>,
     ) -> Result<(), EngineError> {
         loop {
@@ -282,7 +306,7 @@ impl Side {
             if now >= until {
                 return Ok(());
             }
-            std::thread::sleep((until - now).min(TICK));
+            std::thread::sleep((until - now).min(step));
             if tick(self, Instant::now())? == Tick::EndNow {
                 return Ok(());
             }

@@ -141,7 +141,43 @@ pub fn apply_common(sock: &Socket, spec: &TestSpec) -> Result<(), EngineError> {
         sys::set_max_pacing_rate(sock.as_raw_fd(), bps / 8)
             .map_err(ctx("set SO_MAX_PACING_RATE"))?;
     }
+    apply_tos(sock, spec)
+}
+
+/// Sets the test's TOS byte (--tos/--dscp) on any data socket, TCP or UDP.
+pub fn apply_tos(sock: &Socket, spec: &TestSpec) -> Result<(), EngineError> {
+    if let Some(tos) = spec.tos {
+        let v6 = sock.domain().is_ok_and(|d| d == Domain::IPV6);
+        sys::set_tos(sock.as_raw_fd(), v6, tos)
+            .map_err(|e| EngineError::io(format!("set TOS 0x{tos:02x} (IP_TOS)"), e))?;
+    }
     Ok(())
+}
+
+/// A new TCP socket of `domain`: MPTCP when the test asks (-m), with the
+/// reason when the kernel refuses.
+pub fn tcp_socket(domain: Domain, spec: &TestSpec) -> Result<Socket, EngineError> {
+    if !spec.mptcp {
+        return Socket::new(domain, Type::STREAM.cloexec(), Some(Protocol::TCP))
+            .map_err(|e| EngineError::io("create a TCP socket", e));
+    }
+    Socket::new(
+        domain,
+        Type::STREAM.cloexec(),
+        Some(Protocol::from(sys::IPPROTO_MPTCP)),
+    )
+    .map_err(|e| {
+        let why = match e.raw_os_error() {
+            Some(libc::ENOPROTOOPT) => {
+                "MPTCP is off here: set net.mptcp.enabled=1 (sysctl) or drop -m"
+            }
+            Some(libc::EPROTONOSUPPORT) | Some(libc::EINVAL) => {
+                "this kernel has no MPTCP (CONFIG_MPTCP): drop -m"
+            }
+            _ => "MPTCP socket refused",
+        };
+        EngineError::Spec(format!("create an MPTCP socket: {why} ({e})"))
+    })
 }
 
 /// Enables MSG_ZEROCOPY on a sending socket; returns a note when it cannot.
@@ -151,16 +187,47 @@ pub fn enable_zerocopy(sock: &Socket) -> Option<String> {
         .map(|e| format!("zerocopy unavailable ({e}): sends are copied"))
 }
 
-/// A new TCP socket for `remote`, bound per `local`.
-pub fn data_socket(path: &ResolvedPath, spec: &TestSpec) -> Result<Socket, EngineError> {
+/// A new TCP socket for `remote`, bound per `local` (to `port` if given).
+pub fn data_socket(
+    path: &ResolvedPath,
+    spec: &TestSpec,
+    port: Option<u16>,
+) -> Result<Socket, EngineError> {
     let domain = if path.remote.is_ipv4() {
         Domain::IPV4
     } else {
         Domain::IPV6
     };
-    let sock = Socket::new(domain, Type::STREAM.cloexec(), Some(Protocol::TCP))
-        .map_err(|e| EngineError::io("create a TCP socket", e))?;
+    let sock = tcp_socket(domain, spec)?;
     apply_common(&sock, spec)?;
+    bind_local(&sock, path, port)?;
+    Ok(sock)
+}
+
+/// Binds a client socket as its path says, to `port` when one is given
+/// (--cport), else to an ephemeral port chosen at connect.
+pub fn bind_local(
+    sock: &Socket,
+    path: &ResolvedPath,
+    port: Option<u16>,
+) -> Result<(), EngineError> {
+    if let Some(port) = port {
+        let ip = match &path.local {
+            LocalBind::Addr(ip) => *ip,
+            _ if path.remote.is_ipv4() => IpAddr::from([0u8; 4]),
+            _ => IpAddr::from([0u16; 8]),
+        };
+        if let LocalBind::Device(dev) = &path.local {
+            sock.bind_device(Some(dev.as_bytes())).map_err(|e| {
+                EngineError::io(format!("bind to device {dev} (needs CAP_NET_RAW)"), e)
+            })?;
+        }
+        sock.set_reuse_address(true)
+            .map_err(|e| EngineError::io("set SO_REUSEADDR", e))?;
+        return sock
+            .bind(&SockAddr::from(SocketAddr::new(ip, port)))
+            .map_err(|e| EngineError::io(format!("bind to client port {port} (--cport)"), e));
+    }
     match &path.local {
         LocalBind::Any => {}
         LocalBind::Addr(ip) => {
@@ -177,17 +244,24 @@ pub fn data_socket(path: &ResolvedPath, spec: &TestSpec) -> Result<Socket, Engin
             })?;
         }
     }
-    Ok(sock)
+    Ok(())
 }
 
-/// Connects a data socket, blocking up to `timeout`, and sends its preamble.
+/// The client port of flow `id` under --cport: the base port plus the id.
+pub fn client_port(spec: &TestSpec, id: u32) -> Option<u16> {
+    spec.client_port
+        .and_then(|p| u16::try_from(u32::from(p) + id).ok())
+}
+
+/// Connects data flow `id`, blocking up to `timeout`, and sends its preamble.
 pub fn connect_flow(
     path: &ResolvedPath,
     spec: &TestSpec,
+    id: u32,
     preamble: &[u8],
     timeout: Duration,
 ) -> Result<Socket, EngineError> {
-    let sock = data_socket(path, spec)?;
+    let sock = data_socket(path, spec, client_port(spec, id))?;
     sock.connect_timeout(&SockAddr::from(path.remote), timeout)
         .map_err(|e| EngineError::io(format!("connect a data flow to {}", path.remote), e))?;
     let mut sent = 0;

@@ -31,9 +31,15 @@ fn flow(mut a: FlowArgs) -> Result<Box<StreamFlow>, EngineError> {
         a.notes.push(n);
         zc = false;
     }
-    Ok(Box::new(StreamFlow::new(
-        a.plan.id, s, a.counters, sender, zc,
-    )))
+    let mut f = StreamFlow::new(a.plan.id, s, a.counters, sender, zc);
+    if a.spec.sendfile && sender {
+        // The file's bytes are the message sendfile sends on every call.
+        let data = vec![0x5a; a.spec.msg_size as usize];
+        f.file = Some(
+            sys::memfd_with(&data).map_err(|e| EngineError::io("create the sendfile source", e))?,
+        );
+    }
+    Ok(Box::new(f))
 }
 
 /// One bulk-TCP connection, sending or receiving.
@@ -43,6 +49,8 @@ pub struct StreamFlow {
     counters: Arc<Counters>,
     sender: bool,
     zerocopy: bool,
+    /// -Z: the in-memory file each send is a sendfile(2) of.
+    file: Option<std::fs::File>,
     reg: Option<Reg>,
     shut: bool,
     info: Option<TcpInfo>,
@@ -63,6 +71,7 @@ impl StreamFlow {
             counters,
             sender,
             zerocopy,
+            file: None,
             reg: None,
             shut: false,
             info: None,
@@ -76,8 +85,17 @@ impl StreamFlow {
     /// row per flow (docs/benchmarks.md, "Fifth follow-up").
     fn send_some(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         let fd = self.sock.as_raw_fd();
-        let len = (ts.spec.msg_size as usize).min(ts.tx.len());
-        match sys::send(fd, &ts.tx[..len], self.zerocopy) {
+        let (sent, len) = match &self.file {
+            Some(f) => {
+                let len = ts.spec.msg_size as usize;
+                (sys::sendfile(fd, f.as_raw_fd(), len), len)
+            }
+            None => {
+                let len = (ts.spec.msg_size as usize).min(ts.tx.len());
+                (sys::send(fd, &ts.tx[..len], self.zerocopy), len)
+            }
+        };
+        match sent {
             Ok(n) => {
                 self.counters.add_sent(n);
                 if n == len {

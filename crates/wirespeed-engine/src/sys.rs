@@ -53,6 +53,68 @@ pub fn set_bind_address_no_port(fd: RawFd) -> io::Result<()> {
     set_int_opt(fd, libc::SOL_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)
 }
 
+/// `IPPROTO_MPTCP` (linux/in.h): a TCP-like socket that runs MPTCP.
+pub const IPPROTO_MPTCP: libc::c_int = 262;
+
+/// Sets the TOS byte of a socket's packets: IP_TOS, and on an IPv6
+/// socket IPV6_TCLASS too (a dual-stack socket sends both kinds).
+pub fn set_tos(fd: RawFd, ipv6: bool, tos: u8) -> io::Result<()> {
+    let v = i32::from(tos);
+    if ipv6 {
+        set_int_opt(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, v)?;
+        // IPv4-mapped peers of a dual-stack socket take IP_TOS; a
+        // v6-only socket refuses it, which is fine.
+        let _ = set_int_opt(fd, libc::SOL_IP, libc::IP_TOS, v);
+        return Ok(());
+    }
+    set_int_opt(fd, libc::SOL_IP, libc::IP_TOS, v)
+}
+
+/// Sets the Don't Fragment bit on a UDP socket's datagrams (path MTU
+/// discovery "do": too large a datagram fails with EMSGSIZE).
+pub fn set_dont_fragment(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    if ipv6 {
+        let _ = set_int_opt(
+            fd,
+            libc::SOL_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DO,
+        );
+        return set_int_opt(
+            fd,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        );
+    }
+    set_int_opt(
+        fd,
+        libc::SOL_IP,
+        libc::IP_MTU_DISCOVER,
+        libc::IP_PMTUDISC_DO,
+    )
+}
+
+/// An anonymous in-memory file holding `data`: what sendfile(2) sends from.
+pub fn memfd_with(data: &[u8]) -> io::Result<std::fs::File> {
+    use std::io::Write;
+    // SAFETY: the name is a NUL-terminated literal; the returned fd is
+    // fresh and owned by the File from here on.
+    let fd = cvt(unsafe { libc::memfd_create(c"wirespeed-sendfile".as_ptr(), libc::MFD_CLOEXEC) })?;
+    // SAFETY: fd was just created and nobody else owns it.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    f.write_all(data)?;
+    Ok(f)
+}
+
+/// sendfile(2): sends `len` bytes of `file` from offset 0 to socket `fd`.
+pub fn sendfile(fd: RawFd, file: RawFd, len: usize) -> io::Result<usize> {
+    let mut off: libc::off_t = 0;
+    // SAFETY: both are open descriptors and `off` is a live local the
+    // kernel updates.
+    cvt_size(unsafe { libc::sendfile(fd, file, &mut off, len) })
+}
+
 /// Enables MSG_ZEROCOPY sends on the socket.
 pub fn set_zerocopy(fd: RawFd) -> io::Result<()> {
     set_int_opt(fd, libc::SOL_SOCKET, SO_ZEROCOPY, 1)

@@ -16,7 +16,7 @@
 use crate::error::EngineError;
 use crate::harness::{EV_TIMER, Status, ThreadState};
 use crate::proto::TOKEN_LEN;
-use crate::sockets::{LocalBind, ResolvedPath};
+use crate::sockets::{LocalBind, ResolvedPath, apply_tos, bind_local, client_port};
 use crate::spec::{FlowKind, FlowPlan, TestSpec, UDP_HEADER_LEN};
 use crate::sys;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -343,12 +343,22 @@ pub fn udp_socket(ip: IpAddr, spec: &TestSpec) -> Result<Socket, EngineError> {
             let _ = s.set_recv_buffer_size(DEFAULT_UDP_RCVBUF);
         }
     }
+    apply_tos(&s, spec)?;
+    if spec.dont_fragment {
+        sys::set_dont_fragment(s.as_raw_fd(), ip.is_ipv6())
+            .map_err(|e| EngineError::io("set Don't Fragment (IP_MTU_DISCOVER)", e))?;
+    }
     Ok(s)
 }
 
-/// A client flow's UDP socket, bound as its path says.
-fn client_socket(path: &ResolvedPath, spec: &TestSpec) -> Result<Socket, EngineError> {
+/// A client flow's UDP socket, bound as its path says (to --cport's
+/// port plus the flow's id when the test names one).
+fn client_socket(path: &ResolvedPath, spec: &TestSpec, id: u32) -> Result<Socket, EngineError> {
     let s = udp_socket(path.remote.ip(), spec)?;
+    if let Some(port) = client_port(spec, id) {
+        bind_local(&s, path, Some(port))?;
+        return Ok(s);
+    }
     match &path.local {
         LocalBind::Any => {}
         LocalBind::Addr(ip) => s
@@ -391,7 +401,7 @@ pub fn register_flows(
             ))
         })?;
         let to = SocketAddr::new(path.remote.ip(), port);
-        let sock = client_socket(path, spec)?;
+        let sock = client_socket(path, spec, plan.id)?;
         sock.set_nonblocking(true)
             .map_err(|e| EngineError::io("make a UDP socket non-blocking", e))?;
         waiting.push(Waiting {

@@ -8,13 +8,15 @@
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, FromArgMatches};
 use serde::Serialize;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+use wirespeed_engine::client::Family;
 use wirespeed_engine::spec::{
     DEFAULT_DATAGRAM, UDP_HEADER_LEN, WORKLOADS, parse_cpus, parse_duration, parse_paths,
     parse_rate, parse_size, parse_sizes,
 };
-use wirespeed_engine::{ClientConfig, Direction, TestSpec, Workload};
+use wirespeed_engine::{ClientConfig, Direction, Reach, TestSpec, Workload};
 
 type Result<T, E = String> = std::result::Result<T, E>;
 
@@ -28,6 +30,9 @@ pub struct BenchArgs {
     /// Workload (each is one row of the engine's registry).
     #[arg(short, long, default_value = "stream", value_parser = workload_parser())]
     pub workload: String,
+    /// Short for --workload udp-stream (iperf3's -u).
+    #[arg(short = 'u', long, conflicts_with = "workload")]
+    pub udp: bool,
     /// Stream direction: forward (client sends), reverse, bidir.
     #[arg(long, default_value = "forward", value_parser = ["forward", "reverse", "bidir"])]
     pub direction: String,
@@ -37,11 +42,25 @@ pub struct BenchArgs {
     /// Short for --direction bidir.
     #[arg(long)]
     pub bidir: bool,
-    /// Measured time, e.g. 10s.
-    #[arg(short, long, default_value = "10s")]
+    /// Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds).
+    #[arg(
+        short,
+        long,
+        short_alias = 't',
+        visible_alias = "time",
+        default_value = "10s"
+    )]
     pub duration: String,
-    /// Traffic before measuring, excluded from figures.
-    #[arg(long, default_value = "1s")]
+    /// End after this many bytes moved in the window instead of after a
+    /// time (iperf3's -n), e.g. 1G.
+    #[arg(short = 'n', long, conflicts_with_all = ["duration", "blocks"])]
+    pub bytes: Option<String>,
+    /// End after this many messages (-l each) instead of after a time
+    /// (iperf3's -k).
+    #[arg(short = 'k', long, conflicts_with = "duration")]
+    pub blocks: Option<String>,
+    /// Traffic before measuring, excluded from figures (iperf3's -O/--omit).
+    #[arg(short = 'O', long, visible_alias = "omit", default_value = "1s")]
     pub warmup: String,
     /// Worker threads per side (each one event loop).
     #[arg(short = 'T', long, default_value_t = 1)]
@@ -112,6 +131,21 @@ pub struct BenchArgs {
     /// Receive with MSG_TRUNC: the kernel discards data instead of copying it.
     #[arg(long)]
     pub skip_rx_copy: bool,
+    /// IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6).
+    #[arg(short = 'S', long, conflicts_with = "dscp")]
+    pub tos: Option<String>,
+    /// DSCP on every flow: a number 0-63 or a name (ef, af11..af43, cs0..cs7).
+    #[arg(long)]
+    pub dscp: Option<String>,
+    /// MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1.
+    #[arg(short = 'm', long)]
+    pub mptcp: bool,
+    /// stream: send with sendfile(2) from an in-memory file (iperf3's -Z).
+    #[arg(short = 'Z', long)]
+    pub sendfile: bool,
+    /// UDP: set the IPv4 Don't Fragment bit (and IPv6's no-fragment option).
+    #[arg(long)]
+    pub dont_fragment: bool,
     /// Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit.
     #[arg(long)]
     pub pacing: Option<String>,
@@ -142,6 +176,22 @@ pub struct BenchArgs {
     /// Timeout for connecting and for each control answer as a whole.
     #[arg(long, default_value = "10s")]
     pub timeout: String,
+    /// Timeout for each TCP connect alone, control and data; a bare
+    /// number is milliseconds, as in iperf3.
+    #[arg(long)]
+    pub connect_timeout: Option<String>,
+    /// IPv4 only.
+    #[arg(short = '4', long, conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long)]
+    pub ipv6: bool,
+    /// Client address to send from (control and data; iperf3's -B).
+    #[arg(short = 'B', long, conflicts_with_all = ["path", "paths"])]
+    pub bind: Option<String>,
+    /// Client data port: flow N binds PORT + N (iperf3's --cport).
+    #[arg(long)]
+    pub cport: Option<u16>,
 }
 
 /// `-w`'s values: every workload's name, with its one-line description.
@@ -281,6 +331,29 @@ impl BenchArgs {
         v
     }
 
+    /// How to reach the server: -4/-6, -B and --connect-timeout.
+    pub fn reach(&self) -> Result<Reach> {
+        let mut r = Reach::default();
+        if let Some(c) = &self.connect_timeout {
+            r.connect_timeout = Some(connect_timeout(c)?);
+        }
+        r.family = match (self.ipv4, self.ipv6) {
+            (true, _) => Some(Family::V4),
+            (_, true) => Some(Family::V6),
+            _ => None,
+        };
+        if let Some(b) = &self.bind {
+            let ip: IpAddr = b.parse().map_err(|_| {
+                format!("-B/--bind {b:?}: give the client's IP address (use --path DEV=REMOTE for a device)")
+            })?;
+            if r.family.is_some_and(|f| !f.holds(ip)) {
+                return Err(format!("-B {ip} is not of the family -4/-6 asks for"));
+            }
+            r.bind = Some(ip);
+        }
+        Ok(r)
+    }
+
     /// The client's settings against `host`: port, timeout and key (with
     /// the key file's warning, if any).
     pub fn client(&self, host: &str) -> Result<(ClientConfig, Option<String>)> {
@@ -298,6 +371,84 @@ impl BenchArgs {
     }
 }
 
+/// --connect-timeout: a bare number is milliseconds (iperf3's unit),
+/// else a duration such as 2s.
+fn connect_timeout(s: &str) -> Result<Duration> {
+    let e = |x: String| format!("--connect-timeout {s:?}: {x}");
+    let secs = match s.trim().parse::<f64>() {
+        Ok(ms) => ms / 1000.0,
+        Err(_) => parse_duration(s).map_err(|x| e(x.to_string()))?,
+    };
+    if !(secs.is_finite() && secs >= 0.001) {
+        return Err(e("must be at least 1 ms".into()));
+    }
+    Ok(Duration::from_secs_f64(secs.min(3600.0)))
+}
+
+/// A TOS byte as iperf3 reads it: decimal, 0x hex or 0-led octal, 0-255.
+fn parse_tos(s: &str) -> Result<u8> {
+    let t = s.trim();
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16)
+    } else if t.len() > 1 && t.starts_with('0') {
+        u32::from_str_radix(&t[1..], 8)
+    } else {
+        t.parse()
+    };
+    v.ok()
+        .and_then(|v| u8::try_from(v).ok())
+        .ok_or_else(|| format!("--tos {s:?}: use a byte 0-255, e.g. 0x10 or 16"))
+}
+
+/// A DSCP as a TOS byte: a number 0-63 or a standard name.
+fn parse_dscp(s: &str) -> Result<u8> {
+    let t = s.trim().to_ascii_lowercase();
+    let named = match t.as_str() {
+        "ef" => Some(46),
+        "va" => Some(44),
+        "le" => Some(1),
+        _ => dscp_class(&t),
+    };
+    let v = match named {
+        Some(v) => v,
+        None => u32::from(parse_tos(&t).map_err(|_| String::new()).unwrap_or(255)),
+    };
+    if v > 63 {
+        return Err(format!(
+            "--dscp {s:?}: use 0-63 or a name such as ef, af11..af43, cs0..cs7"
+        ));
+    }
+    Ok((v as u8) << 2)
+}
+
+/// afXY (X 1-4, Y 1-3) and csX (X 0-7) to their DSCP values.
+fn dscp_class(t: &str) -> Option<u32> {
+    let digits = |p: &str| {
+        t.strip_prefix(p).map(|r| {
+            r.chars()
+                .filter_map(|c| c.to_digit(10))
+                .collect::<Vec<u32>>()
+        })
+    };
+    match (digits("af"), digits("cs")) {
+        (Some(d), _) if d.len() == 2 && (1..=4).contains(&d[0]) && (1..=3).contains(&d[1]) => {
+            Some(d[0] * 8 + d[1] * 2)
+        }
+        (_, Some(d)) if d.len() == 1 && d[0] <= 7 && t.len() == 3 => Some(d[0] * 8),
+        _ => None,
+    }
+}
+
+/// -n or -k as bytes: -k counts messages of `msg_size` bytes.
+fn byte_count(a: &BenchArgs, msg_size: u32) -> Result<Option<u64>> {
+    if let Some(n) = &a.bytes {
+        return Ok(Some(parse_size(n).map_err(|e| format!("-n/--bytes: {e}"))?));
+    }
+    let Some(k) = &a.blocks else { return Ok(None) };
+    let k = parse_size(k).map_err(|e| format!("-k/--blocks: {e}"))?;
+    Ok(Some(k.saturating_mul(u64::from(msg_size))))
+}
+
 fn opt_size(s: &Option<String>) -> Result<Option<u32>> {
     s.as_deref().map(size32).transpose()
 }
@@ -312,7 +463,8 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
     fn e(x: impl ToString) -> String {
         x.to_string()
     }
-    let workload = Workload::from_name(&a.workload).ok_or_else(|| {
+    let name = if a.udp { "udp-stream" } else { &a.workload };
+    let workload = Workload::from_name(name).ok_or_else(|| {
         format!(
             "unknown workload {:?}: use one of {}",
             a.workload,
@@ -338,11 +490,30 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
         paths.extend(parse_paths(p).map_err(e)?);
     }
     let buf = opt_size(&a.socket_buffer)?;
+    let bytes = byte_count(a, msg_size)?;
+    let warmup_s = parse_duration(&a.warmup).map_err(e)?;
+    let duration_s = match bytes {
+        // Ended by bytes: the duration is the bound (the client lowers it
+        // to the server's limit).
+        Some(_) => wirespeed_engine::Limits::default().max_duration_s - warmup_s,
+        None => parse_duration(&a.duration).map_err(e)?,
+    };
+    let tos = match (&a.tos, &a.dscp) {
+        (Some(t), _) => Some(parse_tos(t)?),
+        (_, Some(d)) => Some(parse_dscp(d)?),
+        _ => None,
+    };
     let mut spec = TestSpec {
         workload,
         direction,
-        duration_s: parse_duration(&a.duration).map_err(e)?,
-        warmup_s: parse_duration(&a.warmup).map_err(e)?,
+        duration_s,
+        warmup_s,
+        bytes,
+        tos,
+        mptcp: a.mptcp,
+        sendfile: a.sendfile,
+        dont_fragment: a.dont_fragment,
+        client_port: a.cport,
         threads: a.threads,
         flows: a.flows,
         paths,
@@ -504,7 +675,7 @@ mod tests {
         for bad in [
             &["--bogus", "1"][..],
             &["--flows", "2", "--zerocopyy"],
-            &["-Z"],
+            &["-Q"],
         ] {
             let e = layered(&[bad]).unwrap_err();
             assert!(e.contains("unknown bench flag"), "{bad:?}: {e}");

@@ -17,6 +17,7 @@ pub mod fixtures;
 pub mod fleet;
 pub mod host;
 mod html;
+pub mod iperf3;
 mod kv;
 mod md;
 pub mod model;
@@ -35,7 +36,7 @@ pub use source::{Content, Source};
 
 pub use kv::render_kv;
 pub use table::{heading, new_table, render_one, render_sweep};
-pub use units::{human_bps, human_count, human_size, human_us, plural};
+pub use units::{http_date, human_bps, human_count, human_size, human_us, plural, utc_time};
 
 use wirespeed_types::result::IntervalSample;
 use wirespeed_types::{Report, Workload};
@@ -49,6 +50,8 @@ pub enum Format {
     Json,
     /// neper-style key=value lines.
     Kv,
+    /// The document `iperf3 -J` writes ([`iperf3`]).
+    Iperf3Json,
 }
 
 impl std::str::FromStr for Format {
@@ -59,7 +62,10 @@ impl std::str::FromStr for Format {
             "table" => Ok(Format::Table),
             "json" => Ok(Format::Json),
             "kv" => Ok(Format::Kv),
-            other => Err(format!("unknown format {other:?}: use table, json or kv")),
+            "iperf3-json" => Ok(Format::Iperf3Json),
+            other => Err(format!(
+                "unknown format {other:?}: use table, json, kv or iperf3-json"
+            )),
         }
     }
 }
@@ -82,6 +88,14 @@ pub fn render(report: &Report, format: Format, opts: &RenderOpts) -> String {
             s.push('\n');
             s
         }
+        Format::Iperf3Json => report
+            .results
+            .iter()
+            .map(|r| {
+                let doc = iperf3::document(r, &iperf3::Iperf3Host::of(r));
+                serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+            })
+            .collect(),
         Format::Kv => report
             .results
             .iter()

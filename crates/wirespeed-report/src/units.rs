@@ -121,10 +121,11 @@ pub fn human_pct(p: f64) -> String {
     }
 }
 
-/// A Unix time as `2026-11-23 14:05:09 UTC` (empty for 0 or nonsense).
-pub fn utc_time(unix: f64) -> String {
+/// A Unix time's civil UTC fields: (year, month, day, seconds of the
+/// day, weekday 0 = Sunday); None for 0 or nonsense.
+fn civil(unix: f64) -> Option<(i64, i64, i64, i64, i64)> {
     if !(unix.is_finite() && unix > 0.0 && unix < 1e11) {
-        return String::new();
+        return None;
     }
     let secs = unix.floor() as i64;
     let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
@@ -138,12 +139,37 @@ pub fn utc_time(unix: f64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    // 1970-01-01 was a Thursday.
+    Some((y, m, d, rem, (days + 4).rem_euclid(7)))
+}
+
+fn hms(rem: i64) -> String {
+    format!("{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// A Unix time as `2026-11-23 14:05:09 UTC` (empty for 0 or nonsense).
+pub fn utc_time(unix: f64) -> String {
+    civil(unix)
+        .map(|(y, m, d, rem, _)| format!("{y:04}-{m:02}-{d:02} {} UTC", hms(rem)))
+        .unwrap_or_default()
+}
+
+/// A Unix time as HTTP and iperf3 write it: `Wed, 25 Nov 2026 21:21:21 GMT`.
+pub fn http_date(unix: f64) -> String {
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    civil(unix)
+        .map(|(y, m, d, rem, wd)| {
+            format!(
+                "{}, {d:02} {} {y:04} {} GMT",
+                DAYS[wd as usize],
+                MONTHS[(m - 1) as usize],
+                hms(rem)
+            )
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -174,5 +200,8 @@ mod tests {
         assert_eq!(utc_time(0.0), "");
         assert_eq!(utc_time(951_782_400.5), "2000-02-29 00:00:00 UTC");
         assert_eq!(utc_time(1_795_000_000.0), "2026-11-18 11:06:40 UTC");
+        // What iperf3 3.12 wrote for timesecs 1795641681.
+        assert_eq!(http_date(1_795_641_681.0), "Wed, 25 Nov 2026 21:21:21 GMT");
+        assert_eq!(http_date(951_782_400.0), "Tue, 29 Feb 2000 00:00:00 GMT");
     }
 }

@@ -250,6 +250,27 @@ pub struct TestSpec {
     /// as a lost transaction and the next one is sent, seconds.
     #[serde(default = "default_rr_timeout")]
     pub rr_timeout_s: f64,
+    /// End the test once the client has moved this many bytes in the
+    /// measured window (iperf3's -n/-k); `duration_s` is then the upper
+    /// bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// IP TOS byte (IPV6_TCLASS on IPv6) set on every data socket, both sides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+    /// TCP workloads over MPTCP sockets (IPPROTO_MPTCP), both sides.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mptcp: bool,
+    /// stream: the sender sends with sendfile(2) from an in-memory file.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sendfile: bool,
+    /// UDP workloads: set the IPv4 Don't Fragment bit (IP_PMTUDISC_DO).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dont_fragment: bool,
+    /// The client binds flow N's data socket to this port + N (iperf3's
+    /// --cport); the server ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_port: Option<u16>,
 }
 
 fn yes() -> bool {
@@ -302,6 +323,12 @@ impl Default for TestSpec {
             udp_gso: true,
             udp_gro: true,
             rr_timeout_s: DEFAULT_RR_TIMEOUT_S,
+            bytes: None,
+            tos: None,
+            mptcp: false,
+            sendfile: false,
+            dont_fragment: false,
+            client_port: None,
         }
     }
 }
@@ -442,6 +469,7 @@ impl TestSpec {
         if self.workload.is_udp() {
             self.validate_udp()?;
         }
+        self.validate_iperf3_knobs()?;
         if self.paths.len() > 4096 {
             return bad(format!(
                 "{} paths are too many (max 4096)",
@@ -486,6 +514,49 @@ impl TestSpec {
         }
         if self.probe_rr {
             return bad("--probe-rr runs beside TCP stream tests only".into());
+        }
+        Ok(())
+    }
+
+    /// The knobs iperf3 users bring (-n, -m, -Z, --dont-fragment,
+    /// --cport): each where it makes sense, a clear error elsewhere.
+    fn validate_iperf3_knobs(&self) -> Result<(), Invalid> {
+        let w = self.workload;
+        let bad = |m: String| Err(Invalid(m));
+        if self.bytes == Some(0) {
+            return bad("a byte count (-n/-k) must be above 0".into());
+        }
+        if self.bytes.is_some() && !w.is_bulk() {
+            return bad(format!(
+                "-n/-k (bytes or blocks) end bulk tests (stream, udp-stream), not {}",
+                w.name()
+            ));
+        }
+        if self.mptcp && w.is_udp() {
+            return bad(format!("-m/--mptcp runs TCP workloads, not {}", w.name()));
+        }
+        if self.sendfile && w != Workload::Stream {
+            return bad(format!(
+                "-Z/--sendfile sends TCP stream data, not {}",
+                w.name()
+            ));
+        }
+        if self.sendfile && self.zerocopy {
+            return bad("use either -Z/--sendfile or --zerocopy".into());
+        }
+        if self.dont_fragment && !w.is_udp() {
+            return bad(
+                "--dont-fragment sets DF on UDP datagrams; TCP sets it on every segment already"
+                    .into(),
+            );
+        }
+        if let Some(p) = self.client_port
+            && (p == 0 || u32::from(p) + self.connections() as u32 > 65536)
+        {
+            return bad(format!(
+                "--cport {p}: the {} flows take ports {p} up; they must fit below 65536 and start above 0",
+                self.connections()
+            ));
         }
         Ok(())
     }

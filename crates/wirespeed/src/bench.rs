@@ -1,12 +1,16 @@
 //! `wirespeed bench`: the flags (wirespeed-experiment's [`BenchArgs`]) to
 //! a TestSpec, one test or a size sweep, progress on a terminal, then the
-//! chosen rendering.
+//! chosen rendering: once at the end, or as JSON lines while it runs
+//! (--json-stream), to stdout or --logfile.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use std::io::{IsTerminal, Write};
-use wirespeed_engine::{Report, SCHEMA_VERSION, run_test};
+use std::path::PathBuf;
+use wirespeed_engine::result::IntervalSample;
+use wirespeed_engine::{Report, SCHEMA_VERSION, TestResult, TestSpec, run_test_via};
 use wirespeed_experiment::{BenchArgs, spec_from};
-use wirespeed_report::{Format, RenderOpts, interval_line, render};
+use wirespeed_report::iperf3::{self, Iperf3Host};
+use wirespeed_report::{Format, RenderOpts, interval_line, render, utc_time};
 
 /// Options of `wirespeed bench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -16,69 +20,284 @@ pub struct BenchCmd {
     /// Bench's flags.
     #[command(flatten)]
     pub args: BenchArgs,
+    /// One JSON line per interval and one at the end (NDJSON, iperf3's
+    /// --json-stream); with --format iperf3-json, iperf3's own events.
+    #[arg(long)]
+    pub json_stream: bool,
+    /// Write the output to this file (appended) instead of stdout.
+    #[arg(long)]
+    pub logfile: Option<PathBuf>,
+    /// Begin each line of text output with the UTC time.
+    #[arg(long)]
+    pub timestamps: bool,
     /// Explain the result against a cloud profile (--profile P, --vcpus, --nics, ...).
     #[command(flatten)]
     pub model: crate::model_cmd::ExplainOpts,
 }
 
-/// Runs `wirespeed bench`.
-pub fn run(cmd: BenchCmd) -> Result<()> {
+/// Where bench's output goes: stdout or the log file, each text line
+/// stamped with the time under --timestamps.
+struct Out {
+    w: Box<dyn Write>,
+    stamp: bool,
+}
+
+impl Out {
+    fn open(cmd: &BenchCmd) -> Result<Out> {
+        let w: Box<dyn Write> = match &cmd.logfile {
+            Some(p) => Box::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .with_context(|| format!("open --logfile {}", p.display()))?,
+            ),
+            None => Box::new(std::io::stdout()),
+        };
+        Ok(Out {
+            w,
+            stamp: cmd.timestamps,
+        })
+    }
+
+    /// Writes text, each line stamped under --timestamps.
+    fn text(&mut self, s: &str) -> Result<()> {
+        if !self.stamp {
+            return self.raw(s);
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        let t = utc_time(now);
+        for l in s.lines() {
+            writeln!(self.w, "{t} {l}").context("write output")?;
+        }
+        self.w.flush().context("write output")
+    }
+
+    /// Writes JSON (or anything else never stamped) as it is.
+    fn raw(&mut self, s: &str) -> Result<()> {
+        self.w.write_all(s.as_bytes()).context("write output")?;
+        self.w.flush().context("write output")
+    }
+}
+
+/// The output format, with the combinations that make no sense refused.
+fn format_of(cmd: &BenchCmd, spec: &TestSpec) -> Result<Format> {
     let a = &cmd.args;
     let format: Format = if a.json {
         Format::Json
     } else {
         a.format.parse().map_err(anyhow::Error::msg)?
     };
+    if format == Format::Iperf3Json && !spec.workload.is_bulk() {
+        bail!(
+            "--format iperf3-json describes stream and udp-stream tests (iperf3 has no {}); use --format json",
+            spec.workload.name()
+        );
+    }
+    if cmd.json_stream && format == Format::Kv {
+        bail!("--json-stream writes JSON lines: drop --format kv");
+    }
+    Ok(format)
+}
+
+/// The host line iperf3 puts in `start.system_info` (uname -a's fields).
+fn system_info() -> String {
+    let k = |f: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{f}"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    format!(
+        "{} {} {} {} {}",
+        k("ostype"),
+        k("hostname"),
+        k("osrelease"),
+        k("version"),
+        std::env::consts::ARCH
+    )
+}
+
+/// Renders what --json-stream writes, one line per event.
+struct Stream {
+    iperf3: Option<Iperf3Host>,
+    started: bool,
+}
+
+impl Stream {
+    /// The start event (once) and an interval event.
+    fn interval(&mut self, spec: &TestSpec, host: &str, s: &IntervalSample) -> String {
+        let mut out = String::new();
+        if !self.started {
+            self.started = true;
+            out += &self.start(spec, host);
+        }
+        let data = match &self.iperf3 {
+            Some(_) => iperf3::interval(spec, s, None),
+            None => serde_json::to_value(s).unwrap_or_default(),
+        };
+        out + &iperf3::stream_event("interval", data) + "\n"
+    }
+
+    fn start(&self, spec: &TestSpec, host: &str) -> String {
+        let data = match &self.iperf3 {
+            Some(h) => {
+                let r = TestResult {
+                    spec: spec.clone(),
+                    tool_version: env!("CARGO_PKG_VERSION").into(),
+                    started_unix: now_unix(),
+                    ..TestResult::default()
+                };
+                iperf3::start(&r, h)
+            }
+            None => serde_json::json!({"server": host, "spec": spec}),
+        };
+        iperf3::stream_event("start", data) + "\n"
+    }
+
+    /// The end event of a finished test (the start first if no interval
+    /// came).
+    fn end(&mut self, r: &TestResult, host: &str) -> String {
+        let mut out = String::new();
+        if !self.started {
+            out += &self.start(&r.spec, host);
+        }
+        self.started = false;
+        let data = match &self.iperf3 {
+            Some(_) => iperf3::end(r),
+            None => serde_json::to_value(r).unwrap_or_default(),
+        };
+        out + &iperf3::stream_event("end", data) + "\n"
+    }
+}
+
+fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// iperf3's view of the server as typed.
+fn iperf3_host(cmd: &BenchCmd) -> Iperf3Host {
+    let (host, port) = wirespeed_engine::sockets::split_host_port(&cmd.host, cmd.args.port)
+        .unwrap_or((cmd.host.clone(), cmd.args.port));
+    Iperf3Host {
+        system_info: system_info(),
+        host,
+        port,
+    }
+}
+
+/// Runs `wirespeed bench`.
+pub fn run(cmd: BenchCmd) -> Result<()> {
+    let a = &cmd.args;
     let (spec, sizes) = spec_from(a).map_err(anyhow::Error::msg)?;
+    let format = format_of(&cmd, &spec)?;
     crate::model_cmd::check_bench_opts(&cmd.model)?;
     let (cfg, warning) = a.client(&cmd.host).map_err(anyhow::Error::msg)?;
+    let reach = a.reach().map_err(anyhow::Error::msg)?;
     if let Some(w) = warning {
         eprintln!("warning: {w}");
     }
-    let tty = std::io::stderr().is_terminal();
+    let mut out = Out::open(&cmd)?;
+    let host = iperf3_host(&cmd);
+    let mut stream = cmd.json_stream.then(|| Stream {
+        iperf3: (format == Format::Iperf3Json).then(|| host.clone()),
+        started: false,
+    });
+    let tty = std::io::stderr().is_terminal() && cmd.logfile.is_none();
     let user_interval = spec.interval_s > 0.0;
+    // iperf3 reports every second by default, in its JSON too.
+    let keep = user_interval || format == Format::Iperf3Json || stream.is_some();
     let mut results = Vec::new();
     for &(req, resp) in &sizes {
         let mut s = spec.clone();
         s.request_size = req;
         s.response_size = resp;
-        if !user_interval && tty {
-            s.interval_s = 0.5;
+        if !user_interval {
+            s.interval_s = if keep {
+                1.0
+            } else if tty {
+                0.5
+            } else {
+                0.0
+            };
         }
         let total = s.warmup_s + s.duration_s;
         let workload = s.workload;
-        let mut on_interval = |smp: &wirespeed_engine::result::IntervalSample| {
+        let mut failed = Ok(());
+        let mut on_interval = |smp: &IntervalSample| {
+            if failed.is_err() {
+                return;
+            }
+            if let Some(st) = stream.as_mut() {
+                failed = out.raw(&st.interval(&s, &cmd.host, smp));
+                return;
+            }
             let line = interval_line(smp, workload);
             if user_interval && format == Format::Table {
-                println!("{line}");
+                failed = out.text(&format!("{line}\n"));
             } else if tty {
                 let t = (smp.t_s + s.warmup_s).max(0.0);
                 eprint!("\r{line}  [{:>3.0}%]  ", (t / total * 100.0).min(100.0));
                 let _ = std::io::stderr().flush();
             }
         };
-        let r = run_test(&cfg, &s, &mut on_interval);
+        let r = run_test_via(&cfg, &reach, &s, &mut on_interval);
         if tty && !user_interval {
             eprint!("\r\x1b[2K");
         }
+        failed?;
         let mut r = r.with_context(|| format!("test against {} failed", cmd.host))?;
-        if !user_interval {
+        if let Some(st) = stream.as_mut() {
+            out.raw(&st.end(&r, &cmd.host))?;
+        }
+        if !keep {
             r.intervals.clear();
             r.spec.interval_s = 0.0;
         }
         results.push(r);
     }
+    if stream.is_some() {
+        return Ok(());
+    }
     let report = Report {
         schema_version: SCHEMA_VERSION,
         results,
     };
-    let opts = RenderOpts {
-        per_flow: a.per_flow,
-        color: false,
-    };
-    print!("{}", render(&report, format, &opts));
+    render_to(&mut out, &report, format, &cmd, &host)?;
     for r in &report.results {
-        crate::model_cmd::explain_after_bench(r, &cmd.model, format == Format::Json)?;
+        crate::model_cmd::explain_after_bench(r, &cmd.model, format != Format::Table)?;
     }
     Ok(())
+}
+
+/// Writes the finished report in `format`.
+fn render_to(
+    out: &mut Out,
+    report: &Report,
+    format: Format,
+    cmd: &BenchCmd,
+    host: &Iperf3Host,
+) -> Result<()> {
+    match format {
+        Format::Iperf3Json => {
+            for r in &report.results {
+                let doc = iperf3::document(r, host);
+                out.raw(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+            }
+            Ok(())
+        }
+        Format::Json => out.raw(&render(report, format, &RenderOpts::default())),
+        _ => {
+            let opts = RenderOpts {
+                per_flow: cmd.args.per_flow,
+                color: false,
+            };
+            out.text(&render(report, format, &opts))
+        }
+    }
 }
