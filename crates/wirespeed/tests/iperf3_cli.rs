@@ -1,0 +1,56 @@
+//! iperf3's flags on `wirespeed bench`: the combinations that make no
+//! sense fail with a reason and a non-zero exit, before any connection
+//! (no server needed, no root).
+
+mod common;
+use common::assert_clean_failure;
+
+fn bench(extra: &[&str]) -> Vec<String> {
+    ["bench", "127.0.0.1", "-p", "9"]
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string())
+        .collect()
+}
+
+#[test]
+fn senseless_iperf3_combinations_are_refused_with_a_reason() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["-u", "-w", "rr"], "cannot be used with"),
+        (&["-n", "1G", "-t", "5"], "cannot be used with"),
+        (&["-n", "1G", "-k", "10"], "cannot be used with"),
+        (&["-4", "-6"], "cannot be used with"),
+        (&["--tos", "0x10", "--dscp", "ef"], "cannot be used with"),
+        (&["-B", "10.0.0.1", "--path", "a=b"], "cannot be used with"),
+        (&["-n", "1G", "-w", "rr"], "bulk tests"),
+        (&["-Z", "-u"], "sendfile"),
+        (&["-Z", "--zerocopy"], "either -z/--sendfile or --zerocopy"),
+        (&["-m", "-u"], "mptcp runs tcp"),
+        (&["--dont-fragment"], "udp"),
+        (&["--tos", "300"], "0-255"),
+        (&["--dscp", "64"], "0-63"),
+        (&["--dscp", "af51"], "0-63"),
+        (&["-n", "0"], "above 0"),
+        (&["--cport", "65535", "-P", "4"], "below 65536"),
+        (&["-B", "eth0"], "ip address"),
+        (&["-4", "-B", "::1"], "family"),
+        (&["--connect-timeout", "0"], "at least 1 ms"),
+        (
+            &["--format", "iperf3-json", "-w", "rr"],
+            "stream and udp-stream",
+        ),
+        (&["--json-stream", "--format", "kv"], "json lines"),
+        (&["--format", "xml"], "iperf3-json"),
+    ];
+    for (extra, needle) in cases {
+        let args = bench(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_clean_failure(&args, needle);
+    }
+}
+
+#[test]
+fn a_family_the_server_address_is_not_of_is_refused_before_connecting() {
+    assert_clean_failure(&["bench", "::1", "-4"], "no address of the family -4");
+    assert_clean_failure(&["bench", "127.0.0.1", "-6"], "no address of the family -6");
+}
