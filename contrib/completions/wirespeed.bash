@@ -425,7 +425,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__bench)
-            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blocks --omit --warmup --threads --parallel --flows --path --paths --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --socket-buffer --sndbuf --rcvbuf --cc --congestion --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --ipv4 --ipv6 --bind --cport --json-stream --logfile --timestamps --profile --vcpus --nics --instance --nic-cap --flow-cap --vm-cap --encap --path-cap --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --paths --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --json-stream --logfile --timestamps --profile --vcpus --nics --instance --nic-cap --flow-cap --vm-cap --encap --path-cap --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -472,6 +472,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --blocks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --blockcount)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -523,6 +527,10 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --length)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -l)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -560,6 +568,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --socket-buffer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -961,7 +973,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__run)
-            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --agents --pattern --concurrent --repeats --min --baseline --tolerance --out --html --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blocks --omit --warmup --threads --parallel --flows --path --paths --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --socket-buffer --sndbuf --rcvbuf --cc --congestion --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --ipv4 --ipv6 --bind --cport --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --agents --pattern --concurrent --repeats --min --baseline --tolerance --out --html --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --paths --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1047,6 +1059,10 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --blockcount)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -k)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1095,6 +1111,10 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --length)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -l)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1132,6 +1152,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --socket-buffer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2021,7 +2045,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__run)
-            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --kubeconfig --namespace --pattern --concurrent --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blocks --omit --warmup --threads --parallel --flows --path --paths --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --socket-buffer --sndbuf --rcvbuf --cc --congestion --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --ipv4 --ipv6 --bind --cport --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --kubeconfig --namespace --pattern --concurrent --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --paths --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2147,6 +2171,10 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --blockcount)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -k)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2195,6 +2223,10 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --length)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -l)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2232,6 +2264,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --socket-buffer)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

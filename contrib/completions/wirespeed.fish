@@ -55,19 +55,19 @@ reverse\t''
 bidir\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s d -l duration -l time -d 'Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s k -l blocks -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s k -l blocks -l blockcount -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s O -l warmup -l omit -d 'Traffic before measuring, excluded from figures (iperf3\'s -O/--omit)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s F -l flows -l parallel -d 'Flows per direction (stream) or concurrent transactions (rr, crr)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l path -d 'A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l paths -d 'Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s l -l msg-size -d 'Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s l -l msg-size -l length -d 'Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s b -l bitrate -l rate -d 'udp-stream: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l rr-timeout -d 'udp-rr: how long a request waits for its answer before it counts as lost and the next one goes (default 200ms)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s s -l size -d 'rr/crr request and response size; a comma list runs a sweep' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l request -d 'rr/crr request size' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l response -d 'rr/crr response size' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l socket-buffer -d 'SO_SNDBUF and SO_RCVBUF both' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l socket-buffer -l window -d 'SO_SNDBUF and SO_RCVBUF both (iperf3\'s --window)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l sndbuf -d 'SO_SNDBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
@@ -98,7 +98,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s R -l rever
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l bidir -d 'Short for --direction bidir'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l no-gso -d 'udp-stream: send without UDP GSO (one datagram per send)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l no-gro -d 'udp-stream: receive without UDP GRO'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l nodelay -d 'Force TCP_NODELAY on (default: on for rr/crr, off for stream)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l nodelay -l no-delay -d 'Force TCP_NODELAY on (default: on for rr/crr, off for stream)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l no-nodelay -d 'Force TCP_NODELAY off'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l zerocopy -d 'Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l skip-rx-copy -d 'Receive with MSG_TRUNC: the kernel discards data instead of copying it'
@@ -108,8 +108,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l dont-fragm
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l probe-rr -d 'Measure 1-byte request/response latency beside a stream test'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l json -d 'Short for --format json'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l per-flow -d 'Show every flow in the table'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s 4 -l ipv4 -d 'IPv4 only'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s 6 -l ipv6 -d 'IPv6 only'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s 4 -l ipv4 -l version4 -d 'IPv4 only'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s 6 -l ipv6 -l version6 -d 'IPv6 only'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l json-stream -d 'One JSON line per interval and one at the end (NDJSON, iperf3\'s --json-stream); with --format iperf3-json, iperf3\'s own events'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l timestamps -d 'Begin each line of text output with the UTC time'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -335,19 +335,19 @@ reverse\t''
 bidir\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s d -l duration -l time -d 'Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s k -l blocks -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s k -l blocks -l blockcount -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s O -l warmup -l omit -d 'Traffic before measuring, excluded from figures (iperf3\'s -O/--omit)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s F -l flows -l parallel -d 'Flows per direction (stream) or concurrent transactions (rr, crr)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l path -d 'A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l paths -d 'Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s l -l msg-size -d 'Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s l -l msg-size -l length -d 'Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s b -l bitrate -l rate -d 'udp-stream: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l rr-timeout -d 'udp-rr: how long a request waits for its answer before it counts as lost and the next one goes (default 200ms)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s s -l size -d 'rr/crr request and response size; a comma list runs a sweep' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l request -d 'rr/crr request size' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l response -d 'rr/crr response size' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l socket-buffer -d 'SO_SNDBUF and SO_RCVBUF both' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l socket-buffer -l window -d 'SO_SNDBUF and SO_RCVBUF both (iperf3\'s --window)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l sndbuf -d 'SO_SNDBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
@@ -368,7 +368,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l bidir -d 'Short for --direction bidir'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l no-gso -d 'udp-stream: send without UDP GSO (one datagram per send)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l no-gro -d 'udp-stream: receive without UDP GRO'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l nodelay -d 'Force TCP_NODELAY on (default: on for rr/crr, off for stream)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l nodelay -l no-delay -d 'Force TCP_NODELAY on (default: on for rr/crr, off for stream)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l no-nodelay -d 'Force TCP_NODELAY off'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l zerocopy -d 'Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l skip-rx-copy -d 'Receive with MSG_TRUNC: the kernel discards data instead of copying it'
@@ -378,8 +378,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l probe-rr -d 'Measure 1-byte request/response latency beside a stream test'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l json -d 'Short for --format json'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l per-flow -d 'Show every flow in the table'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s 4 -l ipv4 -d 'IPv4 only'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s 6 -l ipv6 -d 'IPv6 only'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s 4 -l ipv4 -l version4 -d 'IPv4 only'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s 6 -l ipv6 -l version6 -d 'IPv6 only'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l agents -d 'The fleet file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l synthetic -d 'Plan for N made-up agents instead (planning figures only)' -r
@@ -450,19 +450,19 @@ reverse\t''
 bidir\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s d -l duration -l time -d 'Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s k -l blocks -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s k -l blocks -l blockcount -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s O -l warmup -l omit -d 'Traffic before measuring, excluded from figures (iperf3\'s -O/--omit)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s F -l flows -l parallel -d 'Flows per direction (stream) or concurrent transactions (rr, crr)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l path -d 'A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l paths -d 'Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s l -l msg-size -d 'Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s l -l msg-size -l length -d 'Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s b -l bitrate -l rate -d 'udp-stream: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l rr-timeout -d 'udp-rr: how long a request waits for its answer before it counts as lost and the next one goes (default 200ms)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s s -l size -d 'rr/crr request and response size; a comma list runs a sweep' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l request -d 'rr/crr request size' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l response -d 'rr/crr response size' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l socket-buffer -d 'SO_SNDBUF and SO_RCVBUF both' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l socket-buffer -l window -d 'SO_SNDBUF and SO_RCVBUF both (iperf3\'s --window)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l sndbuf -d 'SO_SNDBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
@@ -485,7 +485,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l bidir -d 'Short for --direction bidir'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l no-gso -d 'udp-stream: send without UDP GSO (one datagram per send)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l no-gro -d 'udp-stream: receive without UDP GRO'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l nodelay -d 'Force TCP_NODELAY on (default: on for rr/crr, off for stream)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l nodelay -l no-delay -d 'Force TCP_NODELAY on (default: on for rr/crr, off for stream)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l no-nodelay -d 'Force TCP_NODELAY off'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l zerocopy -d 'Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l skip-rx-copy -d 'Receive with MSG_TRUNC: the kernel discards data instead of copying it'
@@ -495,8 +495,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l probe-rr -d 'Measure 1-byte request/response latency beside a stream test'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l json -d 'Short for --format json'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l per-flow -d 'Show every flow in the table'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s 4 -l ipv4 -d 'IPv4 only'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s 6 -l ipv6 -d 'IPv6 only'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s 4 -l ipv4 -l version4 -d 'IPv4 only'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s 6 -l ipv6 -l version6 -d 'IPv6 only'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from image" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from image" -f -a "build" -d 'Build the agent image from a wirespeed binary (one layer: the binary, its loader and libraries, a non-root user), then write it as an OCI image layout tar and/or push it to a registry'

@@ -50,6 +50,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
 '(-d --duration)-k+[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blocks=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
+'(-d --duration)--blockcount=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '-O+[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
 '--warmup=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
 '--omit=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
@@ -62,6 +63,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
 '-l+[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
 '--msg-size=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
+'--length=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
 '-b+[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
 '--bitrate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
 '--rate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
@@ -70,7 +72,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--size=[rr/crr request and response size; a comma list runs a sweep]:SIZE:_default' \
 '--request=[rr/crr request size]:REQUEST:_default' \
 '--response=[rr/crr response size]:RESPONSE:_default' \
-'--socket-buffer=[SO_SNDBUF and SO_RCVBUF both]:SOCKET_BUFFER:_default' \
+'--socket-buffer=[SO_SNDBUF and SO_RCVBUF both (iperf3'\''s --window)]:SOCKET_BUFFER:_default' \
+'--window=[SO_SNDBUF and SO_RCVBUF both (iperf3'\''s --window)]:SOCKET_BUFFER:_default' \
 '--sndbuf=[SO_SNDBUF]:SNDBUF:_default' \
 '--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
@@ -108,6 +111,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-gso[udp-stream\: send without UDP GSO (one datagram per send)]' \
 '--no-gro[udp-stream\: receive without UDP GRO]' \
 '(--no-nodelay)--nodelay[Force TCP_NODELAY on (default\: on for rr/crr, off for stream)]' \
+'(--no-nodelay)--no-delay[Force TCP_NODELAY on (default\: on for rr/crr, off for stream)]' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
@@ -121,8 +125,10 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--per-flow[Show every flow in the table]' \
 '(-6 --ipv6)-4[IPv4 only]' \
 '(-6 --ipv6)--ipv4[IPv4 only]' \
+'(-6 --ipv6)--version4[IPv4 only]' \
 '-6[IPv6 only]' \
 '--ipv6[IPv6 only]' \
+'--version6[IPv6 only]' \
 '--json-stream[One JSON line per interval and one at the end (NDJSON, iperf3'\''s --json-stream); with --format iperf3-json, iperf3'\''s own events]' \
 '--timestamps[Begin each line of text output with the UTC time]' \
 '-h[Print help (see more with '\''--help'\'')]' \
@@ -568,6 +574,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
 '(-d --duration)-k+[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blocks=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
+'(-d --duration)--blockcount=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '-O+[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
 '--warmup=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
 '--omit=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
@@ -580,6 +587,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
 '-l+[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
 '--msg-size=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
+'--length=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
 '-b+[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
 '--bitrate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
 '--rate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
@@ -588,7 +596,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--size=[rr/crr request and response size; a comma list runs a sweep]:SIZE:_default' \
 '--request=[rr/crr request size]:REQUEST:_default' \
 '--response=[rr/crr response size]:RESPONSE:_default' \
-'--socket-buffer=[SO_SNDBUF and SO_RCVBUF both]:SOCKET_BUFFER:_default' \
+'--socket-buffer=[SO_SNDBUF and SO_RCVBUF both (iperf3'\''s --window)]:SOCKET_BUFFER:_default' \
+'--window=[SO_SNDBUF and SO_RCVBUF both (iperf3'\''s --window)]:SOCKET_BUFFER:_default' \
 '--sndbuf=[SO_SNDBUF]:SNDBUF:_default' \
 '--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
@@ -616,6 +625,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-gso[udp-stream\: send without UDP GSO (one datagram per send)]' \
 '--no-gro[udp-stream\: receive without UDP GRO]' \
 '(--no-nodelay)--nodelay[Force TCP_NODELAY on (default\: on for rr/crr, off for stream)]' \
+'(--no-nodelay)--no-delay[Force TCP_NODELAY on (default\: on for rr/crr, off for stream)]' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
@@ -629,8 +639,10 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--per-flow[Show every flow in the table]' \
 '(-6 --ipv6)-4[IPv4 only]' \
 '(-6 --ipv6)--ipv4[IPv4 only]' \
+'(-6 --ipv6)--version4[IPv4 only]' \
 '-6[IPv6 only]' \
 '--ipv6[IPv6 only]' \
+'--version6[IPv6 only]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
@@ -770,6 +782,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
 '(-d --duration)-k+[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blocks=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
+'(-d --duration)--blockcount=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '-O+[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
 '--warmup=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
 '--omit=[Traffic before measuring, excluded from figures (iperf3'\''s -O/--omit)]:WARMUP:_default' \
@@ -782,6 +795,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
 '-l+[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
 '--msg-size=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
+'--length=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
 '-b+[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
 '--bitrate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
 '--rate=[udp-stream\: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams]:BITRATE:_default' \
@@ -790,7 +804,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--size=[rr/crr request and response size; a comma list runs a sweep]:SIZE:_default' \
 '--request=[rr/crr request size]:REQUEST:_default' \
 '--response=[rr/crr response size]:RESPONSE:_default' \
-'--socket-buffer=[SO_SNDBUF and SO_RCVBUF both]:SOCKET_BUFFER:_default' \
+'--socket-buffer=[SO_SNDBUF and SO_RCVBUF both (iperf3'\''s --window)]:SOCKET_BUFFER:_default' \
+'--window=[SO_SNDBUF and SO_RCVBUF both (iperf3'\''s --window)]:SOCKET_BUFFER:_default' \
 '--sndbuf=[SO_SNDBUF]:SNDBUF:_default' \
 '--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
@@ -820,6 +835,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-gso[udp-stream\: send without UDP GSO (one datagram per send)]' \
 '--no-gro[udp-stream\: receive without UDP GRO]' \
 '(--no-nodelay)--nodelay[Force TCP_NODELAY on (default\: on for rr/crr, off for stream)]' \
+'(--no-nodelay)--no-delay[Force TCP_NODELAY on (default\: on for rr/crr, off for stream)]' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
@@ -833,8 +849,10 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--per-flow[Show every flow in the table]' \
 '(-6 --ipv6)-4[IPv4 only]' \
 '(-6 --ipv6)--ipv4[IPv4 only]' \
+'(-6 --ipv6)--version4[IPv4 only]' \
 '-6[IPv6 only]' \
 '--ipv6[IPv6 only]' \
+'--version6[IPv6 only]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 && ret=0

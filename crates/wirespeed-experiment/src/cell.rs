@@ -57,7 +57,12 @@ pub struct BenchArgs {
     pub bytes: Option<String>,
     /// End after this many messages (-l each) instead of after a time
     /// (iperf3's -k).
-    #[arg(short = 'k', long, conflicts_with = "duration")]
+    #[arg(
+        short = 'k',
+        long,
+        visible_alias = "blockcount",
+        conflicts_with = "duration"
+    )]
     pub blocks: Option<String>,
     /// Traffic before measuring, excluded from figures (iperf3's -O/--omit).
     #[arg(short = 'O', long, visible_alias = "omit", default_value = "1s")]
@@ -82,7 +87,7 @@ pub struct BenchArgs {
     pub paths: Option<String>,
     /// Bytes per send/recv call in stream tests (default 512k); the
     /// datagram size in udp-stream (default 1400).
-    #[arg(short = 'l', long)]
+    #[arg(short = 'l', long, visible_alias = "length")]
     pub msg_size: Option<String>,
     /// udp-stream: target rate per flow, evenly paced, e.g. 1gbit; 0 (the
     /// default) sends as fast as the socket takes datagrams.
@@ -107,8 +112,8 @@ pub struct BenchArgs {
     /// rr/crr response size.
     #[arg(long)]
     pub response: Option<String>,
-    /// SO_SNDBUF and SO_RCVBUF both.
-    #[arg(long)]
+    /// SO_SNDBUF and SO_RCVBUF both (iperf3's --window).
+    #[arg(long, visible_alias = "window")]
     pub socket_buffer: Option<String>,
     /// SO_SNDBUF.
     #[arg(long)]
@@ -120,7 +125,7 @@ pub struct BenchArgs {
     #[arg(long, visible_alias = "cc")]
     pub congestion: Option<String>,
     /// Force TCP_NODELAY on (default: on for rr/crr, off for stream).
-    #[arg(long, conflicts_with = "no_nodelay")]
+    #[arg(long, visible_alias = "no-delay", conflicts_with = "no_nodelay")]
     pub nodelay: bool,
     /// Force TCP_NODELAY off.
     #[arg(long)]
@@ -181,10 +186,10 @@ pub struct BenchArgs {
     #[arg(long)]
     pub connect_timeout: Option<String>,
     /// IPv4 only.
-    #[arg(short = '4', long, conflicts_with = "ipv6")]
+    #[arg(short = '4', long, visible_alias = "version4", conflicts_with = "ipv6")]
     pub ipv4: bool,
     /// IPv6 only.
-    #[arg(short = '6', long)]
+    #[arg(short = '6', long, visible_alias = "version6")]
     pub ipv6: bool,
     /// Client address to send from (control and data; iperf3's -B).
     #[arg(short = 'B', long, conflicts_with_all = ["path", "paths"])]
@@ -747,6 +752,52 @@ mod tests {
         back.layer(&argv).unwrap();
         assert_eq!(back, a);
         assert!(base.argv_from(&base).is_empty());
+    }
+
+    #[test]
+    fn iperf3_flags_make_the_spec_iperf3_means() {
+        let spec = |args: &[&str]| spec_from(&layered(&[args]).unwrap()).map(|s| s.0);
+        for (t, tos) in [
+            ("0x10", 16),
+            ("16", 16),
+            ("020", 16),
+            ("0", 0),
+            ("255", 255),
+        ] {
+            assert_eq!(spec(&["--tos", t]).unwrap().tos, Some(tos), "{t}");
+        }
+        for (d, tos) in [
+            ("ef", 184),
+            ("af11", 40),
+            ("af43", 152),
+            ("cs7", 224),
+            ("46", 184),
+        ] {
+            assert_eq!(spec(&["--dscp", d]).unwrap().tos, Some(tos), "{d}");
+        }
+        for bad in ["256", "1000", "0x", "x"] {
+            assert!(spec(&["--tos", bad]).is_err(), "{bad}");
+        }
+        for bad in ["64", "af14", "af51", "cs8", "efx"] {
+            assert!(spec(&["--dscp", bad]).is_err(), "{bad}");
+        }
+        let s = spec(&["-n", "1G"]).unwrap();
+        assert_eq!(s.bytes, Some(1 << 30));
+        assert!(s.duration_s > 3000.0, "-n leaves the duration as a bound");
+        assert_eq!(spec(&["-k", "10", "-l", "1k"]).unwrap().bytes, Some(10240));
+        let s = spec(&["-u", "-t", "5", "-O", "0", "-m"]);
+        assert!(s.is_err(), "-m is TCP only");
+        let s = spec(&["-u", "-t", "5", "-O", "0"]).unwrap();
+        assert_eq!(
+            (s.workload, s.duration_s, s.warmup_s),
+            (Workload::UdpStream, 5.0, 0.0)
+        );
+        let r = layered(&[&["-6", "--connect-timeout", "250"]])
+            .unwrap()
+            .reach()
+            .unwrap();
+        assert_eq!(r.family, Some(Family::V6));
+        assert_eq!(r.connect_timeout, Some(Duration::from_millis(250)));
     }
 
     #[test]
