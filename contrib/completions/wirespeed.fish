@@ -77,7 +77,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l pacing -d 
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l pin -d 'Pin client worker threads to these CPUs, e.g. 0,1 or 0-3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l remote-pin -d 'Pin server worker threads to these CPUs' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s i -l interval -d 'Interval reports, e.g. 1s' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l format -d 'Output: table, json or kv (neper-style key=value)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l format -d 'Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J\'s document)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l key-file -d 'Key file for a server started with --key-file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l timeout -d 'Timeout for connecting and for each control answer as a whole' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l connect-timeout -d 'Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3' -r
@@ -357,7 +357,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pin -d 'Pin client worker threads to these CPUs, e.g. 0,1 or 0-3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l remote-pin -d 'Pin server worker threads to these CPUs' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s i -l interval -d 'Interval reports, e.g. 1s' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l format -d 'Output: table, json or kv (neper-style key=value)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l format -d 'Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J\'s document)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l key-file -d 'Key file for a server started with --key-file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l timeout -d 'Timeout for connecting and for each control answer as a whole' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l connect-timeout -d 'Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3' -r
@@ -472,7 +472,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l pin -d 'Pin client worker threads to these CPUs, e.g. 0,1 or 0-3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l remote-pin -d 'Pin server worker threads to these CPUs' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s i -l interval -d 'Interval reports, e.g. 1s' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l format -d 'Output: table, json or kv (neper-style key=value)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l format -d 'Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J\'s document)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l key-file -d 'Key file for a server started with --key-file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l timeout -d 'Timeout for connecting and for each control answer as a whole' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l connect-timeout -d 'Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3' -r

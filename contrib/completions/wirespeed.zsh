@@ -86,7 +86,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
 '-i+[Interval reports, e.g. 1s]:INTERVAL:_default' \
 '--interval=[Interval reports, e.g. 1s]:INTERVAL:_default' \
-'--format=[Output\: table, json or kv (neper-style key=value)]:FORMAT:_default' \
+'--format=[Output\: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J'\''s document)]:FORMAT:_default' \
 '--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
 '--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
 '--connect-timeout=[Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3]:CONNECT_TIMEOUT:_default' \
@@ -610,7 +610,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
 '-i+[Interval reports, e.g. 1s]:INTERVAL:_default' \
 '--interval=[Interval reports, e.g. 1s]:INTERVAL:_default' \
-'--format=[Output\: table, json or kv (neper-style key=value)]:FORMAT:_default' \
+'--format=[Output\: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J'\''s document)]:FORMAT:_default' \
 '--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
 '--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
 '--connect-timeout=[Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3]:CONNECT_TIMEOUT:_default' \
@@ -818,7 +818,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
 '-i+[Interval reports, e.g. 1s]:INTERVAL:_default' \
 '--interval=[Interval reports, e.g. 1s]:INTERVAL:_default' \
-'--format=[Output\: table, json or kv (neper-style key=value)]:FORMAT:_default' \
+'--format=[Output\: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J'\''s document)]:FORMAT:_default' \
 '--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
 '--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
 '--connect-timeout=[Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3]:CONNECT_TIMEOUT:_default' \

@@ -166,7 +166,7 @@ pub struct BenchArgs {
     /// Measure 1-byte request/response latency beside a stream test.
     #[arg(long)]
     pub probe_rr: bool,
-    /// Output: table, json or kv (neper-style key=value).
+    /// Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J's document).
     #[arg(long, default_value = "table")]
     pub format: String,
     /// Short for --format json.

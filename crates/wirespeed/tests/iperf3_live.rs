@@ -196,7 +196,8 @@ mod reader {
     }
 }
 
-// The five iperf3 command lines (durations and bytes shortened),
+// The five iperf3 command lines (durations and bytes shortened;
+// UDP reverse and bidir added),
 // each run as `iperf3 -c B ... -J` and as `wirespeed bench B ...
 // --format iperf3-json` in the same lab: the same reader takes both, the
 // key sets are equal, and each wirespeed run gives the same kind of
@@ -209,12 +210,15 @@ fn the_five_iperf3_command_lines_run_as_wirespeed_commands() {
     let _g = heavy();
     let (lab, _server) = lab_with_server("t-i3five", 1, None);
     let _iperf3 = iperf3_server(&lab);
-    let lines: [&[&str]; 5] = [
+    // The five, then UDP in the other directions for the key sets.
+    let lines: [&[&str]; 7] = [
         &["-t", "2"],
         &["-R", "-P", "4", "-t", "2"],
         &["-u", "-b", "1G", "-t", "2"],
         &["-n", "200M"],
         &["--bidir", "-t", "2"],
+        &["-u", "-b", "100M", "-R", "-t", "1"],
+        &["-u", "-b", "100M", "--bidir", "-t", "1"],
     ];
     for flags in lines {
         let theirs = json_of("iperf3", &iperf3_client(&lab, &[flags, &["-J"]].concat()));
@@ -235,8 +239,8 @@ fn the_five_iperf3_command_lines_run_as_wirespeed_commands() {
             "{flags:?}"
         );
         assert_eq!(t.bidir_reverse_bps.is_some(), w.bidir_reverse_bps.is_some());
-        assert!(w.received_bps > 1e8, "{flags:?}: {w:?}");
-        if flags.contains(&"-t") {
+        assert!(w.received_bps > 5e7, "{flags:?}: {w:?}");
+        if flags.contains(&"2") {
             assert!((2..=3).contains(&w.intervals), "{flags:?}: {w:?}");
         }
         if flags.contains(&"-n") {
@@ -244,7 +248,7 @@ fn the_five_iperf3_command_lines_run_as_wirespeed_commands() {
             assert!(w.sent_bytes >= n && w.sent_bytes < 3.0 * n, "{w:?}");
             assert_eq!(reader::num(&ours, "start/test_start/bytes"), n);
         }
-        if flags.contains(&"-u") {
+        if flags.contains(&"1G") {
             // 1 Gbit/s asked, on an uncapped veth: iperf3 and wirespeed
             // both deliver it (within 15%) with a loss figure.
             assert!((0.85e9..1.15e9).contains(&w.received_bps), "{w:?}");
