@@ -41,7 +41,7 @@ impl Iperf3Host {
     }
 }
 
-/// A JSON object from key/value pairs, in order.
+/// A JSON object from key/value pairs.
 fn obj(pairs: Vec<(&str, Value)>) -> Value {
     Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }

@@ -7,7 +7,9 @@ use anyhow::{Context, Result, bail};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use wirespeed_engine::result::IntervalSample;
-use wirespeed_engine::{Report, SCHEMA_VERSION, TestResult, TestSpec, run_test_via};
+use wirespeed_engine::{
+    ClientConfig, Reach, Report, SCHEMA_VERSION, TestResult, TestSpec, run_test_via,
+};
 use wirespeed_experiment::{BenchArgs, spec_from};
 use wirespeed_report::iperf3::{self, Iperf3Host};
 use wirespeed_report::{Format, RenderOpts, interval_line, render, utc_time};
@@ -191,6 +193,75 @@ fn iperf3_host(cmd: &BenchCmd) -> Iperf3Host {
     }
 }
 
+/// One bench invocation's output state: where lines go and how.
+struct Session<'a> {
+    cmd: &'a BenchCmd,
+    format: Format,
+    out: Out,
+    stream: Option<Stream>,
+    /// Progress on the terminal (stderr is one and there is no log file).
+    tty: bool,
+    /// The user asked for interval reports.
+    user_interval: bool,
+    /// Intervals stay in the result (asked for, or iperf3's JSON has them).
+    keep: bool,
+}
+
+impl Session<'_> {
+    /// The interval a test samples at: the user's; else 1 s where the
+    /// output keeps intervals (iperf3 reports every second), 0.5 s for a
+    /// terminal's progress line, none otherwise.
+    fn interval_s(&self, asked: f64) -> f64 {
+        match (self.user_interval, self.keep, self.tty) {
+            (true, _, _) => asked,
+            (_, true, _) => 1.0,
+            (_, _, true) => 0.5,
+            _ => 0.0,
+        }
+    }
+
+    /// Shows one interval sample: a JSON line, a table line or progress.
+    fn on_interval(&mut self, s: &TestSpec, smp: &IntervalSample) -> Result<()> {
+        if let Some(st) = self.stream.as_mut() {
+            return self.out.raw(&st.interval(s, &self.cmd.host, smp));
+        }
+        let line = interval_line(smp, s.workload);
+        if self.user_interval && self.format == Format::Table {
+            return self.out.text(&format!("{line}\n"));
+        }
+        if self.tty {
+            let t = (smp.t_s + s.warmup_s).max(0.0);
+            let total = s.warmup_s + s.duration_s;
+            eprint!("\r{line}  [{:>3.0}%]  ", (t / total * 100.0).min(100.0));
+            let _ = std::io::stderr().flush();
+        }
+        Ok(())
+    }
+
+    /// Runs one test of the sweep, showing its intervals as they come.
+    fn run_one(&mut self, cfg: &ClientConfig, reach: &Reach, s: &TestSpec) -> Result<TestResult> {
+        let mut shown = Ok(());
+        let r = run_test_via(cfg, reach, s, &mut |smp| {
+            if shown.is_ok() {
+                shown = self.on_interval(s, smp);
+            }
+        });
+        if self.tty && !self.user_interval {
+            eprint!("\r\x1b[2K");
+        }
+        shown?;
+        let mut r = r.with_context(|| format!("test against {} failed", self.cmd.host))?;
+        if let Some(st) = self.stream.as_mut() {
+            self.out.raw(&st.end(&r, &self.cmd.host))?;
+        }
+        if !self.keep {
+            r.intervals.clear();
+            r.spec.interval_s = 0.0;
+        }
+        Ok(r)
+    }
+}
+
 /// Runs `wirespeed bench`.
 pub fn run(cmd: BenchCmd) -> Result<()> {
     let a = &cmd.args;
@@ -202,73 +273,37 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
     if let Some(w) = warning {
         eprintln!("warning: {w}");
     }
-    let mut out = Out::open(&cmd)?;
     let host = iperf3_host(&cmd);
-    let mut stream = cmd.json_stream.then(|| Stream {
+    let stream = cmd.json_stream.then(|| Stream {
         iperf3: (format == Format::Iperf3Json).then(|| host.clone()),
         started: false,
     });
-    let tty = std::io::stderr().is_terminal() && cmd.logfile.is_none();
     let user_interval = spec.interval_s > 0.0;
-    // iperf3 reports every second by default, in its JSON too.
-    let keep = user_interval || format == Format::Iperf3Json || stream.is_some();
+    let mut ses = Session {
+        cmd: &cmd,
+        format,
+        out: Out::open(&cmd)?,
+        keep: user_interval || format == Format::Iperf3Json || stream.is_some(),
+        stream,
+        tty: std::io::stderr().is_terminal() && cmd.logfile.is_none(),
+        user_interval,
+    };
     let mut results = Vec::new();
     for &(req, resp) in &sizes {
         let mut s = spec.clone();
         s.request_size = req;
         s.response_size = resp;
-        if !user_interval {
-            s.interval_s = if keep {
-                1.0
-            } else if tty {
-                0.5
-            } else {
-                0.0
-            };
-        }
-        let total = s.warmup_s + s.duration_s;
-        let workload = s.workload;
-        let mut failed = Ok(());
-        let mut on_interval = |smp: &IntervalSample| {
-            if failed.is_err() {
-                return;
-            }
-            if let Some(st) = stream.as_mut() {
-                failed = out.raw(&st.interval(&s, &cmd.host, smp));
-                return;
-            }
-            let line = interval_line(smp, workload);
-            if user_interval && format == Format::Table {
-                failed = out.text(&format!("{line}\n"));
-            } else if tty {
-                let t = (smp.t_s + s.warmup_s).max(0.0);
-                eprint!("\r{line}  [{:>3.0}%]  ", (t / total * 100.0).min(100.0));
-                let _ = std::io::stderr().flush();
-            }
-        };
-        let r = run_test_via(&cfg, &reach, &s, &mut on_interval);
-        if tty && !user_interval {
-            eprint!("\r\x1b[2K");
-        }
-        failed?;
-        let mut r = r.with_context(|| format!("test against {} failed", cmd.host))?;
-        if let Some(st) = stream.as_mut() {
-            out.raw(&st.end(&r, &cmd.host))?;
-        }
-        if !keep {
-            r.intervals.clear();
-            r.spec.interval_s = 0.0;
-        }
-        results.push(r);
+        s.interval_s = ses.interval_s(spec.interval_s);
+        results.push(ses.run_one(&cfg, &reach, &s)?);
     }
-    if stream.is_some() {
+    if ses.stream.is_some() {
         return Ok(());
     }
     let report = Report {
         schema_version: SCHEMA_VERSION,
         results,
     };
-    render_to(&mut out, &report, format, &cmd, &host)?;
+    render_to(&mut ses.out, &report, format, &cmd, &host)?;
     for r in &report.results {
         crate::model_cmd::explain_after_bench(r, &cmd.model, format != Format::Table)?;
     }
