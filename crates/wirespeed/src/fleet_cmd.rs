@@ -205,7 +205,14 @@ pub(crate) fn workloads(b: &BenchArgs) -> Result<Vec<WorkloadSpec>> {
     if !spec.paths.is_empty() {
         bail!("--path/--paths do not apply: each test runs over a NIC pair of the fleet file");
     }
+    if b.ipv4 || b.ipv6 || b.bind.is_some() || b.connect_timeout.is_some() || b.cport.is_some() {
+        bail!(
+            "-4/-6, -B, --cport and --connect-timeout do not apply: the agents reach each other at the fleet file's addresses"
+        );
+    }
     let one = sizes.len() == 1 && b.size.is_none();
+    // -u names its workload without -w.
+    let name = spec.workload.name();
     Ok(sizes
         .iter()
         .map(|&(req, resp)| {
@@ -213,17 +220,15 @@ pub(crate) fn workloads(b: &BenchArgs) -> Result<Vec<WorkloadSpec>> {
             s.request_size = req;
             s.response_size = resp;
             let label = if one || s.workload == wirespeed_engine::Workload::Stream {
-                b.workload.clone()
+                name.to_string()
             } else if req == resp {
                 format!(
-                    "{}-{}",
-                    b.workload,
+                    "{name}-{}",
                     wirespeed_report::human_size(req as u64).replace(' ', "")
                 )
             } else {
                 format!(
-                    "{}-{}/{}",
-                    b.workload,
+                    "{name}-{}/{}",
                     wirespeed_report::human_size(req as u64).replace(' ', ""),
                     wirespeed_report::human_size(resp as u64).replace(' ', "")
                 )

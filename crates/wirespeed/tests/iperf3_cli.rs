@@ -54,3 +54,25 @@ fn a_family_the_server_address_is_not_of_is_refused_before_connecting() {
     assert_clean_failure(&["bench", "::1", "-4"], "no address of the family -4");
     assert_clean_failure(&["bench", "127.0.0.1", "-6"], "no address of the family -6");
 }
+
+// fleet run builds its tests from bench's flags too: the ones that pick
+// how bench reaches its one server are refused there, not ignored.
+#[test]
+fn fleet_run_refuses_the_flags_that_pick_how_bench_reaches_its_server() {
+    let dir = common::temp_dir("i3fleet");
+    let fleet = dir.join("fleet.toml");
+    let agent = |n: &str, ip: &str| {
+        format!("[[agent]]\nname = \"{n}\"\ncontrol = \"{ip}:5300\"\nhttp = \"{ip}:5380\"\n")
+    };
+    let text = agent("a", "127.0.0.1") + &agent("b", "127.0.0.2");
+    std::fs::write(&fleet, text).unwrap();
+    let key = dir.join("key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let (f, k) = (fleet.to_str().unwrap(), key.to_str().unwrap());
+    for flag in [&["-4"][..], &["-B", "127.0.0.1"], &["--cport", "4000"]] {
+        let args = [&["fleet", "run", "--agents", f, "--key-file", k][..], flag].concat();
+        assert_clean_failure(&args, "do not apply");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
