@@ -60,6 +60,10 @@ pub struct ServerConfig {
     /// Where to send a line per test started, finished or failed (the
     /// server's log); None = silent.
     pub events: Option<Sender<ServerEvent>>,
+    /// Ports the tests' data listeners take, first free one first (a
+    /// firewall, NetworkPolicy or Kubernetes Service can then name them);
+    /// None = any free port.
+    pub data_ports: Option<(u16, u16)>,
 }
 
 /// Something the server did, for its log. Text that came from the wire is
@@ -152,6 +156,7 @@ impl Default for ServerConfig {
             preamble_timeout: Duration::from_secs(2),
             stop_grace: Duration::from_secs(3),
             events: None,
+            data_ports: None,
         }
     }
 }
@@ -771,7 +776,7 @@ fn run_test(
     let udp = workloads::def(spec.workload).socket() == SocketType::Udp;
     let backlog = persistent.clamp(128, 65535) as i32;
     let open_fail = |e: EngineError, what: &str| {
-        let code = if is_out_of_fds(&e) {
+        let code = if is_out_of_fds(&e) || matches!(e, EngineError::Busy(_)) {
             "busy"
         } else {
             "internal"
@@ -780,14 +785,18 @@ fn run_test(
     };
     let v4_any = SocketAddr::new(IpAddr::from([0, 0, 0, 0]), 0);
     let (listener, registration) = if udp {
-        let r = bind_registration(SocketAddr::new(any, 0))
-            .or_else(|_| bind_registration(v4_any))
-            .map_err(|e| open_fail(e, "a UDP registration socket"))?;
+        let r = on_data_port(cfg, |p| {
+            bind_registration(SocketAddr::new(any, p))
+                .or_else(|_| bind_registration(SocketAddr::new(v4_any.ip(), p)))
+        })
+        .map_err(|e| open_fail(e, "a UDP registration socket"))?;
         (None, Some(r))
     } else {
-        let l = listen_data(SocketAddr::new(any, 0), backlog, &spec)
-            .or_else(|_| listen_data(v4_any, backlog, &spec))
-            .map_err(|e| open_fail(e, "a data listener"))?;
+        let l = on_data_port(cfg, |p| {
+            listen_data(SocketAddr::new(any, p), backlog, &spec)
+                .or_else(|_| listen_data(SocketAddr::new(v4_any.ip(), p), backlog, &spec))
+        })
+        .map_err(|e| open_fail(e, "a data listener"))?;
         (Some(l), None)
     };
     let port = listener
@@ -992,11 +1001,40 @@ fn listen_data(addr: SocketAddr, backlog: i32, spec: &TestSpec) -> Result<Socket
     // Buffer sizes and congestion control set here are inherited by every
     // accepted flow, in time for the handshake's window scale.
     apply_common(&s, spec)?;
+    if addr.port() != 0 {
+        // A fixed data port is taken again by the next test while the
+        // last one's connections sit in TIME_WAIT.
+        let _ = s.set_reuse_address(true);
+    }
     s.bind(&SockAddr::from(addr))
         .map_err(|e| EngineError::io(format!("bind the data listener to {addr}"), e))?;
     s.listen(backlog)
         .map_err(|e| EngineError::io("listen for data flows", e))?;
     Ok(s)
+}
+
+/// Opens a test's data socket with `open` on a port of `cfg.data_ports`
+/// (the first one free), or on any port when no range is set.
+fn on_data_port<T>(
+    cfg: &ServerConfig,
+    open: impl Fn(u16) -> Result<T, EngineError>,
+) -> Result<T, EngineError> {
+    let Some((lo, hi)) = cfg.data_ports else {
+        return open(0);
+    };
+    let mut last = None;
+    for p in lo..=hi {
+        match open(p) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) => EngineError::Busy(format!(
+            "every data port {lo}-{hi} is taken (last: {e}); widen --data-ports or lower --max-tests"
+        )),
+        None => EngineError::Busy(format!("empty data port range {lo}-{hi}")),
+    })
 }
 
 /// Why accepting a test's flows stopped.

@@ -135,6 +135,21 @@ pub fn parse_rate(s: &str) -> Result<u64, Invalid> {
     Ok(RATE.parse(s, unit)? as u64)
 }
 
+/// Parses a port range `LO-HI` (1 to 65535, LO <= HI, at most 4096
+/// ports) or a single port.
+pub fn parse_port_range(s: &str) -> Result<(u16, u16), Invalid> {
+    let err = || Invalid(format!("bad port range {s:?}: use e.g. 5301-5316"));
+    let (a, b) = s.trim().split_once('-').unwrap_or((s.trim(), s.trim()));
+    let (a, b): (u16, u16) = (
+        a.trim().parse().map_err(|_| err())?,
+        b.trim().parse().map_err(|_| err())?,
+    );
+    if a == 0 || a > b || b - a >= 4096 {
+        return Err(err());
+    }
+    Ok((a, b))
+}
+
 /// Parses a CPU list: `0,2,4-7`.
 pub fn parse_cpus(s: &str) -> Result<Vec<usize>, Invalid> {
     let mut out = Vec::new();
@@ -164,6 +179,15 @@ pub fn parse_cpus(s: &str) -> Result<Vec<usize>, Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_ranges_parse() {
+        assert_eq!(parse_port_range("5301-5316").unwrap(), (5301, 5316));
+        assert_eq!(parse_port_range("7000").unwrap(), (7000, 7000));
+        for bad in ["0-10", "10-5", "1-9000", "a-b", "", "70000"] {
+            assert!(parse_port_range(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn sizes_parse() {

@@ -140,6 +140,10 @@ pub(crate) struct ServeArgs {
     /// Time after a test's end the server waits for the client's stop.
     #[arg(long, default_value = "3s")]
     stop_grace: String,
+    /// Ports for the tests' data connections (LO-HI), so a firewall,
+    /// NetworkPolicy or Service can admit them [default: any free port].
+    #[arg(long, value_name = "LO-HI")]
+    data_ports: Option<String>,
 }
 
 /// A positive duration flag (at least 100 ms).
@@ -189,6 +193,12 @@ pub(crate) fn server_config(a: &ServeArgs) -> Result<(ServerConfig, Option<(u32,
         preamble_timeout: duration_flag("preamble-timeout", &a.preamble_timeout)?,
         stop_grace: duration_flag("stop-grace", &a.stop_grace)?,
         events: None,
+        data_ports: a
+            .data_ports
+            .as_deref()
+            .map(wirespeed_engine::units::parse_port_range)
+            .transpose()
+            .context("--data-ports")?,
     };
     Ok((cfg, a.max_flows.is_none().then_some((max_flows, nofile))))
 }
