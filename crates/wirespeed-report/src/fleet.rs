@@ -162,7 +162,7 @@ pub fn render_fleet(r: &FleetResults) -> String {
 
 /// A cell's fill: red at half the median or less, yellow at 75%, green
 /// at the median or above.
-fn heat(ratio: f64) -> String {
+pub(crate) fn heat(ratio: f64) -> String {
     let t = ((ratio - 0.5) / 0.5).clamp(0.0, 1.0);
     let (r, g) = if t < 0.5 {
         (215.0, 60.0 + t * 2.0 * 150.0)

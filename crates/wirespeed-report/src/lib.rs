@@ -22,6 +22,7 @@ mod kv;
 mod md;
 pub mod model;
 pub mod optimize;
+pub mod paths;
 pub mod source;
 mod table;
 mod units;

@@ -10,6 +10,7 @@
 
 pub mod error;
 pub mod fleet;
+pub mod paths;
 pub mod result;
 pub mod spec;
 pub mod units;
