@@ -153,7 +153,8 @@ kill_cgroup_procs() {
     local any=
     for c in $(cluster_cgroups); do
       while read -r f; do
-        while read -r p; do [[ -n $p ]] && { kill -KILL "$p" 2>/dev/null || true; any=1; }; done <"$f"
+        # A cgroup can go while it is read: not an error.
+        { while read -r p; do [[ -n $p ]] && { kill -KILL "$p" 2>/dev/null || true; any=1; }; done <"$f"; } 2>/dev/null || true
       done < <(find "$c" -name cgroup.procs 2>/dev/null)
     done
     [[ -n $any ]] || return 0

@@ -96,6 +96,16 @@ macro_rules! with_api {
                 let $api = namespaced($client, $o);
                 $body
             }
+            Object::Service($o) => {
+                let $o = &**$o;
+                let $api = namespaced($client, $o);
+                $body
+            }
+            Object::EndpointSlice($o) => {
+                let $o = &**$o;
+                let $api = namespaced($client, $o);
+                $body
+            }
         }
     };
 }
@@ -114,6 +124,25 @@ pub async fn apply(client: &Client, obj: &Object) -> Result<String, K8sError> {
         .map(|r| r.meta().clone()))
     .map_err(|e| K8sError::api(&what, e))?;
     Ok(meta.uid.unwrap_or_default())
+}
+
+/// The ClusterIP the API server gave the Service `ns/name`.
+pub async fn cluster_ip(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> Result<std::net::IpAddr, K8sError> {
+    let api: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(client.clone(), ns);
+    let s = api
+        .get(name)
+        .await
+        .map_err(|e| K8sError::api(format!("get Service {ns}/{name}"), e))?;
+    let ip = s.spec.and_then(|s| s.cluster_ip).unwrap_or_default();
+    ip.parse().map_err(|_| {
+        K8sError::Discovery(format!(
+            "Service {ns}/{name} has no ClusterIP ({ip:?}): the cluster gives none"
+        ))
+    })
 }
 
 /// Whether `obj` exists on the server (by kind, namespace and name).

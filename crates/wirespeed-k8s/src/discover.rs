@@ -127,7 +127,7 @@ pub fn agent_of(
     };
     let (control, nics) = match network {
         Network::Host => (host_ips.first().or(pod_ips.first()), plain(&host_ips)),
-        Network::Pod => (pod_ips.first(), plain(&pod_ips)),
+        Network::Pod | Network::PodPeer => (pod_ips.first(), plain(&pod_ips)),
         Network::Dra => {
             let claim = claim_of(p).ok_or_else(|| {
                 K8sError::Discovery(format!(

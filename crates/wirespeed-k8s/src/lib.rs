@@ -8,7 +8,11 @@
 //! - [`rollout`], [`discover`]: waiting for the agents, saying why they
 //!   are not Ready, and reading their addresses.
 //! - [`proxy`]: the agents' HTTP APIs through the API server's pod proxy.
-//! - [`run`]: the whole run, and the modes compared.
+//! - [`nodes`], [`paths`]: which nodes a run tests, and the paths between
+//!   them (same node, across nodes and zones, through a Service, hairpin,
+//!   host network, DRA NICs).
+//! - [`run`]: the whole run, and the paths compared; [`gates`]: pass or
+//!   fail per case (floors, a baseline, the gap to the host network).
 //!
 //! kube-rs and k8s-openapi live in this crate only.
 
@@ -18,7 +22,10 @@ pub mod cluster;
 pub mod deploy;
 pub mod discover;
 mod error;
+pub mod gates;
 pub mod manifests;
+pub mod nodes;
+pub mod paths;
 pub mod proxy;
 pub mod rollout;
 pub mod run;
@@ -29,5 +36,8 @@ pub use deploy::Deployment;
 pub use discover::{Agent, AgentNic, discover, discover_with};
 pub use error::K8sError;
 pub use manifests::{Network, NicSelector, Object, Options};
+pub use paths::PathKind;
 pub use proxy::Reach;
-pub use run::{Comparison, NetworkRun, RunConfig, compare, render_comparison, run_blocking};
+pub use run::{
+    Comparison, PathRun, RunConfig, RunOutcome, compare, render_comparison, run_blocking,
+};

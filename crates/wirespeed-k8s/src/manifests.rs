@@ -9,17 +9,21 @@ use crate::K8sError;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, KeyToPath,
-    Namespace, ObjectFieldSelector, PodResourceClaim, PodSecurityContext, PodSpec, PodTemplateSpec,
-    Probe, ResourceClaim as ContainerClaim, ResourceRequirements, SeccompProfile, Secret,
-    SecretVolumeSource, SecurityContext, ServiceAccount, Toleration, Volume, VolumeMount,
+    Affinity, Capabilities, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
+    KeyToPath, Namespace, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+    ObjectFieldSelector, PodResourceClaim, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    ResourceClaim as ContainerClaim, ResourceRequirements, SeccompProfile, Secret,
+    SecretVolumeSource, SecurityContext, Service, ServiceAccount, ServicePort, ServiceSpec,
+    Toleration, Volume, VolumeMount,
 };
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::api::resource::v1::{
     CELDeviceSelector, DeviceClaim, DeviceClaimConfiguration, DeviceClass, DeviceClassSpec,
     DeviceRequest, DeviceSelector, ExactDeviceRequest, OpaqueDeviceConfiguration,
     ResourceClaimSpec, ResourceClaimTemplate, ResourceClaimTemplateSpec,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -69,6 +73,9 @@ pub enum Network {
     Pod,
     /// NICs claimed through DRA from DraNet, moved into the pod.
     Dra,
+    /// The pod network, a second agent on each node: the server of the
+    /// same-node paths (made only when one is asked for).
+    PodPeer,
 }
 
 impl Network {
@@ -81,7 +88,13 @@ impl Network {
             Network::Host => "host",
             Network::Pod => "pod",
             Network::Dra => "dra",
+            Network::PodPeer => "pod-peer",
         }
+    }
+
+    /// Whether its agents use the host's network namespace.
+    pub fn host_network(self) -> bool {
+        self == Network::Host
     }
 
     /// The DaemonSet of this mode's agents.
@@ -210,6 +223,20 @@ pub struct Options {
     pub tolerations: Vec<Toleration>,
     /// Run id label value (`k8s run`), none for printed manifests.
     pub run_id: Option<String>,
+    /// Pin the agents to exactly these nodes (node affinity on
+    /// `metadata.name`); None = every node the selector and taints allow.
+    pub node_names: Option<Vec<String>>,
+    /// Tolerate every taint (`--tolerate-all`).
+    pub tolerate_all: bool,
+    /// The agent container's requests and limits (`cpu`, `memory`, ...).
+    pub requests: BTreeMap<String, String>,
+    /// See [`Options::requests`].
+    pub limits: BTreeMap<String, String>,
+    /// The agents' PriorityClass.
+    pub priority_class: Option<String>,
+    /// The agents' data ports (the engine's `--data-ports`), which the
+    /// Services of the service paths forward.
+    pub data_ports: (u16, u16),
 }
 
 impl Options {
@@ -229,6 +256,12 @@ impl Options {
             node_selector: BTreeMap::new(),
             tolerations: Vec::new(),
             run_id: None,
+            node_names: None,
+            tolerate_all: false,
+            requests: BTreeMap::new(),
+            limits: BTreeMap::new(),
+            priority_class: None,
+            data_ports: DEFAULT_DATA_PORTS,
         }
     }
 
@@ -295,8 +328,45 @@ impl Options {
         if self.networks.contains(&Network::Dra) {
             self.nic_selector.cel()?;
         }
+        let (lo, hi) = self.data_ports;
+        if lo == 0
+            || lo > hi
+            || (lo..=hi).contains(&self.port)
+            || (lo..=hi).contains(&self.http_port)
+        {
+            return Err(K8sError::Invalid(format!(
+                "data ports {lo}-{hi}: a range of ports apart from the engine port {} and the HTTP port {}",
+                self.port, self.http_port
+            )));
+        }
+        if hi - lo >= 64 {
+            return Err(K8sError::Invalid(format!(
+                "data ports {lo}-{hi}: at most 64 (each is a port of every agent's Service)"
+            )));
+        }
+        for (k, v) in self.requests.iter().chain(&self.limits) {
+            if k.is_empty() || !is_quantity(v) {
+                return Err(K8sError::Invalid(format!(
+                    "resource {k}={v}: use a Kubernetes quantity, e.g. cpu=500m, memory=256Mi"
+                )));
+            }
+        }
         Ok(())
     }
+}
+
+/// Whether `v` reads as a Kubernetes quantity: a decimal number and an
+/// optional suffix (m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei).
+pub fn is_quantity(v: &str) -> bool {
+    let num_end = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, suffix) = v.split_at(num_end);
+    num.parse::<f64>().is_ok()
+        && [
+            "", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+        ]
+        .contains(&suffix)
 }
 
 /// A toleration from `KEY[=VALUE][:EFFECT]`: without a value it
@@ -339,6 +409,8 @@ pub fn parse_toleration(s: &str) -> Result<Toleration, K8sError> {
 pub const DEFAULT_PORT: u16 = 5300;
 /// The agent's default HTTP API port (wirespeed-fleet's).
 pub const DEFAULT_HTTP_PORT: u16 = 5380;
+/// The agents' default data ports: 16 tests at once per agent.
+pub const DEFAULT_DATA_PORTS: (u16, u16) = (5301, 5316);
 
 /// The image objects name when none is given: a placeholder no registry
 /// serves, to be replaced by what `wirespeed k8s image build --push
@@ -388,6 +460,10 @@ pub enum Object {
     ResourceClaimTemplate(Box<ResourceClaimTemplate>),
     /// Agents of one network mode (boxed: by far the largest).
     DaemonSet(Box<DaemonSet>),
+    /// A ClusterIP Service in front of one agent (service paths).
+    Service(Box<Service>),
+    /// The endpoint of such a Service: the agent's pod address.
+    EndpointSlice(Box<EndpointSlice>),
 }
 
 impl Object {
@@ -402,6 +478,8 @@ impl Object {
             Object::DeviceClass(_) => "DeviceClass",
             Object::ResourceClaimTemplate(_) => "ResourceClaimTemplate",
             Object::DaemonSet(_) => "DaemonSet",
+            Object::Service(_) => "Service",
+            Object::EndpointSlice(_) => "EndpointSlice",
         }
     }
 
@@ -416,6 +494,8 @@ impl Object {
             Object::DeviceClass(o) => &o.metadata,
             Object::ResourceClaimTemplate(o) => &o.metadata,
             Object::DaemonSet(o) => &o.metadata,
+            Object::Service(o) => &o.metadata,
+            Object::EndpointSlice(o) => &o.metadata,
         }
     }
 
@@ -694,7 +774,7 @@ fn env_field(name: &str, path: &str) -> EnvVar {
 
 /// The agent's command line in the image (`$(WIRESPEED_POD)` is expanded
 /// by the kubelet from the container's environment).
-pub fn agent_args(port: u16, http_port: u16) -> Vec<String> {
+pub fn agent_args(port: u16, http_port: u16, data_ports: (u16, u16)) -> Vec<String> {
     vec![
         "agent".into(),
         "--name".into(),
@@ -707,6 +787,8 @@ pub fn agent_args(port: u16, http_port: u16) -> Vec<String> {
         format!("[::]:{http_port}"),
         "--key-file".into(),
         format!("{KEY_DIR}/{KEY_ENTRY}"),
+        "--data-ports".into(),
+        format!("{}-{}", data_ports.0, data_ports.1),
     ]
 }
 
@@ -735,7 +817,7 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
     let agent = Container {
         name: "agent".into(),
         image: Some(o.image.clone()),
-        args: Some(agent_args(o.port, o.http_port)),
+        args: Some(agent_args(o.port, o.http_port, o.data_ports)),
         ports: Some(vec![
             ContainerPort {
                 name: Some("engine".into()),
@@ -761,13 +843,7 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
             ..VolumeMount::default()
         }]),
         readiness_probe: Some(probe("/healthz")),
-        resources: (n == Network::Dra).then(|| ResourceRequirements {
-            claims: Some(vec![ContainerClaim {
-                name: CLAIM_NAME.into(),
-                ..ContainerClaim::default()
-            }]),
-            ..ResourceRequirements::default()
-        }),
+        resources: resources(o, n),
         security_context: Some(restricted_security()),
         ..Container::default()
     };
@@ -789,10 +865,12 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
     let spec = PodSpec {
         service_account_name: Some(AGENT_SA.into()),
         automount_service_account_token: Some(false),
-        host_network: (n == Network::Host).then_some(true),
-        dns_policy: (n == Network::Host).then(|| "ClusterFirstWithHostNet".into()),
+        host_network: n.host_network().then_some(true),
+        dns_policy: n.host_network().then(|| "ClusterFirstWithHostNet".into()),
         node_selector: (!o.node_selector.is_empty()).then(|| o.node_selector.clone()),
-        tolerations: (!o.tolerations.is_empty()).then(|| o.tolerations.clone()),
+        affinity: o.node_names.as_ref().map(|names| pinned_to(names)),
+        tolerations: tolerations(o),
+        priority_class_name: o.priority_class.clone(),
         security_context: Some(PodSecurityContext {
             run_as_user: Some(65532),
             run_as_group: Some(65532),
@@ -845,6 +923,129 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
             ..DaemonSetSpec::default()
         }),
         ..DaemonSet::default()
+    }
+}
+
+/// A ClusterIP Service named `name` whose one endpoint is the agent at
+/// `target` (no selector: the run writes the EndpointSlice, so the
+/// Service reaches exactly that pod), forwarding the engine port and the
+/// data ports (TCP). Traffic to its ClusterIP goes through kube-proxy's
+/// (or the CNI's) service rules like any Service's.
+pub fn service(o: &Options, name: &str, target: std::net::IpAddr) -> Vec<Object> {
+    let ports: Vec<(String, u16)> = std::iter::once(("engine".to_string(), o.port))
+        .chain((o.data_ports.0..=o.data_ports.1).map(|p| (format!("data-{p}"), p)))
+        .collect();
+    let svc = Service {
+        metadata: o.meta(name, true),
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".into()),
+            ports: Some(
+                ports
+                    .iter()
+                    .map(|(n, p)| ServicePort {
+                        name: Some(n.clone()),
+                        port: i32::from(*p),
+                        target_port: Some(IntOrString::Int(i32::from(*p))),
+                        protocol: Some("TCP".into()),
+                        ..ServicePort::default()
+                    })
+                    .collect(),
+            ),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    };
+    let mut meta = o.meta(name, true);
+    let labels = meta.labels.get_or_insert_with(BTreeMap::new);
+    labels.insert("kubernetes.io/service-name".into(), name.into());
+    labels.insert(
+        "endpointslice.kubernetes.io/managed-by".into(),
+        "wirespeed.dev".into(),
+    );
+    let slice = EndpointSlice {
+        metadata: meta,
+        address_type: if target.is_ipv4() { "IPv4" } else { "IPv6" }.into(),
+        endpoints: vec![Endpoint {
+            addresses: vec![target.to_string()],
+            conditions: Some(EndpointConditions {
+                ready: Some(true),
+                ..EndpointConditions::default()
+            }),
+            ..Endpoint::default()
+        }],
+        ports: Some(
+            ports
+                .iter()
+                .map(|(n, p)| EndpointPort {
+                    name: Some(n.clone()),
+                    port: Some(i32::from(*p)),
+                    protocol: Some("TCP".into()),
+                    ..EndpointPort::default()
+                })
+                .collect(),
+        ),
+    };
+    vec![
+        Object::Service(Box::new(svc)),
+        Object::EndpointSlice(Box::new(slice)),
+    ]
+}
+
+/// The agent container's requests, limits and (dra) claim.
+fn resources(o: &Options, n: Network) -> Option<ResourceRequirements> {
+    let q = |m: &BTreeMap<String, String>| {
+        (!m.is_empty()).then(|| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), Quantity(v.clone())))
+                .collect()
+        })
+    };
+    let r = ResourceRequirements {
+        claims: (n == Network::Dra).then(|| {
+            vec![ContainerClaim {
+                name: CLAIM_NAME.into(),
+                ..ContainerClaim::default()
+            }]
+        }),
+        requests: q(&o.requests),
+        limits: q(&o.limits),
+    };
+    (r != ResourceRequirements::default()).then_some(r)
+}
+
+/// Every toleration given, or one that tolerates every taint.
+fn tolerations(o: &Options) -> Option<Vec<Toleration>> {
+    if o.tolerate_all {
+        return Some(vec![Toleration {
+            operator: Some("Exists".into()),
+            ..Toleration::default()
+        }]);
+    }
+    (!o.tolerations.is_empty()).then(|| o.tolerations.clone())
+}
+
+/// Node affinity that admits exactly the nodes `names`: one term per
+/// node (terms are ORed; the API server takes one value per `metadata.name`
+/// field selector), as the DaemonSet controller itself pins its pods.
+fn pinned_to(names: &[String]) -> Affinity {
+    Affinity {
+        node_affinity: Some(NodeAffinity {
+            required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                node_selector_terms: names
+                    .iter()
+                    .map(|n| NodeSelectorTerm {
+                        match_fields: Some(vec![NodeSelectorRequirement {
+                            key: "metadata.name".into(),
+                            operator: "In".into(),
+                            values: Some(vec![n.clone()]),
+                        }]),
+                        ..NodeSelectorTerm::default()
+                    })
+                    .collect(),
+            }),
+            ..NodeAffinity::default()
+        }),
+        ..Affinity::default()
     }
 }
 
@@ -964,5 +1165,81 @@ mod tests {
         let mut o = opts(&[Network::Pod]);
         o.key = b"short".to_vec();
         assert!(build(&o).is_err());
+        let mut o = opts(&[Network::Pod]);
+        o.data_ports = (5290, 5310);
+        assert!(build(&o).is_err(), "the range holds the engine port");
+        let mut o = opts(&[Network::Pod]);
+        o.requests.insert("cpu".into(), "lots".into());
+        assert!(build(&o).is_err());
+    }
+
+    fn pod_spec(o: &Options) -> PodSpec {
+        let objs = build(o).unwrap();
+        let Some(Object::DaemonSet(ds)) = objs.iter().find(|x| x.kind() == "DaemonSet") else {
+            panic!("no DaemonSet");
+        };
+        ds.spec.clone().unwrap().template.spec.unwrap()
+    }
+
+    #[test]
+    fn agents_land_only_where_asked_with_their_resources() {
+        let mut o = opts(&[Network::Pod]);
+        o.node_names = Some(vec!["a".into(), "b".into()]);
+        o.tolerate_all = true;
+        o.requests.insert("cpu".into(), "500m".into());
+        o.limits.insert("memory".into(), "256Mi".into());
+        o.priority_class = Some("wirespeed-high".into());
+        let spec = pod_spec(&o);
+        let json = serde_json::to_value(&spec).unwrap();
+        let terms = &json["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"];
+        assert_eq!(terms[0]["matchFields"][0]["key"], "metadata.name");
+        assert_eq!(
+            terms[0]["matchFields"][0]["values"],
+            serde_json::json!(["a"])
+        );
+        assert_eq!(
+            terms[1]["matchFields"][0]["values"],
+            serde_json::json!(["b"])
+        );
+        assert_eq!(
+            json["tolerations"],
+            serde_json::json!([{"operator": "Exists"}])
+        );
+        assert_eq!(json["priorityClassName"], "wirespeed-high");
+        let res = &json["containers"][0]["resources"];
+        assert_eq!(res["requests"]["cpu"], "500m");
+        assert_eq!(res["limits"]["memory"], "256Mi");
+        let args = spec.containers[0].args.clone().unwrap();
+        assert!(
+            args.windows(2).any(|w| w == ["--data-ports", "5301-5316"]),
+            "{args:?}"
+        );
+    }
+
+    #[test]
+    fn a_service_forwards_the_engine_and_data_ports_to_one_agent() {
+        let o = opts(&[Network::Pod]);
+        let objs = service(&o, "wirespeed-pod-0", "10.1.2.3".parse().unwrap());
+        let [Object::Service(svc), Object::EndpointSlice(slice)] = &objs[..] else {
+            panic!("a Service and its EndpointSlice: {objs:?}");
+        };
+        let ports = svc.spec.as_ref().unwrap().ports.as_ref().unwrap();
+        assert_eq!(ports.len(), 17);
+        assert!(
+            svc.spec.as_ref().unwrap().selector.is_none(),
+            "the run writes the endpoints"
+        );
+        let labels = slice.metadata.labels.as_ref().unwrap();
+        assert_eq!(labels["kubernetes.io/service-name"], "wirespeed-pod-0");
+        assert_eq!(slice.endpoints[0].addresses, vec!["10.1.2.3".to_string()]);
+        let names: Vec<_> = slice
+            .ports
+            .iter()
+            .flatten()
+            .map(|p| p.name.clone())
+            .collect();
+        let svc_names: Vec<_> = ports.iter().map(|p| p.name.clone()).collect();
+        assert_eq!(names, svc_names, "kube-proxy matches ports by name");
     }
 }

@@ -171,7 +171,7 @@ impl AgentTransport for PodProxy {
 }
 
 /// The factory for [`wirespeed_fleet::RunOptions::transport`]: each agent
-/// (named after its pod, HTTP port from its `http` address) through its
+/// (its pod from its `pod` label, else its name; HTTP port from its `http` address) through its
 /// pod's proxy in `ns`, each request bounded by `timeout`.
 pub fn factory(client: Client, ns: &str, timeout: Duration) -> TransportFactory {
     let ns = ns.to_string();
@@ -184,10 +184,13 @@ pub fn factory(client: Client, ns: &str, timeout: Duration) -> TransportFactory 
                 agent: a.name.clone(),
                 message: format!("http address {:?} is not IP:PORT", a.http),
             })?;
-        Ok(
-            Arc::new(PodProxy::new(client.clone(), &ns, &a.name, port, timeout))
-                as Arc<dyn AgentTransport>,
-        )
+        Ok(Arc::new(PodProxy::new(
+            client.clone(),
+            &ns,
+            a.labels.get("pod").unwrap_or(&a.name),
+            port,
+            timeout,
+        )) as Arc<dyn AgentTransport>)
     })
 }
 

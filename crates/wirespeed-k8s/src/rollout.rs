@@ -255,7 +255,7 @@ fn pod_state(p: &Pod) -> (Vec<Problem>, Option<String>) {
 }
 
 /// Tolerations the DaemonSet controller adds to every pod it makes.
-fn daemonset_tolerates(taint: &Taint, host_network: bool) -> bool {
+pub(crate) fn daemonset_tolerates(taint: &Taint, host_network: bool) -> bool {
     let auto: &[(&str, &str)] = &[
         ("node.kubernetes.io/not-ready", "NoExecute"),
         ("node.kubernetes.io/unreachable", "NoExecute"),
@@ -314,14 +314,33 @@ fn untolerated<'n>(
         .collect()
 }
 
-/// Whether `node` carries every label of the pods' nodeSelector.
+/// Whether `node` carries every label of the pods' nodeSelector and is
+/// among the nodes their affinity pins them to (`metadata.name In`).
 fn selected(node: &Node, ds: &DaemonSet) -> bool {
     let spec = ds.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+    let name = node.metadata.name.as_deref().unwrap_or("");
+    let pinned = spec
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|r| {
+            r.node_selector_terms.iter().any(|t| {
+                t.match_fields.iter().flatten().all(|f| {
+                    f.key != "metadata.name"
+                        || f.operator != "In"
+                        || f.values.iter().flatten().any(|v| v == name)
+                })
+            })
+        })
+        .unwrap_or(true);
     let Some(sel) = spec.and_then(|s| s.node_selector.as_ref()) else {
-        return true;
+        return pinned;
     };
     let labels = node.metadata.labels.clone().unwrap_or_default();
-    sel.iter().all(|(k, v)| labels.get(k) == Some(v))
+    pinned && sel.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
 
 /// Nodes the DaemonSet should cover but has no pod on, and why.

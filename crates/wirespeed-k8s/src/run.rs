@@ -1,21 +1,27 @@
-//! `wirespeed k8s run`: apply the agents of each network mode, wait for
-//! them, find their addresses, run the fleet matrix over each mode in turn
-//! (wirespeed-fleet's runner), and delete what the run made: on success,
-//! on error, and on Ctrl-C or SIGTERM. Several modes are compared side by
-//! side ([`Comparison`]).
+//! `wirespeed k8s run`: choose the nodes, plan each path's tests over
+//! them, apply the agents the paths need (and a Service per server for
+//! the service paths), wait for them, run each path's tests with
+//! wirespeed-fleet's runner, and delete what the run made: on success, on
+//! error, and on Ctrl-C or SIGTERM. The paths are compared side by side
+//! ([`Comparison`]); [`crate::gates`] judges them.
 
 use crate::K8sError;
 use crate::cluster;
 use crate::deploy::Deployment;
 use crate::discover::{Agent, discover_with};
 use crate::manifests::{self, Network, Options};
+use crate::nodes::{self, NodeChoice, NodeInfo, Selection};
+use crate::paths::{self, Link, PathKind};
 use crate::proxy::{self, Reach};
 use crate::rollout::Watch;
 use serde::Serialize;
-use std::net::SocketAddr;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
-use wirespeed_fleet::{AgentSpec, Fleet, FleetResults, NicSpec, Pattern, RunOptions};
+use wirespeed_fleet::{
+    AgentSpec, Fleet, FleetResults, Job, NicSpec, Pattern, Plan, Round, RunOptions,
+};
 use wirespeed_types::fleet::LinkTest;
 
 /// How a run goes.
@@ -23,11 +29,18 @@ use wirespeed_types::fleet::LinkTest;
 pub struct RunConfig {
     /// The kubeconfig (else $KUBECONFIG, ~/.kube/config or in-cluster).
     pub kubeconfig: Option<PathBuf>,
-    /// The objects (networks, namespace, image, key, profile, ...).
+    /// The objects (namespace, image, key, profile, ...); the networks
+    /// are set from the paths.
     pub objects: Options,
-    /// Who tests whom.
+    /// The paths to measure, in order.
+    pub paths: Vec<PathKind>,
+    /// Which nodes take part.
+    pub choice: NodeChoice,
+    /// Who tests whom across nodes (unless `pairs` is given).
     pub pattern: Pattern,
-    /// Tests per host at once.
+    /// The node pairs of a pairs file (its text), instead of `pattern`.
+    pub pairs: Option<String>,
+    /// Tests per node at once.
     pub concurrent: u32,
     /// The fleet runner's options (workloads, repeats, key, progress).
     pub fleet: RunOptions,
@@ -42,45 +55,32 @@ pub struct RunConfig {
     pub reach: Reach,
 }
 
-/// One network mode's agents and results.
+/// One path's tests and results.
 #[derive(Debug, Clone, Serialize)]
-pub struct NetworkRun {
-    /// The mode.
+pub struct PathRun {
+    /// The path.
+    pub path: PathKind,
+    /// The agents' network mode.
     pub network: Network,
-    /// The agents found.
+    /// The agents its tests ran between.
     pub agents: Vec<Agent>,
-    /// The fleet matrix.
+    /// Each fleet entry's node (entries: `NODE`, `NODE_peer`, and
+    /// `..._svc` for a Service in front of that agent).
+    pub nodes: BTreeMap<String, String>,
+    /// The fleet runner's results.
     pub results: FleetResults,
 }
 
-/// The fleet (wirespeed-fleet's) of discovered agents: pod names, the
-/// engine and HTTP ports on each agent's control address, its NICs in
-/// order, node and mode as labels.
-pub fn fleet_of(agents: &[Agent], port: u16, http_port: u16) -> Fleet {
-    Fleet {
-        agents: agents
-            .iter()
-            .map(|a| AgentSpec {
-                name: a.pod.clone(),
-                control: SocketAddr::new(a.control, port).to_string(),
-                http: SocketAddr::new(a.control, http_port).to_string(),
-                nics: a
-                    .nics
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| NicSpec {
-                        name: n.name.clone().unwrap_or_else(|| format!("nic{i}")),
-                        address: n.addr,
-                    })
-                    .collect(),
-                labels: [
-                    ("node".to_string(), a.node.clone()),
-                    ("network".to_string(), a.network.to_string()),
-                ]
-                .into(),
-            })
-            .collect(),
-    }
+/// A whole run: the nodes, the paths that could not be planned, and
+/// each path's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutcome {
+    /// The nodes chosen and those left out, with the reason.
+    pub selection: Selection,
+    /// Paths asked for with no test to run, with the reason.
+    pub unplanned: Vec<String>,
+    /// Each measured path, in the order asked.
+    pub runs: Vec<PathRun>,
 }
 
 /// Resolves on Ctrl-C or SIGTERM, naming which.
@@ -99,14 +99,107 @@ async fn interrupted() -> &'static str {
     }
 }
 
+/// The tests each path will run, and the paths that have none.
+struct Planned {
+    selection: Selection,
+    paths: Vec<(PathKind, Vec<Link>)>,
+    unplanned: Vec<String>,
+}
+
+/// Chooses the nodes and plans every path over them.
+async fn plan_paths(
+    cfg: &RunConfig,
+    client: &kube::Client,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<Planned, K8sError> {
+    let all = nodes::list(client).await?;
+    let mut choice = cfg.choice.clone();
+    choice.host_network = cfg.paths.contains(&PathKind::Host);
+    let min = if cfg.paths.iter().all(|p| p.one_node()) {
+        1
+    } else {
+        2
+    };
+    let selection = nodes::select(&all, &choice, min)?;
+    for (n, why) in &selection.left_out {
+        log(&format!("node {n} left out: {why}"));
+    }
+    let chosen = &selection.chosen;
+    log(&format!(
+        "nodes: {}",
+        chosen
+            .iter()
+            .map(|n| format!("{} ({})", n.name, n.place()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let pairs = match &cfg.pairs {
+        Some(text) => paths::parse_pairs(text, chosen)?,
+        None if chosen.len() >= 2 => wirespeed_fleet::plan::plan_n(chosen.len(), cfg.pattern, 1)
+            .map_err(|e| K8sError::Fleet(e.to_string()))?
+            .jobs()
+            .map(|(_, j)| Link {
+                client: j.client,
+                server: j.server,
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut planned = Planned {
+        paths: Vec::new(),
+        unplanned: Vec::new(),
+        selection: Selection::default(),
+    };
+    for &p in &cfg.paths {
+        match paths::plan(p, chosen, &pairs) {
+            Ok(links) => planned.paths.push((p, links)),
+            Err(why) => {
+                log(&format!("not measured: {why}"));
+                planned.unplanned.push(why);
+            }
+        }
+    }
+    // Host first: the baseline the others are compared with.
+    planned.paths.sort_by_key(|(p, _)| *p);
+    planned.selection = selection;
+    if planned.paths.is_empty() {
+        return Err(K8sError::Invalid(format!(
+            "no path has a test to run: {}",
+            planned.unplanned.join("; ")
+        )));
+    }
+    Ok(planned)
+}
+
+/// The networks (DaemonSets) the planned paths need, in order.
+fn networks_for(paths: &[(PathKind, Vec<Link>)]) -> Vec<Network> {
+    let mut out: Vec<Network> = Vec::new();
+    for (p, _) in paths {
+        let mut need = vec![p.network()];
+        if p.needs_peer() {
+            need.push(Network::PodPeer);
+        }
+        for n in need {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
 async fn measure(
     cfg: &RunConfig,
     client: &kube::Client,
     dep: &mut Deployment,
     log: &(dyn Fn(&str) + Sync),
-) -> Result<Vec<NetworkRun>, K8sError> {
-    let o = &cfg.objects;
-    let objs = manifests::build(o)?;
+) -> Result<RunOutcome, K8sError> {
+    let planned = plan_paths(cfg, client, log).await?;
+    let chosen = &planned.selection.chosen;
+    let mut o = cfg.objects.clone();
+    o.networks = networks_for(&planned.paths);
+    o.node_names = Some(chosen.iter().map(|n| n.name.clone()).collect());
+    let objs = manifests::build(&o)?;
     dep.apply(client, &objs).await?;
     log(&format!(
         "applied {} objects in namespace {} (label {}={})",
@@ -115,22 +208,35 @@ async fn measure(
         manifests::RUN_LABEL,
         o.run_id.as_deref().unwrap_or("-")
     ));
-    let mut out = Vec::new();
+    let mut agents: BTreeMap<Network, BTreeMap<String, Agent>> = BTreeMap::new();
     for &n in &o.networks {
-        let results = measure_mode(cfg, client, n, log).await?;
-        out.push(results);
+        agents.insert(n, wait_agents(cfg, &o, client, n, log).await?);
     }
-    Ok(out)
+    let services = make_services(&o, client, dep, &planned.paths, chosen, &agents, log).await?;
+    let mut runs = Vec::new();
+    for (p, links) in &planned.paths {
+        let table = Endpoints {
+            o: &o,
+            agents: &agents,
+            services: &services,
+        };
+        runs.push(measure_path(cfg, client, *p, links, chosen, &table, log).await?);
+    }
+    Ok(RunOutcome {
+        selection: planned.selection,
+        unplanned: planned.unplanned,
+        runs,
+    })
 }
 
-/// One mode: waits for its agents, then runs the fleet matrix over them.
-async fn measure_mode(
+/// Waits for one DaemonSet's agents; by node.
+async fn wait_agents(
     cfg: &RunConfig,
+    o: &Options,
     client: &kube::Client,
     n: Network,
     log: &(dyn Fn(&str) + Sync),
-) -> Result<NetworkRun, K8sError> {
-    let o = &cfg.objects;
+) -> Result<BTreeMap<String, Agent>, K8sError> {
     log(&format!(
         "{n}: waiting for DaemonSet {} (at most {} s)",
         n.daemonset_name(),
@@ -138,14 +244,8 @@ async fn measure_mode(
     ));
     let mode_log = |l: &str| log(&format!("{n}: {l}"));
     let watch = Watch::new(cfg.ready_timeout, &mode_log);
-    let agents = discover_with(client, &o.namespace, n, &watch).await?;
-    if agents.len() < 2 {
-        return Err(K8sError::Discovery(format!(
-            "{n}: {} agent(s) Ready; a matrix needs at least 2 nodes",
-            agents.len()
-        )));
-    }
-    for a in &agents {
+    let found = discover_with(client, &o.namespace, n, &watch).await?;
+    for a in &found {
         let nics: Vec<String> = a.nics.iter().map(|x| x.addr.to_string()).collect();
         log(&format!(
             "{n}: agent {} on {} at {} (NICs {})",
@@ -155,15 +255,173 @@ async fn measure_mode(
             nics.join(", ")
         ));
     }
-    let fleet = fleet_of(&agents, o.port, o.http_port);
-    let plan = wirespeed_fleet::plan(&fleet, cfg.pattern, cfg.concurrent)
-        .map_err(|e| K8sError::Fleet(e.to_string()))?;
+    Ok(found.into_iter().map(|a| (a.node.clone(), a)).collect())
+}
+
+/// The Service name in front of `network`'s agent on the `i`-th node.
+fn service_name(network: Network, i: usize) -> String {
+    format!("wirespeed-{}-{i}", network.as_str())
+}
+
+/// Makes a ClusterIP Service (and its EndpointSlice) in front of every
+/// agent a service path tests, and reads their ClusterIPs: by
+/// (network, node).
+async fn make_services(
+    o: &Options,
+    client: &kube::Client,
+    dep: &mut Deployment,
+    planned: &[(PathKind, Vec<Link>)],
+    chosen: &[NodeInfo],
+    agents: &BTreeMap<Network, BTreeMap<String, Agent>>,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<BTreeMap<(Network, String), IpAddr>, K8sError> {
+    let mut targets: Vec<(Network, usize)> = Vec::new();
+    for (p, links) in planned.iter().filter(|(p, _)| p.through_service()) {
+        let n = if p.needs_peer() {
+            Network::PodPeer
+        } else {
+            Network::Pod
+        };
+        for l in links {
+            if !targets.contains(&(n, l.server)) {
+                targets.push((n, l.server));
+            }
+        }
+    }
+    let mut objs = Vec::new();
+    let mut names = Vec::new();
+    for &(n, i) in &targets {
+        let Some(a) = agents.get(&n).and_then(|m| m.get(&chosen[i].name)) else {
+            continue;
+        };
+        let name = service_name(n, i);
+        objs.extend(manifests::service(o, &name, a.control));
+        names.push((n, chosen[i].name.clone(), name));
+    }
+    if objs.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    dep.apply(client, &objs).await?;
+    let mut out = BTreeMap::new();
+    for (n, node, name) in names {
+        let ip = cluster::cluster_ip(client, &o.namespace, &name).await?;
+        log(&format!(
+            "Service {name} at {ip} in front of the {n} agent on {node}"
+        ));
+        out.insert((n, node), ip);
+    }
+    Ok(out)
+}
+
+/// What a path's fleet is made from.
+struct Endpoints<'a> {
+    o: &'a Options,
+    agents: &'a BTreeMap<Network, BTreeMap<String, Agent>>,
+    services: &'a BTreeMap<(Network, String), IpAddr>,
+}
+
+impl Endpoints<'_> {
+    /// The fleet entry for `network`'s agent on `node`, reached through
+    /// its Service when `via_service`; None when no agent runs there.
+    fn entry(&self, network: Network, node: &str, via_service: bool) -> Option<(AgentSpec, Agent)> {
+        let a = self.agents.get(&network)?.get(node)?;
+        let mut name = node.to_string();
+        if network == Network::PodPeer {
+            name += "_peer";
+        }
+        let http = SocketAddr::new(a.control, self.o.http_port).to_string();
+        let mut spec = AgentSpec {
+            name: name.clone(),
+            control: SocketAddr::new(a.control, self.o.port).to_string(),
+            http,
+            nics: a
+                .nics
+                .iter()
+                .enumerate()
+                .map(|(i, n)| NicSpec {
+                    name: n.name.clone().unwrap_or_else(|| format!("nic{i}")),
+                    address: n.addr,
+                })
+                .collect(),
+            labels: [
+                ("node".to_string(), a.node.clone()),
+                ("network".to_string(), network.to_string()),
+                ("pod".to_string(), a.pod.clone()),
+            ]
+            .into(),
+        };
+        if via_service {
+            let ip = self.services.get(&(network, node.to_string()))?;
+            spec.name = name + "_svc";
+            spec.control = SocketAddr::new(*ip, self.o.port).to_string();
+            spec.nics.clear();
+        }
+        Some((spec, a.clone()))
+    }
+}
+
+/// One path: its fleet (the client and server entries of its links),
+/// the links in rounds, then the fleet runner.
+async fn measure_path(
+    cfg: &RunConfig,
+    client: &kube::Client,
+    p: PathKind,
+    links: &[Link],
+    chosen: &[NodeInfo],
+    ends: &Endpoints<'_>,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<PathRun, K8sError> {
+    let server_net = if p.needs_peer() {
+        Network::PodPeer
+    } else {
+        p.network()
+    };
+    let mut fleet = Fleet { agents: Vec::new() };
+    let mut agents: Vec<Agent> = Vec::new();
+    let mut nodes = BTreeMap::new();
+    let mut index = |e: Option<(AgentSpec, Agent)>, node: &str| -> Result<usize, K8sError> {
+        let (spec, a) = e.ok_or_else(|| {
+            K8sError::Discovery(format!("{p}: no Ready agent (or Service) on node {node}"))
+        })?;
+        if let Some(i) = fleet.agents.iter().position(|x| x.name == spec.name) {
+            return Ok(i);
+        }
+        nodes.insert(spec.name.clone(), node.to_string());
+        fleet.agents.push(spec);
+        if !agents.contains(&a) {
+            agents.push(a);
+        }
+        Ok(fleet.agents.len() - 1)
+    };
+    let mut rounds = Vec::new();
+    for r in paths::rounds(links) {
+        let mut jobs = Vec::new();
+        for l in r {
+            let (c, s) = (&chosen[l.client].name, &chosen[l.server].name);
+            let client_i = index(ends.entry(p.network(), c, false), c)?;
+            let server_i = index(ends.entry(server_net, s, p.through_service()), s)?;
+            jobs.push(Job {
+                client: client_i,
+                server: server_i,
+            });
+        }
+        rounds.push(jobs);
+    }
+    let k = cfg.concurrent.max(1) as usize;
+    let plan = Plan {
+        pattern: cfg.pattern,
+        concurrent: cfg.concurrent.max(1),
+        agents: fleet.agents.len(),
+        rounds: rounds
+            .chunks(k)
+            .map(|c| Round { jobs: c.concat() })
+            .collect(),
+    };
     log(&format!(
-        "{n}: {} agents, {}: {} rounds, {} tests; agents reached {}",
-        agents.len(),
-        cfg.pattern.name(),
-        plan.rounds.len(),
+        "{p}: {} tests in {} rounds between {} agents; agents reached {}",
         plan.len(),
+        plan.rounds.len(),
+        agents.len(),
         match cfg.reach {
             Reach::Api => "through the API server's pod proxy (--reach api)",
             Reach::Direct => "on their addresses (--reach direct)",
@@ -173,24 +431,83 @@ async fn measure_mode(
     if cfg.reach == Reach::Api {
         fopts.transport = Some(proxy::factory(
             client.clone(),
-            &o.namespace,
+            &ends.o.namespace,
             fopts.http_timeout,
         ));
     }
+    if p.through_service() {
+        await_service_rules(&fleet, &plan, &fopts, &|l| log(&format!("{p}: {l}"))).await?;
+    }
     let results = wirespeed_fleet::run_async(&fleet, &plan, &fopts)
         .await
-        .map_err(|e| K8sError::Fleet(format!("{n}: {e}")))?;
-    Ok(NetworkRun {
-        network: n,
+        .map_err(|e| K8sError::Fleet(format!("{p}: {e}")))?;
+    Ok(PathRun {
+        path: p,
+        network: p.network(),
         agents,
+        nodes,
         results,
     })
+}
+
+/// Longest wait for a new Service's rules on every client's node.
+const SERVICE_RULES_WAIT: Duration = Duration::from_secs(60);
+
+/// Waits until every test of `plan` connects through its Service: each
+/// node's service proxy (kube-proxy, or the CNI's) programs a new Service
+/// a moment after its EndpointSlice appears, and a test before that is
+/// refused. Probes with one short test per link of the plan until all
+/// connect, then returns; after [`SERVICE_RULES_WAIT`] the run goes on
+/// and reports what still fails.
+async fn await_service_rules(
+    fleet: &Fleet,
+    plan: &Plan,
+    opts: &RunOptions,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<(), K8sError> {
+    let mut probe = opts.clone();
+    probe.repeats = 1;
+    probe.progress = None;
+    probe.workloads.truncate(1);
+    for w in &mut probe.workloads {
+        w.spec.duration_s = 0.2;
+        w.spec.warmup_s = 0.0;
+        w.spec.bytes = None;
+    }
+    let deadline = tokio::time::Instant::now() + SERVICE_RULES_WAIT;
+    loop {
+        let r = wirespeed_fleet::run_async(fleet, plan, &probe)
+            .await
+            .map_err(|e| K8sError::Fleet(e.to_string()))?;
+        let refused: Vec<&LinkTest> = r.tests.iter().filter(|t| t.error.is_some()).collect();
+        let Some(first) = refused.first() else {
+            return Ok(());
+        };
+        if tokio::time::Instant::now() >= deadline {
+            log(&format!(
+                "{} of {} links still fail through their Services after {} s; measuring anyway",
+                refused.len(),
+                r.tests.len(),
+                SERVICE_RULES_WAIT.as_secs()
+            ));
+            return Ok(());
+        }
+        log(&format!(
+            "waiting for the service rules: {} of {} links refused ({} -> {}: {})",
+            refused.len(),
+            r.tests.len(),
+            first.client,
+            first.server,
+            first.error.as_deref().unwrap_or("")
+        ));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// Every requested test that was not measured (failed, or skipped because
 /// an agent was down), one line each: mode, workload, client -> server,
 /// NIC pair, and why.
-pub fn unmeasured(runs: &[NetworkRun]) -> Vec<String> {
+pub fn unmeasured(runs: &[PathRun]) -> Vec<String> {
     let mut out = Vec::new();
     for r in runs {
         for t in &r.results.tests {
@@ -204,8 +521,8 @@ pub fn unmeasured(runs: &[NetworkRun]) -> Vec<String> {
                 .map(|e| format!(" ({e})"))
                 .collect::<String>();
             out.push(format!(
-                "{} network, {}: {} -> {} ({} -> {}): {err}{down}",
-                r.network,
+                "{} path, {}: {} -> {} ({} -> {}): {err}{down}",
+                r.path,
                 t.workload,
                 t.client,
                 t.server,
@@ -225,10 +542,7 @@ fn or_dash(s: &str) -> &str {
 /// step. Whatever happens, the objects the run applied are deleted unless
 /// `keep` is set; an error in the run wins over one in cleanup, which is
 /// then logged.
-pub fn run_blocking(
-    cfg: &RunConfig,
-    log: &(dyn Fn(&str) + Sync),
-) -> Result<Vec<NetworkRun>, K8sError> {
+pub fn run_blocking(cfg: &RunConfig, log: &(dyn Fn(&str) + Sync)) -> Result<RunOutcome, K8sError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -281,8 +595,8 @@ fn kept(cfg: &RunConfig, dep: &Deployment) -> String {
 /// One mode's figures, medians over its successful tests of a workload.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct ModeFigures {
-    /// The mode.
-    pub network: String,
+    /// The path.
+    pub path: String,
     /// Tests that succeeded.
     pub tests: usize,
     /// Median throughput, bit/s.
@@ -303,12 +617,13 @@ pub struct ModeFigures {
     pub server_cpu_us_per_trans: Option<f64>,
 }
 
-/// Modes side by side for one workload; gaps are against the first mode.
+/// Paths side by side for one workload; gaps are against the first path
+/// (the host network, when it ran).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Comparison {
     /// The workload label.
     pub workload: String,
-    /// One entry per mode, in run order.
+    /// One entry per path, in run order.
     pub modes: Vec<ModeFigures>,
 }
 
@@ -317,7 +632,7 @@ fn median(v: Vec<f64>) -> Option<f64> {
 }
 
 /// The comparison of every workload across `runs`.
-pub fn compare(runs: &[NetworkRun]) -> Vec<Comparison> {
+pub fn compare(runs: &[PathRun]) -> Vec<Comparison> {
     let mut workloads: Vec<String> = Vec::new();
     for r in runs {
         for t in &r.results.tests {
@@ -338,7 +653,7 @@ pub fn compare(runs: &[NetworkRun]) -> Vec<Comparison> {
                         .iter()
                         .filter(|t| t.workload == w && t.error.is_none())
                         .collect();
-                    mode_figures(r.network, &ok)
+                    mode_figures(r.path.as_str(), &ok)
                 })
                 .collect(),
             workload: w,
@@ -349,7 +664,7 @@ pub fn compare(runs: &[NetworkRun]) -> Vec<Comparison> {
 /// One mode's medians over its successful tests `ok` of one workload.
 /// Request/response workloads (transactions counted) get transactions/s
 /// and CPU per transaction; bulk ones throughput and CPU per Gbit/s.
-fn mode_figures(network: Network, ok: &[&LinkTest]) -> ModeFigures {
+fn mode_figures(path: &str, ok: &[&LinkTest]) -> ModeFigures {
     type Cpu = fn(&wirespeed_types::TestResult) -> f64;
     let local: Cpu = |x| x.local_cpu.total_pct;
     let remote: Cpu = |x| x.remote_cpu.total_pct;
@@ -367,7 +682,7 @@ fn mode_figures(network: Network, ok: &[&LinkTest]) -> ModeFigures {
     let gbit: fn(&LinkTest) -> f64 = |t| t.throughput_bps / 1e9;
     let tps: fn(&LinkTest) -> f64 = |t| t.transactions_per_s;
     ModeFigures {
-        network: network.to_string(),
+        path: path.to_string(),
         tests: ok.len(),
         throughput_bps: median(ok.iter().map(|t| t.throughput_bps).collect()).unwrap_or(0.0),
         p50_us: median(ok.iter().filter_map(|t| t.p50_us).collect()),
@@ -400,10 +715,10 @@ pub fn render_comparison(cs: &[Comparison]) -> String {
         s += &format!("workload {}\n", c.workload);
         s += &format!("  {:<26}", "");
         for m in &c.modes {
-            s += &format!("{:>14}", m.network);
+            s += &format!("{:>19}", m.path);
         }
         for m in c.modes.iter().skip(1) {
-            s += &format!("{:>16}", format!("{} vs {}", m.network, base.network));
+            s += &format!("{:>26}", format!("{} vs {}", m.path, base.path));
         }
         s += "\n";
         type Pick = fn(&ModeFigures) -> Option<f64>;
@@ -428,7 +743,7 @@ pub fn render_comparison(cs: &[Comparison]) -> String {
             s += &format!("  {name:<26}");
             for m in &c.modes {
                 s += &format!(
-                    "{:>14}",
+                    "{:>19}",
                     pick(m).map_or("-".into(), |v| format!("{:.3}", v * scale))
                 );
             }
@@ -437,13 +752,13 @@ pub fn render_comparison(cs: &[Comparison]) -> String {
                     (Some(v), Some(b)) => gap(v, b),
                     _ => "-".into(),
                 };
-                s += &format!("{g:>16}");
+                s += &format!("{g:>26}");
             }
             s += "\n";
         }
         s += &format!("  {:<26}", "tests");
         for m in &c.modes {
-            s += &format!("{:>14}", m.tests);
+            s += &format!("{:>19}", m.tests);
         }
         s += "\n";
     }
@@ -454,9 +769,11 @@ pub fn render_comparison(cs: &[Comparison]) -> String {
 mod tests {
     use super::*;
 
-    fn run(n: Network, bps: &[f64]) -> NetworkRun {
-        NetworkRun {
-            network: n,
+    fn run(n: PathKind, bps: &[f64]) -> PathRun {
+        PathRun {
+            path: n,
+            network: n.network(),
+            nodes: BTreeMap::new(),
             agents: vec![],
             results: FleetResults {
                 tests: bps
@@ -475,8 +792,8 @@ mod tests {
     #[test]
     fn comparison_takes_medians_and_gaps_against_the_first_mode() {
         let cs = compare(&[
-            run(Network::Host, &[10e9, 9e9, 11e9]),
-            run(Network::Pod, &[7e9, 8e9, 6e9]),
+            run(PathKind::Host, &[10e9, 9e9, 11e9]),
+            run(PathKind::CrossNode, &[7e9, 8e9, 6e9]),
         ]);
         assert_eq!(cs.len(), 1);
         assert_eq!(cs[0].modes[0].throughput_bps, 10e9);
@@ -488,12 +805,14 @@ mod tests {
 
     #[test]
     fn request_response_rows_are_transactions_and_cpu_per_transaction() {
-        let rr = |n: Network, tps: f64, cpu: f64| {
+        let rr = |n: PathKind, tps: f64, cpu: f64| {
             let mut result = wirespeed_types::TestResult::default();
             result.local_cpu.total_pct = cpu;
             result.remote_cpu.total_pct = cpu;
-            NetworkRun {
-                network: n,
+            PathRun {
+                path: n,
+                network: n.network(),
+                nodes: BTreeMap::new(),
                 agents: vec![],
                 results: FleetResults {
                     tests: vec![LinkTest {
@@ -511,8 +830,8 @@ mod tests {
         };
         // 20,000 transactions/s at 40% of a core: 20 µs of CPU each.
         let cs = compare(&[
-            rr(Network::Host, 20_000.0, 40.0),
-            rr(Network::Pod, 10_000.0, 40.0),
+            rr(PathKind::Host, 20_000.0, 40.0),
+            rr(PathKind::CrossNode, 10_000.0, 40.0),
         ]);
         assert_eq!(cs[0].modes[0].client_cpu_us_per_trans, Some(20.0));
         assert_eq!(cs[0].modes[1].server_cpu_us_per_trans, Some(40.0));

@@ -105,8 +105,10 @@ pub fn needs(networks: &[Network]) -> Vec<Need> {
             "",
             "nodes",
             &["list"],
-            "nodes the DaemonSet leaves out for a taint",
+            "nodes::list reads every node once: zones, taints, readiness (which nodes a run tests, and why others are left out)",
         ),
+        need("", "services", APPLIED, applied),
+        need("discovery.k8s.io", "endpointslices", APPLIED, applied),
     ];
     if networks.contains(&Network::Dra) {
         out.push(need(
@@ -198,6 +200,34 @@ pub fn run_args(o: &Options, extra: &[String]) -> Vec<String> {
     if !o.disable_ebpf && !given("--keep-ebpf") {
         a.push("--keep-ebpf".into());
     }
+    if o.tolerate_all && !given("--tolerate-all") {
+        a.push("--tolerate-all".into());
+    }
+    let kv = |m: &std::collections::BTreeMap<String, String>| {
+        m.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut flag = |k: &str, v: String| {
+        if !given(k) {
+            a.push(k.to_string());
+            a.push(v);
+        }
+    };
+    if !o.requests.is_empty() {
+        flag("--requests", kv(&o.requests));
+    }
+    if !o.limits.is_empty() {
+        flag("--limits", kv(&o.limits));
+    }
+    if let Some(p) = &o.priority_class {
+        flag("--priority-class", p.clone());
+    }
+    flag(
+        "--data-ports",
+        format!("{}-{}", o.data_ports.0, o.data_ports.1),
+    );
     a.extend(extra.iter().cloned());
     a
 }

@@ -538,6 +538,19 @@ pub fn wait_applied(
     })
 }
 
+/// Registers the nodes `names` as their kubelets would (Ready, no
+/// taints), before a `k8s run` reads which nodes there are. Blocking
+/// (own runtime).
+pub fn register_nodes(kubeconfig: &Path, names: &[String]) -> Result<(), K8sError> {
+    runtime()?.block_on(async {
+        let client = crate::cluster::client(Some(kubeconfig)).await?;
+        for n in names {
+            register_node(&client, n, &[]).await?;
+        }
+        Ok(())
+    })
+}
+
 /// Plays one mode of a `k8s run` in namespace `ns`: registers `nodes`
 /// (name, taints) first, waits (at most `wait`) for the mode's DaemonSet,
 /// then plays its pods as `pods` say. Blocking (own runtime).

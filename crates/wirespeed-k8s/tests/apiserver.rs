@@ -58,7 +58,18 @@ async fn manifests_of_every_network_are_accepted_by_server_side_apply() {
         let mut o = Options::new(nets.clone(), ns, &key());
         o.profile = tpu();
         o.nics = 2;
-        let objs = manifests::build(&o).unwrap();
+        // Pinned to two nodes, every taint tolerated, with resources: what
+        // `k8s run` writes once it chose the nodes.
+        o.node_names = Some(vec!["node-a".into(), "node-b".into()]);
+        o.tolerate_all = true;
+        o.requests.insert("cpu".into(), "100m".into());
+        o.limits.insert("memory".into(), "256Mi".into());
+        let mut objs = manifests::build(&o).unwrap();
+        objs.extend(manifests::service(
+            &o,
+            "wirespeed-pod-0",
+            "10.0.0.7".parse().unwrap(),
+        ));
         let mut d = Deployment::new();
         d.apply(&client, &objs)
             .await

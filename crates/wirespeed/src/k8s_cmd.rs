@@ -5,6 +5,8 @@ use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use wirespeed_k8s::manifests::{self, Network, NicSelector, Options};
+use wirespeed_k8s::{PathKind, RunOutcome, gates};
+use wirespeed_types::paths::PathsReport;
 
 /// Kubernetes subcommands.
 #[derive(clap::Subcommand, Debug)]
@@ -109,6 +111,24 @@ pub struct ObjectArgs {
     /// repeatable), e.g. google.com/tpu=present:NoSchedule.
     #[arg(long, value_name = "KEY[=VALUE][:EFFECT]")]
     toleration: Vec<String>,
+    /// Let agents run on nodes whatever their taints (a GPU or TPU pool);
+    /// without it a tainted node is left out, by name.
+    #[arg(long)]
+    tolerate_all: bool,
+    /// The agent container's resource requests (KEY=QUANTITY,
+    /// comma-separated), e.g. cpu=1,memory=256Mi.
+    #[arg(long, value_name = "KEY=QTY,..")]
+    requests: Option<String>,
+    /// The agent container's resource limits (KEY=QUANTITY, comma-separated).
+    #[arg(long, value_name = "KEY=QTY,..")]
+    limits: Option<String>,
+    /// The agents' PriorityClass.
+    #[arg(long, value_name = "NAME")]
+    priority_class: Option<String>,
+    /// The agents' data ports (LO-HI): a firewall or NetworkPolicy can
+    /// admit them, and each agent's Service (service paths) forwards them.
+    #[arg(long, value_name = "LO-HI", default_value = "5301-5316")]
+    data_ports: String,
 }
 
 /// Options of `k8s manifests`.
@@ -142,9 +162,68 @@ pub struct ManifestArgs {
 
 /// Options of `k8s run`.
 #[derive(clap::Args, Debug)]
+// bench's --paths (engine paths between addresses) has no meaning here:
+// the run finds the addresses; --paths names the cluster paths instead.
+#[command(mut_arg("paths", |a| a.long("engine-paths").hide(true)))]
 pub struct RunArgs {
     #[command(flatten)]
     objects: ObjectArgs,
+    /// Paths to measure, comma-separated: host, same-node, cross-node,
+    /// cross-zone, service (= service-same-node,service-cross-node),
+    /// hairpin, dra [default: one per --network: host, cross-node, dra].
+    #[arg(long = "paths", id = "cluster_paths", value_name = "LIST")]
+    cluster_paths: Option<String>,
+    /// Only these nodes (comma-separated names).
+    #[arg(long, value_name = "NODE,..")]
+    nodes: Option<String>,
+    /// A seeded sample of N of the eligible nodes.
+    #[arg(long, value_name = "N")]
+    sample: Option<usize>,
+    /// The sample's seed: the same seed over the same nodes picks the same
+    /// sample.
+    #[arg(long, default_value_t = 1, requires = "sample")]
+    seed: u64,
+    /// Node pairs to test across nodes, one `CLIENT SERVER` per line
+    /// (instead of --pattern).
+    #[arg(long, value_name = "FILE")]
+    pairs: Option<PathBuf>,
+    /// Fail (exit 1) when a bulk case is below RATE, on every path or on
+    /// one (PATH=RATE); repeatable.
+    #[arg(long, value_name = "[PATH=]RATE")]
+    min: Vec<String>,
+    /// Fail when a request/response case is below N transactions/s
+    /// (PATH=N for one path); repeatable.
+    #[arg(long, value_name = "[PATH=]N")]
+    min_tps: Vec<String>,
+    /// Fail when a case falls more than --tolerance below the same case
+    /// of this earlier --out (or its p99 rises more).
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Tolerance of --baseline, %.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0)]
+    tolerance: f64,
+    /// Fail when a pod path is more than PCT % below the host network on
+    /// the same node pair (add host to --paths).
+    #[arg(long, value_name = "PCT")]
+    max_gap: Option<f64>,
+    /// Also write the cases as CSV here.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Also write the cases as JUnit XML here (one testcase per path,
+    /// workload and pair).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Also write an HTML page here: the path x pair heatmap and table.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Message sizes to sweep on every path (comma-separated, e.g.
+    /// 1k,16k,64k): one workload per size.
+    #[arg(long, value_name = "SIZES")]
+    sweep_sizes: Option<String>,
+    /// Flows per pair to sweep on every path (e.g. 1,4,8): one workload
+    /// per count.
+    #[arg(long, value_name = "COUNTS")]
+    sweep_flows: Option<String>,
     /// The kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
@@ -157,8 +236,9 @@ pub struct RunArgs {
     /// Tests each agent takes part in at once.
     #[arg(long, default_value_t = 1)]
     concurrent: u32,
-    /// Runs of each test; two or more measure the noise band.
-    #[arg(long, default_value_t = 1)]
+    /// Runs of each test; two or more give each case a 95% confidence
+    /// interval, which the gates judge by.
+    #[arg(long, visible_alias = "repeat", default_value_t = 1)]
     repeats: u32,
     /// Longest wait for each mode's agents to be Ready.
     #[arg(long, default_value = "5m")]
@@ -228,9 +308,27 @@ impl ObjectArgs {
             .iter()
             .map(|t| manifests::parse_toleration(t))
             .collect::<Result<_, _>>()?;
+        o.tolerate_all = self.tolerate_all;
+        o.requests = key_values("requests", self.requests.as_deref())?;
+        o.limits = key_values("limits", self.limits.as_deref())?;
+        o.priority_class = self.priority_class.clone();
+        o.data_ports =
+            wirespeed_engine::units::parse_port_range(&self.data_ports).context("--data-ports")?;
         o.validate()?;
         Ok(o)
     }
+}
+
+/// `KEY=VALUE,...` of flag `--flag` as a map (empty when absent).
+fn key_values(flag: &str, s: Option<&str>) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for kv in s.unwrap_or("").split(',').filter(|p| !p.trim().is_empty()) {
+        let Some((k, v)) = kv.split_once('=') else {
+            bail!("--{flag} {kv:?}: use KEY=VALUE, e.g. cpu=500m,memory=256Mi");
+        };
+        out.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(out)
 }
 
 /// Runs a `k8s` subcommand.
@@ -261,34 +359,153 @@ const IMAGE_HINT: &str = "build and push one with `wirespeed k8s image build --p
     REF@sha256:... it prints as --image";
 
 /// The run's workloads: bench's flags once per `--workloads` entry (or
-/// once, for -w).
+/// once, for -w), each swept over `--sweep-flows` and `--sweep-sizes`.
 fn run_workloads(a: &RunArgs) -> Result<Vec<wirespeed_fleet::WorkloadSpec>> {
-    let Some(list) = &a.workloads else {
-        return crate::fleet_cmd::workloads(&a.bench);
+    let names: Vec<String> = match &a.workloads {
+        Some(list) => list.split(',').map(|w| w.trim().to_string()).collect(),
+        None => vec![a.bench.workload.clone()],
+    };
+    let known: Vec<&str> = wirespeed_engine::spec::WORKLOADS
+        .iter()
+        .map(|i| i.name)
+        .collect();
+    let flows: Vec<Option<u32>> = match &a.sweep_flows {
+        Some(l) => l
+            .split(',')
+            .map(|f| f.trim().parse::<u32>().map(Some))
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("--sweep-flows {l:?}: use counts, e.g. 1,4,8"))?,
+        None => vec![None],
     };
     let mut out = Vec::new();
-    for w in list.split(',').map(str::trim) {
-        let known = wirespeed_engine::spec::WORKLOADS.iter().map(|i| i.name);
-        if !known.clone().any(|n| n == w) {
-            let names: Vec<&str> = known.collect();
+    for w in &names {
+        if !known.contains(&w.as_str()) {
             bail!(
-                "--workloads {list:?}: {w:?} is not a workload ({})",
-                names.join(", ")
+                "--workloads: {w:?} is not a workload ({})",
+                known.join(", ")
             );
         }
-        let mut b = a.bench.clone();
-        b.workload = w.to_string();
-        out.extend(crate::fleet_cmd::workloads(&b)?);
+        let rr = matches!(w.as_str(), "rr" | "crr" | "udp-rr");
+        for f in &flows {
+            let mut b = a.bench.clone();
+            b.workload = w.clone();
+            if let Some(f) = f {
+                b.flows = *f;
+            }
+            let mut specs = Vec::new();
+            match (&a.sweep_sizes, rr) {
+                // rr's own -s takes a list: labels rr-1KiB, rr-64KiB, ...
+                (Some(sizes), true) => {
+                    b.size = Some(sizes.clone());
+                    specs.extend(crate::fleet_cmd::workloads(&b)?);
+                }
+                (Some(sizes), false) => {
+                    for size in sizes.split(',').map(str::trim) {
+                        let mut bs = b.clone();
+                        bs.msg_size = Some(size.to_string());
+                        for mut s in crate::fleet_cmd::workloads(&bs)? {
+                            s.label = format!("{}-{size}", s.label);
+                            specs.push(s);
+                        }
+                    }
+                }
+                (None, _) => specs.extend(crate::fleet_cmd::workloads(&b)?),
+            }
+            for mut s in specs {
+                if let Some(f) = f {
+                    s.label = format!("{}-P{f}", s.label);
+                }
+                out.push(s);
+            }
+        }
     }
     Ok(out)
 }
 
+/// The paths of a run: --paths, else one per --network mode.
+fn run_paths(a: &RunArgs) -> Result<Vec<PathKind>> {
+    Ok(match &a.cluster_paths {
+        Some(p) => PathKind::parse_list(p)?,
+        None => Network::parse_list(&a.objects.network)?
+            .into_iter()
+            .map(PathKind::of_network)
+            .collect(),
+    })
+}
+
+/// The gates from the flags; the baseline read now, before the run.
+fn run_gates(a: &RunArgs) -> Result<gates::Gates> {
+    let rate = |s: &str| {
+        wirespeed_engine::units::parse_rate(s)
+            .map(|r| r as f64)
+            .map_err(|e| e.to_string())
+    };
+    let count = |s: &str| {
+        s.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| "use a number of transactions/s".to_string())
+    };
+    if !(0.0..100.0).contains(&a.tolerance) {
+        bail!("--tolerance {}: use 0 to 100 (%)", a.tolerance);
+    }
+    if a.max_gap.is_some_and(|g| !(0.0..100.0).contains(&g)) {
+        bail!("--max-gap: use 0 to 100 (%)");
+    }
+    let baseline = match &a.baseline {
+        Some(p) => Some((p.display().to_string(), read_baseline(p)?)),
+        None => None,
+    };
+    Ok(gates::Gates {
+        min_bps: a
+            .min
+            .iter()
+            .map(|m| gates::Floor::parse(m, rate).context("--min"))
+            .collect::<Result<_>>()?,
+        min_tps: a
+            .min_tps
+            .iter()
+            .map(|m| gates::Floor::parse(m, count).context("--min-tps"))
+            .collect::<Result<_>>()?,
+        baseline,
+        tolerance_pct: a.tolerance,
+        max_gap_pct: a.max_gap,
+    })
+}
+
+/// The cases of an earlier `k8s run --out FILE`.
+fn read_baseline(p: &Path) -> Result<PathsReport> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("--baseline {}", p.display()))?;
+    let mut doc: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("--baseline {}: not JSON", p.display()))?;
+    let cases = doc
+        .get_mut("paths")
+        .map(serde_json::Value::take)
+        .with_context(|| {
+            format!(
+                "--baseline {}: no \"paths\" cases: give the --out of an earlier `k8s run`",
+                p.display()
+            )
+        })?;
+    serde_json::from_value(cases)
+        .with_context(|| format!("--baseline {}: unreadable cases", p.display()))
+}
+
 fn run_matrix(a: RunArgs) -> Result<()> {
-    // Before anything touches the cluster: no image, no run.
+    // Before anything touches the cluster: no image, no run; bad gates,
+    // pairs or baselines fail here too.
     if a.objects.image.is_none() {
         bail!("k8s run needs --image: {IMAGE_HINT}");
     }
     let pattern: wirespeed_fleet::Pattern = a.pattern.parse()?;
+    let paths = run_paths(&a)?;
+    let gates = run_gates(&a)?;
+    let pairs = match &a.pairs {
+        Some(p) => {
+            Some(std::fs::read_to_string(p).with_context(|| format!("--pairs {}", p.display()))?)
+        }
+        None => None,
+    };
     // A short id names this run's namespace and labels all it makes.
     let run_id: String = String::from_utf8(manifests::generate_key()?)?[..8].to_string();
     let ns = a
@@ -305,10 +522,25 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     fleet.progress = Some(std::sync::Arc::new(|p: &wirespeed_fleet::Progress| {
         eprintln!("{}", crate::fleet_cmd::progress_line(p));
     }));
+    let choice = wirespeed_k8s::nodes::NodeChoice {
+        names: a
+            .nodes
+            .as_ref()
+            .map(|n| n.split(',').map(|x| x.trim().to_string()).collect()),
+        selector: o.node_selector.clone(),
+        sample: a.sample,
+        seed: a.seed,
+        tolerate_all: o.tolerate_all,
+        tolerations: o.tolerations.clone(),
+        host_network: false,
+    };
     let cfg = wirespeed_k8s::RunConfig {
         kubeconfig: a.kubeconfig.clone(),
         objects: o,
+        paths,
+        choice,
         pattern,
+        pairs,
         concurrent: a.concurrent,
         fleet,
         ready_timeout: crate::duration_flag("ready-timeout", &a.ready_timeout)?,
@@ -316,44 +548,111 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         keep: a.keep,
         reach: a.reach.parse()?,
     };
-    let runs = wirespeed_k8s::run_blocking(&cfg, &|l| eprintln!("k8s: {l}"))?;
-    let cmp = wirespeed_k8s::compare(&runs);
-    if let Some(p) = &a.out {
-        let doc = serde_json::json!({"runs": runs, "comparison": cmp});
-        std::fs::write(p, serde_json::to_string_pretty(&doc)?)
-            .with_context(|| format!("write {}", p.display()))?;
-    }
-    for r in &runs {
-        println!("== {} network: {} agents", r.network, r.agents.len());
+    let out = wirespeed_k8s::run_blocking(&cfg, &|l| eprintln!("k8s: {l}"))?;
+    let report = judged(&out, &gates, a.repeats.clamp(1, 100));
+    write_outputs(&a, &out, &report)?;
+    for r in &out.runs {
+        println!("== {} path: {} agents", r.path, r.agents.len());
         print!("{}", wirespeed_report::render_fleet(&r.results));
     }
-    if runs.len() > 1 {
-        println!(
-            "== network modes side by side (gaps against {})",
-            runs[0].network
+    if out.runs.len() > 1 {
+        println!("== paths side by side (gaps against {})", out.runs[0].path);
+        print!(
+            "{}",
+            wirespeed_k8s::render_comparison(&wirespeed_k8s::compare(&out.runs))
         );
-        print!("{}", wirespeed_k8s::render_comparison(&cmp));
     }
-    fail_unmeasured(&runs)
+    println!("== cases");
+    print!("{}", wirespeed_report::paths::render_paths(&report));
+    exit_status(&out, &report)
+}
+
+/// The run's cases, judged by `g`.
+fn judged(out: &RunOutcome, g: &gates::Gates, repeats: u32) -> PathsReport {
+    let tests: Vec<gates::PathTests<'_>> = out
+        .runs
+        .iter()
+        .map(|r| (r.path, &r.results.tests[..], &r.nodes))
+        .collect();
+    let mut report = PathsReport {
+        cases: gates::cases(&tests, repeats),
+        unplanned: out.unplanned.clone(),
+        left_out: out
+            .selection
+            .left_out
+            .iter()
+            .map(|(n, why)| format!("{n}: {why}"))
+            .collect(),
+        ..PathsReport::default()
+    };
+    gates::judge(&mut report, g);
+    report
+}
+
+/// --out (JSON: nodes, each path's runs, the comparison, the cases),
+/// --csv, --junit and --html.
+fn write_outputs(a: &RunArgs, out: &RunOutcome, report: &PathsReport) -> Result<()> {
+    let write = |p: &Path, text: String| {
+        std::fs::write(p, text).with_context(|| format!("write {}", p.display()))
+    };
+    if let Some(p) = &a.out {
+        let doc = serde_json::json!({
+            "nodes": out.selection,
+            "runs": out.runs,
+            "comparison": wirespeed_k8s::compare(&out.runs),
+            "paths": report,
+        });
+        write(p, serde_json::to_string_pretty(&doc)?)?;
+    }
+    if let Some(p) = &a.csv {
+        write(p, wirespeed_report::paths::render_paths_csv(report))?;
+    }
+    if let Some(p) = &a.junit {
+        let xml =
+            wirespeed_report::paths::render_paths_junit(report).map_err(anyhow::Error::msg)?;
+        write(p, xml)?;
+    }
+    if let Some(p) = &a.html {
+        write(p, wirespeed_report::paths::render_paths_html(report))?;
+    }
+    Ok(())
 }
 
 /// Exit status of `k8s run` when a requested test was not measured.
 pub const EXIT_UNMEASURED: i32 = 3;
 
-/// Names every test that was not measured and exits with
-/// [`EXIT_UNMEASURED`]; Ok when every test was measured.
-fn fail_unmeasured(runs: &[wirespeed_k8s::NetworkRun]) -> Result<()> {
-    let missing = wirespeed_k8s::run::unmeasured(runs);
-    if missing.is_empty() {
+/// Exits 1 when a case broke a gate, [`EXIT_UNMEASURED`] when a test or
+/// a path was not measured (each named); Ok when everything asked for
+/// was measured and passed.
+fn exit_status(out: &RunOutcome, report: &PathsReport) -> Result<()> {
+    use wirespeed_types::paths::CaseStatus;
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let failed = report
+        .cases
+        .iter()
+        .filter(|c| c.status() == CaseStatus::Failed)
+        .count();
+    let missing = wirespeed_k8s::run::unmeasured(&out.runs);
+    if failed > 0 {
+        eprintln!(
+            "k8s run: {failed} of {} cases broke a gate (exit 1)",
+            report.cases.len()
+        );
+        std::process::exit(1);
+    }
+    if missing.is_empty() && out.unplanned.is_empty() {
         return Ok(());
     }
-    let total: usize = runs.iter().map(|r| r.results.tests.len()).sum();
-    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let total: usize = out.runs.iter().map(|r| r.results.tests.len()).sum();
+    let paths = match out.unplanned.len() {
+        0 => String::new(),
+        n => format!(" and {n} path(s) with no test to run"),
+    };
     eprintln!(
-        "k8s run: {} of {total} tests not measured (exit {EXIT_UNMEASURED}):",
+        "k8s run: {} of {total} tests not measured{paths} (exit {EXIT_UNMEASURED}):",
         missing.len()
     );
-    for m in &missing {
+    for m in missing.iter().chain(&out.unplanned) {
         eprintln!("  not measured: {m}");
     }
     std::process::exit(EXIT_UNMEASURED);

@@ -95,6 +95,16 @@ fn k8s_run_discovers_agents_of_every_mode_runs_the_matrix_and_cleans_up() {
     }
 
     let ns = "ws-live";
+    let (kc, names) = (
+        kubeconfig.clone(),
+        NODES.map(|h| format!("node-{h}")).to_vec(),
+    );
+    wirespeed_lab::spawn_in(&sw, move || testkit::register_nodes(&kc, &names))
+        .unwrap()
+        .join()
+        .unwrap()
+        .expect("enter the switch namespace")
+        .expect("register the nodes");
     let (kc, plays2) = (kubeconfig.clone(), plays.clone());
     let player = wirespeed_lab::spawn_in(&sw, move || {
         testkit::play_run(&kc, ns, &plays2, Duration::from_secs(60))
@@ -129,7 +139,7 @@ fn k8s_run_discovers_agents_of_every_mode_runs_the_matrix_and_cleans_up() {
         for (a, n) in agents.iter().zip(nodes) {
             let want: &str = match net {
                 Network::Host => &n.host_ip,
-                Network::Pod => &n.pod_ip,
+                Network::Pod | Network::PodPeer => &n.pod_ip,
                 Network::Dra => n.nics[0].1.split('/').next().unwrap(),
             };
             assert_eq!(a["nics"][0]["addr"], want, "{net}");
@@ -172,6 +182,7 @@ fn ctrl_c_while_waiting_for_agents_deletes_what_the_run_applied() {
     std::fs::write(&key, "k8s-ctrl-c-key-0123456789abcdef\n").unwrap();
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     let ns = "ws-ctrlc";
+    testkit::register_nodes(&env.kubeconfig, &["c1".into(), "c2".into()]).unwrap();
     let child = Command::new(bin())
         .args(["k8s", "run", "--kubeconfig"])
         .arg(&env.kubeconfig)

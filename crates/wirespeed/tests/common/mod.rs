@@ -2,6 +2,8 @@
 //! child process killed on drop, and JSON helpers.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};

@@ -1,0 +1,225 @@
+//! A real Kubernetes cluster for the binary's tests:
+//! k8s/testenv/cluster.sh brings it up (etcd, kube-apiserver, scheduler,
+//! controller-manager, per node a network namespace with containerd,
+//! runc, the CNI bridge, a kubelet and kube-proxy; a registry holding the
+//! agent image the binary under test built) and takes it down on drop.
+
+use super::bin;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn script() -> PathBuf {
+    repo().join("k8s/testenv/cluster.sh")
+}
+
+/// Whether this machine can run the cluster; under CI=true it must.
+pub fn can_run(test: &str) -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let bins = std::env::var("KUBE_TESTENV_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo().join("target/k8s-testenv/bin"));
+    let why = if !wirespeed_lab::is_root() {
+        Some("needs root".to_string())
+    } else if !bins.join("kubelet").exists() {
+        Some(format!(
+            "{} has no kubelet: run k8s/testenv/build.sh",
+            bins.display()
+        ))
+    } else if Command::new("containerd")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        Some("containerd is not installed (.ci/run installs it)".into())
+    } else {
+        None
+    };
+    match why {
+        Some(w) if ci => panic!("{test}: {w} (CI=true: not skipping)"),
+        Some(w) => {
+            eprintln!("skipping {test}: {w}");
+            false
+        }
+        None => true,
+    }
+}
+
+/// A cluster made by cluster.sh, taken down on drop.
+pub struct Cluster {
+    /// The cluster's name (cluster.sh --name).
+    pub name: String,
+    /// Its env file: KUBECONFIG, SERVER, TOKEN, CA, IMAGE, NODES, ...
+    pub env: BTreeMap<String, String>,
+}
+
+impl Cluster {
+    pub fn up(name: &str, args: &[&str]) -> Cluster {
+        let out = Command::new(script())
+            .args(["up", "--name", name])
+            .args(args)
+            .env("WIRESPEED_BIN", bin())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run cluster.sh up");
+        let mut c = Cluster {
+            name: name.into(),
+            env: BTreeMap::new(),
+        };
+        assert!(
+            out.status.success(),
+            "cluster.sh up failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let envfile = String::from_utf8_lossy(&cs(&["env", "--name", name]).stdout)
+            .trim()
+            .to_string();
+        let text = std::fs::read_to_string(&envfile).expect("read the cluster's env file");
+        c.env = text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.trim().trim_matches('"').trim().to_string()))
+            .collect();
+        c
+    }
+
+    pub fn get(&self, k: &str) -> &str {
+        self.env.get(k).map(String::as_str).unwrap_or("")
+    }
+
+    /// The API as the admin, its answer as JSON (Null when it is not).
+    pub fn api(&self, method: &str, path: &str, body: Option<(&str, &Value)>) -> Value {
+        serde_json::from_slice(&self.curl(method, path, body)).unwrap_or(Value::Null)
+    }
+
+    /// The raw answer of `curl` with the cluster's CA and admin token.
+    pub fn curl(&self, method: &str, path: &str, body: Option<(&str, &Value)>) -> Vec<u8> {
+        let mut c = Command::new("curl");
+        c.args(["-s", "--noproxy", "*", "-X", method, "--cacert"])
+            .arg(self.get("CA"))
+            .arg("-H")
+            .arg(format!("Authorization: Bearer {}", self.get("TOKEN")));
+        if let Some((ct, b)) = body {
+            c.arg("-H")
+                .arg(format!("Content-Type: {ct}"))
+                .arg("--data-binary")
+                .arg(b.to_string());
+        }
+        let out = c
+            .arg(format!("{}{path}", self.get("SERVER")))
+            .output()
+            .expect("curl");
+        out.stdout
+    }
+
+    /// `wirespeed ARGS` in the runner's namespace, which reaches the API
+    /// server and nothing else.
+    pub fn runner(&self, args: &[&str]) -> (Output, Duration) {
+        let t = Instant::now();
+        let out = Command::new("ip")
+            .args(["netns", "exec", self.get("RUNNER_NETNS"), bin()])
+            .args(args)
+            .args(["--kubeconfig", self.get("RUNNER_KUBECONFIG")])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run wirespeed in the runner namespace");
+        (out, t.elapsed())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let out = cs(&["down", "--name", &self.name]);
+        if !out.status.success() {
+            eprintln!(
+                "cluster.sh down failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+pub fn cs(args: &[&str]) -> Output {
+    Command::new(script())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run cluster.sh")
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}{:x}", std::process::id() % 0xfff)
+}
+
+/// Nodes Ready, each with the test cluster's label; the agent image is in
+/// the registry (pushed by the binary under test).
+pub fn check_nodes(c: &Cluster, n: usize) {
+    let nodes = c.api("GET", "/api/v1/nodes", None);
+    let items = nodes["items"].as_array().expect("nodes list");
+    assert_eq!(items.len(), n, "{nodes}");
+    for node in items {
+        let ready = node["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        assert!(ready, "node not Ready: {node}");
+    }
+    assert!(
+        c.get("IMAGE").contains("@sha256:"),
+        "image ref {:?}",
+        c.get("IMAGE")
+    );
+}
+
+/// Nothing of the cluster is left on the host: processes, mounts,
+/// namespaces, links, cgroups, directories.
+pub fn nothing_left(name: &str) {
+    let out = cs(&["leftovers", "--name", name]);
+    assert!(out.status.success(), "cluster.sh leftovers: {}", text(&out));
+    let netns = String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .to_string();
+    assert!(
+        !netns.lines().any(|l| l.starts_with(&format!("{name}-"))),
+        "{netns}"
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let marker = format!("/k8s-cluster/{name}");
+    assert!(
+        !mounts.contains(&marker) && !mounts.contains(&format!("/run/wsc/{name}/")),
+        "mounts left"
+    );
+    for h in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
+        for i in 1..=9 {
+            let p = h.path().join(format!("{name}-n{i}"));
+            assert!(!p.exists(), "cgroup {} left", p.display());
+        }
+    }
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(p.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd);
+            assert!(!cmd.contains(&marker), "process left: {cmd}");
+        }
+    }
+}

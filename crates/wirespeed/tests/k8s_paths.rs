@@ -1,0 +1,389 @@
+//! `wirespeed k8s run --paths ...` on a real three-node cluster
+//! (k8s/testenv/cluster.sh: two nodes in zone r1-a, one in r1-b, the
+//! last one tainted): every path measured and shown in one table, a
+//! tainted node left out by name, a ClusterIP path that follows its
+//! Service's endpoints through kube-proxy, a planted regression (a tbf
+//! cap on one node's link) failing `--baseline` with that node's pairs
+//! named, and the JUnit XML read back by a JUnit parser.
+
+mod common;
+
+use common::cluster::{Cluster, can_run, check_nodes, nothing_left, text, unique};
+use common::heavy;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Scratch {
+    fn file(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+/// `k8s run` from the runner namespace with the flags every run here
+/// shares (the image, short stream tests, the fleet key).
+fn run(c: &Cluster, key: &str, args: &[&str]) -> Output {
+    let mut all = vec![
+        "k8s",
+        "run",
+        "--image",
+        c.get("IMAGE"),
+        "-d",
+        "1s",
+        "--warmup",
+        "0",
+        "--key-file",
+        key,
+    ];
+    all.extend_from_slice(args);
+    c.runner(&all).0
+}
+
+fn taint(c: &Cluster, node: &str, on: bool) {
+    let taints = if on {
+        serde_json::json!([{"key": "wirespeed.dev/test", "value": "busy", "effect": "NoSchedule"}])
+    } else {
+        Value::Null
+    };
+    let patch = serde_json::json!({"spec": {"taints": taints}});
+    let r = c.api(
+        "PATCH",
+        &format!("/api/v1/nodes/{node}"),
+        Some(("application/strategic-merge-patch+json", &patch)),
+    );
+    assert_eq!(r["metadata"]["name"], node, "taint patch: {r}");
+}
+
+/// Without --tolerate-all the tainted node is left out by name, and the
+/// pair from the pairs file is measured (exit 0, no wait for a pod that
+/// cannot be placed).
+fn tainted_node_left_out(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) {
+    let pairs = s.file("pairs");
+    std::fs::write(
+        &pairs,
+        format!("# client server\n{} {}\n", nodes[0], nodes[1]),
+    )
+    .unwrap();
+    let t = Instant::now();
+    let out = run(c, key, &["--paths", "cross-node", "--pairs", &pairs]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(t.elapsed() < Duration::from_secs(120), "{all}");
+    assert!(
+        all.contains(&format!(
+            "node {} left out: taint wirespeed.dev/test=busy:NoSchedule not tolerated",
+            nodes[2]
+        )),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!("{} -> {}", nodes[0], nodes[1])),
+        "{all}"
+    );
+}
+
+/// Every path, tainted node included, twice each: one table, every case
+/// measured with a 95% interval, the same cases in CSV, JUnit and HTML.
+fn every_path(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) -> Value {
+    let (out_json, junit, csv, html) = (
+        s.file("base.json"),
+        s.file("base.xml"),
+        s.file("base.csv"),
+        s.file("base.html"),
+    );
+    let out = run(
+        c,
+        key,
+        &[
+            "--paths",
+            "same-node,cross-node,cross-zone,service,hairpin,host",
+            "--tolerate-all",
+            "--repeats",
+            "2",
+            "--out",
+            &out_json,
+            "--junit",
+            &junit,
+            "--csv",
+            &csv,
+            "--html",
+            &html,
+        ],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("paths side by side"), "{all}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    let cases = doc["paths"]["cases"].as_array().expect("cases").clone();
+    let count = |p: &str| cases.iter().filter(|c| c["path"] == p).count();
+    // Zones r1-a, r1-a, r1-b: one pair in a zone, two across.
+    for (p, n) in [
+        ("same-node", 3),
+        ("cross-node", 1),
+        ("cross-zone", 2),
+        ("service-same-node", 3),
+        ("service-cross-node", 3),
+        ("hairpin", 3),
+        ("host", 3),
+    ] {
+        assert_eq!(count(p), n, "{p}: {cases:?}");
+    }
+    for k in &cases {
+        assert_eq!(k["values"].as_array().unwrap().len(), 2, "{k}");
+        assert!(k["ci95"].is_array(), "{k}");
+        assert!(k["median"].as_f64().unwrap() > 1e7, "{k}");
+        assert!(k["breaches"].as_array().unwrap().is_empty(), "{k}");
+        assert!(stdout.contains(&format!(
+            "{} -> {}",
+            k["client_node"].as_str().unwrap(),
+            k["server_node"].as_str().unwrap()
+        )));
+    }
+    assert!(
+        cases
+            .iter()
+            .any(|k| k["path"] == "cross-zone" && k["server_node"] == nodes[2].as_str())
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let report =
+        quick_junit::Report::deserialize_from_str(&xml).expect("JUnit XML a JUnit parser reads");
+    assert_eq!(report.tests, cases.len(), "{xml}");
+    assert_eq!(report.failures + report.errors, 0, "{xml}");
+    for suite in &report.test_suites {
+        for tc in &suite.test_cases {
+            let class = tc
+                .classname
+                .as_ref()
+                .map(|c| c.to_string())
+                .unwrap_or_default();
+            assert!(class.starts_with("wirespeed.k8s."), "{xml}");
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap().lines().count(),
+        cases.len() + 1
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("data-chart=\"heatmap\""),
+        "heatmap in the page"
+    );
+    println!("{stdout}");
+    doc
+}
+
+/// `ip netns exec NETNS wirespeed bench IP` with the fleet key.
+fn bench_from(netns: &str, ip: &str, key: &str) -> Output {
+    Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            netns,
+            common::bin(),
+            "bench",
+            ip,
+            "--key-file",
+            key,
+        ])
+        .args(["-d", "1s", "--warmup", "0", "--timeout", "5s"])
+        .output()
+        .expect("run bench")
+}
+
+/// Polls `f` until it returns true (at most 40 s); false if it never did.
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+    }
+    false
+}
+
+/// The service path goes through kube-proxy's rules: the Service a run
+/// made (kept) is reached on its ClusterIP from a node; its endpoint
+/// moved to an address where nothing listens, the same test fails; moved
+/// back, it runs again.
+fn service_follows_endpoints(c: &Cluster, key: &str, nodes: &[String]) {
+    let ns = format!("{}-svc", c.name);
+    let out = run(
+        c,
+        key,
+        &[
+            "--paths",
+            "service-cross-node",
+            "--nodes",
+            &format!("{},{}", nodes[0], nodes[1]),
+            "--keep",
+            "--namespace",
+            &ns,
+        ],
+    );
+    let all = text(&out);
+    let cleanup = || c.api("DELETE", &format!("/api/v1/namespaces/{ns}"), None);
+    if !out.status.success() {
+        cleanup();
+        panic!("{all}");
+    }
+    let svcs = c.api("GET", &format!("/api/v1/namespaces/{ns}/services"), None);
+    let svc = svcs["items"][0].clone();
+    let name = svc["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let ip = svc["spec"]["clusterIP"].as_str().unwrap_or("").to_string();
+    let slice_path = format!("/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices/{name}");
+    let slice = c.api("GET", &slice_path, None);
+    let pod_ip = slice["endpoints"][0]["addresses"][0]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let netns = c
+        .get("NODE_NETNS")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let nowhere = c
+        .get("NODE_IPS")
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .to_string();
+    let move_to = |addr: &str| {
+        let patch = serde_json::json!({"endpoints": [{"addresses": [addr], "conditions": {"ready": true}}]});
+        c.api(
+            "PATCH",
+            &slice_path,
+            Some(("application/merge-patch+json", &patch)),
+        )
+    };
+    let first = bench_from(&netns, &ip, key);
+    let moved = move_to(&nowhere);
+    let failed = eventually(|| !bench_from(&netns, &ip, key).status.success());
+    move_to(&pod_ip);
+    let back = eventually(|| bench_from(&netns, &ip, key).status.success());
+    cleanup();
+    assert!(
+        first.status.success(),
+        "bench to the ClusterIP {ip}: {}",
+        text(&first)
+    );
+    assert_eq!(
+        moved["endpoints"][0]["addresses"][0],
+        nowhere.as_str(),
+        "{moved}"
+    );
+    assert!(
+        failed,
+        "the ClusterIP {ip} still answered after its endpoint moved to {nowhere}"
+    );
+    assert!(back, "the ClusterIP {ip} did not answer again at {pod_ip}");
+}
+
+/// `tc` in `netns` (None: the root namespace).
+fn tc(netns: Option<&str>, args: &[&str]) -> Output {
+    let mut c = match netns {
+        Some(n) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", n, "tc"]);
+            c
+        }
+        None => Command::new("tc"),
+    };
+    c.args(args).output().expect("run tc")
+}
+
+/// A tbf cap on both directions of the last node's link: `--baseline`
+/// fails (exit 1) naming that node's pairs and only those; without the
+/// cap the same run passes.
+fn planted_regression(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) {
+    let base = s.file("base.json");
+    let args = [
+        "--paths",
+        "cross-zone,host",
+        "--tolerate-all",
+        "--baseline",
+        &base,
+        "--tolerance",
+        "50",
+    ];
+    let node = &nodes[2];
+    let root_side = format!("{}n3h", c.name);
+    let cap = [
+        "root", "tbf", "rate", "300mbit", "burst", "256kb", "latency", "50ms",
+    ];
+    let on = |dev: &str, netns: Option<&str>| {
+        let mut a = vec!["qdisc", "add", "dev", dev];
+        a.extend_from_slice(&cap);
+        let o = tc(netns, &a);
+        assert!(o.status.success(), "{}", text(&o));
+    };
+    on(&root_side, None);
+    on("eth0", Some(node));
+    let capped = run(c, key, &args);
+    tc(None, &["qdisc", "del", "dev", &root_side, "root"]);
+    tc(Some(node), &["qdisc", "del", "dev", "eth0", "root"]);
+    let all = text(&capped);
+    assert_eq!(capped.status.code(), Some(1), "{all}");
+    let fails: Vec<&str> = all.lines().filter(|l| l.starts_with("FAIL ")).collect();
+    assert!(!fails.is_empty(), "{all}");
+    for l in &fails {
+        assert!(
+            l.contains(node.as_str()),
+            "a breach without {node}: {l}\n{all}"
+        );
+        assert!(l.contains("below the baseline"), "{l}");
+    }
+    assert!(all.contains("broke a gate (exit 1)"), "{all}");
+    let clean = run(c, key, &args);
+    assert!(clean.status.success(), "{}", text(&clean));
+}
+
+#[test]
+fn paths_gates_and_outputs_on_a_real_cluster() {
+    if !can_run("paths_gates_and_outputs_on_a_real_cluster") {
+        return;
+    }
+    let _h = heavy();
+    let name = unique("wsp");
+    let s = Scratch(std::env::temp_dir().join(format!("{name}-paths")));
+    std::fs::create_dir_all(&s.0).unwrap();
+    let key = s.file("key");
+    std::fs::write(
+        &key,
+        "7d1f0a5c9e3b4d2a8f6e1c0b9a7d5e3f2c4b6a8d0e1f3a5c7e9b2d4f6a8c0e1\n",
+    )
+    .unwrap();
+    set_private(Path::new(&key));
+    {
+        let c = Cluster::up(&name, &["--nodes", "3", "--zones", "r1-a,r1-a,r1-b"]);
+        check_nodes(&c, 3);
+        let nodes: Vec<String> = c
+            .get("NODES")
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        taint(&c, &nodes[2], true);
+        tainted_node_left_out(&c, &s, &key, &nodes);
+        every_path(&c, &s, &key, &nodes);
+        service_follows_endpoints(&c, &key, &nodes);
+        planted_regression(&c, &s, &key, &nodes);
+        taint(&c, &nodes[2], false);
+    }
+    nothing_left(&name);
+}
+
+fn set_private(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
