@@ -331,7 +331,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__agent)
-            opts="-p -h --name --http --fleet --max-client-tests --bind --port --max-tests --key-file --max-duration --max-flows --max-threads --max-msg-size --max-connections --max-unauthenticated --max-per-source --handshake-timeout --idle-timeout --preamble-timeout --stop-grace --help"
+            opts="-p -h --name --http --fleet --max-client-tests --bind --port --max-tests --key-file --max-duration --max-flows --max-threads --max-msg-size --max-connections --max-unauthenticated --max-per-source --handshake-timeout --idle-timeout --preamble-timeout --stop-grace --data-ports --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -414,6 +414,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --stop-grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-ports)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1975,7 +1979,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__manifests)
-            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --namespace --port --key-file --output --runner --help"
+            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --namespace --port --key-file --output --runner --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2018,6 +2022,22 @@ _wirespeed() {
                     return 0
                     ;;
                 --toleration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limits)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --priority-class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-ports)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2045,7 +2065,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__run)
-            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --kubeconfig --namespace --pattern --concurrent --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --paths --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --paths --nodes --sample --seed --pairs --min --min-tps --baseline --tolerance --max-gap --csv --junit --html --sweep-sizes --sweep-flows --kubeconfig --namespace --pattern --concurrent --repeat --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --engine-paths --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2091,6 +2111,82 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limits)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --priority-class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-ports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --paths)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nodes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sample)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pairs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-tps)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --baseline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tolerance)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-gap)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --csv)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --junit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --html)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sweep-sizes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sweep-flows)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --kubeconfig)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2108,6 +2204,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --repeats)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repeat)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2212,10 +2312,6 @@ _wirespeed() {
                     return 0
                     ;;
                 --path)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --paths)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2344,6 +2440,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --cport)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine-paths)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2739,7 +2839,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__serve)
-            opts="-p -h --bind --port --max-tests --key-file --max-duration --max-flows --max-threads --max-msg-size --max-connections --max-unauthenticated --max-per-source --handshake-timeout --idle-timeout --preamble-timeout --stop-grace --help"
+            opts="-p -h --bind --port --max-tests --key-file --max-duration --max-flows --max-threads --max-msg-size --max-connections --max-unauthenticated --max-per-source --handshake-timeout --idle-timeout --preamble-timeout --stop-grace --data-ports --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2806,6 +2906,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --stop-grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-ports)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

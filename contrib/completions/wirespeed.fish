@@ -128,6 +128,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -l handshake-
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -l idle-timeout -d 'Time a client has for each whole message after the handshake' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -l preamble-timeout -d 'Time a data connection has to send its preamble' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -l stop-grace -d 'Time after a test\'s end the server waits for the client\'s stop' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -l data-ports -d 'Ports for the tests\' data connections (LO-HI), so a firewall, NetworkPolicy or Service can admit them [default: any free port]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo exec help" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo exec help" -f -a "up" -d 'Build the lab a TOML file describes and keep it until `lab down`'
@@ -310,6 +311,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l handshake-
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l idle-timeout -d 'Time a client has for each whole message after the handshake' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l preamble-timeout -d 'Time a data connection has to send its preamble' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l stop-grace -d 'Time after a test\'s end the server waits for the client\'s stop' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l data-ports -d 'Ports for the tests\' data connections (LO-HI), so a firewall, NetworkPolicy or Service can admit them [default: any free port]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan help" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan help" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
@@ -413,11 +415,16 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l nics -d 'dra: NICs per agent' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l node-selector -d 'Run agents only on nodes with this label (KEY=VALUE, repeatable)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l toleration -d 'Let agents run on nodes with this taint (KEY[=VALUE][:EFFECT], repeatable), e.g. google.com/tpu=present:NoSchedule' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l requests -d 'The agent container\'s resource requests (KEY=QUANTITY, comma-separated), e.g. cpu=1,memory=256Mi' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l limits -d 'The agent container\'s resource limits (KEY=QUANTITY, comma-separated)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l priority-class -d 'The agents\' PriorityClass' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l data-ports -d 'The agents\' data ports (LO-HI): a firewall or NetworkPolicy can admit them, and each agent\'s Service (service paths) forwards them' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l namespace -d 'Namespace of the objects' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l port -d 'The agents\' engine port' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l key-file -d 'The fleet key file (as `wirespeed serve --key-file`); a fresh key is made when absent' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l output -d 'yaml (multi-document) or json (a v1 List)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l keep-ebpf -d 'dra: leave the NICs\' eBPF programs attached (DraNet detaches them by default here, as report 1 did)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l tolerate-all -d 'Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l runner -d 'Print instead what runs `k8s run` inside the cluster: a ServiceAccount, the ClusterRole and binding a run needs, and a Job running `wirespeed k8s run` with these objects\' flags and the arguments after `--` (docs/k8s.md)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l network -d 'Network modes, comma-separated: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each' -r
@@ -430,11 +437,30 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l nics -d 'dra: NICs per agent' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l node-selector -d 'Run agents only on nodes with this label (KEY=VALUE, repeatable)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l toleration -d 'Let agents run on nodes with this taint (KEY[=VALUE][:EFFECT], repeatable), e.g. google.com/tpu=present:NoSchedule' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l requests -d 'The agent container\'s resource requests (KEY=QUANTITY, comma-separated), e.g. cpu=1,memory=256Mi' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l limits -d 'The agent container\'s resource limits (KEY=QUANTITY, comma-separated)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l priority-class -d 'The agents\' PriorityClass' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l data-ports -d 'The agents\' data ports (LO-HI): a firewall or NetworkPolicy can admit them, and each agent\'s Service (service paths) forwards them' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l paths -d 'Paths to measure, comma-separated: host, same-node, cross-node, cross-zone, service (= service-same-node,service-cross-node), hairpin, dra [default: one per --network: host, cross-node, dra]' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l nodes -d 'Only these nodes (comma-separated names)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l sample -d 'A seeded sample of N of the eligible nodes' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l seed -d 'The sample\'s seed: the same seed over the same nodes picks the same sample' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l pairs -d 'Node pairs to test across nodes, one `CLIENT SERVER` per line (instead of --pattern)' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l min -d 'Fail (exit 1) when a bulk case is below RATE, on every path or on one (PATH=RATE); repeatable' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l min-tps -d 'Fail when a request/response case is below N transactions/s (PATH=N for one path); repeatable' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l baseline -d 'Fail when a case falls more than --tolerance below the same case of this earlier --out (or its p99 rises more)' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l tolerance -d 'Tolerance of --baseline, %' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l max-gap -d 'Fail when a pod path is more than PCT % below the host network on the same node pair (add host to --paths)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l csv -d 'Also write the cases as CSV here' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l junit -d 'Also write the cases as JUnit XML here (one testcase per path, workload and pair)' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l html -d 'Also write an HTML page here: the path x pair heatmap and table' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l sweep-sizes -d 'Message sizes to sweep on every path (comma-separated, e.g. 1k,16k,64k): one workload per size' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l sweep-flows -d 'Flows per pair to sweep on every path (e.g. 1,4,8): one workload per count' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l kubeconfig -d 'The kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster]' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l namespace -d 'Namespace to create (it must not exist) [default: wirespeed-RUNID]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l pattern -d 'pairs, ring, all-to-all, one-to-many or many-to-one' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l concurrent -d 'Tests each agent takes part in at once' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l repeats -d 'Runs of each test; two or more measure the noise band' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l repeats -l repeat -d 'Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l ready-timeout -d 'Longest wait for each mode\'s agents to be Ready' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l reach -d 'How to reach the agents\' HTTP APIs: api (through the API server\'s pod proxy: works from anywhere that reaches the API server) or direct (to the pod/node addresses: from inside the cluster network)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l out -d 'Also write every mode\'s agents and fleet results, and the comparison, as JSON here' -r -F
@@ -455,7 +481,6 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s F -l flows -l parallel -d 'Flows per direction (stream) or concurrent transactions (rr, crr)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l path -d 'A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l paths -d 'Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s l -l msg-size -l length -d 'Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s b -l bitrate -l rate -d 'udp-stream: target rate per flow, evenly paced, e.g. 1gbit; 0 (the default) sends as fast as the socket takes datagrams' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l rr-timeout -d 'udp-rr: how long a request waits for its answer before it counts as lost and the next one goes (default 200ms)' -r
@@ -478,7 +503,9 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l connect-timeout -d 'Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s B -l bind -d 'Client address to send from (control and data; iperf3\'s -B)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l cport -d 'Client data port: flow N binds PORT + N (iperf3\'s --cport)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l engine-paths -d 'Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l keep-ebpf -d 'dra: leave the NICs\' eBPF programs attached (DraNet detaches them by default here, as report 1 did)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l tolerate-all -d 'Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l keep -d 'Leave the objects in the cluster afterwards'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s u -l udp -d 'Short for --workload udp-stream (iperf3\'s -u)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s R -l reverse -d 'Short for --direction reverse'

@@ -154,6 +154,7 @@ _arguments "${_arguments_options[@]}" : \
 '--idle-timeout=[Time a client has for each whole message after the handshake]:IDLE_TIMEOUT:_default' \
 '--preamble-timeout=[Time a data connection has to send its preamble]:PREAMBLE_TIMEOUT:_default' \
 '--stop-grace=[Time after a test'\''s end the server waits for the client'\''s stop]:STOP_GRACE:_default' \
+'--data-ports=[Ports for the tests'\'' data connections (LO-HI), so a firewall, NetworkPolicy or Service can admit them \[default\: any free port\]]:LO-HI:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -525,6 +526,7 @@ _arguments "${_arguments_options[@]}" : \
 '--idle-timeout=[Time a client has for each whole message after the handshake]:IDLE_TIMEOUT:_default' \
 '--preamble-timeout=[Time a data connection has to send its preamble]:PREAMBLE_TIMEOUT:_default' \
 '--stop-grace=[Time after a test'\''s end the server waits for the client'\''s stop]:STOP_GRACE:_default' \
+'--data-ports=[Ports for the tests'\'' data connections (LO-HI), so a firewall, NetworkPolicy or Service can admit them \[default\: any free port\]]:LO-HI:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -730,11 +732,16 @@ _arguments "${_arguments_options[@]}" : \
 '--nics=[dra\: NICs per agent]:NICS:_default' \
 '*--node-selector=[Run agents only on nodes with this label (KEY=VALUE, repeatable)]:KEY=VALUE:_default' \
 '*--toleration=[Let agents run on nodes with this taint (KEY\[=VALUE\]\[\:EFFECT\], repeatable), e.g. google.com/tpu=present\:NoSchedule]:KEY[=VALUE][:EFFECT]:_default' \
+'--requests=[The agent container'\''s resource requests (KEY=QUANTITY, comma-separated), e.g. cpu=1,memory=256Mi]:KEY=QTY,..:_default' \
+'--limits=[The agent container'\''s resource limits (KEY=QUANTITY, comma-separated)]:KEY=QTY,..:_default' \
+'--priority-class=[The agents'\'' PriorityClass]:NAME:_default' \
+'--data-ports=[The agents'\'' data ports (LO-HI)\: a firewall or NetworkPolicy can admit them, and each agent'\''s Service (service paths) forwards them]:LO-HI:_default' \
 '--namespace=[Namespace of the objects]:NAMESPACE:_default' \
 '--port=[The agents'\'' engine port]:PORT:_default' \
 '--key-file=[The fleet key file (as \`wirespeed serve --key-file\`); a fresh key is made when absent]:KEY_FILE:_files' \
 '--output=[yaml (multi-document) or json (a v1 List)]:OUTPUT:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
+'--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
 '--runner[Print instead what runs \`k8s run\` inside the cluster\: a ServiceAccount, the ClusterRole and binding a run needs, and a Job running \`wirespeed k8s run\` with these objects'\'' flags and the arguments after \`--\` (docs/k8s.md)]' \
 '-h[Print help]' \
 '--help[Print help]' \
@@ -753,11 +760,31 @@ _arguments "${_arguments_options[@]}" : \
 '--nics=[dra\: NICs per agent]:NICS:_default' \
 '*--node-selector=[Run agents only on nodes with this label (KEY=VALUE, repeatable)]:KEY=VALUE:_default' \
 '*--toleration=[Let agents run on nodes with this taint (KEY\[=VALUE\]\[\:EFFECT\], repeatable), e.g. google.com/tpu=present\:NoSchedule]:KEY[=VALUE][:EFFECT]:_default' \
+'--requests=[The agent container'\''s resource requests (KEY=QUANTITY, comma-separated), e.g. cpu=1,memory=256Mi]:KEY=QTY,..:_default' \
+'--limits=[The agent container'\''s resource limits (KEY=QUANTITY, comma-separated)]:KEY=QTY,..:_default' \
+'--priority-class=[The agents'\'' PriorityClass]:NAME:_default' \
+'--data-ports=[The agents'\'' data ports (LO-HI)\: a firewall or NetworkPolicy can admit them, and each agent'\''s Service (service paths) forwards them]:LO-HI:_default' \
+'--paths=[Paths to measure, comma-separated\: host, same-node, cross-node, cross-zone, service (= service-same-node,service-cross-node), hairpin, dra \[default\: one per --network\: host, cross-node, dra\]]:LIST:_default' \
+'--nodes=[Only these nodes (comma-separated names)]:NODE,..:_default' \
+'--sample=[A seeded sample of N of the eligible nodes]:N:_default' \
+'--seed=[The sample'\''s seed\: the same seed over the same nodes picks the same sample]:SEED:_default' \
+'--pairs=[Node pairs to test across nodes, one \`CLIENT SERVER\` per line (instead of --pattern)]:FILE:_files' \
+'*--min=[Fail (exit 1) when a bulk case is below RATE, on every path or on one (PATH=RATE); repeatable]:[PATH=]RATE:_default' \
+'*--min-tps=[Fail when a request/response case is below N transactions/s (PATH=N for one path); repeatable]:[PATH=]N:_default' \
+'--baseline=[Fail when a case falls more than --tolerance below the same case of this earlier --out (or its p99 rises more)]:FILE:_files' \
+'--tolerance=[Tolerance of --baseline, %]:PCT:_default' \
+'--max-gap=[Fail when a pod path is more than PCT % below the host network on the same node pair (add host to --paths)]:PCT:_default' \
+'--csv=[Also write the cases as CSV here]:FILE:_files' \
+'--junit=[Also write the cases as JUnit XML here (one testcase per path, workload and pair)]:FILE:_files' \
+'--html=[Also write an HTML page here\: the path x pair heatmap and table]:FILE:_files' \
+'--sweep-sizes=[Message sizes to sweep on every path (comma-separated, e.g. 1k,16k,64k)\: one workload per size]:SIZES:_default' \
+'--sweep-flows=[Flows per pair to sweep on every path (e.g. 1,4,8)\: one workload per count]:COUNTS:_default' \
 '--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
 '--namespace=[Namespace to create (it must not exist) \[default\: wirespeed-RUNID\]]:NAMESPACE:_default' \
 '--pattern=[pairs, ring, all-to-all, one-to-many or many-to-one]:PATTERN:_default' \
 '--concurrent=[Tests each agent takes part in at once]:CONCURRENT:_default' \
-'--repeats=[Runs of each test; two or more measure the noise band]:REPEATS:_default' \
+'--repeats=[Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by]:REPEATS:_default' \
+'--repeat=[Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by]:REPEATS:_default' \
 '--ready-timeout=[Longest wait for each mode'\''s agents to be Ready]:READY_TIMEOUT:_default' \
 '--reach=[How to reach the agents'\'' HTTP APIs\: api (through the API server'\''s pod proxy\: works from anywhere that reaches the API server) or direct (to the pod/node addresses\: from inside the cluster network)]:api|direct:_default' \
 '--out=[Also write every mode'\''s agents and fleet results, and the comparison, as JSON here]:OUT:_files' \
@@ -792,7 +819,6 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--flows=[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
 '--parallel=[Flows per direction (stream) or concurrent transactions (rr, crr)]:FLOWS:_default' \
 '*--path=[A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs]:PATH:_default' \
-'--paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
 '-l+[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
 '--msg-size=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
 '--length=[Bytes per send/recv call in stream tests (default 512k); the datagram size in udp-stream (default 1400)]:MSG_SIZE:_default' \
@@ -822,10 +848,12 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
 '--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
 '--connect-timeout=[Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3]:CONNECT_TIMEOUT:_default' \
-'(--path --paths)-B+[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
-'(--path --paths)--bind=[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
+'(--path --engine-paths)-B+[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
+'(--path --engine-paths)--bind=[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
 '--cport=[Client data port\: flow N binds PORT + N (iperf3'\''s --cport)]:CPORT:_default' \
+'--engine-paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
+'--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
 '--keep[Leave the objects in the cluster afterwards]' \
 '(-w --workload)-u[Short for --workload udp-stream (iperf3'\''s -u)]' \
 '(-w --workload)--udp[Short for --workload udp-stream (iperf3'\''s -u)]' \
