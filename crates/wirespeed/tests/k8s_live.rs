@@ -155,7 +155,7 @@ fn k8s_run_discovers_agents_of_every_mode_runs_the_matrix_and_cleans_up() {
     }
     assert!(stdout.contains("side by side"), "{stdout}");
     assert!(
-        stdout.contains("pod vs host") && stdout.contains("dra vs host"),
+        stdout.contains("cross-node vs host") && stdout.contains("dra vs host"),
         "{stdout}"
     );
 

@@ -66,7 +66,7 @@ fn taint(c: &Cluster, node: &str, on: bool) {
 
 /// Without --tolerate-all the tainted node is left out by name, and the
 /// pair from the pairs file is measured (exit 0, no wait for a pod that
-/// cannot be placed).
+/// cannot be placed), over a sweep of message sizes and flow counts.
 fn tainted_node_left_out(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) {
     let pairs = s.file("pairs");
     std::fs::write(
@@ -75,7 +75,20 @@ fn tainted_node_left_out(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) 
     )
     .unwrap();
     let t = Instant::now();
-    let out = run(c, key, &["--paths", "cross-node", "--pairs", &pairs]);
+    let out = run(
+        c,
+        key,
+        &[
+            "--paths",
+            "cross-node",
+            "--pairs",
+            &pairs,
+            "--sweep-sizes",
+            "64k,512k",
+            "--sweep-flows",
+            "1,2",
+        ],
+    );
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(t.elapsed() < Duration::from_secs(120), "{all}");
@@ -90,6 +103,20 @@ fn tainted_node_left_out(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) 
         all.contains(&format!("{} -> {}", nodes[0], nodes[1])),
         "{all}"
     );
+    // The sweep: one case per message size and flow count.
+    for w in [
+        "stream-64k-P1",
+        "stream-512k-P1",
+        "stream-64k-P2",
+        "stream-512k-P2",
+    ] {
+        assert!(
+            all.lines().any(|l| l.contains("cross-node")
+                && l.contains(&format!(" {w} "))
+                && l.contains("pass")),
+            "{w}: {all}"
+        );
+    }
 }
 
 /// Every path, tainted node included, twice each: one table, every case
