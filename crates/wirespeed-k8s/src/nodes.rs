@@ -6,7 +6,7 @@
 //! affinity on `metadata.name`), so they land only where asked.
 
 use crate::K8sError;
-use crate::rollout::{daemonset_tolerates, taint_text, tolerates};
+use crate::rollout::{blocking_taints, taint_text};
 use k8s_openapi::api::core::v1::{Node, Taint, Toleration};
 use kube::Client;
 use kube::api::{Api, ListParams};
@@ -130,11 +130,8 @@ fn refusal(n: &NodeInfo, c: &NodeChoice) -> Option<String> {
     if c.tolerate_all {
         return None;
     }
-    let blocking: Vec<String> = n
-        .taints
-        .iter()
-        .filter(|t| !daemonset_tolerates(t, c.host_network))
-        .filter(|t| !c.tolerations.iter().any(|tol| tolerates(tol, t)))
+    let blocking: Vec<String> = blocking_taints(&n.taints, &c.tolerations, c.host_network)
+        .into_iter()
         .map(taint_text)
         .collect();
     (!blocking.is_empty()).then(|| {

@@ -255,7 +255,7 @@ fn pod_state(p: &Pod) -> (Vec<Problem>, Option<String>) {
 }
 
 /// Tolerations the DaemonSet controller adds to every pod it makes.
-pub(crate) fn daemonset_tolerates(taint: &Taint, host_network: bool) -> bool {
+fn daemonset_tolerates(taint: &Taint, host_network: bool) -> bool {
     let auto: &[(&str, &str)] = &[
         ("node.kubernetes.io/not-ready", "NoExecute"),
         ("node.kubernetes.io/unreachable", "NoExecute"),
@@ -305,9 +305,23 @@ fn untolerated<'n>(
     tolerations: &[Toleration],
     host_network: bool,
 ) -> Vec<&'n Taint> {
-    node.spec
-        .iter()
-        .flat_map(|s| s.taints.iter().flatten())
+    blocking_taints(
+        node.spec.iter().flat_map(|s| s.taints.iter().flatten()),
+        tolerations,
+        host_network,
+    )
+}
+
+/// Of `taints`, those that keep a DaemonSet's pods with `tolerations` off
+/// their node: NoSchedule or NoExecute, not tolerated by the pods nor by
+/// the DaemonSet controller itself.
+pub(crate) fn blocking_taints<'t>(
+    taints: impl IntoIterator<Item = &'t Taint>,
+    tolerations: &[Toleration],
+    host_network: bool,
+) -> Vec<&'t Taint> {
+    taints
+        .into_iter()
         .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
         .filter(|t| !daemonset_tolerates(t, host_network))
         .filter(|t| !tolerations.iter().any(|x| tolerates(x, t)))

@@ -165,26 +165,27 @@ pub fn run_args(o: &Options, extra: &[String]) -> Vec<String> {
             .any(|x| x == k || x.starts_with(&format!("{k}=")))
     };
     let mut a: Vec<String> = vec!["k8s".into(), "run".into()];
-    let mut flag = |k: &str, v: String| {
+    // A flag with its value, unless the extra arguments give it.
+    let flag = |a: &mut Vec<String>, k: &str, v: String| {
         if !given(k) {
             a.push(k.to_string());
             a.push(v);
         }
     };
     let nets: Vec<&str> = o.networks.iter().map(|n| n.as_str()).collect();
-    flag("--network", nets.join(","));
-    flag("--image", o.image.clone());
-    flag("--port", o.port.to_string());
-    flag("--http-port", o.http_port.to_string());
+    flag(&mut a, "--network", nets.join(","));
+    flag(&mut a, "--image", o.image.clone());
+    flag(&mut a, "--port", o.port.to_string());
+    flag(&mut a, "--http-port", o.http_port.to_string());
     if let Some((name, _)) = &o.profile {
-        flag("--profile", name.clone());
+        flag(&mut a, "--profile", name.clone());
     }
     if o.networks.contains(&Network::Dra) {
-        flag("--nics", o.nics.to_string());
+        flag(&mut a, "--nics", o.nics.to_string());
         match &o.nic_selector {
-            NicSelector::NetworkPrefix(p) => flag("--network-prefix", p.clone()),
-            NicSelector::IfNamePrefix(p) => flag("--ifname-prefix", p.clone()),
-            NicSelector::Cel(e) => flag("--nic-cel", e.clone()),
+            NicSelector::NetworkPrefix(p) => flag(&mut a, "--network-prefix", p.clone()),
+            NicSelector::IfNamePrefix(p) => flag(&mut a, "--ifname-prefix", p.clone()),
+            NicSelector::Cel(e) => flag(&mut a, "--nic-cel", e.clone()),
         }
     }
     let mut many = |k: &str, v: String| {
@@ -209,22 +210,17 @@ pub fn run_args(o: &Options, extra: &[String]) -> Vec<String> {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let mut flag = |k: &str, v: String| {
-        if !given(k) {
-            a.push(k.to_string());
-            a.push(v);
-        }
-    };
     if !o.requests.is_empty() {
-        flag("--requests", kv(&o.requests));
+        flag(&mut a, "--requests", kv(&o.requests));
     }
     if !o.limits.is_empty() {
-        flag("--limits", kv(&o.limits));
+        flag(&mut a, "--limits", kv(&o.limits));
     }
     if let Some(p) = &o.priority_class {
-        flag("--priority-class", p.clone());
+        flag(&mut a, "--priority-class", p.clone());
     }
     flag(
+        &mut a,
         "--data-ports",
         format!("{}-{}", o.data_ports.0, o.data_ports.1),
     );

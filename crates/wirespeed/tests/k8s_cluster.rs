@@ -131,14 +131,7 @@ fn tainted_node(c: &Cluster) {
         .last()
         .unwrap()
         .to_string();
-    let patch = serde_json::json!({"spec": {"taints": [
-        {"key": "wirespeed.dev/test", "value": "busy", "effect": "NoSchedule"}]}});
-    let r = c.api(
-        "PATCH",
-        &format!("/api/v1/nodes/{node}"),
-        Some(("application/strategic-merge-patch+json", &patch)),
-    );
-    assert!(r["spec"]["taints"].is_array(), "taint applied: {r}");
+    c.taint(&node, true);
     let (out, took) = c.runner(&[
         "k8s",
         "run",
@@ -150,12 +143,7 @@ fn tainted_node(c: &Cluster) {
         "1s",
     ]);
     let all = text(&out);
-    let untaint = serde_json::json!({"spec": {"taints": null}});
-    c.api(
-        "PATCH",
-        &format!("/api/v1/nodes/{node}"),
-        Some(("application/strategic-merge-patch+json", &untaint)),
-    );
+    c.taint(&node, false);
     assert!(out.status.success(), "{all}");
     assert!(took < Duration::from_secs(90), "took {took:?}: {all}");
     assert!(

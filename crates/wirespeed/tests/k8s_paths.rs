@@ -49,21 +49,6 @@ fn run(c: &Cluster, key: &str, args: &[&str]) -> Output {
     c.runner(&all).0
 }
 
-fn taint(c: &Cluster, node: &str, on: bool) {
-    let taints = if on {
-        serde_json::json!([{"key": "wirespeed.dev/test", "value": "busy", "effect": "NoSchedule"}])
-    } else {
-        Value::Null
-    };
-    let patch = serde_json::json!({"spec": {"taints": taints}});
-    let r = c.api(
-        "PATCH",
-        &format!("/api/v1/nodes/{node}"),
-        Some(("application/strategic-merge-patch+json", &patch)),
-    );
-    assert_eq!(r["metadata"]["name"], node, "taint patch: {r}");
-}
-
 /// Without --tolerate-all the tainted node is left out by name, and the
 /// pair from the pairs file is measured (exit 0, no wait for a pod that
 /// cannot be placed), over a sweep of message sizes and flow counts.
@@ -400,12 +385,12 @@ fn paths_gates_and_outputs_on_a_real_cluster() {
             .split_whitespace()
             .map(String::from)
             .collect();
-        taint(&c, &nodes[2], true);
+        c.taint(&nodes[2], true);
         tainted_node_left_out(&c, &s, &key, &nodes);
         every_path(&c, &s, &key, &nodes);
         service_follows_endpoints(&c, &key, &nodes);
         planted_regression(&c, &s, &key, &nodes);
-        taint(&c, &nodes[2], false);
+        c.taint(&nodes[2], false);
     }
     nothing_left(&name);
 }

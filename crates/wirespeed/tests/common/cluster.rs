@@ -118,6 +118,24 @@ impl Cluster {
         out.stdout
     }
 
+    /// Taints `node` `wirespeed.dev/test=busy:NoSchedule` (`on`) or
+    /// clears its taints, as the node's admin would.
+    pub fn taint(&self, node: &str, on: bool) {
+        let taints = if on {
+            serde_json::json!([{"key": "wirespeed.dev/test", "value": "busy", "effect": "NoSchedule"}])
+        } else {
+            Value::Null
+        };
+        let patch = serde_json::json!({"spec": {"taints": taints}});
+        let r = self.api(
+            "PATCH",
+            &format!("/api/v1/nodes/{node}"),
+            Some(("application/strategic-merge-patch+json", &patch)),
+        );
+        assert_eq!(r["metadata"]["name"], node, "taint patch: {r}");
+        assert_eq!(r["spec"]["taints"].is_array(), on, "taint patch: {r}");
+    }
+
     /// `wirespeed ARGS` in the runner's namespace, which reaches the API
     /// server and nothing else.
     pub fn runner(&self, args: &[&str]) -> (Output, Duration) {
