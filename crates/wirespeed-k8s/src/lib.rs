@@ -4,13 +4,15 @@
 //! the fleet matrix against them and deleting what a run made.
 //!
 //! - [`manifests`], [`deploy`], [`cluster`]: the objects, applied and
-//!   deleted again; [`runner`]: what runs `k8s run` inside the cluster.
+//!   deleted again; [`lock`]: one run per namespace at a time; [`runner`]: what runs `k8s run` inside the cluster.
 //! - [`rollout`], [`discover`]: waiting for the agents, saying why they
 //!   are not Ready, and reading their addresses.
 //! - [`proxy`]: the agents' HTTP APIs through the API server's pod proxy.
 //! - [`nodes`], [`paths`]: which nodes a run tests, and the paths between
 //!   them (same node, across nodes and zones, through a Service, hairpin,
 //!   host network, DRA NICs).
+//! - [`sysctls`]: which of a profile's sysctls the pods may set, per
+//!   node's kernel and kubelet, and what each pod had in force.
 //! - [`run`]: the whole run, and the paths compared; [`gates`]: pass or
 //!   fail per case (floors, a baseline, the gap to the host network).
 //!
@@ -23,6 +25,7 @@ pub mod deploy;
 pub mod discover;
 mod error;
 pub mod gates;
+pub mod lock;
 pub mod manifests;
 pub mod nodes;
 pub mod paths;
@@ -30,6 +33,7 @@ pub mod proxy;
 pub mod rollout;
 pub mod run;
 pub mod runner;
+pub mod sysctls;
 pub mod testkit;
 
 pub use deploy::Deployment;

@@ -44,6 +44,7 @@ fn run(c: &Cluster, key: &str, args: &[&str]) -> Output {
         "0",
         "--key-file",
         key,
+        "--privileged-namespace",
     ];
     all.extend_from_slice(args);
     c.runner(&all).0
