@@ -49,6 +49,13 @@ pub trait AgentTransport: Send + Sync {
     fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, String>>;
     /// Where requests go, for messages (`http://10.0.0.1:5380`).
     fn describe(&self) -> String;
+    /// Whether the transport itself makes sure which agent answers (the
+    /// API server's pod proxy reaches exactly the pod it names): the
+    /// client then signs for the name that agent tells in `/healthz`
+    /// rather than for the fleet entry's [`AgentSpec::signs_for`].
+    fn vouches_for_agent(&self) -> bool {
+        false
+    }
 }
 
 /// Makes the transport for each agent of a run.
