@@ -72,9 +72,13 @@ pub struct Direct {
 impl Direct {
     /// A transport to `agent.http`, each request bounded by `timeout`.
     pub fn new(agent: &AgentSpec, timeout: Duration) -> Result<Direct> {
+        // A new connection for each request: one kept from before an
+        // agent restarted, or closed at the agent's connection lifetime,
+        // would fail the request that meets it.
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
+            .pool_max_idle_per_host(0)
             .no_proxy()
             .build()
             .map_err(|e| FleetError::Agent {
