@@ -8,30 +8,10 @@ use common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use wirespeed_fleet::agent::RunRequest;
-use wirespeed_fleet::agent::RunState;
+use wirespeed_fleet::agent::{RunRequest, RunState};
 use wirespeed_fleet::run::{AgentClient, RunOptions, WorkloadSpec};
-use wirespeed_fleet::{Agent, Fleet, Pattern};
+use wirespeed_fleet::{Fleet, Pattern};
 use wirespeed_types::PathSpec;
-
-struct Pair {
-    a: Agent,
-    b: Agent,
-    fleet: Fleet,
-}
-
-fn pair() -> Pair {
-    let (a, b) = (agent("a"), agent("b"));
-    let fleet = Fleet {
-        agents: vec![spec_of("a", &a), spec_of("b", &b)],
-    };
-    let rt = rt();
-    for x in &fleet.agents {
-        let c = AgentClient::new(x, KEY, Duration::from_secs(5)).unwrap();
-        assert!(rt.block_on(c.push_fleet(&fleet)).unwrap());
-    }
-    Pair { a, b, fleet }
-}
 
 #[test]
 fn run_without_or_with_a_wrong_key_is_refused_and_starts_no_traffic() {

@@ -10,7 +10,7 @@ use common::*;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
-use wirespeed_fleet::agent::{HttpLimits, RunRequest};
+use wirespeed_fleet::agent::RunRequest;
 use wirespeed_fleet::run::AgentClient;
 use wirespeed_fleet::{Agent, Fleet};
 
@@ -48,23 +48,9 @@ fn run_body(peer: &str) -> String {
     .unwrap()
 }
 
-/// Agents a and b, each with the fleet of both.
-fn pair() -> (Agent, Agent, Fleet) {
-    let (a, b) = (agent("a"), agent("b"));
-    let fleet = Fleet {
-        agents: vec![spec_of("a", &a), spec_of("b", &b)],
-    };
-    let rt = rt();
-    for x in &fleet.agents {
-        let c = AgentClient::new(x, KEY, Duration::from_secs(5)).unwrap();
-        assert!(rt.block_on(c.push_fleet(&fleet)).unwrap());
-    }
-    (a, b, fleet)
-}
-
 #[test]
 fn no_endpoint_but_healthz_answers_without_the_key_and_refusals_tell_nothing() {
-    let (a, _b, _fleet) = pair();
+    let Pair { a, .. } = pair();
     let addr = a.http_addr();
     let words = host_words();
     assert!(!words.is_empty());
@@ -145,7 +131,7 @@ fn a_signed_read_replayed_to_the_same_agent_is_refused() {
 
 #[test]
 fn a_request_signed_for_agent_a_is_refused_by_agent_b() {
-    let (a, b, _fleet) = pair();
+    let Pair { a, b, .. } = pair();
     let body = run_body("b");
     let ta = target(a.http_addr());
     let extra = signed(KEY, &ta, "POST", "/v1/run", &body);
@@ -178,6 +164,25 @@ fn a_request_signed_for_agent_a_is_refused_by_agent_b() {
     let extra_a = signed(KEY, &ta, "POST", "/v1/run", &body_a);
     let (st, msg) = post(a.http_addr(), "/v1/run", &extra_a, &body_a);
     assert_eq!(st, 202, "{msg}");
+}
+
+#[test]
+fn the_controller_signs_for_the_name_the_agent_runs_as() {
+    let a = agent("host-a");
+    let rt = rt();
+    // The fleet calls it x: without agent_name the client names both.
+    let mut entry = spec_of("x", &a);
+    let c = AgentClient::new(&entry, KEY, Duration::from_secs(5)).unwrap();
+    let e = rt.block_on(c.record(1)).unwrap_err().to_string();
+    assert!(
+        e.contains("runs as \"host-a\"") && e.contains("agent_name = \"host-a\""),
+        "{e}"
+    );
+    // With agent_name (as k8s run sets it to the pod's name) it signs for it.
+    entry.agent_name = Some("host-a".into());
+    let c = AgentClient::new(&entry, KEY, Duration::from_secs(5)).unwrap();
+    let e = rt.block_on(c.record(1)).unwrap_err().to_string();
+    assert!(e.contains("404") && e.contains("no test 1"), "{e}");
 }
 
 #[test]
@@ -215,7 +220,7 @@ fn a_restarted_agent_refuses_what_it_accepted_before() {
 
 #[test]
 fn an_invalid_spec_is_refused_before_anything_runs() {
-    let (a, _b, fleet) = pair();
+    let Pair { a, fleet, .. } = pair();
     let c = AgentClient::new(&fleet.agents[0], KEY, Duration::from_secs(5)).unwrap();
     let rt = rt();
     for (tweak, want) in [
@@ -298,14 +303,8 @@ fn thirty_normal_requests(addr: SocketAddr) -> Duration {
 
 #[test]
 fn three_hundred_slow_loris_sources_do_not_keep_normal_requests_out() {
-    // A long header deadline: the slow ones stay for the whole test,
-    // so only displacing them makes room.
-    let mut cfg = config("a");
-    cfg.limits = HttpLimits {
-        header_timeout: Duration::from_secs(60),
-        ..HttpLimits::default()
-    };
-    let a = Agent::start(cfg).unwrap();
+    // The slow ones stay for the whole test: only displacing them makes room.
+    let a = patient_agent("a");
     let addr = a.http_addr();
     let rt = rt();
     let t0 = Instant::now();
@@ -347,12 +346,7 @@ fn three_hundred_slow_loris_sources_do_not_keep_normal_requests_out() {
 
 #[test]
 fn slow_loris_from_one_source_displaces_only_its_own() {
-    let mut cfg = config("a");
-    cfg.limits = HttpLimits {
-        header_timeout: Duration::from_secs(60),
-        ..HttpLimits::default()
-    };
-    let a = Agent::start(cfg).unwrap();
+    let a = patient_agent("a");
     let addr = a.http_addr();
     let rt = rt();
     // Source 0 opens 40 slow connections (16 allowed per source); the rest

@@ -8,7 +8,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 use wirespeed_fleet::agent::{AgentConfig, HttpLimits};
 use wirespeed_fleet::auth::{self, Target};
-use wirespeed_fleet::{Agent, AgentSpec};
+use wirespeed_fleet::run::AgentClient;
+use wirespeed_fleet::{Agent, AgentSpec, Fleet};
 use wirespeed_types::TestSpec;
 
 /// The fleet key of the tests.
@@ -31,6 +32,41 @@ pub fn config(name: &str) -> AgentConfig {
 /// A started agent of [`config`].
 pub fn agent(name: &str) -> Agent {
     Agent::start(config(name)).expect("agent starts")
+}
+
+/// An agent whose header deadline (60 s) outlasts a test: slow clients
+/// stay until they are displaced.
+pub fn patient_agent(name: &str) -> Agent {
+    let mut cfg = config(name);
+    cfg.limits = HttpLimits {
+        header_timeout: Duration::from_secs(60),
+        ..HttpLimits::default()
+    };
+    Agent::start(cfg).expect("agent starts")
+}
+
+/// Agents a and b, each given the fleet of both.
+pub struct Pair {
+    /// Agent a.
+    pub a: Agent,
+    /// Agent b.
+    pub b: Agent,
+    /// The fleet of both.
+    pub fleet: Fleet,
+}
+
+/// Starts a [`Pair`] and pushes the fleet to both.
+pub fn pair() -> Pair {
+    let (a, b) = (agent("a"), agent("b"));
+    let fleet = Fleet {
+        agents: vec![spec_of("a", &a), spec_of("b", &b)],
+    };
+    let rt = rt();
+    for x in &fleet.agents {
+        let c = AgentClient::new(x, KEY, Duration::from_secs(5)).unwrap();
+        assert!(rt.block_on(c.push_fleet(&fleet)).unwrap());
+    }
+    Pair { a, b, fleet }
 }
 
 /// The fleet entry of agent `a` named `name`.
