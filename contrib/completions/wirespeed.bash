@@ -79,6 +79,9 @@ _wirespeed() {
             wirespeed__subcmd__fleet,run)
                 cmd="wirespeed__subcmd__fleet__subcmd__run"
                 ;;
+            wirespeed__subcmd__fleet,token)
+                cmd="wirespeed__subcmd__fleet__subcmd__token"
+                ;;
             wirespeed__subcmd__fleet__subcmd__help,help)
                 cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__help"
                 ;;
@@ -87,6 +90,9 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__fleet__subcmd__help,run)
                 cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__run"
+                ;;
+            wirespeed__subcmd__fleet__subcmd__help,token)
+                cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__token"
                 ;;
             wirespeed__subcmd__help,agent)
                 cmd="wirespeed__subcmd__help__subcmd__agent"
@@ -147,6 +153,9 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__help__subcmd__fleet,run)
                 cmd="wirespeed__subcmd__help__subcmd__fleet__subcmd__run"
+                ;;
+            wirespeed__subcmd__help__subcmd__fleet,token)
+                cmd="wirespeed__subcmd__help__subcmd__fleet__subcmd__token"
                 ;;
             wirespeed__subcmd__help__subcmd__k8s,image)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__image"
@@ -331,7 +340,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__agent)
-            opts="-p -h --name --http --fleet --max-client-tests --bind --port --max-tests --key-file --max-duration --max-flows --max-threads --max-msg-size --max-connections --max-unauthenticated --max-per-source --handshake-timeout --idle-timeout --preamble-timeout --stop-grace --data-ports --help"
+            opts="-p -h --name --http --fleet --max-client-tests --metrics-open --bind --port --max-tests --key-file --max-duration --max-flows --max-threads --max-msg-size --max-connections --max-unauthenticated --max-per-source --handshake-timeout --idle-timeout --preamble-timeout --stop-grace --data-ports --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -877,7 +886,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet)
-            opts="-h --help run plan help"
+            opts="-h --help run plan token help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -891,7 +900,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__help)
-            opts="run plan help"
+            opts="run plan token help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -933,6 +942,20 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__fleet__subcmd__help__subcmd__token)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1246,6 +1269,24 @@ _wirespeed() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        wirespeed__subcmd__fleet__subcmd__token)
+            opts="-h --key-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         wirespeed__subcmd__help)
             opts="bench serve lab demo inspect doctor tune model explain experiment optimize agent fleet report k8s completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1359,7 +1400,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__fleet)
-            opts="run plan"
+            opts="run plan token"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1387,6 +1428,20 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__fleet__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__fleet__subcmd__token)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

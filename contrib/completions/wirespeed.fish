@@ -312,11 +312,13 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l idle-timeo
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l preamble-timeout -d 'Time a data connection has to send its preamble' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l stop-grace -d 'Time after a test\'s end the server waits for the client\'s stop' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l data-ports -d 'Ports for the tests\' data connections (LO-HI), so a firewall, NetworkPolicy or Service can admit them [default: any free port]' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l metrics-open -d 'Serve /metrics without the key (it tells the host\'s kernel, NICs and link speeds): for a Prometheus that cannot hold the bearer token of `wirespeed fleet token`'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -s h -l help -d 'Print help'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan help" -s h -l help -d 'Print help'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan help" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan help" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token help" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token help" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token help" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token help" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l agents -d 'The fleet file (TOML; docs/fleet.md)' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pattern -d 'pairs, ring, all-to-all, one-to-many or many-to-one' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l concurrent -d 'Tests each host takes part in at once (1: never two at once)' -r
@@ -390,8 +392,11 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l rounds -d 'Print each round\'s tests too'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l json -d 'Print the plan as JSON'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from token" -l key-file -d 'The fleet key file (the agents\' --key-file)' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from token" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s l -l label -d 'A name for each file, in order (repeat the flag: `--label cubic --label bbr`); unnamed files are labelled by their test\'s own description' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s o -l output -d 'Write here instead of stdout' -r -F
@@ -567,6 +572,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_see
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from tune" -f -a "watchdog" -d '(internal) wait for the deadline and roll back unless confirmed'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from k8s" -f -a "manifests" -d 'Print the objects that run agents (YAML, or JSON with --output json)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from k8s" -f -a "run" -d 'Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from k8s" -f -a "image" -d 'The agent image: built from a wirespeed binary, without Docker or a base image'

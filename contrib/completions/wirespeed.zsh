@@ -527,6 +527,7 @@ _arguments "${_arguments_options[@]}" : \
 '--preamble-timeout=[Time a data connection has to send its preamble]:PREAMBLE_TIMEOUT:_default' \
 '--stop-grace=[Time after a test'\''s end the server waits for the client'\''s stop]:STOP_GRACE:_default' \
 '--data-ports=[Ports for the tests'\'' data connections (LO-HI), so a firewall, NetworkPolicy or Service can admit them \[default\: any free port\]]:LO-HI:_default' \
+'--metrics-open[Serve /metrics without the key (it tells the host'\''s kernel, NICs and link speeds)\: for a Prometheus that cannot hold the bearer token of \`wirespeed fleet token\`]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -661,6 +662,13 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help]' \
 && ret=0
 ;;
+(token)
+_arguments "${_arguments_options[@]}" : \
+'--key-file=[The fleet key file (the agents'\'' --key-file)]:KEY_FILE:_files' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_wirespeed__subcmd__fleet__subcmd__help_commands" \
@@ -678,6 +686,10 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (plan)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(token)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -1161,6 +1173,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(token)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
         esac
     ;;
 esac
@@ -1302,6 +1318,7 @@ _wirespeed__subcmd__fleet_commands() {
     local commands; commands=(
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
+'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed fleet commands' commands "$@"
@@ -1311,6 +1328,7 @@ _wirespeed__subcmd__fleet__subcmd__help_commands() {
     local commands; commands=(
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
+'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed fleet help commands' commands "$@"
@@ -1330,6 +1348,11 @@ _wirespeed__subcmd__fleet__subcmd__help__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed fleet help run commands' commands "$@"
 }
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__help__subcmd__token_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__help__subcmd__token_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet help token commands' commands "$@"
+}
 (( $+functions[_wirespeed__subcmd__fleet__subcmd__plan_commands] )) ||
 _wirespeed__subcmd__fleet__subcmd__plan_commands() {
     local commands; commands=()
@@ -1339,6 +1362,11 @@ _wirespeed__subcmd__fleet__subcmd__plan_commands() {
 _wirespeed__subcmd__fleet__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed fleet run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__token_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__token_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet token commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help_commands] )) ||
 _wirespeed__subcmd__help_commands() {
@@ -1404,6 +1432,7 @@ _wirespeed__subcmd__help__subcmd__fleet_commands() {
     local commands; commands=(
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
+'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
     )
     _describe -t commands 'wirespeed help fleet commands' commands "$@"
 }
@@ -1416,6 +1445,11 @@ _wirespeed__subcmd__help__subcmd__fleet__subcmd__plan_commands() {
 _wirespeed__subcmd__help__subcmd__fleet__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed help fleet run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__fleet__subcmd__token_commands] )) ||
+_wirespeed__subcmd__help__subcmd__fleet__subcmd__token_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help fleet token commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help__subcmd__help_commands] )) ||
 _wirespeed__subcmd__help__subcmd__help_commands() {

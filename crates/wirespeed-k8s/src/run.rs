@@ -508,6 +508,7 @@ impl Endpoints<'_> {
         let http = SocketAddr::new(a.control, self.o.http_port).to_string();
         let mut spec = AgentSpec {
             name: name.clone(),
+            agent_name: Some(a.pod.clone()),
             control: SocketAddr::new(a.control, self.o.port).to_string(),
             http,
             nics: a
