@@ -166,9 +166,6 @@ _wirespeed() {
             wirespeed__subcmd__help__subcmd__k8s,run)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__run"
                 ;;
-            wirespeed__subcmd__help__subcmd__k8s,sysctl)
-                cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__sysctl"
-                ;;
             wirespeed__subcmd__help__subcmd__k8s__subcmd__image,build)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__image__subcmd__build"
                 ;;
@@ -214,9 +211,6 @@ _wirespeed() {
             wirespeed__subcmd__k8s,run)
                 cmd="wirespeed__subcmd__k8s__subcmd__run"
                 ;;
-            wirespeed__subcmd__k8s,sysctl)
-                cmd="wirespeed__subcmd__k8s__subcmd__sysctl"
-                ;;
             wirespeed__subcmd__k8s__subcmd__help,help)
                 cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__help"
                 ;;
@@ -228,9 +222,6 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__k8s__subcmd__help,run)
                 cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__run"
-                ;;
-            wirespeed__subcmd__k8s__subcmd__help,sysctl)
-                cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__sysctl"
                 ;;
             wirespeed__subcmd__k8s__subcmd__help__subcmd__image,build)
                 cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__image__subcmd__build"
@@ -1484,7 +1475,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__k8s)
-            opts="manifests run image sysctl"
+            opts="manifests run image"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1540,20 +1531,6 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__k8s__subcmd__run)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        wirespeed__subcmd__help__subcmd__k8s__subcmd__sysctl)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1828,7 +1805,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s)
-            opts="-h --help manifests run image sysctl help"
+            opts="-h --help manifests run image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1842,7 +1819,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__help)
-            opts="manifests run image sysctl help"
+            opts="manifests run image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1912,20 +1889,6 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__help__subcmd__run)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        wirespeed__subcmd__k8s__subcmd__help__subcmd__sysctl)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2034,7 +1997,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__manifests)
-            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --namespace --port --key-file --output --runner --help"
+            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --namespace --port --key-file --output --runner --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2093,6 +2056,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --data-ports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-source)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2120,7 +2087,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__run)
-            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --paths --nodes --sample --seed --pairs --min --min-tps --baseline --tolerance --max-gap --csv --junit --html --sweep-sizes --sweep-flows --kubeconfig --namespace --pattern --concurrent --repeat --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --engine-paths --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --nic-cel --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --paths --nodes --sample --seed --pairs --min --min-tps --baseline --tolerance --max-gap --csv --junit --html --sweep-sizes --sweep-flows --kubeconfig --namespace --pattern --concurrent --repeat --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --engine-paths --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2179,6 +2146,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --data-ports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-source)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2502,20 +2473,6 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        wirespeed__subcmd__k8s__subcmd__sysctl)
-            opts="-h --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -56,6 +56,7 @@ async fn manifests_of_every_network_are_accepted_by_server_side_apply() {
     ];
     for (ns, nets) in sets {
         let mut o = Options::new(nets.clone(), ns, &key());
+        o.privileged_namespace = nets.contains(&Network::Host);
         o.profile = tpu();
         o.nics = 2;
         // Pinned to two nodes, every taint tolerated, with resources: what
@@ -176,6 +177,7 @@ async fn discovery_finds_every_networks_agents_and_teardown_removes_the_run() {
     let client = env.client().await.unwrap();
     let ns = "ws-run";
     let mut o = Options::new(Network::ALL.to_vec(), ns, &key());
+    o.privileged_namespace = true; // host network among them
     o.profile = tpu();
     o.run_id = Some("t1".into());
     let objs = manifests::build(&o).unwrap();

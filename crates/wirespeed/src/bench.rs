@@ -29,9 +29,11 @@ pub struct BenchCmd {
     /// Write the output to this file (appended) instead of stdout.
     #[arg(long)]
     pub logfile: Option<PathBuf>,
-    /// Begin each line of text output with the UTC time.
-    #[arg(long)]
-    pub timestamps: bool,
+    /// Begin each line of text output with the time: UTC
+    /// (`2026-11-26 01:02:03 UTC `) without a FORMAT, else the local time
+    /// in strftime FORMAT as iperf3 does (`--timestamps='%c '`).
+    #[arg(long, num_args = 0..=1, require_equals = true, value_name = "FORMAT")]
+    pub timestamps: Option<Option<String>>,
     /// Explain the result against a cloud profile (--profile P, --vcpus, --nics, ...).
     #[command(flatten)]
     pub model: crate::model_cmd::ExplainOpts,
@@ -41,7 +43,32 @@ pub struct BenchCmd {
 /// stamped with the time under --timestamps.
 struct Out {
     w: Box<dyn Write>,
-    stamp: bool,
+    stamp: Option<Stamp>,
+}
+
+/// How text lines are stamped.
+enum Stamp {
+    /// `YYYY-MM-DD HH:MM:SS UTC ` (the default).
+    Utc,
+    /// The local time in a strftime format (iperf3's `--timestamps=F`).
+    Local(String),
+}
+
+impl Stamp {
+    /// The stamp for now, or why the format cannot be used.
+    fn now(&self) -> Result<String> {
+        match self {
+            Stamp::Utc => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0);
+                Ok(format!("{} ", utc_time(now)))
+            }
+            Stamp::Local(f) => jiff::fmt::strtime::format(f.as_bytes(), &jiff::Zoned::now())
+                .map_err(|e| anyhow::anyhow!("--timestamps={f:?}: {e}")),
+        }
+    }
 }
 
 impl Out {
@@ -56,24 +83,25 @@ impl Out {
             ),
             None => Box::new(std::io::stdout()),
         };
-        Ok(Out {
-            w,
-            stamp: cmd.timestamps,
-        })
+        let stamp = match &cmd.timestamps {
+            None => None,
+            Some(None) => Some(Stamp::Utc),
+            Some(Some(f)) => Some(Stamp::Local(f.clone())),
+        };
+        if let Some(s) = &stamp {
+            s.now()?;
+        }
+        Ok(Out { w, stamp })
     }
 
     /// Writes text, each line stamped under --timestamps.
     fn text(&mut self, s: &str) -> Result<()> {
-        if !self.stamp {
+        let Some(stamp) = &self.stamp else {
             return self.raw(s);
-        }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        let t = utc_time(now);
+        };
+        let t = stamp.now()?;
         for l in s.lines() {
-            writeln!(self.w, "{t} {l}").context("write output")?;
+            writeln!(self.w, "{t}{l}").context("write output")?;
         }
         self.w.flush().context("write output")
     }

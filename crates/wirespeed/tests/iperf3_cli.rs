@@ -41,6 +41,7 @@ fn senseless_iperf3_combinations_are_refused_with_a_reason() {
         ),
         (&["--json-stream", "--format", "kv"], "json lines"),
         (&["--format", "xml"], "iperf3-json"),
+        (&["--timestamps=%Y %!"], "unrecognized specifier"),
     ];
     for (extra, needle) in cases {
         let args = bench(extra);

@@ -180,6 +180,7 @@ fn runner_kubeconfig(sw: &str, admin: &Path, out: &Path) {
         b"unused-key-0123456789abcdef",
     );
     o.image = "wirespeed:test".into();
+    o.privileged_namespace = true;
     let objs = wirespeed_k8s::runner::build(&o, &[]).unwrap();
     let admin2 = admin.to_path_buf();
     let token = spawn_in(sw, move || {

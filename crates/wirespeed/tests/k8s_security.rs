@@ -154,6 +154,90 @@ fn unprivileged_sysctls(pod: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `curl` from node 1's own network namespace (a host on the node network,
+/// outside the run's pods): (HTTP status, body).
+fn curl_from_node(c: &Cluster, method: &str, url: &str) -> (String, String) {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("{}-n1", c.name),
+            "curl",
+            "-s",
+            "--noproxy",
+            "*",
+        ])
+        .args(["-m", "5", "-X", method, "-w", "\n%{http_code}", url])
+        .output()
+        .expect("curl");
+    let t = String::from_utf8_lossy(&out.stdout).to_string();
+    let (body, code) = t.rsplit_once('\n').unwrap_or(("", &t));
+    (code.to_string(), body.to_string())
+}
+
+/// From outside the run: every agent endpoint but /healthz answers 401
+/// and tells nothing of the host, the data ports refuse connections, and
+/// the NetworkPolicy is in place with the agents' ports. (The test
+/// cluster's bridge CNI does not enforce policies, so this checks the
+/// agent's own lock and the object, not enforcement.)
+fn locked_from_outside(c: &Cluster, ns: &str, pods: &[Value]) {
+    let kernel = String::from_utf8_lossy(&Command::new("uname").arg("-r").output().unwrap().stdout)
+        .trim()
+        .to_string();
+    for p in pods {
+        let ip = p["status"]["podIP"].as_str().expect("pod IP");
+        let base = format!("http://{ip}:5380");
+        assert_eq!(
+            curl_from_node(c, "GET", &format!("{base}/healthz")).0,
+            "200"
+        );
+        for (m, path) in [
+            ("GET", "/metrics"),
+            ("GET", "/v1/facts"),
+            ("GET", "/v1/results"),
+            ("POST", "/v1/run"),
+            ("PUT", "/v1/fleet"),
+        ] {
+            let (code, body) = curl_from_node(c, m, &format!("{base}{path}"));
+            assert_eq!(code, "401", "{m} {path}: {body}");
+            assert!(!body.contains(&kernel) && !body.contains("eth0"), "{body}");
+        }
+        // The top of the range: run A's one test at a time takes the bottom.
+        let data = Command::new("ip")
+            .args(["netns", "exec", &format!("{}-n1", c.name), "bash", "-c"])
+            .arg(format!("exec 3<>/dev/tcp/{ip}/5316"))
+            .output()
+            .unwrap();
+        assert!(
+            !data.status.success(),
+            "data port 5316 of {ip} accepted a connection"
+        );
+    }
+    let np = c.api(
+        "GET",
+        &format!("/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies/wirespeed-agents"),
+        None,
+    );
+    let rule = &np["spec"]["ingress"][0];
+    assert_eq!(rule["from"][0]["podSelector"], json!({}), "{np}");
+    let ports: Vec<(i64, i64)> = rule["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .map(|p| {
+            (
+                p["port"].as_i64().unwrap(),
+                p["endPort"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(ports, [(5300, 0), (5301, 5316), (5380, 0)], "{np}");
+    assert!(
+        np["spec"]["ingress"][1]["from"][0]["ipBlock"]["cidr"].is_string(),
+        "{np}"
+    );
+}
+
 /// The admin's namespace, `restricted` enforced: the run uses it as it is.
 fn restricted_namespace(c: &Cluster, ns: &str) {
     let body = json!({
@@ -199,9 +283,16 @@ fn restricted_run(c: &Cluster, dir: &std::path::Path, profile: &str) {
     wait_for("run A's Lease", 90, || {
         (c.api("GET", &lease, None)["spec"]["holderIdentity"].is_string()).then_some(())
     });
-    let pods = wait_for("run A's agent pods", 120, || {
+    let pods = wait_for("run A's two agent pods Ready", 120, || {
         let p = agent_pods(c, &ns);
-        (p.len() == 2).then_some(p)
+        let ready = |p: &Value| {
+            p["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        };
+        (p.len() == 2 && p.iter().all(ready)).then_some(p)
     });
     for p in &pods {
         let sysctls = unprivileged_sysctls(p);
@@ -214,6 +305,7 @@ fn restricted_run(c: &Cluster, dir: &std::path::Path, profile: &str) {
             "restricted admits only the safe sysctl"
         );
     }
+    locked_from_outside(c, &ns, &pods);
     let before = daemonsets(c, &ns);
     assert!(!before.is_empty());
     // A second run in the same namespace: refused by the Lease, touching nothing.
