@@ -200,6 +200,8 @@ async fn measure(
     o.networks = networks_for(&planned.paths);
     o.node_names = Some(chosen.iter().map(|n| n.name.clone()).collect());
     let objs = manifests::build(&o)?;
+    let names: Vec<String> = chosen.iter().map(|n| n.name.clone()).collect();
+    let objs = crate::dra::prepare(client, &o, &names, objs, log).await?;
     dep.apply(client, &objs).await?;
     log(&format!(
         "applied {} objects in namespace {} (label {}={})",
@@ -583,12 +585,10 @@ pub fn run_blocking(cfg: &RunConfig, log: &(dyn Fn(&str) + Sync)) -> Result<RunO
 fn kept(cfg: &RunConfig, dep: &Deployment) -> String {
     let names: Vec<String> = dep.objects().iter().map(|o| o.describe()).collect();
     format!(
-        "--keep: left {} objects in place ({}); delete them with `kubectl delete namespace {}` and `kubectl delete deviceclass -l {}={}`",
+        "--keep: left {} objects in place ({}); delete them with `kubectl delete namespace {}`",
         names.len(),
         names.join(", "),
         cfg.objects.namespace,
-        manifests::RUN_LABEL,
-        cfg.objects.run_id.as_deref().unwrap_or("-")
     )
 }
 
