@@ -725,10 +725,12 @@ _arguments "${_arguments_options[@]}" : \
 '--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
 '--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
 '--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
-'--profile=[Tune profile (built-in name or file) for the pods'\'' sysctl init step (pod and dra only\: never the node'\''s) and DraNet'\''s NIC settings (MTU, GSO/GRO sizes, ethtool flags), e.g. tpu-multinic]:PROFILE:_default' \
-'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1)]:NETWORK_PREFIX:_default' \
-'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name starts with this]:IFNAME_PREFIX:_default' \
-'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`]:NIC_CEL:_default' \
+'--profile=[Tune profile (built-in name or file) for the pods'\'' sysctl init step (pod and dra only\: never the node'\''s) and DraNet'\''s NIC settings (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
+'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1) \[default\: NICs DraNet does not call virtual\]]:NETWORK_PREFIX:_default' \
+'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name (dra.net/ifName) starts with this]:IFNAME_PREFIX:_default' \
+'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--dra-selector=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--device-class=[dra\: the claims'\'' DeviceClass, yours (it must exist; none is made) \[default\: wirespeed-dranet, shared by every run, created when missing and never deleted\]]:NAME:_default' \
 '--nics=[dra\: NICs per agent]:NICS:_default' \
 '*--node-selector=[Run agents only on nodes with this label (KEY=VALUE, repeatable)]:KEY=VALUE:_default' \
 '*--toleration=[Let agents run on nodes with this taint (KEY\[=VALUE\]\[\:EFFECT\], repeatable), e.g. google.com/tpu=present\:NoSchedule]:KEY[=VALUE][:EFFECT]:_default' \
@@ -753,10 +755,12 @@ _arguments "${_arguments_options[@]}" : \
 '--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
 '--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
 '--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
-'--profile=[Tune profile (built-in name or file) for the pods'\'' sysctl init step (pod and dra only\: never the node'\''s) and DraNet'\''s NIC settings (MTU, GSO/GRO sizes, ethtool flags), e.g. tpu-multinic]:PROFILE:_default' \
-'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1)]:NETWORK_PREFIX:_default' \
-'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name starts with this]:IFNAME_PREFIX:_default' \
-'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`]:NIC_CEL:_default' \
+'--profile=[Tune profile (built-in name or file) for the pods'\'' sysctl init step (pod and dra only\: never the node'\''s) and DraNet'\''s NIC settings (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
+'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1) \[default\: NICs DraNet does not call virtual\]]:NETWORK_PREFIX:_default' \
+'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name (dra.net/ifName) starts with this]:IFNAME_PREFIX:_default' \
+'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--dra-selector=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--device-class=[dra\: the claims'\'' DeviceClass, yours (it must exist; none is made) \[default\: wirespeed-dranet, shared by every run, created when missing and never deleted\]]:NAME:_default' \
 '--nics=[dra\: NICs per agent]:NICS:_default' \
 '*--node-selector=[Run agents only on nodes with this label (KEY=VALUE, repeatable)]:KEY=VALUE:_default' \
 '*--toleration=[Let agents run on nodes with this taint (KEY\[=VALUE\]\[\:EFFECT\], repeatable), e.g. google.com/tpu=present\:NoSchedule]:KEY[=VALUE][:EFFECT]:_default' \
