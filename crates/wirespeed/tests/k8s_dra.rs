@@ -10,43 +10,18 @@
 
 mod common;
 
-use common::cluster::{Cluster, can_run, check_nodes, nothing_left, text, unique};
+use common::cluster::{Cluster, Scratch, can_run, check_nodes, nothing_left, text, unique};
 use common::heavy;
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// `k8s run --network dra` from the runner namespace with the flags
 /// every run here shares, plus `args`.
 fn run(c: &Cluster, key: &str, args: &[&str]) -> Output {
-    let mut all = vec![
-        "k8s",
-        "run",
-        "--network",
-        "dra",
-        "--image",
-        c.get("IMAGE"),
-        "-d",
-        "1s",
-        "--warmup",
-        "0",
-        "--key-file",
-        key,
-        "--ready-timeout",
-        "120s",
-    ];
+    let mut all = vec!["--network", "dra", "--ready-timeout", "120s"];
     all.extend_from_slice(args);
-    c.runner(&all).0
+    c.k8s_run(key, &all)
 }
 
 /// Polls `f` every 250 ms until it holds, at most `limit`.
@@ -283,29 +258,18 @@ fn dra_claims_are_allocated_prepared_placed_and_measured_on_a_real_cluster() {
     }
     let _h = heavy();
     let name = unique("wsd");
-    let s = Scratch(std::env::temp_dir().join(format!("{name}-dra")));
-    std::fs::create_dir_all(&s.0).unwrap();
-    let key = s.0.join("key").to_string_lossy().into_owned();
-    std::fs::write(
-        &key,
-        "3e1f0a5c9e3b4d2a8f6e1c0b9a7d5e3f2c4b6a8d0e1f3a5c7e9b2d4f6a8c0e2\n",
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    let out_json = s.0.join("out.json").to_string_lossy().into_owned();
+    let s = Scratch::with_key(
+        &format!("{name}-dra"),
+        "3e1f0a5c9e3b4d2a8f6e1c0b9a7d5e3f2c4b6a8d0e1f3a5c7e9b2d4f6a8c0e2",
+    );
+    let key = s.key();
+    let out_json = s.file("out.json");
     {
         let t = Instant::now();
         let c = Cluster::up(&name, &["--nodes", "2", "--dra-nics", "1"]);
         eprintln!("cluster {name} up with DRA NICs in {:?}", t.elapsed());
         check_nodes(&c, 2);
-        let nodes: Vec<String> = c
-            .get("NODES")
-            .split_whitespace()
-            .map(String::from)
-            .collect();
+        let nodes = c.nodes();
         let t = Instant::now();
         unsupported_flag_refused(&c, &key, &nodes);
         eprintln!("refused before apply in {:?}", t.elapsed());
