@@ -79,6 +79,9 @@ _wirespeed() {
             wirespeed__subcmd__fleet,run)
                 cmd="wirespeed__subcmd__fleet__subcmd__run"
                 ;;
+            wirespeed__subcmd__fleet,token)
+                cmd="wirespeed__subcmd__fleet__subcmd__token"
+                ;;
             wirespeed__subcmd__fleet__subcmd__help,help)
                 cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__help"
                 ;;
@@ -87,6 +90,9 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__fleet__subcmd__help,run)
                 cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__run"
+                ;;
+            wirespeed__subcmd__fleet__subcmd__help,token)
+                cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__token"
                 ;;
             wirespeed__subcmd__help,agent)
                 cmd="wirespeed__subcmd__help__subcmd__agent"
@@ -148,6 +154,9 @@ _wirespeed() {
             wirespeed__subcmd__help__subcmd__fleet,run)
                 cmd="wirespeed__subcmd__help__subcmd__fleet__subcmd__run"
                 ;;
+            wirespeed__subcmd__help__subcmd__fleet,token)
+                cmd="wirespeed__subcmd__help__subcmd__fleet__subcmd__token"
+                ;;
             wirespeed__subcmd__help__subcmd__k8s,image)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__image"
                 ;;
@@ -156,9 +165,6 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__help__subcmd__k8s,run)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__run"
-                ;;
-            wirespeed__subcmd__help__subcmd__k8s,sysctl)
-                cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__sysctl"
                 ;;
             wirespeed__subcmd__help__subcmd__k8s__subcmd__image,build)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__image__subcmd__build"
@@ -205,9 +211,6 @@ _wirespeed() {
             wirespeed__subcmd__k8s,run)
                 cmd="wirespeed__subcmd__k8s__subcmd__run"
                 ;;
-            wirespeed__subcmd__k8s,sysctl)
-                cmd="wirespeed__subcmd__k8s__subcmd__sysctl"
-                ;;
             wirespeed__subcmd__k8s__subcmd__help,help)
                 cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__help"
                 ;;
@@ -219,9 +222,6 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__k8s__subcmd__help,run)
                 cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__run"
-                ;;
-            wirespeed__subcmd__k8s__subcmd__help,sysctl)
-                cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__sysctl"
                 ;;
             wirespeed__subcmd__k8s__subcmd__help__subcmd__image,build)
                 cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__image__subcmd__build"
@@ -331,7 +331,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__agent)
-            opts="-p -h --name --http --fleet --max-client-tests --bind --port --max-tests --key-file --max-duration --max-flows --max-threads --max-msg-size --max-connections --max-unauthenticated --max-per-source --handshake-timeout --idle-timeout --preamble-timeout --stop-grace --data-ports --help"
+            opts="-p -h --name --http --fleet --max-client-tests --metrics-open --bind --port --max-tests --key-file --max-duration --max-flows --max-threads --max-msg-size --max-connections --max-unauthenticated --max-per-source --handshake-timeout --idle-timeout --preamble-timeout --stop-grace --data-ports --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -877,7 +877,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet)
-            opts="-h --help run plan help"
+            opts="-h --help run plan token help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -891,7 +891,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__help)
-            opts="run plan help"
+            opts="run plan token help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -933,6 +933,20 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__fleet__subcmd__help__subcmd__token)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1246,6 +1260,24 @@ _wirespeed() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        wirespeed__subcmd__fleet__subcmd__token)
+            opts="-h --key-file --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         wirespeed__subcmd__help)
             opts="bench serve lab demo inspect doctor tune model explain experiment optimize agent fleet report k8s completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1359,7 +1391,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__fleet)
-            opts="run plan"
+            opts="run plan token"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1387,6 +1419,20 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__fleet__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__fleet__subcmd__token)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1429,7 +1475,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__k8s)
-            opts="manifests run image sysctl"
+            opts="manifests run image"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1485,20 +1531,6 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__k8s__subcmd__run)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        wirespeed__subcmd__help__subcmd__k8s__subcmd__sysctl)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1773,7 +1805,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s)
-            opts="-h --help manifests run image sysctl help"
+            opts="-h --help manifests run image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1787,7 +1819,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__help)
-            opts="manifests run image sysctl help"
+            opts="manifests run image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1857,20 +1889,6 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__help__subcmd__run)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        wirespeed__subcmd__k8s__subcmd__help__subcmd__sysctl)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1979,7 +1997,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__manifests)
-            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --namespace --port --key-file --output --runner --help"
+            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --namespace --port --key-file --output --runner --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2046,6 +2064,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --data-ports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-source)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2073,7 +2095,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__run)
-            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --paths --nodes --sample --seed --pairs --min --min-tps --baseline --tolerance --max-gap --csv --junit --html --sweep-sizes --sweep-flows --kubeconfig --namespace --pattern --concurrent --repeat --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --engine-paths --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --paths --nodes --sample --seed --pairs --min --min-tps --baseline --tolerance --max-gap --csv --junit --html --sweep-sizes --sweep-flows --kubeconfig --namespace --pattern --concurrent --repeat --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --engine-paths --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2140,6 +2162,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --data-ports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-source)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2463,20 +2489,6 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        wirespeed__subcmd__k8s__subcmd__sysctl)
-            opts="-h --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

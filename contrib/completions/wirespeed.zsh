@@ -527,6 +527,7 @@ _arguments "${_arguments_options[@]}" : \
 '--preamble-timeout=[Time a data connection has to send its preamble]:PREAMBLE_TIMEOUT:_default' \
 '--stop-grace=[Time after a test'\''s end the server waits for the client'\''s stop]:STOP_GRACE:_default' \
 '--data-ports=[Ports for the tests'\'' data connections (LO-HI), so a firewall, NetworkPolicy or Service can admit them \[default\: any free port\]]:LO-HI:_default' \
+'--metrics-open[Serve /metrics without the key (it tells the host'\''s kernel, NICs and link speeds)\: for a Prometheus that cannot hold the bearer token of \`wirespeed fleet token\`]' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -661,6 +662,13 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help]' \
 && ret=0
 ;;
+(token)
+_arguments "${_arguments_options[@]}" : \
+'--key-file=[The fleet key file (the agents'\'' --key-file)]:KEY_FILE:_files' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_wirespeed__subcmd__fleet__subcmd__help_commands" \
@@ -678,6 +686,10 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (plan)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(token)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -725,7 +737,7 @@ _arguments "${_arguments_options[@]}" : \
 '--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
 '--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
 '--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
-'--profile=[Tune profile (built-in name or file) for the pods'\'' sysctl init step (pod and dra only\: never the node'\''s) and DraNet'\''s NIC settings (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
+'--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
 '(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1) \[default\: NICs DraNet does not call virtual\]]:NETWORK_PREFIX:_default' \
 '(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name (dra.net/ifName) starts with this]:IFNAME_PREFIX:_default' \
 '--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
@@ -738,12 +750,15 @@ _arguments "${_arguments_options[@]}" : \
 '--limits=[The agent container'\''s resource limits (KEY=QUANTITY, comma-separated)]:KEY=QTY,..:_default' \
 '--priority-class=[The agents'\'' PriorityClass]:NAME:_default' \
 '--data-ports=[The agents'\'' data ports (LO-HI)\: a firewall or NetworkPolicy can admit them, and each agent'\''s Service (service paths) forwards them]:LO-HI:_default' \
+'*--api-source=[Where the API server'\''s pod-proxy connections come from (CIDR, repeatable), admitted to the agents'\'' HTTP port; \`k8s run\` adds the API server'\''s own addresses when none is given]:CIDR:_default' \
 '--namespace=[Namespace of the objects]:NAMESPACE:_default' \
 '--port=[The agents'\'' engine port]:PORT:_default' \
 '--key-file=[The fleet key file (as \`wirespeed serve --key-file\`); a fresh key is made when absent]:KEY_FILE:_files' \
 '--output=[yaml (multi-document) or json (a v1 List)]:OUTPUT:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
 '--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
+'--privileged-namespace[Allow host-network agents (--network host)\: their namespace is labelled Pod Security \`privileged\` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused]' \
+'--no-network-policy[Make no NetworkPolicy (by default one admits the agents'\'' ports only from the run'\''s own pods and the API server)]' \
 '--runner[Print instead what runs \`k8s run\` inside the cluster\: a ServiceAccount, the ClusterRole and binding a run needs, and a Job running \`wirespeed k8s run\` with these objects'\'' flags and the arguments after \`--\` (docs/k8s.md)]' \
 '-h[Print help]' \
 '--help[Print help]' \
@@ -755,7 +770,7 @@ _arguments "${_arguments_options[@]}" : \
 '--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
 '--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
 '--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
-'--profile=[Tune profile (built-in name or file) for the pods'\'' sysctl init step (pod and dra only\: never the node'\''s) and DraNet'\''s NIC settings (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
+'--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
 '(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1) \[default\: NICs DraNet does not call virtual\]]:NETWORK_PREFIX:_default' \
 '(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name (dra.net/ifName) starts with this]:IFNAME_PREFIX:_default' \
 '--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
@@ -768,6 +783,7 @@ _arguments "${_arguments_options[@]}" : \
 '--limits=[The agent container'\''s resource limits (KEY=QUANTITY, comma-separated)]:KEY=QTY,..:_default' \
 '--priority-class=[The agents'\'' PriorityClass]:NAME:_default' \
 '--data-ports=[The agents'\'' data ports (LO-HI)\: a firewall or NetworkPolicy can admit them, and each agent'\''s Service (service paths) forwards them]:LO-HI:_default' \
+'*--api-source=[Where the API server'\''s pod-proxy connections come from (CIDR, repeatable), admitted to the agents'\'' HTTP port; \`k8s run\` adds the API server'\''s own addresses when none is given]:CIDR:_default' \
 '--paths=[Paths to measure, comma-separated\: host, same-node, cross-node, cross-zone, service (= service-same-node,service-cross-node), hairpin, dra \[default\: one per --network\: host, cross-node, dra\]]:LIST:_default' \
 '--nodes=[Only these nodes (comma-separated names)]:NODE,..:_default' \
 '--sample=[A seeded sample of N of the eligible nodes]:N:_default' \
@@ -858,6 +874,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--engine-paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
 '--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
+'--privileged-namespace[Allow host-network agents (--network host)\: their namespace is labelled Pod Security \`privileged\` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused]' \
+'--no-network-policy[Make no NetworkPolicy (by default one admits the agents'\'' ports only from the run'\''s own pods and the API server)]' \
 '--keep[Leave the objects in the cluster afterwards]' \
 '(-w --workload)-u[Short for --workload udp-stream (iperf3'\''s -u)]' \
 '(-w --workload)--udp[Short for --workload udp-stream (iperf3'\''s -u)]' \
@@ -944,13 +962,6 @@ esac
     ;;
 esac
 ;;
-(sysctl)
-_arguments "${_arguments_options[@]}" : \
-'-h[Print help]' \
-'--help[Print help]' \
-'*::settings -- The sysctls to set:_default' \
-&& ret=0
-;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_wirespeed__subcmd__k8s__subcmd__help_commands" \
@@ -990,10 +1001,6 @@ _arguments "${_arguments_options[@]}" : \
         esac
     ;;
 esac
-;;
-(sysctl)
-_arguments "${_arguments_options[@]}" : \
-&& ret=0
 ;;
 (help)
 _arguments "${_arguments_options[@]}" : \
@@ -1165,6 +1172,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(token)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
         esac
     ;;
 esac
@@ -1212,10 +1223,6 @@ _arguments "${_arguments_options[@]}" : \
         esac
     ;;
 esac
-;;
-(sysctl)
-_arguments "${_arguments_options[@]}" : \
-&& ret=0
 ;;
         esac
     ;;
@@ -1306,6 +1313,7 @@ _wirespeed__subcmd__fleet_commands() {
     local commands; commands=(
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
+'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed fleet commands' commands "$@"
@@ -1315,6 +1323,7 @@ _wirespeed__subcmd__fleet__subcmd__help_commands() {
     local commands; commands=(
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
+'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed fleet help commands' commands "$@"
@@ -1334,6 +1343,11 @@ _wirespeed__subcmd__fleet__subcmd__help__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed fleet help run commands' commands "$@"
 }
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__help__subcmd__token_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__help__subcmd__token_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet help token commands' commands "$@"
+}
 (( $+functions[_wirespeed__subcmd__fleet__subcmd__plan_commands] )) ||
 _wirespeed__subcmd__fleet__subcmd__plan_commands() {
     local commands; commands=()
@@ -1343,6 +1357,11 @@ _wirespeed__subcmd__fleet__subcmd__plan_commands() {
 _wirespeed__subcmd__fleet__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed fleet run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__token_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__token_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet token commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help_commands] )) ||
 _wirespeed__subcmd__help_commands() {
@@ -1408,6 +1427,7 @@ _wirespeed__subcmd__help__subcmd__fleet_commands() {
     local commands; commands=(
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
+'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
     )
     _describe -t commands 'wirespeed help fleet commands' commands "$@"
 }
@@ -1420,6 +1440,11 @@ _wirespeed__subcmd__help__subcmd__fleet__subcmd__plan_commands() {
 _wirespeed__subcmd__help__subcmd__fleet__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed help fleet run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__fleet__subcmd__token_commands] )) ||
+_wirespeed__subcmd__help__subcmd__fleet__subcmd__token_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help fleet token commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help__subcmd__help_commands] )) ||
 _wirespeed__subcmd__help__subcmd__help_commands() {
@@ -1437,7 +1462,6 @@ _wirespeed__subcmd__help__subcmd__k8s_commands() {
 'manifests:Print the objects that run agents (YAML, or JSON with --output json)' \
 'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
 'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
-'sysctl:Set per-network-namespace sysctls\: the agents'\'' init step inside a pod (the image has no \`sysctl\`); host-wide ones are refused' \
     )
     _describe -t commands 'wirespeed help k8s commands' commands "$@"
 }
@@ -1462,11 +1486,6 @@ _wirespeed__subcmd__help__subcmd__k8s__subcmd__manifests_commands() {
 _wirespeed__subcmd__help__subcmd__k8s__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed help k8s run commands' commands "$@"
-}
-(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__sysctl_commands] )) ||
-_wirespeed__subcmd__help__subcmd__k8s__subcmd__sysctl_commands() {
-    local commands; commands=()
-    _describe -t commands 'wirespeed help k8s sysctl commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help__subcmd__lab_commands] )) ||
 _wirespeed__subcmd__help__subcmd__lab_commands() {
@@ -1576,7 +1595,6 @@ _wirespeed__subcmd__k8s_commands() {
 'manifests:Print the objects that run agents (YAML, or JSON with --output json)' \
 'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
 'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
-'sysctl:Set per-network-namespace sysctls\: the agents'\'' init step inside a pod (the image has no \`sysctl\`); host-wide ones are refused' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed k8s commands' commands "$@"
@@ -1587,7 +1605,6 @@ _wirespeed__subcmd__k8s__subcmd__help_commands() {
 'manifests:Print the objects that run agents (YAML, or JSON with --output json)' \
 'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
 'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
-'sysctl:Set per-network-namespace sysctls\: the agents'\'' init step inside a pod (the image has no \`sysctl\`); host-wide ones are refused' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed k8s help commands' commands "$@"
@@ -1618,11 +1635,6 @@ _wirespeed__subcmd__k8s__subcmd__help__subcmd__manifests_commands() {
 _wirespeed__subcmd__k8s__subcmd__help__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed k8s help run commands' commands "$@"
-}
-(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__sysctl_commands] )) ||
-_wirespeed__subcmd__k8s__subcmd__help__subcmd__sysctl_commands() {
-    local commands; commands=()
-    _describe -t commands 'wirespeed k8s help sysctl commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__k8s__subcmd__image_commands] )) ||
 _wirespeed__subcmd__k8s__subcmd__image_commands() {
@@ -1664,11 +1676,6 @@ _wirespeed__subcmd__k8s__subcmd__manifests_commands() {
 _wirespeed__subcmd__k8s__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed k8s run commands' commands "$@"
-}
-(( $+functions[_wirespeed__subcmd__k8s__subcmd__sysctl_commands] )) ||
-_wirespeed__subcmd__k8s__subcmd__sysctl_commands() {
-    local commands; commands=()
-    _describe -t commands 'wirespeed k8s sysctl commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__lab_commands] )) ||
 _wirespeed__subcmd__lab_commands() {

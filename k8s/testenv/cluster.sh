@@ -7,6 +7,7 @@
 #
 #   k8s/testenv/cluster.sh up [--name NAME] [--nodes N] [--zones Z1,Z1,Z2]
 #                             [--taint I=KEY=VALUE:EFFECT] [--no-image]
+#                             [--unsafe-sysctls NAME,PREFIX*,...]
 #                             [--dra-nics M] [--dra-no-place]
 #   k8s/testenv/cluster.sh kubeconfig [--name NAME]   # path of the admin kubeconfig
 #   k8s/testenv/cluster.sh image [--name NAME]        # the image reference nodes pull
@@ -62,6 +63,7 @@ name=wsc
 nodes=2
 zones=
 taints=()
+unsafe_sysctls=
 with_image=1
 dra_nics=0
 dra_place=1
@@ -72,6 +74,7 @@ while (($#)); do
     --zones) zones=${2:?--zones needs a value}; shift 2 ;;
     --taint) taints+=("${2:?--taint needs I=KEY=VALUE:EFFECT}"); shift 2 ;;
     --no-image) with_image=; shift ;;
+    --unsafe-sysctls) unsafe_sysctls=${2:?--unsafe-sysctls needs a list}; shift 2 ;;
     --dra-nics) dra_nics=${2:?--dra-nics needs a value}; shift 2 ;;
     --dra-no-place) dra_place=; shift ;;
     *) die "unknown argument '$1'" ;;
@@ -79,6 +82,8 @@ while (($#)); do
 done
 [[ $name =~ ^[a-z][a-z0-9]{0,7}$ ]] || die "--name '$name': 1-8 of [a-z0-9], starting with a letter"
 [[ $nodes =~ ^[1-9]$ ]] || die "--nodes '$nodes': 1 to 9"
+[[ -z $unsafe_sysctls || $unsafe_sysctls =~ ^[a-z0-9_.]+\*?(,[a-z0-9_.]+\*?)*$ ]] ||
+  die "--unsafe-sysctls '$unsafe_sysctls': comma-separated sysctl names or prefixes ending in *"
 [[ $dra_nics =~ ^[0-4]$ ]] || die "--dra-nics '$dra_nics': 0 to 4"
 dir=$croot/$name
 run=$runroot/$name
@@ -618,6 +623,7 @@ authentication:
   x509: {clientCAFile: $dir/pki/ca.crt}
 authorization: {mode: Webhook}
 registerWithTaints: [$(taint_yaml "$taint_list")]
+allowedUnsafeSysctls: [${unsafe_sysctls//,/, }]
 EOF
   start "kubelet-n$i" "$node" "$bin/kubelet" --config "$nd/kubelet.yaml" --kubeconfig "$nd/kubelet.kubeconfig" \
     --root-dir "$nd/kubelet" --cert-dir "$nd/kubelet-certs" --hostname-override "$node" --node-ip "$ip" \

@@ -236,7 +236,7 @@ struct TableInner {
 /// The "address" a per-source cap counts: an IPv4 address, or the /64 an
 /// IPv6 address is in (one host commonly holds a whole /64, so counting
 /// single IPv6 addresses would cap nothing).
-fn source_of(ip: IpAddr) -> IpAddr {
+pub fn source_of(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),

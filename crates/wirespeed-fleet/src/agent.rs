@@ -3,30 +3,37 @@
 //!
 //! | method, path | key | what |
 //! |---|---|---|
-//! | `GET /healthz` | no | `ok` and the agent's name |
-//! | `GET /metrics` | no | Prometheus text: last result per peer, path, workload, direction; counters; host facts |
-//! | `GET /v1/facts` | no | the host's [`Snapshot`](wirespeed_host::Snapshot) as JSON |
-//! | `GET /v1/results` | no | the tests this agent ran, newest last (summaries) |
-//! | `GET /v1/results/{id}` | no | one test: state, and its full result |
-//! | `POST /v1/run` | yes | start a test towards a fleet peer ([`RunRequest`]); 202 with its id |
-//! | `PUT /v1/fleet` | yes | set the agent's fleet (refused with 409 when pinned by `--fleet`) |
+//! | `GET /healthz` | no | `ok NAME BOOT`: the agent's name and boot id ([`crate::auth`]) |
+//! | `GET /metrics` | read (none with `--metrics-open`) | Prometheus text: last result per peer, path, workload, direction; counters; host facts |
+//! | `GET /v1/facts` | read | the host's [`Snapshot`](wirespeed_host::Snapshot) as JSON |
+//! | `GET /v1/results` | read | the tests this agent ran, newest last (summaries) |
+//! | `GET /v1/results/{id}` | read | one test: state, and its full result |
+//! | `POST /v1/run` | signed | start a test towards a fleet peer ([`RunRequest`]); 202 with its id |
+//! | `PUT /v1/fleet` | signed | set the agent's fleet (refused with 409 when pinned by `--fleet`) |
 //!
-//! Requests that start traffic are signed with the fleet key
-//! ([`crate::auth`]); the peer must be in the agent's fleet and every
-//! path must end at one of the peer's addresses (403 otherwise). The HTTP
-//! side is bounded against slow and greedy clients: a deadline on request
-//! headers, on each request as a whole and on each connection's life;
-//! a body size limit; at most so many connections (and per source
-//! address), requests in flight and tests at once, refused rather than
-//! queued.
+//! "read" takes a signature or the fleet's bearer token, "signed" only a
+//! signature for this agent ([`crate::auth`]); without them the answer
+//! is 401 (403 when signed for another agent) and says nothing of the
+//! host. A run's spec is checked before it is accepted (400 with the
+//! reason); the peer must be in the agent's fleet and every path must end
+//! at one of the peer's addresses (403 otherwise). The HTTP side is
+//! bounded against slow and greedy clients: a deadline on request
+//! headers, on each request as a whole and on each connection's life; a
+//! body size limit; at most so many connections (and per source address),
+//! where a new connection displaces the oldest idle or slow one (of the
+//! source holding the most) rather than being turned away; requests in
+//! flight and tests at once, refused rather than queued. A request counts
+//! as in flight only once its body has arrived, so slow bodies take no
+//! place from others.
 
-use crate::auth::Verifier;
+use crate::auth::{Refusal, Target, Verifier};
 use crate::error::{FleetError, Result};
 use crate::fleet::Fleet;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use prometheus_client::encoding::text::encode;
@@ -37,7 +44,7 @@ use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use wirespeed_engine::{ClientConfig, Server, ServerConfig, TestResult, TestSpec};
@@ -50,9 +57,12 @@ pub const MAX_RESULTS: usize = 1000;
 /// Bounds on the HTTP side.
 #[derive(Debug, Clone)]
 pub struct HttpLimits {
-    /// Connections at once; more are closed at once.
+    /// Connections at once; a new one beyond displaces the oldest idle or
+    /// slow one of the source holding the most, or is closed at once when
+    /// every one is handling a request.
     pub max_connections: usize,
-    /// Connections from one address at once.
+    /// Connections from one address (an IPv6 /64) at once; a new one
+    /// beyond displaces that address's oldest idle or slow one.
     pub max_per_source: usize,
     /// Time for a request's headers to arrive (trickling cannot extend it).
     pub header_timeout: Duration,
@@ -100,6 +110,8 @@ pub struct AgentConfig {
     pub test_timeout: Duration,
     /// HTTP bounds.
     pub limits: HttpLimits,
+    /// Serve `/metrics` without the key (`--metrics-open`).
+    pub metrics_open: bool,
 }
 
 impl AgentConfig {
@@ -114,6 +126,7 @@ impl AgentConfig {
             max_tests: 4,
             test_timeout: Duration::from_secs(10),
             limits: HttpLimits::default(),
+            metrics_open: false,
         }
     }
 }
@@ -195,6 +208,8 @@ struct Metrics {
     nic_gro: Family<Labels, Gauge>,
     nic_info: Family<Labels, Gauge>,
     host_info: Family<Labels, Gauge>,
+    http_connections: Gauge,
+    http_evictions: Counter,
 }
 
 impl Metrics {
@@ -212,6 +227,8 @@ impl Metrics {
             nic_gro: Family::default(),
             nic_info: Family::default(),
             host_info: Family::default(),
+            http_connections: Gauge::default(),
+            http_evictions: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -260,6 +277,16 @@ impl Metrics {
             "host_info",
             "The host's kernel and TCP settings as labels (value 1)",
             m.host_info.clone(),
+        );
+        registry.register(
+            "http_connections",
+            "HTTP connections open",
+            m.http_connections.clone(),
+        );
+        registry.register(
+            "http_evictions",
+            "HTTP connections closed to make room for a new one (idle or slow ones, of the source holding the most)",
+            m.http_evictions.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -355,6 +382,7 @@ struct Facts {
 /// Shared by the handlers.
 struct Shared {
     name: String,
+    boot: String,
     verifier: Mutex<Verifier>,
     key: Vec<u8>,
     fleet: RwLock<Option<Fleet>>,
@@ -376,7 +404,7 @@ fn json_error(status: StatusCode, msg: impl Into<String>) -> Response {
 }
 
 async fn healthz(State(st): State<Arc<Shared>>) -> Response {
-    format!("ok {}\n", st.name).into_response()
+    format!("ok {} {}\n", st.name, st.boot).into_response()
 }
 
 /// Reads the host (at most every [`FACTS_TTL`]) and refreshes the info metrics.
@@ -518,14 +546,51 @@ async fn result(State(st): State<Arc<Shared>>, Path(id): Path<String>) -> Respon
     }
 }
 
-/// Verifies a signed request; the refusal when it fails.
-fn check_key(
-    st: &Shared,
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Option<Response> {
+/// The whole body of a request, read before it is handled.
+#[derive(Clone)]
+struct RawBody(Bytes);
+
+/// The connection a request came on (put there by the accept loop).
+#[derive(Clone)]
+struct ConnMark(Arc<ConnState>);
+
+/// A request being handled on a connection; dropping it ends that.
+struct Handling(Arc<ConnState>);
+
+impl Drop for Handling {
+    fn drop(&mut self) {
+        self.0.handling.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Reads the whole body (bounded by the body limit and the request
+/// deadline) and only then counts the request as handled: a client that
+/// trickles its body holds no place in flight, and its connection stays
+/// one the accept loop may displace.
+async fn read_body(req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let bytes = match Bytes::from_request(Request::from_parts(parts.clone(), body), &()).await {
+        Ok(b) => b,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let _handling = parts.extensions.get::<ConnMark>().map(|m| {
+        m.0.handling.fetch_add(1, Ordering::SeqCst);
+        Handling(m.0.clone())
+    });
+    let mut req = Request::from_parts(parts, axum::body::Body::from(bytes.clone()));
+    req.extensions_mut().insert(RawBody(bytes));
+    next.run(req).await
+}
+
+/// Lets through only requests with the fleet key: a signature for this
+/// agent, or the bearer token for reads ([`crate::auth`]).
+async fn require_key(State(st): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let body = req
+        .extensions()
+        .get::<RawBody>()
+        .map(|b| b.0.clone())
+        .unwrap_or_default();
+    let headers = req.headers();
     let get = |n: &str| {
         headers
             .get(n)
@@ -536,26 +601,39 @@ fn check_key(
         .verifier
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .verify(method.as_str(), uri.path(), get, body);
+        .verify(req.method().as_str(), req.uri().path(), get, &body);
     match verdict {
-        Ok(()) => None,
-        Err(e) => {
-            st.metrics.refuse("unauthenticated");
-            Some(json_error(StatusCode::UNAUTHORIZED, e))
+        Ok(()) => next.run(req).await,
+        Err(r) => {
+            st.metrics.refuse(match r {
+                Refusal::Unauthenticated(_) => "unauthenticated",
+                Refusal::WrongAgent(_) => "wrong_agent",
+            });
+            let status = StatusCode::from_u16(r.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+            let mut resp = json_error(status, r.message());
+            if status == StatusCode::UNAUTHORIZED {
+                resp.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer realm=\"wirespeed\""),
+                );
+            }
+            resp
         }
     }
 }
 
-async fn set_fleet(
-    State(st): State<Arc<Shared>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if let Some(r) = check_key(&st, &method, &uri, &headers, &body) {
-        return r;
+/// Checks a run's spec before it is accepted: the engine's sanity bounds
+/// (the peer's own limits are checked when the test connects). A test
+/// ended by bytes has no duration of its own to bound.
+fn check_spec(spec: &TestSpec) -> std::result::Result<(), String> {
+    let mut limits = wirespeed_engine::Limits::default();
+    if spec.bytes.is_some() {
+        limits.max_duration_s = f64::INFINITY;
     }
+    spec.validate(&limits).map_err(|e| e.to_string())
+}
+
+async fn set_fleet(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
     if st.pinned {
         st.metrics.refuse("fleet_pinned");
         return json_error(
@@ -574,16 +652,7 @@ async fn set_fleet(
     StatusCode::NO_CONTENT.into_response()
 }
 
-async fn run(
-    State(st): State<Arc<Shared>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if let Some(r) = check_key(&st, &method, &uri, &headers, &body) {
-        return r;
-    }
+async fn run(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
     let req: RunRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -591,6 +660,10 @@ async fn run(
             return json_error(StatusCode::BAD_REQUEST, format!("not a run request: {e}"));
         }
     };
+    if let Err(e) = check_spec(&req.spec) {
+        st.metrics.refuse("bad_request");
+        return json_error(StatusCode::BAD_REQUEST, format!("invalid spec: {e}"));
+    }
     let peer = {
         let fleet = st.fleet.read().unwrap_or_else(|p| p.into_inner());
         let Some(fleet) = fleet.as_ref() else {
@@ -709,7 +782,7 @@ async fn run(
     (StatusCode::ACCEPTED, axum::Json(RunStarted { id })).into_response()
 }
 
-fn router(st: Arc<Shared>, limits: &HttpLimits) -> Router {
+fn router(st: Arc<Shared>, limits: &HttpLimits, metrics_open: bool) -> Router {
     use tower::ServiceBuilder;
     let overload = |e: tower::BoxError| async move {
         if e.is::<tower::load_shed::error::Overloaded>() {
@@ -721,25 +794,37 @@ fn router(st: Arc<Shared>, limits: &HttpLimits) -> Router {
             json_error(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}"))
         }
     };
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/metrics", get(metrics))
+    let keyed = Router::new()
         .route("/v1/facts", get(facts))
         .route("/v1/results", get(results))
         .route("/v1/results/{id}", get(result))
         .route("/v1/run", post(run))
-        .route("/v1/fleet", put(set_fleet))
+        .route("/v1/fleet", put(set_fleet));
+    let (keyed, open) = if metrics_open {
+        (keyed, Router::new().route("/metrics", get(metrics)))
+    } else {
+        (keyed.route("/metrics", get(metrics)), Router::new())
+    };
+    let keyed = keyed.route_layer(axum::middleware::from_fn_with_state(
+        st.clone(),
+        require_key,
+    ));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .merge(open)
+        .merge(keyed)
         .with_state(st)
         .layer(
             ServiceBuilder::new()
-                .layer(axum::error_handling::HandleErrorLayer::new(overload))
-                .load_shed()
-                .concurrency_limit(limits.max_in_flight)
                 .layer(tower_http::timeout::TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
                     limits.request_timeout,
                 ))
-                .layer(DefaultBodyLimit::max(limits.max_body)),
+                .layer(DefaultBodyLimit::max(limits.max_body))
+                .layer(axum::middleware::from_fn(read_body))
+                .layer(axum::error_handling::HandleErrorLayer::new(overload))
+                .load_shed()
+                .concurrency_limit(limits.max_in_flight),
         )
 }
 
@@ -787,9 +872,17 @@ impl Agent {
             .thread_name("wirespeed-agent")
             .build()
             .map_err(|e| FleetError::io("start the agent's runtime", e))?;
+        let boot = crate::auth::new_boot_id();
         let shared = Arc::new(Shared {
             name: cfg.name.clone(),
-            verifier: Mutex::new(Verifier::new(cfg.key.clone())),
+            boot: boot.clone(),
+            verifier: Mutex::new(Verifier::new(
+                cfg.key.clone(),
+                Target {
+                    name: cfg.name.clone(),
+                    boot,
+                },
+            )),
             key: cfg.key.clone(),
             pinned: cfg.fleet.is_some(),
             fleet: RwLock::new(cfg.fleet.clone()),
@@ -841,7 +934,7 @@ impl Agent {
                 let _ = server.serve(s2);
             })
             .map_err(|e| FleetError::io("start the agent's server thread", e))?;
-        let app = router(shared, &cfg.limits);
+        let app = router(shared.clone(), &cfg.limits, cfg.metrics_open);
         let http_stop = Arc::new(tokio::sync::Notify::new());
         let listener = {
             let _g = runtime.enter();
@@ -851,6 +944,7 @@ impl Agent {
         let http_task = runtime.spawn(accept_loop(
             listener,
             app,
+            shared,
             cfg.limits.clone(),
             http_stop.clone(),
         ));
@@ -907,16 +1001,106 @@ pub fn serve(cfg: AgentConfig) -> Result<()> {
     Agent::start(cfg)?.wait()
 }
 
-/// Accepts connections within the limits and serves each with hyper's
+/// What the accept loop knows of one live connection.
+#[derive(Default)]
+struct ConnState {
+    /// Requests on it being handled (body read, answer not yet made).
+    handling: AtomicUsize,
+    /// Closes the connection when notified (displaced).
+    kick: tokio::sync::Notify,
+}
+
+struct Conn {
+    source: IpAddr,
+    state: Arc<ConnState>,
+}
+
+/// The HTTP connections by age and source: the caps of [`HttpLimits`]
+/// are checked here, under one lock, as the engine server's are.
+#[derive(Default)]
+struct ConnTable {
+    next: u64,
+    /// Oldest first (ids only grow).
+    conns: BTreeMap<u64, Conn>,
+    per_source: HashMap<IpAddr, usize>,
+}
+
+impl ConnTable {
+    /// Admits a connection from `source` (an address or IPv6 /64): at the
+    /// per-source cap it displaces that source's oldest connection not
+    /// handling a request; at the total cap, the oldest such connection
+    /// of the source holding the most. Connections waiting for their
+    /// headers or body, or idle between requests, can be displaced; one
+    /// handling a request cannot. None (turn the new one away) when no
+    /// connection can go. Also the number displaced.
+    fn admit(&mut self, source: IpAddr, limits: &HttpLimits) -> Option<(u64, Arc<ConnState>, u64)> {
+        let mut displaced = 0;
+        let idle = |c: &Conn| c.state.handling.load(Ordering::SeqCst) == 0;
+        if self.per_source.get(&source).copied().unwrap_or(0) >= limits.max_per_source.max(1) {
+            let victim = self
+                .conns
+                .iter()
+                .find(|(_, c)| c.source == source && idle(c))
+                .map(|(id, _)| *id)?;
+            self.displace(victim);
+            displaced += 1;
+        }
+        if self.conns.len() >= limits.max_connections.max(1) {
+            let mut victim: Option<(usize, u64)> = None;
+            for (id, c) in self.conns.iter().filter(|(_, c)| idle(c)) {
+                let n = self.per_source.get(&c.source).copied().unwrap_or(0);
+                if victim.is_none_or(|(most, _)| n > most) {
+                    victim = Some((n, *id));
+                }
+            }
+            self.displace(victim?.1);
+            displaced += 1;
+        }
+        let id = self.next;
+        self.next += 1;
+        let state = Arc::new(ConnState::default());
+        self.conns.insert(
+            id,
+            Conn {
+                source,
+                state: state.clone(),
+            },
+        );
+        *self.per_source.entry(source).or_default() += 1;
+        Some((id, state, displaced))
+    }
+
+    /// Closes connection `id` to make room.
+    fn displace(&mut self, id: u64) {
+        if let Some(c) = self.leave(id) {
+            c.state.kick.notify_one();
+        }
+    }
+
+    /// Forgets connection `id` (it ended or was displaced).
+    fn leave(&mut self, id: u64) -> Option<Conn> {
+        let c = self.conns.remove(&id)?;
+        if let Some(n) = self.per_source.get_mut(&c.source) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_source.remove(&c.source);
+            }
+        }
+        Some(c)
+    }
+}
+
+/// Accepts connections within the limits (displacing idle or slow ones
+/// to make room, [`ConnTable::admit`]) and serves each with hyper's
 /// HTTP/1 under a header deadline and a lifetime.
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     app: Router,
+    st: Arc<Shared>,
     limits: HttpLimits,
     stop: Arc<tokio::sync::Notify>,
 ) {
-    let total = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
-    let per_source: Arc<Mutex<HashMap<IpAddr, usize>>> = Arc::default();
+    let table: Arc<Mutex<ConnTable>> = Arc::default();
     loop {
         let (stream, peer) = tokio::select! {
             _ = stop.notified() => return,
@@ -929,42 +1113,43 @@ async fn accept_loop(
                 }
             },
         };
-        let Ok(permit) = total.clone().try_acquire_owned() else {
+        let admitted = {
+            let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
+            let a = t.admit(wirespeed_engine::server::source_of(peer.ip()), &limits);
+            st.metrics.http_connections.set(t.conns.len() as i64);
+            a
+        };
+        let Some((id, state, displaced)) = admitted else {
             continue; // dropped: closed at once
         };
-        let src = peer.ip();
-        {
-            let mut m = per_source.lock().unwrap_or_else(|p| p.into_inner());
-            let n = m.entry(src).or_insert(0);
-            if *n >= limits.max_per_source {
-                continue;
-            }
-            *n += 1;
-        }
+        st.metrics.http_evictions.inc_by(displaced);
+        let mark = ConnMark(state.clone());
         // A body larger than the limit is refused (413) before it is read.
         let svc = hyper_util::service::TowerToHyperService::new(
             tower::ServiceBuilder::new()
+                .map_request(move |mut r: hyper::Request<hyper::body::Incoming>| {
+                    r.extensions_mut().insert(mark.clone());
+                    r
+                })
                 .layer(tower_http::limit::RequestBodyLimitLayer::new(
                     limits.max_body,
                 ))
                 .service(app.clone()),
         );
         let (header_timeout, lifetime) = (limits.header_timeout, limits.connection_lifetime);
-        let per_source = per_source.clone();
+        let (table, st) = (table.clone(), st.clone());
         tokio::spawn(async move {
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(header_timeout)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
-            let _ = tokio::time::timeout(lifetime, conn).await;
-            drop(permit);
-            let mut m = per_source.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(n) = m.get_mut(&src) {
-                *n -= 1;
-                if *n == 0 {
-                    m.remove(&src);
-                }
+            tokio::select! {
+                _ = tokio::time::timeout(lifetime, conn) => {}
+                _ = state.kick.notified() => {}
             }
+            let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
+            t.leave(id);
+            st.metrics.http_connections.set(t.conns.len() as i64);
         });
     }
 }

@@ -1,31 +1,69 @@
-//! How a request that starts traffic proves the fleet key.
+//! How a request proves the fleet key.
 //!
-//! The caller sends three headers:
+//! Every endpoint but `/healthz` needs it (and `/metrics` when the agent
+//! runs with `--metrics-open`). A request proves it one of two ways.
 //!
+//! **Signed** (any method; the only way to start traffic or set the
+//! fleet). The caller sends five headers:
+//!
+//! - `x-wirespeed-agent`: the name of the agent the request is for (its
+//!   `--name`);
+//! - `x-wirespeed-boot`: that agent's boot id, the 32 hex digits it draws
+//!   at random when it starts and tells in `GET /healthz` (`ok NAME BOOT`);
 //! - `x-wirespeed-date`: Unix time in seconds;
 //! - `x-wirespeed-nonce`: 16 random bytes in hex, never reused;
 //! - `x-wirespeed-signature`: hex HMAC-SHA256 under the key (the same
 //!   key file as the engine server's `--key-file`) of
-//!   `wirespeed-fleet-v1\n{METHOD}\n{PATH}\n{date}\n{nonce}\n{hex SHA-256 of the body}`.
+//!   `wirespeed-fleet-v2\n{AGENT}\n{BOOT}\n{METHOD}\n{PATH}\n{date}\n{nonce}\n{hex SHA-256 of the body}`.
 //!
 //! The agent accepts a request whose date is within [`MAX_SKEW`] of its
 //! own clock and whose nonce it has not seen in that window; so a
 //! captured request cannot be replayed, and the window bounds the nonces
 //! it must remember ([`MAX_NONCES`]; when full it refuses new requests
 //! until old ones age out rather than forget one). The key never crosses
-//! the wire. Reads (`GET`) need no key.
+//! the wire.
+//!
+//! A request signed for another agent is refused (403): the name is in
+//! the signed message, so a request captured on its way to agent `a`
+//! does not run on agent `b`. A request signed for an earlier start of
+//! the agent is refused (401) too: the boot id is in the signed message
+//! and a restarted agent has a new one, so the nonces it forgot at the
+//! restart cannot be replayed to it. This needs no state on disk and no
+//! bound on the clocks beyond [`MAX_SKEW`]. (Refusing requests dated
+//! before the agent's start would not be enough: a date up to
+//! [`MAX_SKEW`] in the future is accepted, so a request accepted just
+//! before a restart could carry a date after it.) The cost is one
+//! `GET /healthz` before the first signed request, and again after the
+//! agent restarts (the controller does both).
+//!
+//! **Bearer** (reads only: `GET`). `Authorization: Bearer TOKEN`, where
+//! the token is [`bearer_token`]: hex HMAC-SHA256 under the key of
+//! `wirespeed-bearer-v1` (`wirespeed fleet token --key-file FILE` prints
+//! it). A Prometheus scrape config can then hold the token without
+//! holding the key; the token cannot start traffic or change the fleet,
+//! and cannot be turned back into the key. It is compared in constant
+//! time. It is the same for every agent of the fleet and does not expire:
+//! change the key to revoke it.
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// Header naming the agent the request is signed for.
+pub const AGENT: &str = "x-wirespeed-agent";
+/// Header with the boot id of the agent the request is signed for.
+pub const BOOT: &str = "x-wirespeed-boot";
 /// Header with the request's Unix time, seconds.
 pub const DATE: &str = "x-wirespeed-date";
 /// Header with the request's nonce (32 hex digits).
 pub const NONCE: &str = "x-wirespeed-nonce";
 /// Header with the signature (64 hex digits).
 pub const SIGNATURE: &str = "x-wirespeed-signature";
+/// The first line of the signed message.
+pub const VERSION: &str = "wirespeed-fleet-v2";
+/// What the bearer token is the HMAC of.
+pub const BEARER_LABEL: &str = "wirespeed-bearer-v1";
 /// How far a request's date may be from the agent's clock.
 pub const MAX_SKEW: Duration = Duration::from_secs(60);
 /// Most nonces remembered at once.
@@ -33,7 +71,48 @@ pub const MAX_NONCES: usize = 100_000;
 
 type HmacSha256 = Hmac<Sha256>;
 
-fn hex(bytes: &[u8]) -> String {
+/// Which agent, and which start of it, a request is signed for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The agent's name (its `--name`).
+    pub name: String,
+    /// Its boot id, from `GET /healthz`.
+    pub boot: String,
+}
+
+/// Why a request was refused; the message is for the answer's body and
+/// says nothing about the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No valid credentials (401).
+    Unauthenticated(String),
+    /// Valid, but signed for another agent (403).
+    WrongAgent(String),
+}
+
+impl Refusal {
+    /// The HTTP status code of the answer.
+    pub fn status(&self) -> u16 {
+        match self {
+            Refusal::Unauthenticated(_) => 401,
+            Refusal::WrongAgent(_) => 403,
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        match self {
+            Refusal::Unauthenticated(m) | Refusal::WrongAgent(m) => m,
+        }
+    }
+}
+
+fn unauthenticated<T>(m: impl Into<String>) -> Result<T, Refusal> {
+    Err(Refusal::Unauthenticated(m.into()))
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -47,9 +126,26 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-fn message(method: &str, path: &str, date: u64, nonce: &str, body: &[u8]) -> Vec<u8> {
+fn is_hex32(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn mac(key: &[u8]) -> HmacSha256 {
+    HmacSha256::new_from_slice(key).expect("HMAC takes any key length")
+}
+
+fn message(
+    target: &Target,
+    method: &str,
+    path: &str,
+    date: u64,
+    nonce: &str,
+    body: &[u8],
+) -> Vec<u8> {
     format!(
-        "wirespeed-fleet-v1\n{method}\n{path}\n{date}\n{nonce}\n{}",
+        "{VERSION}\n{}\n{}\n{method}\n{path}\n{date}\n{nonce}\n{}",
+        target.name,
+        target.boot,
         hex(&Sha256::digest(body))
     )
     .into_bytes()
@@ -62,60 +158,95 @@ fn now() -> u64 {
         .unwrap_or(0)
 }
 
-/// The three headers that sign a request (name, value).
-pub fn sign(key: &[u8], method: &str, path: &str, body: &[u8]) -> [(&'static str, String); 3] {
+/// A new boot id: 32 hex digits, from the system RNG mixed with the time
+/// and process id (so two starts differ even if the RNG fails).
+pub fn new_boot_id() -> String {
+    let mut r = [0u8; 16];
+    let _ = getrandom::fill(&mut r);
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut h = Sha256::new();
+    h.update(r);
+    h.update(t.to_le_bytes());
+    h.update(std::process::id().to_le_bytes());
+    hex(&h.finalize()[..16])
+}
+
+/// The bearer token of `key`: hex HMAC-SHA256 of [`BEARER_LABEL`].
+pub fn bearer_token(key: &[u8]) -> String {
+    let mut m = mac(key);
+    m.update(BEARER_LABEL.as_bytes());
+    hex(&m.finalize().into_bytes())
+}
+
+/// The five headers that sign a request for `target` (name, value).
+pub fn sign(
+    key: &[u8],
+    target: &Target,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> [(&'static str, String); 5] {
     let mut n = [0u8; 16];
     // A failing system RNG leaves a zero nonce: the agent then refuses
     // the second such request as a replay, which is safe.
     let _ = getrandom::fill(&mut n);
-    sign_at(key, method, path, body, now(), &hex(&n))
+    sign_at(key, target, method, path, body, now(), &hex(&n))
 }
 
 /// [`sign`] with a given date and nonce (tests).
 pub fn sign_at(
     key: &[u8],
+    target: &Target,
     method: &str,
     path: &str,
     body: &[u8],
     date: u64,
     nonce: &str,
-) -> [(&'static str, String); 3] {
-    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes any key length");
-    mac.update(&message(method, path, date, nonce, body));
+) -> [(&'static str, String); 5] {
+    let mut m = mac(key);
+    m.update(&message(target, method, path, date, nonce, body));
     [
+        (AGENT, target.name.clone()),
+        (BOOT, target.boot.clone()),
         (DATE, date.to_string()),
         (NONCE, nonce.to_string()),
-        (SIGNATURE, hex(&mac.finalize().into_bytes())),
+        (SIGNATURE, hex(&m.finalize().into_bytes())),
     ]
 }
 
-/// Checks signatures and remembers nonces.
+/// Checks credentials for one agent and remembers nonces.
 #[derive(Debug)]
 pub struct Verifier {
     key: Vec<u8>,
+    me: Target,
     seen: HashMap<String, u64>,
     order: VecDeque<(u64, String)>,
 }
 
 impl Verifier {
-    /// A verifier for `key`.
-    pub fn new(key: Vec<u8>) -> Verifier {
+    /// A verifier for the agent `me` under `key`.
+    pub fn new(key: Vec<u8>, me: Target) -> Verifier {
         Verifier {
             key,
+            me,
             seen: HashMap::new(),
             order: VecDeque::new(),
         }
     }
 
-    /// Checks a request; `header` looks a header up. Err is the reason,
-    /// for the 401 answer (never the expected signature).
+    /// Checks a request: a bearer token (reads only) or a signature;
+    /// `header` looks a header up. Err is the refusal (never the expected
+    /// signature or token).
     pub fn verify(
         &mut self,
         method: &str,
         path: &str,
         header: impl Fn(&str) -> Option<String>,
         body: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), Refusal> {
         self.verify_at(method, path, header, body, now())
     }
 
@@ -127,33 +258,65 @@ impl Verifier {
         header: impl Fn(&str) -> Option<String>,
         body: &[u8],
         now: u64,
-    ) -> Result<(), String> {
-        let (Some(date), Some(nonce), Some(sig)) = (header(DATE), header(NONCE), header(SIGNATURE))
-        else {
-            return Err(format!(
-                "this request starts traffic and must be signed with the fleet key (headers {DATE}, {NONCE}, {SIGNATURE}; see docs/fleet.md)"
+    ) -> Result<(), Refusal> {
+        if let Some(auth) = header("authorization") {
+            return self.bearer(method, &auth);
+        }
+        let (Some(agent), Some(boot), Some(date), Some(nonce), Some(sig)) = (
+            header(AGENT),
+            header(BOOT),
+            header(DATE),
+            header(NONCE),
+            header(SIGNATURE),
+        ) else {
+            return unauthenticated(format!(
+                "this agent answers only requests made with the fleet key: a signature (headers {AGENT}, {BOOT}, {DATE}, {NONCE}, {SIGNATURE}) or, to read, Authorization: Bearer TOKEN (`wirespeed fleet token`); see docs/fleet.md"
             ));
         };
-        let date: u64 = date
-            .trim()
-            .parse()
-            .map_err(|_| format!("{DATE} is not a Unix time"))?;
+        let date: u64 = match date.trim().parse() {
+            Ok(d) => d,
+            Err(_) => return unauthenticated(format!("{DATE} is not a Unix time")),
+        };
         if date.abs_diff(now) > MAX_SKEW.as_secs() {
-            return Err(format!(
+            return unauthenticated(format!(
                 "{DATE} is {} s from this agent's clock (at most {} s): check the clocks",
                 date.abs_diff(now),
                 MAX_SKEW.as_secs()
             ));
         }
-        if nonce.len() != 32 || !nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(format!("{NONCE} must be 32 hex digits"));
+        if !is_hex32(&nonce) {
+            return unauthenticated(format!("{NONCE} must be 32 hex digits"));
         }
-        let sig = unhex(sig.trim()).ok_or_else(|| format!("{SIGNATURE} is not hex"))?;
-        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
-        mac.update(&message(method, path, date, &nonce, body));
-        mac.verify_slice(&sig).map_err(|_| {
-            "wrong signature: the request was not signed with this fleet's key".to_string()
-        })?;
+        if !is_hex32(&boot) {
+            return unauthenticated(format!(
+                "{BOOT} must be 32 hex digits (the boot id GET /healthz tells)"
+            ));
+        }
+        if agent.is_empty() || agent.len() > 253 || agent.chars().any(char::is_control) {
+            return unauthenticated(format!("{AGENT} must be an agent's name"));
+        }
+        let Some(sig) = unhex(sig.trim()) else {
+            return unauthenticated(format!("{SIGNATURE} is not hex"));
+        };
+        let claimed = Target { name: agent, boot };
+        let mut m = mac(&self.key);
+        m.update(&message(&claimed, method, path, date, &nonce, body));
+        if m.verify_slice(&sig).is_err() {
+            return unauthenticated(
+                "wrong signature: the request was not signed with this fleet's key (or it was changed on the way)",
+            );
+        }
+        if claimed.name != self.me.name {
+            return Err(Refusal::WrongAgent(format!(
+                "this request was signed for agent {:?}, not for this one: sign each request for the agent it goes to (the name its /healthz tells)",
+                wirespeed_engine::proto::printable(&claimed.name, 80)
+            )));
+        }
+        if claimed.boot != self.me.boot {
+            return unauthenticated(
+                "this request was signed for an earlier start of this agent (it restarted since, replay refused): read its boot id from GET /healthz and sign anew",
+            );
+        }
         // Forget nonces whose dates left the window.
         while let Some((d, _)) = self.order.front() {
             if d.saturating_add(2 * MAX_SKEW.as_secs()) >= now {
@@ -163,16 +326,41 @@ impl Verifier {
             self.seen.remove(&n);
         }
         if self.seen.contains_key(&nonce) {
-            return Err(
-                "this request was seen before (replay refused): sign each request anew".into(),
+            return unauthenticated(
+                "this request was seen before (replay refused): sign each request anew",
             );
         }
         if self.seen.len() >= MAX_NONCES {
-            return Err("too many signed requests in the replay window: retry in a minute".into());
+            return unauthenticated(
+                "too many signed requests in the replay window: retry in a minute",
+            );
         }
         self.seen.insert(nonce.clone(), date);
         self.order.push_back((date, nonce));
         Ok(())
+    }
+
+    /// Checks `Authorization: Bearer TOKEN` in constant time.
+    fn bearer(&self, method: &str, auth: &str) -> Result<(), Refusal> {
+        let Some(token) = auth
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+        else {
+            return unauthenticated(
+                "Authorization must be `Bearer TOKEN` (the token `wirespeed fleet token` prints)",
+            );
+        };
+        if method != "GET" && method != "HEAD" {
+            return unauthenticated(
+                "a bearer token only reads: requests that start traffic or set the fleet must be signed with the fleet key",
+            );
+        }
+        let mut m = mac(&self.key);
+        m.update(BEARER_LABEL.as_bytes());
+        let given = unhex(token).unwrap_or_default();
+        m.verify_slice(&given)
+            .or_else(|_| unauthenticated("wrong bearer token: it is not this fleet key's"))
     }
 }
 
@@ -182,38 +370,48 @@ mod tests {
 
     const KEY: &[u8] = b"0123456789abcdef0123";
     const NONCE1: &str = "00112233445566778899aabbccddeeff";
+    const BOOT1: &str = "0123456789abcdef0123456789abcdef";
 
-    fn headers<'a>(h: &'a [(&'static str, String); 3]) -> impl Fn(&str) -> Option<String> + 'a {
+    fn me() -> Target {
+        Target {
+            name: "a".into(),
+            boot: BOOT1.into(),
+        }
+    }
+
+    fn headers<'a>(h: &'a [(&'static str, String)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| h.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone())
+    }
+
+    fn message_of(r: Result<(), Refusal>) -> String {
+        r.unwrap_err().message().to_string()
     }
 
     #[test]
     fn a_signed_request_passes_once() {
-        let mut v = Verifier::new(KEY.to_vec());
-        let h = sign_at(KEY, "POST", "/v1/run", b"{}", 1000, NONCE1);
+        let mut v = Verifier::new(KEY.to_vec(), me());
+        let h = sign_at(KEY, &me(), "POST", "/v1/run", b"{}", 1000, NONCE1);
         v.verify_at("POST", "/v1/run", headers(&h), b"{}", 1010)
             .unwrap();
         let again = v.verify_at("POST", "/v1/run", headers(&h), b"{}", 1011);
-        assert!(again.unwrap_err().contains("replay"));
+        assert!(message_of(again).contains("replay"));
     }
 
     #[test]
     fn wrong_key_body_path_date_or_missing_headers_are_refused() {
-        let mut v = Verifier::new(KEY.to_vec());
+        let mut v = Verifier::new(KEY.to_vec(), me());
         let h = sign_at(
             b"another key entirely",
+            &me(),
             "POST",
             "/v1/run",
             b"{}",
             1000,
             NONCE1,
         );
-        assert!(
-            v.verify_at("POST", "/v1/run", headers(&h), b"{}", 1000)
-                .unwrap_err()
-                .contains("wrong signature")
-        );
-        let h = sign_at(KEY, "POST", "/v1/run", b"{}", 1000, NONCE1);
+        let r = v.verify_at("POST", "/v1/run", headers(&h), b"{}", 1000);
+        assert!(message_of(r).contains("wrong signature"));
+        let h = sign_at(KEY, &me(), "POST", "/v1/run", b"{}", 1000, NONCE1);
         assert!(
             v.verify_at("POST", "/v1/run", headers(&h), b"{ }", 1000)
                 .is_err()
@@ -222,31 +420,78 @@ mod tests {
             v.verify_at("POST", "/v1/fleet", headers(&h), b"{}", 1000)
                 .is_err()
         );
-        assert!(
-            v.verify_at("POST", "/v1/run", headers(&h), b"{}", 1000 + 61)
-                .unwrap_err()
-                .contains("clock")
+        let r = v.verify_at("POST", "/v1/run", headers(&h), b"{}", 1000 + 61);
+        assert!(message_of(r).contains("clock"));
+        let r = v.verify_at("POST", "/v1/run", |_| None, b"{}", 1000);
+        assert!(message_of(r).contains("fleet key"));
+    }
+
+    #[test]
+    fn signed_for_another_agent_or_an_earlier_start_is_refused() {
+        let mut v = Verifier::new(KEY.to_vec(), me());
+        let b = Target {
+            name: "b".into(),
+            ..me()
+        };
+        let h = sign_at(KEY, &b, "POST", "/v1/run", b"{}", 1000, NONCE1);
+        let r = v.verify_at("POST", "/v1/run", headers(&h), b"{}", 1000);
+        assert_eq!(r.as_ref().unwrap_err().status(), 403);
+        assert!(message_of(r).contains("signed for agent \"b\""));
+        // The header changed to this agent's name: the signature breaks.
+        let mut h2 = h.clone();
+        h2[0].1 = "a".into();
+        let r = v.verify_at("POST", "/v1/run", headers(&h2), b"{}", 1000);
+        assert!(message_of(r).contains("wrong signature"));
+        let old = Target {
+            boot: "f".repeat(32),
+            ..me()
+        };
+        let h = sign_at(KEY, &old, "POST", "/v1/run", b"{}", 1000, NONCE1);
+        let r = v.verify_at("POST", "/v1/run", headers(&h), b"{}", 1000);
+        assert_eq!(r.as_ref().unwrap_err().status(), 401);
+        assert!(message_of(r).contains("earlier start"));
+    }
+
+    #[test]
+    fn a_bearer_token_reads_only_and_only_the_right_one() {
+        let mut v = Verifier::new(KEY.to_vec(), me());
+        let t = format!("Bearer {}", bearer_token(KEY));
+        let h = [("authorization", t.clone())];
+        v.verify_at("GET", "/metrics", headers(&h), b"", 1000)
+            .unwrap();
+        // Any number of times: reads are not replays.
+        v.verify_at("GET", "/metrics", headers(&h), b"", 1000)
+            .unwrap();
+        let r = v.verify_at("POST", "/v1/run", headers(&h), b"{}", 1000);
+        assert!(message_of(r).contains("only reads"));
+        let other = [("authorization", format!("Bearer {}", bearer_token(b"k2")))];
+        let r = v.verify_at("GET", "/metrics", headers(&other), b"", 1000);
+        assert!(message_of(r).contains("wrong bearer token"));
+        let r = v.verify_at(
+            "GET",
+            "/metrics",
+            headers(&[("authorization", "Basic x".into())]),
+            b"",
+            1000,
         );
-        assert!(
-            v.verify_at("POST", "/v1/run", |_| None, b"{}", 1000)
-                .unwrap_err()
-                .contains("must be signed")
-        );
+        assert!(message_of(r).contains("Bearer TOKEN"));
+        assert_ne!(bearer_token(KEY), bearer_token(b"k2"));
+        assert_eq!(bearer_token(KEY).len(), 64);
+    }
+
+    #[test]
+    fn boot_ids_differ() {
+        let (a, b) = (new_boot_id(), new_boot_id());
+        assert!(is_hex32(&a) && is_hex32(&b) && a != b);
     }
 
     #[test]
     fn old_nonces_are_forgotten_after_the_window() {
-        let mut v = Verifier::new(KEY.to_vec());
-        let h = sign_at(KEY, "POST", "/p", b"", 1000, NONCE1);
+        let mut v = Verifier::new(KEY.to_vec(), me());
+        let h = sign_at(KEY, &me(), "POST", "/p", b"", 1000, NONCE1);
         v.verify_at("POST", "/p", headers(&h), b"", 1000).unwrap();
-        let h2 = sign_at(
-            KEY,
-            "POST",
-            "/p",
-            b"",
-            1200,
-            "ffeeddccbbaa99887766554433221100",
-        );
+        let n2 = "ffeeddccbbaa99887766554433221100";
+        let h2 = sign_at(KEY, &me(), "POST", "/p", b"", 1200, n2);
         v.verify_at("POST", "/p", headers(&h2), b"", 1200).unwrap();
         assert_eq!(v.seen.len(), 1);
     }

@@ -5,6 +5,7 @@
 //! ```toml
 //! [[agent]]
 //! name = "a"                      # 1-63 of a-z A-Z 0-9 . _ -
+//! agent_name = "host-a"           # optional: the agent's --name, when not `name`
 //! control = "10.0.0.1:5300"       # the agent's engine server (tests connect here)
 //! http = "10.0.0.1:5380"          # the agent's HTTP API
 //! labels = { zone = "z1" }        # optional
@@ -41,6 +42,10 @@ pub struct Fleet {
 pub struct AgentSpec {
     /// Its name, unique in the fleet.
     pub name: String,
+    /// The name the agent runs as (its `--name`) when the fleet calls it
+    /// otherwise; requests are signed for it ([`AgentSpec::signs_for`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_name: Option<String>,
     /// Its engine server's control address, `HOST:PORT`.
     pub control: String,
     /// Its HTTP API's address, `HOST:PORT`.
@@ -144,6 +149,17 @@ impl Fleet {
             if !names.insert(a.name.as_str()) {
                 return bad(format!("{at}: the name is used twice"));
             }
+            if let Some(n) = &a.agent_name
+                && (n.is_empty()
+                    || n.len() > 253
+                    || !n
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)))
+            {
+                return bad(format!(
+                    "{at} field `agent_name`: must be 1-253 of a-z A-Z 0-9 . _ -"
+                ));
+            }
             for (field, v) in [("control", &a.control), ("http", &a.http)] {
                 if let Err(m) = check_endpoint(v) {
                     return bad(format!("{at} field `{field}`: {m}"));
@@ -186,6 +202,7 @@ impl Fleet {
                     let ip = IpAddr::from([10, (i >> 16) as u8, (i >> 8) as u8, i as u8]);
                     AgentSpec {
                         name: format!("node{i:05}"),
+                        agent_name: None,
                         control: format!("{ip}:5300"),
                         http: format!("{ip}:5380"),
                         nics: vec![NicSpec {
@@ -201,6 +218,12 @@ impl Fleet {
 }
 
 impl AgentSpec {
+    /// The name requests to this agent are signed for: `agent_name`, else
+    /// `name` (which is then the agent's `--name`).
+    pub fn signs_for(&self) -> &str {
+        self.agent_name.as_deref().unwrap_or(&self.name)
+    }
+
     /// The NIC pairs a test from `self` to `server` runs over: the n-th
     /// NIC of each, as far as both have one; when either lists none, one
     /// pair of no NIC (the control address's host carries the test).

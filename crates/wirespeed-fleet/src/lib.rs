@@ -2,8 +2,9 @@
 //! explained.
 //!
 //! - [`agent`]: `wirespeed agent`, the engine server plus a keyed HTTP API
-//!   (`/healthz`, Prometheus `/metrics`, read-only results and facts,
-//!   `POST /v1/run` to test a peer of its fleet); [`agent::serve`].
+//!   (`/healthz`, Prometheus `/metrics`, results and facts,
+//!   `POST /v1/run` to test a peer of its fleet; all but `/healthz` keyed,
+//!   [`auth`]); [`agent::serve`].
 //! - [`fleet`]: the agents of a fleet (a TOML file or built in code).
 //! - [`plan`]: who tests whom, in rounds that keep each host in at most
 //!   K tests at once; [`plan()`].

@@ -101,14 +101,18 @@ impl std::fmt::Debug for RunOptions {
 }
 
 /// An agent's HTTP API, seen from the controller: each request is built
-/// as the agent sees it (signed over the agent's path) and carried by an
-/// [`AgentTransport`], each bounded by the client's timeout.
+/// as the agent sees it (signed over the agent's path, for the agent's
+/// name and boot id) and carried by an [`AgentTransport`], each bounded
+/// by the client's timeout.
 #[derive(Clone)]
 pub struct AgentClient {
     transport: Arc<dyn AgentTransport>,
     name: String,
+    signs_for: String,
     key: Vec<u8>,
     timeout: Duration,
+    /// What `/healthz` told last: who to sign for.
+    target: Arc<Mutex<Option<auth::Target>>>,
 }
 
 impl AgentClient {
@@ -129,8 +133,10 @@ impl AgentClient {
         AgentClient {
             transport,
             name: agent.name.clone(),
+            signs_for: agent.signs_for().to_string(),
             key: key.to_vec(),
             timeout,
+            target: Arc::default(),
         }
     }
 
@@ -141,23 +147,22 @@ impl AgentClient {
         }
     }
 
-    /// Sends one request; `signed` adds the fleet key's headers over
-    /// `method`, `path` and `body`. Any answer is Ok, whatever its status.
-    async fn call(
+    fn known_target(&self) -> Option<auth::Target> {
+        self.target
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Sends one request as it is. Any answer is Ok, whatever its status.
+    async fn send(
         &self,
         what: &str,
         method: &str,
         path: &str,
+        headers: Vec<(String, String)>,
         body: Vec<u8>,
-        signed: bool,
     ) -> Result<AgentResponse> {
-        let mut headers = Vec::new();
-        if signed {
-            headers.push(("content-type".to_string(), "application/json".to_string()));
-            for (k, v) in auth::sign(&self.key, method, path, &body) {
-                headers.push((k.to_string(), v));
-            }
-        }
         let req = AgentRequest {
             method: method.to_string(),
             path: path.to_string(),
@@ -170,6 +175,43 @@ impl AgentClient {
             Err(_) => "timed out".to_string(),
         };
         Err(self.err(format!("{what} at {}: {why}", self.transport.describe())))
+    }
+
+    /// Sends one request signed with the fleet key for the agent (its
+    /// name and boot id from `/healthz`, read first when not yet known).
+    /// A 401 may mean the agent restarted: its boot id is read again and,
+    /// when it changed, the request is signed anew and sent once more.
+    /// Any answer is Ok, whatever its status.
+    async fn call(
+        &self,
+        what: &str,
+        method: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<AgentResponse> {
+        let mut retried = false;
+        loop {
+            let target = match self.known_target() {
+                Some(t) => t,
+                None => self.health().await?,
+            };
+            let mut headers = Vec::new();
+            if !body.is_empty() {
+                headers.push(("content-type".to_string(), "application/json".to_string()));
+            }
+            for (k, v) in auth::sign(&self.key, &target, method, path, &body) {
+                headers.push((k.to_string(), v));
+            }
+            let r = self.send(what, method, path, headers, body.clone()).await?;
+            if r.status != 401 || retried {
+                return Ok(r);
+            }
+            retried = true;
+            match self.health().await {
+                Ok(now) if now != target => continue,
+                _ => return Ok(r),
+            }
+        }
     }
 
     fn answer<T: serde::de::DeserializeOwned>(&self, what: &str, r: AgentResponse) -> Result<T> {
@@ -185,22 +227,48 @@ impl AgentClient {
             .map_err(|e| self.err(format!("{what}: unreadable answer: {e}")))
     }
 
-    /// `GET /healthz`.
-    pub async fn health(&self) -> Result<()> {
+    /// `GET /healthz`: the agent's name and boot id, which signed
+    /// requests name. Through a transport that does not vouch for the
+    /// agent ([`AgentTransport::vouches_for_agent`]) the name must be the
+    /// fleet entry's [`AgentSpec::signs_for`].
+    pub async fn health(&self) -> Result<auth::Target> {
         let r = self
-            .call("health check", "GET", "/healthz", Vec::new(), false)
+            .send("health check", "GET", "/healthz", Vec::new(), Vec::new())
             .await?;
-        if (200..300).contains(&r.status) {
-            Ok(())
-        } else {
-            Err(self.err(format!("health check: {}", status_text(r.status))))
+        if !(200..300).contains(&r.status) {
+            return Err(self.err(format!("health check: {}", status_text(r.status))));
         }
+        let text = String::from_utf8_lossy(&r.body[..r.body.len().min(400)]).into_owned();
+        let mut words = text.split_whitespace();
+        let (Some("ok"), Some(name), Some(boot)) = (words.next(), words.next(), words.next())
+        else {
+            return Err(self.err(format!(
+                "health check: {:?} is not `ok NAME BOOT`: an agent older than this controller? (run the same wirespeed version on both)",
+                text.trim()
+            )));
+        };
+        if !self.transport.vouches_for_agent() && name != self.signs_for {
+            return Err(self.err(format!(
+                "the agent at {} runs as {:?} (its --name), not {:?}: start it with --name {} or set agent_name = {:?} in the fleet file",
+                self.transport.describe(),
+                name,
+                self.signs_for,
+                self.signs_for,
+                name
+            )));
+        }
+        let t = auth::Target {
+            name: name.to_string(),
+            boot: boot.to_string(),
+        };
+        *self.target.lock().unwrap_or_else(|p| p.into_inner()) = Some(t.clone());
+        Ok(t)
     }
 
     /// `GET /v1/facts`: the agent's host snapshot.
     pub async fn facts(&self) -> Result<wirespeed_host::Snapshot> {
         let r = self
-            .call("read facts", "GET", "/v1/facts", Vec::new(), false)
+            .call("read facts", "GET", "/v1/facts", Vec::new())
             .await?;
         self.answer("read facts", r)
     }
@@ -208,9 +276,7 @@ impl AgentClient {
     /// `PUT /v1/fleet`; Ok(false) when the agent's fleet is pinned.
     pub async fn push_fleet(&self, fleet: &Fleet) -> Result<bool> {
         let body = serde_json::to_vec(fleet).map_err(|e| self.err(e.to_string()))?;
-        let r = self
-            .call("/v1/fleet", "PUT", "/v1/fleet", body, true)
-            .await?;
+        let r = self.call("/v1/fleet", "PUT", "/v1/fleet", body).await?;
         if r.status == 409 {
             return Ok(false);
         }
@@ -224,16 +290,14 @@ impl AgentClient {
     /// `POST /v1/run`: starts a test; its id.
     pub async fn start(&self, req: &RunRequest) -> Result<u64> {
         let body = serde_json::to_vec(req).map_err(|e| self.err(e.to_string()))?;
-        let r = self.call("/v1/run", "POST", "/v1/run", body, true).await?;
+        let r = self.call("/v1/run", "POST", "/v1/run", body).await?;
         Ok(self.answer::<RunStarted>("start a test", r)?.id)
     }
 
     /// `GET /v1/results/{id}`.
     pub async fn record(&self, id: u64) -> Result<RunRecord> {
         let path = format!("/v1/results/{id}");
-        let r = self
-            .call("read a result", "GET", &path, Vec::new(), false)
-            .await?;
+        let r = self.call("read a result", "GET", &path, Vec::new()).await?;
         self.answer("read a result", r)
     }
 }

@@ -49,6 +49,13 @@ pub trait AgentTransport: Send + Sync {
     fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, String>>;
     /// Where requests go, for messages (`http://10.0.0.1:5380`).
     fn describe(&self) -> String;
+    /// Whether the transport itself makes sure which agent answers (the
+    /// API server's pod proxy reaches exactly the pod it names): the
+    /// client then signs for the name that agent tells in `/healthz`
+    /// rather than for the fleet entry's [`AgentSpec::signs_for`].
+    fn vouches_for_agent(&self) -> bool {
+        false
+    }
 }
 
 /// Makes the transport for each agent of a run.
@@ -65,9 +72,13 @@ pub struct Direct {
 impl Direct {
     /// A transport to `agent.http`, each request bounded by `timeout`.
     pub fn new(agent: &AgentSpec, timeout: Duration) -> Result<Direct> {
+        // A new connection for each request: one kept from before an
+        // agent restarted, or closed at the agent's connection lifetime,
+        // would fail the request that meets it.
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
+            .pool_max_idle_per_host(0)
             .no_proxy()
             .build()
             .map_err(|e| FleetError::Agent {

@@ -2,113 +2,16 @@
 //! the fleet boundary, Prometheus metrics (checked by promtool), slow and
 //! oversized requests, and a small matrix run by the controller.
 
+mod common;
+
+use common::*;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use wirespeed_fleet::agent::{AgentConfig, HttpLimits, RunRequest, RunState};
+use wirespeed_fleet::agent::{RunRequest, RunState};
 use wirespeed_fleet::run::{AgentClient, RunOptions, WorkloadSpec};
-use wirespeed_fleet::{Agent, AgentSpec, Fleet, Pattern};
-use wirespeed_types::{PathSpec, TestSpec};
-
-const KEY: &[u8] = b"fleet-test-key-0123456789";
-
-fn agent(name: &str) -> Agent {
-    let mut cfg = AgentConfig::new(name, KEY.to_vec());
-    cfg.server.bind = "127.0.0.1".parse().unwrap();
-    cfg.server.port = 0;
-    cfg.http = "127.0.0.1:0".parse().unwrap();
-    cfg.limits = HttpLimits {
-        header_timeout: Duration::from_secs(1),
-        max_per_source: 64,
-        ..HttpLimits::default()
-    };
-    Agent::start(cfg).expect("agent starts")
-}
-
-fn spec_of(name: &str, a: &Agent) -> AgentSpec {
-    AgentSpec {
-        name: name.into(),
-        control: a.control_addr().to_string(),
-        http: a.http_addr().to_string(),
-        nics: Vec::new(),
-        labels: Default::default(),
-    }
-}
-
-fn short_spec() -> TestSpec {
-    TestSpec {
-        duration_s: 0.5,
-        warmup_s: 0.1,
-        ..TestSpec::default()
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// A raw HTTP/1.1 request; (status, body).
-fn raw(addr: SocketAddr, req: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let status = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = out.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
-    (status, body)
-}
-
-fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    raw(
-        addr,
-        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
-    )
-}
-
-fn post(addr: SocketAddr, path: &str, extra: &str, body: &str) -> (u16, String) {
-    raw(
-        addr,
-        &format!(
-            "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        ),
-    )
-}
-
-/// Counter value of `name{labels}` in a metrics page (0 when absent).
-fn counter(page: &str, name: &str, label: &str) -> f64 {
-    page.lines()
-        .filter(|l| l.starts_with(name) && l.contains(label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-struct Pair {
-    a: Agent,
-    b: Agent,
-    fleet: Fleet,
-}
-
-fn pair() -> Pair {
-    let (a, b) = (agent("a"), agent("b"));
-    let fleet = Fleet {
-        agents: vec![spec_of("a", &a), spec_of("b", &b)],
-    };
-    let rt = rt();
-    for x in &fleet.agents {
-        let c = AgentClient::new(x, KEY, Duration::from_secs(5)).unwrap();
-        assert!(rt.block_on(c.push_fleet(&fleet)).unwrap());
-    }
-    Pair { a, b, fleet }
-}
+use wirespeed_fleet::{Fleet, Pattern};
+use wirespeed_types::PathSpec;
 
 #[test]
 fn run_without_or_with_a_wrong_key_is_refused_and_starts_no_traffic() {
@@ -121,33 +24,27 @@ fn run_without_or_with_a_wrong_key_is_refused_and_starts_no_traffic() {
     .unwrap();
     let (st, msg) = post(p.a.http_addr(), "/v1/run", "", &body);
     assert_eq!(st, 401, "{msg}");
-    assert!(msg.contains("must be signed with the fleet key"), "{msg}");
+    assert!(msg.contains("made with the fleet key"), "{msg}");
     // Signed with another key.
-    let hs = wirespeed_fleet::auth::sign(
-        b"not-the-fleet-key-at-all",
-        "POST",
-        "/v1/run",
-        body.as_bytes(),
-    );
-    let extra: String = hs.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    let t = target(p.a.http_addr());
+    let extra = signed(b"not-the-fleet-key-at-all", &t, "POST", "/v1/run", &body);
     let (st, msg) = post(p.a.http_addr(), "/v1/run", &extra, &body);
     assert_eq!(st, 401, "{msg}");
     assert!(msg.contains("wrong signature"), "{msg}");
     // The right key, but the body changed after signing.
-    let hs = wirespeed_fleet::auth::sign(KEY, "POST", "/v1/run", body.as_bytes());
-    let extra: String = hs.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    let extra = signed(KEY, &t, "POST", "/v1/run", &body);
     let tampered = body.replace("0.5", "60.0");
     let (st, _) = post(p.a.http_addr(), "/v1/run", &extra, &tampered);
     assert_eq!(st, 401);
     // Nothing ran: no result on a, no test served by b.
-    assert_eq!(get(p.a.http_addr(), "/v1/results").1.trim(), "[]");
-    let (_, m) = get(p.b.http_addr(), "/metrics");
+    assert_eq!(read(p.a.http_addr(), "/v1/results").1.trim(), "[]");
+    let (_, m) = read(p.b.http_addr(), "/metrics");
     assert_eq!(
         counter(&m, "wirespeed_tests_total", "role=\"server\""),
         0.0,
         "{m}"
     );
-    let (_, m) = get(p.a.http_addr(), "/metrics");
+    let (_, m) = read(p.a.http_addr(), "/metrics");
     assert_eq!(
         counter(&m, "wirespeed_refusals_total", "unauthenticated"),
         3.0,
@@ -188,7 +85,7 @@ fn a_peer_outside_the_fleet_is_refused_with_403() {
         e.contains("403") && e.contains("not an address of peer"),
         "{e}"
     );
-    assert_eq!(get(p.a.http_addr(), "/v1/results").1.trim(), "[]");
+    assert_eq!(read(p.a.http_addr(), "/v1/results").1.trim(), "[]");
 }
 
 #[test]
@@ -214,10 +111,10 @@ fn a_keyed_run_measures_and_metrics_pass_promtool() {
     };
     assert_eq!(rec.state, RunState::Done, "{:?}", rec.error);
     assert!(rec.result.unwrap().throughput_bps > 1e6);
-    let (st, facts) = get(p.a.http_addr(), "/v1/facts");
+    let (st, facts) = read(p.a.http_addr(), "/v1/facts");
     assert_eq!(st, 200);
     assert!(facts.contains("\"links\""), "{facts}");
-    let (st, m) = get(p.a.http_addr(), "/metrics");
+    let (st, m) = read(p.a.http_addr(), "/metrics");
     assert_eq!(st, 200);
     for want in [
         "wirespeed_link_throughput_bytes_per_second{",
@@ -235,7 +132,7 @@ fn a_keyed_run_measures_and_metrics_pass_promtool() {
         1.0,
         "{m}"
     );
-    let (_, mb) = get(p.b.http_addr(), "/metrics");
+    let (_, mb) = read(p.b.http_addr(), "/metrics");
     assert_eq!(
         counter(&mb, "wirespeed_tests_total", "role=\"server\""),
         1.0,

@@ -36,6 +36,11 @@ pub const SYSCTLS: &[&str] = &[
     "net.ipv4.fib_multipath_hash_policy",
     "net.ipv4.fib_multipath_hash_fields",
     "net.ipv6.fib_multipath_hash_policy",
+    "net.ipv4.tcp_fastopen",
+    "net.core.somaxconn",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
 ];
 
 /// Kernel release as (major, minor).

@@ -23,6 +23,7 @@ pub mod profiles;
 mod rtnl;
 pub mod snapshot;
 mod sys;
+pub mod sysctl_scope;
 pub mod tune;
 
 pub use doctor::{Finding, Severity, diagnose};

@@ -13,6 +13,10 @@ use crate::ethtool::Ethtool;
 use crate::fsroot::Fs;
 use crate::rtnl::Rtnl;
 use crate::snapshot::Snapshot;
+pub(crate) use crate::sysctl_scope::dotted;
+pub use crate::sysctl_scope::{
+    HOST_WIDE_NET_SYSCTLS, netns_sysctl_refusal, sysctl_is_host_wide, valid_sysctl_name,
+};
 pub use changes::NsChanges;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -192,114 +196,6 @@ fn now_unix() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
-}
-
-/// The net.* sysctls that are not per network namespace: absent from a
-/// new namespace (they exist only in the initial one) or read-only there
-/// (the global buffer limits). Checked on kernel 6.18; entries ending in
-/// `_` or `.` are prefixes.
-pub const HOST_WIDE_NET_SYSCTLS: &[&str] = &[
-    "net.core.bpf_jit_",
-    "net.core.busy_poll",
-    "net.core.busy_read",
-    "net.core.default_qdisc",
-    "net.core.dev_weight",
-    "net.core.devconf_inherit_init_net",
-    "net.core.fb_tunnels_only_for_init_net",
-    "net.core.flow_limit_",
-    "net.core.gro_normal_batch",
-    "net.core.high_order_alloc_disable",
-    "net.core.max_skb_frags",
-    "net.core.mem_pcpu_rsv",
-    "net.core.message_",
-    "net.core.netdev_budget",
-    "net.core.netdev_max_backlog",
-    "net.core.netdev_rss_key",
-    "net.core.netdev_tstamp_prequeue",
-    "net.core.netdev_unregister_timeout_secs",
-    "net.core.rmem_default",
-    "net.core.rmem_max",
-    "net.core.rps_",
-    "net.core.skb_defer_max",
-    "net.core.warnings",
-    "net.core.wmem_default",
-    "net.core.wmem_max",
-    "net.ipv4.cipso_",
-    "net.ipv4.fib_sync_mem",
-    "net.ipv4.inet_peer_",
-    "net.ipv4.ipfrag_secret_interval",
-    "net.ipv4.route.error_",
-    "net.ipv4.route.gc_",
-    "net.ipv4.route.max_size",
-    "net.ipv4.route.redirect_",
-    "net.ipv4.tcp_low_latency",
-    "net.ipv4.tcp_max_orphans",
-    "net.ipv4.tcp_mem",
-    "net.ipv4.udp_mem",
-    "net.ipv6.calipso_",
-    "net.ipv6.ip6frag_secret_interval",
-    "net.ipv6.mld_",
-    "net.netfilter.nf_log_all_netns",
-    "net.nf_conntrack_max",
-];
-
-/// A sysctl name in dotted form (sysctl(8) also takes `/` as separator
-/// when the name holds no dot).
-fn dotted(key: &str) -> String {
-    if key.contains('.') {
-        key.to_string()
-    } else {
-        key.replace('/', ".")
-    }
-}
-
-/// Whether `key` is a plausible sysctl name: letters, digits, `_`, `-`,
-/// `.` and `/` (a dot inside a device name), at least two parts, no empty part.
-pub fn valid_sysctl_name(key: &str) -> bool {
-    let d = dotted(key);
-    d.len() <= 256
-        && d.split('.').count() >= 2
-        && d.split('.').all(|p| {
-            !p.is_empty()
-                && !p.starts_with('/')
-                && p.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"_-/".contains(&b))
-        })
-}
-
-/// Whether a sysctl acts on the whole host rather than on one network
-/// namespace: everything outside net.*, and [`HOST_WIDE_NET_SYSCTLS`].
-pub fn sysctl_is_host_wide(key: &str) -> bool {
-    let d = dotted(key);
-    if !d.starts_with("net.") {
-        return true;
-    }
-    HOST_WIDE_NET_SYSCTLS.iter().any(|h| {
-        if h.ends_with('_') || h.ends_with('.') {
-            d.starts_with(h)
-        } else {
-            d == *h
-        }
-    })
-}
-
-/// Why `key` must not be written inside a network namespace (None when it
-/// is per namespace): only net.* sysctls are per namespace, and a few of
-/// those are host-wide too.
-pub fn netns_sysctl_refusal(key: &str) -> Option<String> {
-    if !sysctl_is_host_wide(key) {
-        return None;
-    }
-    Some(if dotted(key).starts_with("net.") {
-        format!(
-            "{key} is host-wide: it exists only in the initial network namespace (or is read-only in others), so it cannot be set inside one"
-        )
-    } else {
-        format!(
-            "{key} is not per network namespace: written inside one it would change the whole host (only net.* sysctls are per namespace, and not all of them: {} are host-wide)",
-            "net.core.rmem_max, wmem_max, netdev_max_backlog, net.ipv4.tcp_mem and others"
-        )
-    })
 }
 
 impl Setting {

@@ -106,17 +106,21 @@ macro_rules! with_api {
                 let $api = namespaced($client, $o);
                 $body
             }
+            Object::NetworkPolicy($o) => {
+                let $o = &**$o;
+                let $api = namespaced($client, $o);
+                $body
+            }
         }
     };
 }
 
 /// Server-side applies `obj` (field manager "wirespeed", strict field
-/// validation, conflicts forced to this manager); returns its uid.
+/// validation, no force: a field another manager set since is a
+/// conflict, reported, not overwritten); returns its uid.
 pub async fn apply(client: &Client, obj: &Object) -> Result<String, K8sError> {
     let what = format!("apply {}", obj.describe());
-    let pp = PatchParams::apply(FIELD_MANAGER)
-        .force()
-        .validation_strict();
+    let pp = PatchParams::apply(FIELD_MANAGER).validation_strict();
     let name = obj.name().to_string();
     let meta = with_api!(client, obj, |api, o| api
         .patch(&name, &pp, &Patch::Apply(o))
@@ -124,6 +128,18 @@ pub async fn apply(client: &Client, obj: &Object) -> Result<String, K8sError> {
         .map(|r| r.meta().clone()))
     .map_err(|e| K8sError::api(&what, e))?;
     Ok(meta.uid.unwrap_or_default())
+}
+
+/// Creates `obj` (a plain create, not an apply): Ok(false) when it
+/// already exists, so of two callers exactly one gets Ok(true).
+pub async fn create(client: &Client, obj: &Object) -> Result<bool, K8sError> {
+    let pp = kube::api::PostParams::default();
+    let r = with_api!(client, obj, |api, o| api.create(&pp, o).await.map(|_| ()));
+    match r {
+        Ok(()) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+        Err(e) => Err(K8sError::api(format!("create {}", obj.describe()), e)),
+    }
 }
 
 /// The ClusterIP the API server gave the Service `ns/name`.

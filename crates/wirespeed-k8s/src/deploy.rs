@@ -1,17 +1,28 @@
 //! A deployment: the objects one run applied, in order, so that exactly
-//! those are deleted again (also after an error or Ctrl-C).
+//! those are deleted again (also after an error or Ctrl-C). A run's
+//! namespace is made by the run unless it exists; an existing one is
+//! used as it is (its Pod Security labels are the cluster admin's) and
+//! never deleted. The namespace's run lock is held from before the first
+//! object is applied until the last one is deleted.
 
 use crate::K8sError;
 use crate::cluster;
+use crate::lock::{self, RunLock};
 use crate::manifests::Object;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
+use kube::api::Api;
 use std::time::Duration;
 
 /// What a run applied.
 #[derive(Debug, Default)]
 pub struct Deployment {
     applied: Vec<Object>,
+    lock: Option<RunLock>,
 }
+
+/// The Pod Security label that decides admission.
+const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
 
 impl Deployment {
     /// An empty deployment.
@@ -22,6 +33,42 @@ impl Deployment {
     /// The objects applied so far, in apply order.
     pub fn objects(&self) -> &[Object] {
         &self.applied
+    }
+
+    /// Takes namespace `ns` (the Namespace object the run would make) for
+    /// run `holder`: creates it unless it exists, then takes its run
+    /// lock. An existing namespace is checked, not changed: when
+    /// `privileged` agents (host network) are to run there, it must
+    /// enforce Pod Security `privileged` already.
+    pub async fn claim_namespace(
+        &mut self,
+        client: &Client,
+        ns: &Object,
+        holder: &str,
+        privileged: bool,
+    ) -> Result<(), K8sError> {
+        let name = ns.name().to_string();
+        if cluster::create(client, ns).await? {
+            self.applied.push(ns.clone());
+        } else if privileged {
+            let api: Api<Namespace> = Api::all(client.clone());
+            let cur = api
+                .get(&name)
+                .await
+                .map_err(|e| K8sError::api(format!("get Namespace {name}"), e))?;
+            let level = cur
+                .metadata
+                .labels
+                .and_then(|l| l.get(ENFORCE).cloned())
+                .unwrap_or_else(|| "unset (the cluster default)".into());
+            if level != "privileged" {
+                return Err(K8sError::Invalid(format!(
+                    "namespace {name} exists and enforces Pod Security level {level}; host-network agents need `privileged`, and wirespeed does not relabel a namespace it did not make: label it (kubectl label namespace {name} {ENFORCE}=privileged) or give the run a new --namespace"
+                )));
+            }
+        }
+        self.lock = Some(lock::acquire(client, &name, holder).await?);
+        Ok(())
     }
 
     /// Applies `objs` in order after checking that none exists yet (a
@@ -56,11 +103,15 @@ impl Deployment {
         let mut failed = Vec::new();
         let mut deleted = Vec::new();
         while let Some(o) = self.applied.pop() {
+            if matches!(o, Object::Namespace(_)) {
+                self.release(&mut failed).await;
+            }
             match cluster::delete(client, &o, wait).await {
                 Ok(()) => deleted.push(o.describe()),
                 Err(e) => failed.push(e.to_string()),
             }
         }
+        self.release(&mut failed).await;
         if failed.is_empty() {
             Ok(deleted)
         } else {
@@ -73,6 +124,15 @@ impl Deployment {
                     deleted.join(", ")
                 }
             )))
+        }
+    }
+
+    /// Gives up the run lock, if held (after the run's objects are gone).
+    async fn release(&mut self, failed: &mut Vec<String>) {
+        if let Some(l) = self.lock.take()
+            && let Err(e) = l.release().await
+        {
+            failed.push(e.to_string());
         }
     }
 }

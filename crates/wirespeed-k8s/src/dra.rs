@@ -178,8 +178,9 @@ pub fn parse_switch(field: &str, v: &str) -> Result<bool, String> {
 
 impl DranetConfig {
     /// DraNet's config from a tune profile. Every field of the profile is
-    /// either mapped or refused: `[sysctl]` goes to the pod's init step
-    /// (not DraNet's), `description` is text, the `[link]` sizes, features
+    /// either mapped or refused: `[sysctl]` goes to the pods'
+    /// `securityContext.sysctls` (not DraNet's), `description` is text,
+    /// the `[link]` sizes, features
     /// and private flags map to DraNet's `interface` and `ethtool`;
     /// `link.rx_ring` and `link.source_routing` have no place in DraNet's
     /// config and are refused, each by name, as is a switch that is not

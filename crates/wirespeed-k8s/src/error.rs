@@ -28,6 +28,9 @@ pub enum K8sError {
         "{0} already exists and was not made by this run: not touching it (choose another --namespace)"
     )]
     Exists(String),
+    /// Another run holds the namespace's run lock.
+    #[error("{0}")]
+    Busy(String),
     /// Agents did not become ready, or their addresses could not be found.
     #[error("{0}")]
     Discovery(String),

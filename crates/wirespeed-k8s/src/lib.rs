@@ -4,7 +4,7 @@
 //! the fleet matrix against them and deleting what a run made.
 //!
 //! - [`manifests`], [`deploy`], [`cluster`]: the objects, applied and
-//!   deleted again; [`runner`]: what runs `k8s run` inside the cluster.
+//!   deleted again; [`lock`]: one run per namespace at a time; [`runner`]: what runs `k8s run` inside the cluster.
 //! - [`dra`]: DRA's pieces (NIC selectors, DraNet's config mapped from a
 //!   profile and checked against the ResourceSlices, the shared
 //!   DeviceClass, the claim template).
@@ -14,6 +14,8 @@
 //! - [`nodes`], [`paths`]: which nodes a run tests, and the paths between
 //!   them (same node, across nodes and zones, through a Service, hairpin,
 //!   host network, DRA NICs).
+//! - [`sysctls`]: which of a profile's sysctls the pods may set, per
+//!   node's kernel and kubelet, and what each pod had in force.
 //! - [`run`]: the whole run, and the paths compared; [`gates`]: pass or
 //!   fail per case (floors, a baseline, the gap to the host network).
 //!
@@ -27,6 +29,7 @@ pub mod discover;
 pub mod dra;
 mod error;
 pub mod gates;
+pub mod lock;
 pub mod manifests;
 pub mod nodes;
 pub mod paths;
@@ -34,6 +37,7 @@ pub mod proxy;
 pub mod rollout;
 pub mod run;
 pub mod runner;
+pub mod sysctls;
 pub mod testkit;
 
 pub use deploy::Deployment;

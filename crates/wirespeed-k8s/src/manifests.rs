@@ -13,10 +13,14 @@ use k8s_openapi::api::core::v1::{
     KeyToPath, Namespace, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
     ObjectFieldSelector, PodResourceClaim, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
     ResourceClaim as ContainerClaim, ResourceRequirements, SeccompProfile, Secret,
-    SecretVolumeSource, SecurityContext, Service, ServiceAccount, ServicePort, ServiceSpec,
+    SecretVolumeSource, SecurityContext, Service, ServiceAccount, ServicePort, ServiceSpec, Sysctl,
     Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+use k8s_openapi::api::networking::v1::{
+    IPBlock, NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
+    NetworkPolicySpec,
+};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -177,8 +181,20 @@ pub struct Options {
     /// The agents' PriorityClass.
     pub priority_class: Option<String>,
     /// The agents' data ports (the engine's `--data-ports`), which the
-    /// Services of the service paths forward.
+    /// Services of the service paths and the NetworkPolicy admit.
     pub data_ports: (u16, u16),
+    /// A namespace of Pod Security level `privileged`, which host-network
+    /// agents and unsafe sysctls need (`--privileged-namespace`);
+    /// otherwise `restricted`.
+    pub privileged_namespace: bool,
+    /// Sysctls set in every pod-network agent's `securityContext.sysctls`
+    /// (see [`crate::sysctls`] for which a node accepts).
+    pub pod_sysctls: BTreeMap<String, String>,
+    /// Where the API server's pod-proxy connections come from (CIDRs),
+    /// admitted to the agents' HTTP port by the NetworkPolicy.
+    pub api_sources: Vec<String>,
+    /// Make the NetworkPolicy (`--no-network-policy` turns it off).
+    pub network_policy: bool,
 }
 
 impl Options {
@@ -205,6 +221,10 @@ impl Options {
             limits: BTreeMap::new(),
             priority_class: None,
             data_ports: DEFAULT_DATA_PORTS,
+            privileged_namespace: false,
+            pod_sysctls: BTreeMap::new(),
+            api_sources: Vec::new(),
+            network_policy: true,
         }
     }
 
@@ -237,6 +257,26 @@ impl Options {
     pub fn validate(&self) -> Result<(), K8sError> {
         if self.networks.is_empty() {
             return Err(K8sError::Invalid("no network mode given".into()));
+        }
+        if self.networks.contains(&Network::Host) && !self.privileged_namespace {
+            return Err(K8sError::Invalid(format!(
+                "the host network needs a privileged namespace: host-network agents (hostNetwork: true) are outside Pod Security `baseline` and `restricted`, so namespace {} would have to enforce `privileged`. Pass --privileged-namespace to have it labelled so, or measure the pod network only (--network pod)",
+                self.namespace
+            )));
+        }
+        for k in self.pod_sysctls.keys() {
+            if !wirespeed_host::tune::valid_sysctl_name(k) {
+                return Err(K8sError::Invalid(format!(
+                    "sysctl {k:?}: not a sysctl name"
+                )));
+            }
+        }
+        for c in &self.api_sources {
+            if !is_cidr(c) {
+                return Err(K8sError::Invalid(format!(
+                    "API server source {c:?}: use a CIDR such as 10.0.0.1/32"
+                )));
+            }
         }
         if !is_dns_label(&self.namespace) {
             return Err(K8sError::Invalid(format!(
@@ -302,6 +342,18 @@ impl Options {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether `s` is an address and prefix length (`10.0.0.1/32`, `fd00::/64`).
+pub fn is_cidr(s: &str) -> bool {
+    let Some((a, len)) = s.split_once('/') else {
+        return false;
+    };
+    match (a.parse::<std::net::IpAddr>(), len.parse::<u8>()) {
+        (Ok(std::net::IpAddr::V4(_)), Ok(l)) => l <= 32,
+        (Ok(std::net::IpAddr::V6(_)), Ok(l)) => l <= 128,
+        _ => false,
     }
 }
 
@@ -414,6 +466,8 @@ pub enum Object {
     Service(Box<Service>),
     /// The endpoint of such a Service: the agent's pod address.
     EndpointSlice(Box<EndpointSlice>),
+    /// Who may reach the pod-network agents.
+    NetworkPolicy(Box<NetworkPolicy>),
 }
 
 impl Object {
@@ -430,6 +484,7 @@ impl Object {
             Object::DaemonSet(_) => "DaemonSet",
             Object::Service(_) => "Service",
             Object::EndpointSlice(_) => "EndpointSlice",
+            Object::NetworkPolicy(_) => "NetworkPolicy",
         }
     }
 
@@ -446,6 +501,7 @@ impl Object {
             Object::DaemonSet(o) => &o.metadata,
             Object::Service(o) => &o.metadata,
             Object::EndpointSlice(o) => &o.metadata,
+            Object::NetworkPolicy(o) => &o.metadata,
         }
     }
 
@@ -466,26 +522,14 @@ impl Object {
 /// The image's wirespeed binary (`wirespeed k8s image build`, Containerfile).
 pub const IMAGE_BINARY: &str = "/usr/local/bin/wirespeed";
 
-/// The sysctl init step's command (`wirespeed k8s sysctl k=v ...`: the
-/// agent image has no `sysctl`) from a profile; none when the profile sets
-/// no sysctls.
-pub fn sysctl_args(p: &Profile) -> Option<Vec<String>> {
-    if p.sysctl.is_empty() {
-        return None;
-    }
-    let mut a: Vec<String> = [IMAGE_BINARY, "k8s", "sysctl"].map(String::from).to_vec();
-    a.extend(p.sysctl.iter().map(|(k, v)| format!("{k}={v}")));
-    Some(a)
-}
-
 /// Builds every object, in apply order (namespace first, DaemonSets last).
 pub fn build(o: &Options) -> Result<Vec<Object>, K8sError> {
     o.validate()?;
     let mut out = Vec::new();
-    // hostNetwork and the privileged sysctl init step need the
-    // "privileged" Pod Security level; otherwise agents meet "restricted".
-    let privileged = o.networks.contains(&Network::Host) || sysctl_step(o).is_some();
-    let level = if privileged {
+    // hostNetwork and unsafe sysctls need the "privileged" Pod Security
+    // level, asked for explicitly (validate refuses host mode otherwise);
+    // without it every agent meets "restricted".
+    let level = if o.privileged_namespace {
         "privileged"
     } else {
         "restricted"
@@ -561,21 +605,74 @@ pub fn build(o: &Options) -> Result<Vec<Object>, K8sError> {
             crate::dra::claim_template(o)?,
         )));
     }
+    if o.network_policy && o.networks.iter().any(|n| !n.host_network()) {
+        out.push(Object::NetworkPolicy(Box::new(network_policy(o))));
+    }
     for &n in &o.networks {
         out.push(Object::DaemonSet(Box::new(daemonset(o, n))));
     }
     Ok(out)
 }
 
-/// The init step's sysctls: only inside a pod's own network namespace
-/// (pod, dra); a hostNetwork pod would change the node, which is
-/// `wirespeed tune`'s job (with its rollback), not a DaemonSet's.
-fn sysctl_step(o: &Options) -> Option<Vec<String>> {
-    o.networks
-        .iter()
-        .any(|n| *n != Network::Host)
-        .then(|| o.profile.as_ref().and_then(|(_, p)| sysctl_args(p)))
-        .flatten()
+/// The NetworkPolicy name.
+pub const NETWORK_POLICY: &str = "wirespeed-agents";
+
+/// Admits traffic to the pod-network agents only from the namespace's
+/// own pods (the agents and the in-cluster runner): the engine port and
+/// the data ports (the range every agent uses, `endPort`) and the HTTP
+/// port; the HTTP port also from [`Options::api_sources`] (the API
+/// server's pod proxy). Host-network agents are outside any
+/// NetworkPolicy (Kubernetes applies none to hostNetwork pods).
+fn network_policy(o: &Options) -> NetworkPolicy {
+    let port = |p: u16, end: Option<u16>| NetworkPolicyPort {
+        port: Some(IntOrString::Int(i32::from(p))),
+        end_port: end.map(i32::from),
+        protocol: Some("TCP".into()),
+    };
+    let own_pods = NetworkPolicyPeer {
+        pod_selector: Some(LabelSelector::default()),
+        ..NetworkPolicyPeer::default()
+    };
+    let mut ingress = vec![NetworkPolicyIngressRule {
+        from: Some(vec![own_pods]),
+        ports: Some(vec![
+            port(o.port, None),
+            port(o.data_ports.0, Some(o.data_ports.1)),
+            port(o.http_port, None),
+        ]),
+    }];
+    if !o.api_sources.is_empty() {
+        ingress.push(NetworkPolicyIngressRule {
+            from: Some(
+                o.api_sources
+                    .iter()
+                    .map(|c| NetworkPolicyPeer {
+                        ip_block: Some(IPBlock {
+                            cidr: c.clone(),
+                            except: None,
+                        }),
+                        ..NetworkPolicyPeer::default()
+                    })
+                    .collect(),
+            ),
+            ports: Some(vec![port(o.http_port, None)]),
+        });
+    }
+    NetworkPolicy {
+        metadata: o.meta(NETWORK_POLICY, true),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([(
+                    APP_LABEL.to_string(),
+                    APP_AGENT.to_string(),
+                )])),
+                ..LabelSelector::default()
+            }),
+            policy_types: Some(vec!["Ingress".into()]),
+            ingress: Some(ingress),
+            egress: None,
+        }),
+    }
 }
 
 fn env_field(name: &str, path: &str) -> EnvVar {
@@ -667,21 +764,15 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
         security_context: Some(restricted_security()),
         ..Container::default()
     };
-    let init = (n != Network::Host)
-        .then(|| sysctl_step(o))
-        .flatten()
-        .map(|args| Container {
-            name: "sysctls".into(),
-            image: Some(o.image.clone()),
-            command: Some(args),
-            security_context: Some(SecurityContext {
-                privileged: Some(true),
-                run_as_user: Some(0),
-                run_as_non_root: Some(false),
-                ..SecurityContext::default()
-            }),
-            ..Container::default()
-        });
+    let sysctls = (!n.host_network() && !o.pod_sysctls.is_empty()).then(|| {
+        o.pod_sysctls
+            .iter()
+            .map(|(k, v)| Sysctl {
+                name: k.clone(),
+                value: v.clone(),
+            })
+            .collect()
+    });
     let spec = PodSpec {
         service_account_name: Some(AGENT_SA.into()),
         automount_service_account_token: Some(false),
@@ -699,9 +790,9 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
                 type_: "RuntimeDefault".into(),
                 ..SeccompProfile::default()
             }),
+            sysctls,
             ..PodSecurityContext::default()
         }),
-        init_containers: init.map(|c| vec![c]),
         containers: vec![agent],
         resource_claims: (n == Network::Dra).then(|| {
             vec![PodResourceClaim {
@@ -902,7 +993,9 @@ mod tests {
     use super::*;
 
     fn opts(n: &[Network]) -> Options {
-        Options::new(n.to_vec(), "wirespeed", "ab".repeat(32).as_bytes())
+        let mut o = Options::new(n.to_vec(), "wirespeed", "ab".repeat(32).as_bytes());
+        o.privileged_namespace = n.contains(&Network::Host);
+        o
     }
 
     #[test]
@@ -916,16 +1009,19 @@ mod tests {
         assert!(Network::parse_list("").is_err());
     }
 
-    #[test]
-    fn host_daemonset_uses_host_network_and_pod_does_not() {
-        let objs = build(&opts(&[Network::Host, Network::Pod])).unwrap();
-        let ds: Vec<&DaemonSet> = objs
-            .iter()
+    fn daemonsets(objs: &[Object]) -> Vec<&DaemonSet> {
+        objs.iter()
             .filter_map(|o| match o {
                 Object::DaemonSet(d) => Some(&**d),
                 _ => None,
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn host_daemonset_uses_host_network_and_pod_does_not() {
+        let objs = build(&opts(&[Network::Host, Network::Pod])).unwrap();
+        let ds = daemonsets(&objs);
         assert_eq!(ds.len(), 2);
         let spec = |d: &DaemonSet| d.spec.clone().unwrap().template.spec.unwrap();
         assert_eq!(spec(ds[0]).host_network, Some(true));
@@ -946,8 +1042,6 @@ mod tests {
             "\"groIPv4MaxSize\": 65536",
             "\"disableEbpfPrograms\": true",
             "\"enable-max-rx-buffer-size\": true",
-            "net.ipv4.tcp_rto_min_us=5000",
-            "net.ipv4.tcp_rmem=4096 41943040 314572800",
             "!device.attributes[\\\"dra.net\\\"].virtual",
         ] {
             assert!(json.contains(want), "{want} missing from {json}");
@@ -957,21 +1051,79 @@ mod tests {
     }
 
     #[test]
-    fn the_sysctl_step_runs_the_images_own_binary() {
-        let p = wirespeed_host::profiles::load("tpu-multinic").unwrap();
-        let a = sysctl_args(&p).unwrap();
-        assert_eq!(a[..3], [IMAGE_BINARY, "k8s", "sysctl"]);
-        let rto = "net.ipv4.tcp_rto_min_us=5000".to_string();
-        assert!(a.contains(&rto), "{a:?}");
+    fn pod_sysctls_go_into_the_pod_security_context_and_nothing_is_privileged() {
+        let mut o = opts(&[Network::Pod, Network::Host]);
+        o.pod_sysctls =
+            BTreeMap::from([("net.ipv4.tcp_rmem".into(), "4096 131072 8388608".into())]);
+        let objs = build(&o).unwrap();
+        let json = to_json(&objs).unwrap();
+        assert!(
+            !json.contains("initContainers") && !json.contains("\"privileged\": true"),
+            "{json}"
+        );
+        let ds = daemonsets(&objs);
+        let sysctls = |d: &DaemonSet| {
+            let spec = d.spec.clone().unwrap().template.spec.unwrap();
+            spec.security_context.unwrap().sysctls
+        };
+        assert_eq!(sysctls(ds[0]).unwrap()[0].name, "net.ipv4.tcp_rmem");
+        assert_eq!(sysctls(ds[1]), None, "a host-network pod takes no sysctls");
     }
 
     #[test]
-    fn host_network_gets_no_sysctl_init_step() {
+    fn host_network_needs_the_privileged_flag_and_pod_network_is_restricted() {
         let mut o = opts(&[Network::Host]);
-        let p = wirespeed_host::profiles::load("tpu-multinic").unwrap();
-        o.profile = Some(("tpu-multinic".into(), p));
-        let json = to_json(&build(&o).unwrap()).unwrap();
-        assert!(!json.contains("initContainers"), "{json}");
+        o.privileged_namespace = false;
+        let e = build(&o).unwrap_err().to_string();
+        assert!(
+            e.contains("--privileged-namespace") && e.contains("Pod Security"),
+            "{e}"
+        );
+        let level = |objs: &[Object]| match &objs[0] {
+            Object::Namespace(n) => {
+                n.metadata.labels.clone().unwrap()["pod-security.kubernetes.io/enforce"].clone()
+            }
+            _ => panic!("namespace first"),
+        };
+        assert_eq!(level(&build(&opts(&[Network::Pod])).unwrap()), "restricted");
+        assert_eq!(
+            level(&build(&opts(&[Network::Host])).unwrap()),
+            "privileged"
+        );
+    }
+
+    #[test]
+    fn the_network_policy_admits_the_ports_from_own_pods_and_the_api_server() {
+        let mut o = opts(&[Network::Pod]);
+        o.api_sources = vec!["10.9.0.1/32".into()];
+        let objs = build(&o).unwrap();
+        let np = objs
+            .iter()
+            .find_map(|o| match o {
+                Object::NetworkPolicy(p) => Some(p.spec.clone().unwrap()),
+                _ => None,
+            })
+            .unwrap();
+        let rules = np.ingress.unwrap();
+        let ports = rules[0].ports.clone().unwrap();
+        assert_eq!(ports[1].port, Some(IntOrString::Int(5301)));
+        assert_eq!(ports[1].end_port, Some(5316));
+        assert_eq!(
+            rules[1].from.clone().unwrap()[0]
+                .ip_block
+                .clone()
+                .unwrap()
+                .cidr,
+            "10.9.0.1/32"
+        );
+        assert!(
+            build(&opts(&[Network::Host]))
+                .unwrap()
+                .iter()
+                .all(|o| o.kind() != "NetworkPolicy")
+        );
+        o.api_sources = vec!["10.9.0.1".into()];
+        assert!(build(&o).is_err());
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct NodeInfo {
     pub ready: bool,
     /// Cordoned (`spec.unschedulable`).
     pub unschedulable: bool,
+    /// Kernel release (`status.nodeInfo.kernelVersion`), empty if unset.
+    #[serde(default)]
+    pub kernel: String,
 }
 
 impl NodeInfo {
@@ -59,6 +62,12 @@ impl NodeInfo {
                 .and_then(|s| s.conditions.as_ref())
                 .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True")),
             unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+            kernel: n
+                .status
+                .as_ref()
+                .and_then(|s| s.node_info.as_ref())
+                .map(|i| i.kernel_version.clone())
+                .unwrap_or_default(),
             labels,
         }
     }

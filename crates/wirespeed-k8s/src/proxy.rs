@@ -11,7 +11,11 @@
 //! pod, node or NIC addresses. The agent sees the path after `/proxy`, so
 //! the fleet key's signature covers that path; the API server forwards
 //! the `x-wirespeed-*` headers unchanged (measured with kube-apiserver
-//! v1.34, docs/k8s.md), so nothing else changes for the agent.
+//! v1.34, docs/k8s.md), so nothing else changes for the agent. It takes
+//! `Authorization` for itself, so the agent's bearer token cannot pass:
+//! reads are signed too. The API server reaches exactly the named pod,
+//! so requests are signed for the name that pod's agent tells in
+//! `/healthz` ([`AgentTransport::vouches_for_agent`]).
 //!
 //! RBAC: `get` on `pods/proxy` for reads, `create` for `POST /v1/run`,
 //! `update` for `PUT /v1/fleet`.
@@ -167,6 +171,12 @@ impl AgentTransport for PodProxy {
             "pod {}/{}:{} through the API server",
             self.ns, self.pod, self.port
         )
+    }
+
+    /// The API server reaches exactly the pod it is asked for: requests
+    /// are signed for the name that pod's agent tells.
+    fn vouches_for_agent(&self) -> bool {
+        true
     }
 }
 

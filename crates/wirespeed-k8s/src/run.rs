@@ -14,6 +14,7 @@ use crate::nodes::{self, NodeChoice, NodeInfo, Selection};
 use crate::paths::{self, Link, PathKind};
 use crate::proxy::{self, Reach};
 use crate::rollout::Watch;
+use crate::sysctls::{self, InForce, SysctlPlan, SysctlReport};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -81,6 +82,9 @@ pub struct RunOutcome {
     pub unplanned: Vec<String>,
     /// Each measured path, in the order asked.
     pub runs: Vec<PathRun>,
+    /// The profile's pod sysctls: which were set, which were left out and
+    /// why, and what each pod had in force (read back from its agent).
+    pub sysctls: Option<SysctlReport>,
 }
 
 /// Resolves on Ctrl-C or SIGTERM, naming which.
@@ -199,10 +203,33 @@ async fn measure(
     let mut o = cfg.objects.clone();
     o.networks = networks_for(&planned.paths);
     o.node_names = Some(chosen.iter().map(|n| n.name.clone()).collect());
+    let level = namespace_level(client, &o).await?;
+    let sysctl_plan = plan_sysctls(&o, client, chosen, &level, log).await;
+    o.pod_sysctls = sysctl_plan
+        .as_ref()
+        .map(|p| p.apply.clone())
+        .unwrap_or_default();
+    if o.network_policy && o.api_sources.is_empty() {
+        o.api_sources = api_server_sources(client, log).await;
+    }
     let objs = manifests::build(&o)?;
     let names: Vec<String> = chosen.iter().map(|n| n.name.clone()).collect();
+    // Checked against the ResourceSlices, and the shared DeviceClass made
+    // when missing, before the namespace or anything else is applied.
     let objs = crate::dra::prepare(client, &o, &names, objs, log).await?;
-    dep.apply(client, &objs).await?;
+    let holder = o
+        .run_id
+        .clone()
+        .unwrap_or_else(|| format!("pid-{}", std::process::id()));
+    let privileged = o.networks.contains(&Network::Host);
+    dep.claim_namespace(client, &objs[0], &holder, privileged)
+        .await?;
+    log(&format!(
+        "holding the run lock of namespace {} (Lease {})",
+        o.namespace,
+        crate::lock::LEASE
+    ));
+    dep.apply(client, &objs[1..]).await?;
     log(&format!(
         "applied {} objects in namespace {} (label {}={})",
         objs.len(),
@@ -214,6 +241,10 @@ async fn measure(
     for &n in &o.networks {
         agents.insert(n, wait_agents(cfg, &o, client, n, log).await?);
     }
+    let sysctls = match sysctl_plan {
+        Some(plan) => Some(read_back(cfg, &o, client, &agents, plan, log).await),
+        None => None,
+    };
     let services = make_services(&o, client, dep, &planned.paths, chosen, &agents, log).await?;
     let mut runs = Vec::new();
     for (p, links) in &planned.paths {
@@ -228,7 +259,154 @@ async fn measure(
         selection: planned.selection,
         unplanned: planned.unplanned,
         runs,
+        sysctls,
     })
+}
+
+/// The profile's sysctls the pod-network agents can have on every chosen
+/// node (None: no profile sysctls, or host network only); logs each
+/// sysctl's fate.
+async fn plan_sysctls(
+    o: &Options,
+    client: &kube::Client,
+    chosen: &[NodeInfo],
+    level: &str,
+    log: &(dyn Fn(&str) + Sync),
+) -> Option<SysctlPlan> {
+    let wanted = &o.profile.as_ref()?.1.sysctl;
+    if wanted.is_empty() || o.networks.iter().all(|n| n.host_network()) {
+        return None;
+    }
+    let nodes = sysctls::read_nodes(client, chosen).await;
+    let plan = sysctls::plan(wanted, &nodes, level);
+    for l in plan.lines() {
+        log(&l);
+    }
+    Some(plan)
+}
+
+/// The Pod Security level the run's pods will meet: an existing
+/// namespace's `enforce` label (empty when unset: the cluster's default),
+/// else the level the run would give the namespace it makes.
+async fn namespace_level(client: &kube::Client, o: &Options) -> Result<String, K8sError> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+    let ns = api
+        .get_opt(&o.namespace)
+        .await
+        .map_err(|e| K8sError::api(format!("get Namespace {}", o.namespace), e))?;
+    Ok(match ns {
+        Some(n) => n
+            .metadata
+            .labels
+            .and_then(|l| l.get("pod-security.kubernetes.io/enforce").cloned())
+            .unwrap_or_default(),
+        None if o.privileged_namespace => "privileged".into(),
+        None => "restricted".into(),
+    })
+}
+
+/// The API server's own addresses (the `kubernetes` Service's endpoints
+/// in `default`), as /32 or /128: where its pod-proxy connections come
+/// from on most clusters. Logged and empty when they cannot be read.
+async fn api_server_sources(client: &kube::Client, log: &(dyn Fn(&str) + Sync)) -> Vec<String> {
+    use k8s_openapi::api::core::v1::Endpoints as Eps;
+    let api: kube::Api<Eps> = kube::Api::namespaced(client.clone(), "default");
+    match api.get("kubernetes").await {
+        Ok(e) => e
+            .subsets
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|s| s.addresses.unwrap_or_default())
+            .filter_map(|a| a.ip.parse::<IpAddr>().ok())
+            .map(|ip| match ip {
+                IpAddr::V4(_) => format!("{ip}/32"),
+                IpAddr::V6(_) => format!("{ip}/128"),
+            })
+            .collect(),
+        Err(e) => {
+            log(&format!(
+                "the API server's addresses could not be read ({e}): the NetworkPolicy admits the agents' HTTP port from the run's pods only (add --api-source CIDR)"
+            ));
+            Vec::new()
+        }
+    }
+}
+
+/// What each pod-network agent reads in its own /proc/sys for the planned
+/// sysctls (its `/v1/facts`), logged where it differs from the plan.
+async fn read_back(
+    cfg: &RunConfig,
+    o: &Options,
+    client: &kube::Client,
+    agents: &BTreeMap<Network, BTreeMap<String, Agent>>,
+    plan: SysctlPlan,
+    log: &(dyn Fn(&str) + Sync),
+) -> SysctlReport {
+    let services = BTreeMap::new();
+    let ends = Endpoints {
+        o,
+        agents,
+        services: &services,
+    };
+    let mut in_force = Vec::new();
+    for (n, by_node) in agents.iter().filter(|(n, _)| !n.host_network()) {
+        for node in by_node.keys() {
+            let Some((spec, a)) = ends.entry(*n, node, false) else {
+                continue;
+            };
+            let (values, error) = match agent_client(cfg, o, client, &spec) {
+                Ok(c) => match c.facts().await {
+                    Ok(s) => (
+                        plan.apply
+                            .keys()
+                            .map(|k| (k.clone(), s.sysctl(k).map(String::from)))
+                            .collect(),
+                        None,
+                    ),
+                    Err(e) => (BTreeMap::new(), Some(e.to_string())),
+                },
+                Err(e) => (BTreeMap::new(), Some(e.to_string())),
+            };
+            in_force.push(InForce {
+                pod: a.pod.clone(),
+                node: a.node.clone(),
+                network: n.to_string(),
+                values,
+                error,
+            });
+        }
+    }
+    let report = SysctlReport { plan, in_force };
+    for m in report.mismatches() {
+        log(&format!("sysctl not in force: {m}"));
+    }
+    log(&format!(
+        "pod sysctls read back from {} agents",
+        report.in_force.len()
+    ));
+    report
+}
+
+/// A client for one agent, reached as the run reaches agents.
+fn agent_client(
+    cfg: &RunConfig,
+    o: &Options,
+    client: &kube::Client,
+    spec: &AgentSpec,
+) -> Result<wirespeed_fleet::run::AgentClient, wirespeed_fleet::FleetError> {
+    let t = cfg.fleet.http_timeout;
+    match cfg.reach {
+        Reach::Api => {
+            let tr = proxy::factory(client.clone(), &o.namespace, t)(spec)?;
+            Ok(wirespeed_fleet::run::AgentClient::with_transport(
+                spec,
+                &cfg.fleet.key,
+                t,
+                tr,
+            ))
+        }
+        Reach::Direct => wirespeed_fleet::run::AgentClient::new(spec, &cfg.fleet.key, t),
+    }
 }
 
 /// Waits for one DaemonSet's agents; by node.
@@ -334,6 +512,7 @@ impl Endpoints<'_> {
         let http = SocketAddr::new(a.control, self.o.http_port).to_string();
         let mut spec = AgentSpec {
             name: name.clone(),
+            agent_name: Some(a.pod.clone()),
             control: SocketAddr::new(a.control, self.o.port).to_string(),
             http,
             nics: a

@@ -109,6 +109,25 @@ pub fn needs(networks: &[Network]) -> Vec<Need> {
         ),
         need("", "services", APPLIED, applied),
         need("discovery.k8s.io", "endpointslices", APPLIED, applied),
+        need("networking.k8s.io", "networkpolicies", APPLIED, applied),
+        need(
+            "coordination.k8s.io",
+            "leases",
+            &["get", "create", "update", "delete"],
+            "lock.rs: the namespace's run lock (create; get and update to renew or take over an expired one; delete at the end)",
+        ),
+        need(
+            "",
+            "nodes/proxy",
+            &["get"],
+            "sysctls.rs reads each chosen node's kubelet /configz (allowedUnsafeSysctls) before setting pod sysctls",
+        ),
+        need(
+            "",
+            "endpoints",
+            &["get"],
+            "the API server's addresses (default/kubernetes) for the NetworkPolicy's pod-proxy rule",
+        ),
     ];
     if networks.contains(&Network::Dra) {
         out.push(need(
@@ -219,6 +238,16 @@ pub fn run_args(o: &Options, extra: &[String]) -> Vec<String> {
     if o.tolerate_all && !given("--tolerate-all") {
         a.push("--tolerate-all".into());
     }
+    if o.privileged_namespace && !given("--privileged-namespace") {
+        a.push("--privileged-namespace".into());
+    }
+    if !o.network_policy && !given("--no-network-policy") {
+        a.push("--no-network-policy".into());
+    }
+    for c in &o.api_sources {
+        a.push("--api-source".into());
+        a.push(c.clone());
+    }
     let kv = |m: &std::collections::BTreeMap<String, String>| {
         m.iter()
             .map(|(k, v)| format!("{k}={v}"))
@@ -313,11 +342,16 @@ pub fn build(o: &Options, extra: &[String]) -> Result<Vec<RunnerObject>, K8sErro
     let ns = o.namespace.as_str();
     let mut ns_meta = meta(ns, None);
     let labels = ns_meta.labels.get_or_insert_with(BTreeMap::new);
+    // The run's agents share the runner's namespace: host-network agents
+    // and unsafe sysctls need it `privileged` (--privileged-namespace);
+    // everything else meets `restricted`.
+    let level = if o.privileged_namespace {
+        "privileged"
+    } else {
+        "restricted"
+    };
     for mode in ["enforce", "warn", "audit"] {
-        labels.insert(
-            format!("pod-security.kubernetes.io/{mode}"),
-            "restricted".into(),
-        );
+        labels.insert(format!("pod-security.kubernetes.io/{mode}"), level.into());
     }
     Ok(vec![
         RunnerObject::Namespace(Namespace {

@@ -77,6 +77,7 @@ async fn the_runner_account_can_make_reach_and_delete_a_run_and_no_more() {
     };
     let admin = env.client().await.unwrap();
     let mut o = Options::new(Network::ALL.to_vec(), RUNNER_NS, b"0123456789abcdef0123");
+    o.privileged_namespace = true;
     o.image = "registry.example/wirespeed:1".into();
     o.tolerations = vec![manifests::parse_toleration("dedicated=gpu:NoSchedule").unwrap()];
     let objs = runner::build(&o, &["-d".into(), "5s".into()]).unwrap();
@@ -107,6 +108,7 @@ async fn the_runner_account_can_make_reach_and_delete_a_run_and_no_more() {
     let rc = runner_client(&env, &admin).await;
     let run_ns = "ws-run-rbac";
     let mut ro = Options::new(Network::ALL.to_vec(), run_ns, b"0123456789abcdef0123");
+    ro.privileged_namespace = true;
     ro.tolerations = o.tolerations.clone();
     ro.run_id = Some("rbac1".into());
     // As `k8s run` does: the ResourceSlices read and the shared

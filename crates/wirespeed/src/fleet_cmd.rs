@@ -28,6 +28,11 @@ pub struct AgentArgs {
     /// Tests this agent runs as a client at once.
     #[arg(long, default_value_t = 4)]
     max_client_tests: usize,
+    /// Serve /metrics without the key (it tells the host's kernel, NICs
+    /// and link speeds): for a Prometheus that cannot hold the bearer
+    /// token of `wirespeed fleet token`.
+    #[arg(long)]
+    metrics_open: bool,
     /// The server's flags (--key-file is required).
     #[command(flatten)]
     serve: crate::ServeArgs,
@@ -40,6 +45,17 @@ pub enum FleetCmd {
     Run(Box<RunArgs>),
     /// Plan the rounds only: how many, and how long planning takes.
     Plan(PlanArgs),
+    /// Print the bearer token that reads the agents' API (metrics, facts,
+    /// results) without the key: for a Prometheus scrape config.
+    Token(TokenArgs),
+}
+
+/// Options of `wirespeed fleet token`.
+#[derive(clap::Args, Debug)]
+pub struct TokenArgs {
+    /// The fleet key file (the agents' --key-file).
+    #[arg(long)]
+    key_file: PathBuf,
 }
 
 /// Options of `wirespeed fleet run`.
@@ -126,6 +142,7 @@ pub fn run_agent(a: AgentArgs) -> Result<()> {
         http: a.http,
         fleet,
         max_tests: a.max_client_tests,
+        metrics_open: a.metrics_open,
         ..AgentConfig::new(&name, key)
     };
     let agent = wirespeed_fleet::Agent::start(cfg)?;
@@ -148,6 +165,11 @@ pub fn run(c: FleetCmd) -> Result<()> {
     match c {
         FleetCmd::Run(a) => run_matrix(*a),
         FleetCmd::Plan(a) => plan(a),
+        FleetCmd::Token(a) => {
+            let key = crate::read_key(&a.key_file)?;
+            println!("{}", wirespeed_fleet::auth::bearer_token(&key));
+            Ok(())
+        }
     }
 }
 

@@ -21,14 +21,6 @@ pub enum K8sCmd {
     /// base image.
     #[command(subcommand)]
     Image(ImageCmd),
-    /// Set per-network-namespace sysctls: the agents' init step inside a
-    /// pod (the image has no `sysctl`); host-wide ones are refused.
-    #[command(hide = true)]
-    Sysctl {
-        /// The sysctls to set.
-        #[arg(required = true, value_name = "KEY=VALUE")]
-        settings: Vec<String>,
-    },
 }
 
 /// `k8s image` subcommands.
@@ -83,12 +75,13 @@ pub struct ObjectArgs {
     /// The agents' HTTP API port.
     #[arg(long, default_value_t = manifests::DEFAULT_HTTP_PORT)]
     http_port: u16,
-    /// Tune profile (built-in name or file) for the pods' sysctl init step
-    /// (pod and dra only: never the node's) and DraNet's NIC settings
-    /// (MTU, GSO/GRO sizes, ethtool features and private flags), e.g.
-    /// tpu-multinic. For dra a field DraNet cannot carry (rx_ring,
-    /// source_routing) or a private flag the claimed NICs lack is refused
-    /// before anything is applied.
+    /// Tune profile (built-in name or file): its sysctls go into the
+    /// pod-network agents' securityContext.sysctls (those every node's
+    /// kernel and kubelet accept; never the node's own), its NIC settings
+    /// into DraNet's config (MTU, GSO/GRO sizes, ethtool features and
+    /// private flags), e.g. tpu-multinic. For dra a field DraNet cannot
+    /// carry (rx_ring, source_routing) or a private flag the claimed NICs
+    /// lack is refused before anything is applied.
     #[arg(long)]
     profile: Option<String>,
     /// dra: claim NICs whose GCE network name starts with this (report 1)
@@ -140,6 +133,20 @@ pub struct ObjectArgs {
     /// admit them, and each agent's Service (service paths) forwards them.
     #[arg(long, value_name = "LO-HI", default_value = "5301-5316")]
     data_ports: String,
+    /// Allow host-network agents (--network host): their namespace is
+    /// labelled Pod Security `privileged` (one wirespeed makes; an
+    /// existing namespace must already be). Without it host mode is refused.
+    #[arg(long)]
+    privileged_namespace: bool,
+    /// Make no NetworkPolicy (by default one admits the agents' ports
+    /// only from the run's own pods and the API server).
+    #[arg(long)]
+    no_network_policy: bool,
+    /// Where the API server's pod-proxy connections come from (CIDR,
+    /// repeatable), admitted to the agents' HTTP port; `k8s run` adds the
+    /// API server's own addresses when none is given.
+    #[arg(long, value_name = "CIDR")]
+    api_source: Vec<String>,
 }
 
 /// Options of `k8s manifests`.
@@ -326,6 +333,9 @@ impl ObjectArgs {
         o.priority_class = self.priority_class.clone();
         o.data_ports =
             wirespeed_engine::units::parse_port_range(&self.data_ports).context("--data-ports")?;
+        o.privileged_namespace = self.privileged_namespace;
+        o.network_policy = !self.no_network_policy;
+        o.api_sources = self.api_source.clone();
         o.validate()?;
         Ok(o)
     }
@@ -354,14 +364,26 @@ pub fn run(c: K8sCmd) -> Result<()> {
                     manifests::default_image()
                 );
             }
-            let o = a
+            let mut o = a
                 .objects
                 .options(&a.namespace, a.port, a.key_file.as_deref())?;
+            if let Some((_, p)) = &o.profile {
+                let plan = wirespeed_k8s::sysctls::plan_offline(&p.sysctl);
+                for l in plan.lines() {
+                    eprintln!("k8s manifests: {l}");
+                }
+                if !plan.unsafe_allowed.is_empty() {
+                    eprintln!(
+                        "k8s manifests: the kubelets must allow the unsafe ones: --allowed-unsafe-sysctls={} (the safe list depends on each node's kernel; `k8s run` checks every node first)",
+                        plan.unsafe_allowed.join(",")
+                    );
+                }
+                o.pod_sysctls = plan.apply;
+            }
             print_objects(&manifests::build(&o)?, &a.output)
         }
         K8sCmd::Run(a) => run_matrix(*a),
         K8sCmd::Image(ImageCmd::Build(a)) => build_image(*a),
-        K8sCmd::Sysctl { settings } => set_sysctls(&settings),
     }
 }
 
@@ -613,6 +635,7 @@ fn write_outputs(a: &RunArgs, out: &RunOutcome, report: &PathsReport) -> Result<
             "runs": out.runs,
             "comparison": wirespeed_k8s::compare(&out.runs),
             "paths": report,
+            "sysctls": out.sysctls,
         });
         write(p, serde_json::to_string_pretty(&doc)?)?;
     }
@@ -770,29 +793,4 @@ fn image_summary(img: &wirespeed_image::Image, binary: &Path) -> String {
         binary.display(),
         mib(bin),
     )
-}
-
-/// `k8s sysctl`: checks every KEY=VALUE first (a name, per network
-/// namespace), then writes each to /proc/sys.
-fn set_sysctls(settings: &[String]) -> Result<()> {
-    let mut pairs = Vec::new();
-    for kv in settings {
-        let Some((k, v)) = kv.split_once('=') else {
-            bail!("k8s sysctl {kv:?}: use KEY=VALUE, e.g. net.ipv4.tcp_rmem='4096 131072 6291456'");
-        };
-        if !wirespeed_host::tune::valid_sysctl_name(k) {
-            bail!("k8s sysctl {k:?}: not a sysctl name (e.g. net.ipv4.tcp_rmem)");
-        }
-        if let Some(why) = wirespeed_host::tune::netns_sysctl_refusal(k) {
-            bail!("k8s sysctl: {why}; set it on the node with `wirespeed tune`");
-        }
-        pairs.push((k, v));
-    }
-    let fs = wirespeed_host::fsroot::Fs::default();
-    for (k, v) in pairs {
-        fs.write_sysctl(k, v)
-            .with_context(|| format!("set {k} = {v} (the init step must be privileged)"))?;
-        println!("{k} = {v}");
-    }
-    Ok(())
 }

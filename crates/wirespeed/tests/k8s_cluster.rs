@@ -27,6 +27,7 @@ fn run_host_and_pod(c: &Cluster, nodes: usize) {
         "run",
         "--network",
         "host,pod",
+        "--privileged-namespace",
         "--image",
         c.get("IMAGE"),
         "--workloads",

@@ -124,6 +124,7 @@ fn k8s_run_discovers_agents_of_every_mode_runs_the_matrix_and_cleans_up() {
     run.args(["k8s", "run", "--kubeconfig"])
         .arg(&kubeconfig)
         .args(["--namespace", ns, "--network", "host,pod,dra"])
+        .arg("--privileged-namespace")
         .args(["--pattern", "all-to-all", "--ready-timeout", "60s"])
         .args(["--profile", "tpu-multinic", "--image", "wirespeed:test"])
         .arg("--key-file")

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 /// `k8s run` from the runner namespace with the flags every run here
 /// shares.
 fn run(c: &Cluster, key: &str, args: &[&str]) -> Output {
-    c.k8s_run(key, args)
+    let mut all = vec!["--privileged-namespace"];
+    all.extend_from_slice(args);
+    c.k8s_run(key, &all)
 }
 
 /// Without --tolerate-all the tainted node is left out by name, and the

@@ -277,7 +277,7 @@ fn k8s_run_reaches_agents_only_through_the_api_server_and_measures_every_pair() 
         ns,
         &key,
         &out,
-        &["--network", "host,pod"],
+        &["--network", "host,pod", "--privileged-namespace"],
     );
     let stderr = String::from_utf8_lossy(&o.stderr);
     println!("{}\n{stderr}", String::from_utf8_lossy(&o.stdout));
