@@ -94,6 +94,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '(--path --paths)--bind=[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
 '--cport=[Client data port\: flow N binds PORT + N (iperf3'\''s --cport)]:CPORT:_default' \
 '--logfile=[Write the output to this file (appended) instead of stdout]:LOGFILE:_files' \
+'--timestamps=[Begin each line of text output with the time\: UTC (\`2026-11-26 01\:02\:03 UTC \`) without a FORMAT, else the local time in strftime FORMAT as iperf3 does (\`--timestamps='\''%c '\''\`)]::FORMAT:_default' \
 '--profile=[Cloud profile\: gce, ibm-vpc, tpu-multinic, aws, azure, lab, custom, or a TOML file'\''s path]:PROFILE:_default' \
 '--vcpus=[vCPUs of the VM]:VCPUS:_default' \
 '--nics=[NICs in use (explain\: default the result'\''s path count)]:NICS:_default' \
@@ -130,7 +131,6 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--ipv6[IPv6 only]' \
 '--version6[IPv6 only]' \
 '--json-stream[One JSON line per interval and one at the end (NDJSON, iperf3'\''s --json-stream); with --format iperf3-json, iperf3'\''s own events]' \
-'--timestamps[Begin each line of text output with the UTC time]' \
 '-h[Print help (see more with '\''--help'\'')]' \
 '--help[Print help (see more with '\''--help'\'')]' \
 ':host -- Server to test against\: HOST, HOST\:PORT or \[IPV6\]\:PORT:_default' \
@@ -737,10 +737,12 @@ _arguments "${_arguments_options[@]}" : \
 '--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
 '--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
 '--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
-'--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool flags), e.g. tpu-multinic]:PROFILE:_default' \
-'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1)]:NETWORK_PREFIX:_default' \
-'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name starts with this]:IFNAME_PREFIX:_default' \
-'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`]:NIC_CEL:_default' \
+'--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
+'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1) \[default\: NICs DraNet does not call virtual\]]:NETWORK_PREFIX:_default' \
+'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name (dra.net/ifName) starts with this]:IFNAME_PREFIX:_default' \
+'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--dra-selector=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--device-class=[dra\: the claims'\'' DeviceClass, yours (it must exist; none is made) \[default\: wirespeed-dranet, shared by every run, created when missing and never deleted\]]:NAME:_default' \
 '--nics=[dra\: NICs per agent]:NICS:_default' \
 '*--node-selector=[Run agents only on nodes with this label (KEY=VALUE, repeatable)]:KEY=VALUE:_default' \
 '*--toleration=[Let agents run on nodes with this taint (KEY\[=VALUE\]\[\:EFFECT\], repeatable), e.g. google.com/tpu=present\:NoSchedule]:KEY[=VALUE][:EFFECT]:_default' \
@@ -768,10 +770,12 @@ _arguments "${_arguments_options[@]}" : \
 '--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
 '--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
 '--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
-'--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool flags), e.g. tpu-multinic]:PROFILE:_default' \
-'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1)]:NETWORK_PREFIX:_default' \
-'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name starts with this]:IFNAME_PREFIX:_default' \
-'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`]:NIC_CEL:_default' \
+'--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
+'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1) \[default\: NICs DraNet does not call virtual\]]:NETWORK_PREFIX:_default' \
+'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name (dra.net/ifName) starts with this]:IFNAME_PREFIX:_default' \
+'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--dra-selector=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--device-class=[dra\: the claims'\'' DeviceClass, yours (it must exist; none is made) \[default\: wirespeed-dranet, shared by every run, created when missing and never deleted\]]:NAME:_default' \
 '--nics=[dra\: NICs per agent]:NICS:_default' \
 '*--node-selector=[Run agents only on nodes with this label (KEY=VALUE, repeatable)]:KEY=VALUE:_default' \
 '*--toleration=[Let agents run on nodes with this taint (KEY\[=VALUE\]\[\:EFFECT\], repeatable), e.g. google.com/tpu=present\:NoSchedule]:KEY[=VALUE][:EFFECT]:_default' \

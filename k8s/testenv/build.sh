@@ -4,13 +4,16 @@
 #
 #   k8s/testenv/build.sh            # -> target/k8s-testenv/bin/
 #   KUBE_TESTENV_DIR=/x build.sh    # -> /x/bin/
+#   k8s/testenv/build.sh dradriver  # only the test DRA driver
 #
 # bin/ then holds etcd, kube-apiserver, kube-scheduler,
-# kube-controller-manager, kube-proxy, kubelet (a real cluster: cluster.sh)
-# and pause (the sandbox image's one binary, from the module's C source).
+# kube-controller-manager, kube-proxy, kubelet (a real cluster: cluster.sh),
+# pause (the sandbox image's one binary, from the module's C source) and
+# dradriver (the test DRA driver of dradriver/, for cluster.sh --dra-nics).
 #
-# Does nothing when both binaries and a version stamp naming the versions
-# below are already there. The Go module cache and build cache are the
+# Does nothing when the binaries and a version stamp naming the versions
+# below are already there; the driver has its own stamp (a hash of its
+# sources), so changing it never rebuilds the Kubernetes binaries. The Go module cache and build cache are the
 # user's (GOMODCACHE, GOCACHE: set them to move them), so CI keeps them
 # between runs. Needs Go >= 1.26 (etcd 3.6.16 says `go 1.26.0`) and the
 # module proxy; nothing else from the network. See README.md beside this.
@@ -30,6 +33,12 @@ RECIPE=2
 
 die() { echo "build.sh: $*" >&2; exit 1; }
 
+mode=${1:-all}
+case $mode in
+  all | dradriver) ;;
+  *) die "usage: build.sh [dradriver]" ;;
+esac
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 root=${KUBE_TESTENV_DIR:-$repo/target/k8s-testenv}
@@ -46,6 +55,37 @@ root=$(cd "$root" && pwd)
 bin=$root/bin
 stamp=$bin/VERSIONS
 
+secs() { date +%s; }
+
+# The test DRA driver (dradriver/, a Go module of its own): its stamp is
+# a hash of its sources and the Go version, apart from VERSIONS, so a
+# driver change rebuilds only the driver (a few seconds with a warm Go
+# build cache).
+build_dradriver() {
+  local src=$here/dradriver want_d t0
+  want_d="dradriver=$(cd "$src" && cat go.mod go.sum ./*.go | sha256sum | cut -c1-16) $(go env GOVERSION)"
+  exec 8>"$root/.dradriver.lock"
+  flock -w 600 8 || die "another build.sh holds $root/.dradriver.lock for 10 min; giving up"
+  if [[ -x $bin/dradriver && -f $bin/dradriver.stamp && "$(cat "$bin/dradriver.stamp")" == "$want_d" ]]; then
+    echo "dradriver up to date in $bin ($want_d)"
+    return 0
+  fi
+  t0=$(secs)
+  mkdir -p "$bin"
+  (
+    cd "$src"
+    GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOFLAGS="-trimpath -buildvcs=false -mod=readonly" \
+      go build -ldflags="-s -w" -o "$bin/dradriver.new" .
+  ) || die "dradriver build failed"
+  mv -f "$bin/dradriver.new" "$bin/dradriver"
+  echo "$want_d" >"$bin/dradriver.stamp"
+  echo "built dradriver in $bin in $(($(secs) - t0))s"
+}
+if [[ $mode == dradriver ]]; then
+  build_dradriver
+  exit 0
+fi
+
 # One build at a time per cache dir (two CI jobs, or a test and a human).
 exec 9>"$root/.build.lock"
 flock -w 1800 9 || die "another build.sh holds $root/.build.lock for 30 min; giving up"
@@ -59,6 +99,7 @@ up_to_date() {
 }
 if up_to_date; then
   echo "k8s testenv up to date in $bin ($want)"
+  build_dradriver
   exit 0
 fi
 
@@ -83,7 +124,6 @@ download() {
   printf '%s\n' "$out"
 }
 
-secs() { date +%s; }
 total0=$(secs)
 
 # ---- etcd: a scratch module that requires the server module, whose root
@@ -165,3 +205,4 @@ for b in "${ALL_BINS[@]}"; do mv -f "$new/$b" "$bin/"; done
 echo "$want" >"$stamp"
 (cd "$bin" && ls -l "${ALL_BINS[@]}")
 echo "k8s testenv built in $bin in $(($(secs) - total0))s (etcd ${etcd_secs}s, kubernetes ${kube_secs}s)"
+build_dradriver

@@ -8,6 +8,7 @@
 #   k8s/testenv/cluster.sh up [--name NAME] [--nodes N] [--zones Z1,Z1,Z2]
 #                             [--taint I=KEY=VALUE:EFFECT] [--no-image]
 #                             [--unsafe-sysctls NAME,PREFIX*,...]
+#                             [--dra-nics M] [--dra-no-place]
 #   k8s/testenv/cluster.sh kubeconfig [--name NAME]   # path of the admin kubeconfig
 #   k8s/testenv/cluster.sh image [--name NAME]        # the image reference nodes pull
 #   k8s/testenv/cluster.sh env [--name NAME]          # path of the env file (addresses, pids)
@@ -31,6 +32,15 @@
 # nodes (no overlay, no masquerade); services 10.K.200.0/22. A runner
 # namespace NAME-r reaches 10.K.1.1 (the API server's port) and nothing
 # else: `env` names it as RUNNER_NETNS with RUNNER_KUBECONFIG.
+#
+# --dra-nics M gives every node M extra NICs for DRA: veths dra0..dra(M-1)
+# in the node's namespace (dra J of node i holds 10.K.(60+J).(10+i)/24),
+# their peers on a second bridge NAMEdbr (MTU 9000, no address: the nodes
+# reach each other over it and nothing else), and one test DRA driver per
+# node (dradriver/, built by `build.sh dradriver`; driver name dra.net)
+# that publishes them in a ResourceSlice, is called by that node's kubelet
+# to prepare and unprepare claims, and moves a prepared NIC into its pod
+# (--dra-no-place: it only logs). Its log: logs/dradriver-nI.log.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -55,6 +65,8 @@ zones=
 taints=()
 unsafe_sysctls=
 with_image=1
+dra_nics=0
+dra_place=1
 while (($#)); do
   case $1 in
     --name) name=${2:?--name needs a value}; shift 2 ;;
@@ -63,6 +75,8 @@ while (($#)); do
     --taint) taints+=("${2:?--taint needs I=KEY=VALUE:EFFECT}"); shift 2 ;;
     --no-image) with_image=; shift ;;
     --unsafe-sysctls) unsafe_sysctls=${2:?--unsafe-sysctls needs a list}; shift 2 ;;
+    --dra-nics) dra_nics=${2:?--dra-nics needs a value}; shift 2 ;;
+    --dra-no-place) dra_place=; shift ;;
     *) die "unknown argument '$1'" ;;
   esac
 done
@@ -70,6 +84,7 @@ done
 [[ $nodes =~ ^[1-9]$ ]] || die "--nodes '$nodes': 1 to 9"
 [[ -z $unsafe_sysctls || $unsafe_sysctls =~ ^[a-z0-9_.]+\*?(,[a-z0-9_.]+\*?)*$ ]] ||
   die "--unsafe-sysctls '$unsafe_sysctls': comma-separated sysctl names or prefixes ending in *"
+[[ $dra_nics =~ ^[0-4]$ ]] || die "--dra-nics '$dra_nics': 0 to 4"
 dir=$croot/$name
 run=$runroot/$name
 
@@ -91,6 +106,11 @@ cluster_mounts() {
     /proc/self/mountinfo | sort -rn | cut -d' ' -f2-
 }
 cluster_netns() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$name-(n[0-9]|r)\$" || true; }
+# The root-namespace ends of the DRA NICs and their bridge.
+dra_links() {
+  ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 |
+    grep -E "^${name}(dbr|n[0-9]d[0-9])\$" || true
+}
 cluster_cgroups() {
   local h
   for h in /sys/fs/cgroup/*/; do
@@ -106,6 +126,7 @@ leftovers() {
   for x in $(cluster_netns); do echo "netns $x"; found=1; done
   ip link show "${name}br" >/dev/null 2>&1 && { echo "link ${name}br"; found=1; }
   ip link show "${name}rh" >/dev/null 2>&1 && { echo "link ${name}rh"; found=1; }
+  for x in $(dra_links); do echo "link $x"; found=1; done
   for x in $(cluster_cgroups); do echo "cgroup $x"; found=1; done
   [[ -e $dir ]] && { echo "dir $dir"; found=1; }
   [[ -e $run ]] && { echo "dir $run"; found=1; }
@@ -130,7 +151,7 @@ stop_processes() {
     a0=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -1)
     prog[$p]=${a0##*/}
   done
-  for pat in kubelet kube-proxy containerd containerd-shim kube-controller-manager kube-scheduler docker-registry kube-apiserver etcd; do
+  for pat in kubelet dradriver kube-proxy containerd containerd-shim kube-controller-manager kube-scheduler docker-registry kube-apiserver etcd; do
     local pids=()
     for p in "${!prog[@]}"; do
       if [[ ${prog[$p]} == "$pat"* ]]; then
@@ -223,6 +244,8 @@ down() {
   for m in $(cluster_netns); do ip netns del "$m" 2>/dev/null || true; done
   ip link del "${name}br" 2>/dev/null || true
   ip link del "${name}rh" 2>/dev/null || true
+  # A DRA NIC the driver had moved into a pod goes with its peer here.
+  for m in $(dra_links); do ip link del "$m" 2>/dev/null || true; done
   # Cgroups: children before parents, in every hierarchy.
   for c in $(cluster_cgroups); do
     find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
@@ -391,6 +414,25 @@ network() {
   ip -n "$name-r" addr add "10.$K.1.2/30" dev eth0
   ip -n "$name-r" link set lo up
   ip -n "$name-r" link set eth0 up
+  if ((dra_nics)); then dra_network; fi
+}
+
+# The nodes' extra NICs for DRA: veth dra J in node i, its peer on the
+# bridge NAMEdbr; the peers and the bridge take jumbo frames, so a claim
+# that sets a larger MTU on its NIC still carries traffic.
+dra_network() {
+  local i j
+  ip link add "${name}dbr" type bridge
+  ip link set "${name}dbr" mtu 9000 up
+  for ((i = 1; i <= nodes; i++)); do
+    for ((j = 0; j < dra_nics; j++)); do
+      local peer=${name}n${i}d$j
+      ip link add "$peer" mtu 9000 type veth peer name "dra$j" netns "$name-n$i"
+      ip link set "$peer" master "${name}dbr" up
+      ip -n "$name-n$i" addr add "10.$K.$((60 + j)).$((10 + i))/24" dev "dra$j"
+      ip -n "$name-n$i" link set "dra$j" up
+    done
+  done
 }
 
 control_plane() {
@@ -600,6 +642,13 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 iptables: {masqueradeAll: true}
 EOF
   start "kube-proxy-n$i" "$node" "$bin/kube-proxy" --config "$nd/kube-proxy.yaml"
+  if ((dra_nics)); then
+    # The admin's kubeconfig: the driver publishes ResourceSlices and
+    # writes claim status (DraNet has a ClusterRole for both).
+    start "dradriver-n$i" "$node" "$drabin" --node "$node" --kubeconfig "$dir/kubeconfig" \
+      --kubelet-dir "$nd/kubelet" --cri "$rd/containerd.sock" --nic-prefix dra \
+      --place="$([[ -n $dra_place ]] && echo true || echo false)"
+  fi
 }
 taint_yaml() { # K=V:E,... -> {key: K, value: V, effect: E}, ...
   local t out=
@@ -619,6 +668,15 @@ nodes_ready() {
   ((n == nodes))
 }
 default_sa() { api /api/v1/namespaces/default/serviceaccounts/default >/dev/null; }
+# NODE's driver is registered with its kubelet and its ResourceSlice is
+# published with every DRA NIC.
+dra_ready() {
+  grep -q "registered with the kubelet" "$dir/logs/dradriver-$1.log" || return 1
+  local n
+  n=$(api "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=$name-$1" |
+    jq '[.items[] | select(.spec.driver == "dra.net") | .spec.devices[]] | length')
+  ((n == dra_nics))
+}
 
 image() {
   local ws=${WIRESPEED_BIN:-$repo/target/release/wirespeed} out
@@ -636,6 +694,10 @@ up() {
   local t0 i
   t0=$(date +%s%N)
   check_prereqs
+  if ((dra_nics)); then
+    "$here/build.sh" dradriver >&2 || die "cannot build the test DRA driver (k8s/testenv/build.sh dradriver)"
+    drabin=${KUBE_TESTENV_DIR:-$repo/target/k8s-testenv}/bin/dradriver
+  fi
   if leftovers >/dev/null; then
     log "removing what an earlier cluster $name left"
     down
@@ -656,6 +718,11 @@ up() {
   for ((i = 1; i <= nodes; i++)); do node "$i"; done
   wait_for "nodes Ready ($nodes)" "" nodes_ready
   wait_for "the default ServiceAccount" "" default_sa
+  if ((dra_nics)); then
+    for ((i = 1; i <= nodes; i++)); do
+      wait_for "dradriver-n$i" "$(cat "$dir/pids/dradriver-n$i")" dra_ready "n$i"
+    done
+  fi
   IMAGE=
   [[ -z $with_image ]] || image
   cat >"$dir/env" <<EOF
@@ -673,6 +740,9 @@ POD_CIDRS="$(for ((i = 1; i <= nodes; i++)); do printf '%s ' "10.$K.$((100 + i))
 SERVICE_CIDR=10.$K.200.0/22
 RUNNER_NETNS=$name-r
 RUNNER_KUBECONFIG=$dir/kubeconfig-runner
+DRA_NICS=$dra_nics
+DRA_NIC_NETS="$(for ((j = 0; j < dra_nics; j++)); do printf '%s ' "10.$K.$((60 + j)).0/24"; done)"
+DRA_LOGS="$(for ((i = 1; i <= nodes && dra_nics; i++)); do printf '%s ' "$dir/logs/dradriver-n$i.log"; done)"
 EOF
   [[ -n $IMAGE ]] && echo "$IMAGE" >"$dir/image"
   ok=1

@@ -157,6 +157,38 @@ pub fn agent_of(
     })
 }
 
+/// How long a Ready dra pod's claim may lack the NICs' network data
+/// before the run says the NIC was not placed. A driver that places NICs
+/// (DraNet through NRI, the test driver through the CRI) writes it
+/// before the pod's containers start, so a Ready pod without it has a
+/// claim that was prepared but whose NIC stayed out of the pod.
+pub const NIC_PLACE_WAIT: Duration = Duration::from_secs(30);
+
+/// Why a Ready pod's claim has no NIC to test: what the scheduler
+/// allocated (or that it allocated nothing) and that no NIC was placed.
+pub fn not_placed(c: &ResourceClaim, pod: &str, waited: Duration) -> String {
+    let ns = c.metadata.namespace.as_deref().unwrap_or("?");
+    let name = c.metadata.name.as_deref().unwrap_or("?");
+    let alloc: Vec<String> = c
+        .status
+        .iter()
+        .filter_map(|s| s.allocation.as_ref())
+        .filter_map(|a| a.devices.as_ref())
+        .flat_map(|d| d.results.iter().flatten())
+        .map(|r| format!("{} device {} from pool {}", r.driver, r.device, r.pool))
+        .collect();
+    if alloc.is_empty() {
+        return format!(
+            "ResourceClaim {ns}/{name} (pod {pod}) has no allocation: the dra path is not measured"
+        );
+    }
+    format!(
+        "ResourceClaim {ns}/{name} (pod {pod}): the scheduler allocated {}, but the NIC was not placed in the pod: after {} s its status.devices carries no networkData from {DRANET_DRIVER} (a driver that does not move NICs into pods, e.g. DraNet without NRI); the dra path is not measured",
+        alloc.join(", "),
+        waited.as_secs()
+    )
+}
+
 /// Does `claim` carry DraNet's network data?
 fn has_network_data(c: Option<&ResourceClaim>) -> bool {
     c.is_some_and(|c| claim_nics(c).is_ok_and(|n| !n.is_empty()))
@@ -222,12 +254,27 @@ pub async fn discover_with(
                     "pod {ns}/{pod} is Ready but names no ResourceClaim for {CLAIM_NAME:?}"
                 )));
             };
-            let c = within(
-                deadline,
+            let until = deadline.min(Instant::now() + NIC_PLACE_WAIT);
+            let placed = within(
+                until,
                 &format!("ResourceClaim {ns}/{name} (pod {pod}) to carry its NICs' addresses"),
                 await_condition(api.clone(), &name, has_network_data),
             )
-            .await?
+            .await;
+            let c = match placed {
+                Err(K8sError::Timeout { .. }) => {
+                    let c = api
+                        .get(&name)
+                        .await
+                        .map_err(|e| K8sError::api(format!("get ResourceClaim {ns}/{name}"), e))?;
+                    return Err(K8sError::Discovery(not_placed(
+                        &c,
+                        &format!("{ns}/{pod}"),
+                        NIC_PLACE_WAIT,
+                    )));
+                }
+                other => other?,
+            }
             .ok_or_else(|| K8sError::Discovery(format!("ResourceClaim {ns}/{name} vanished")))?;
             claims.insert(name, c);
         }
@@ -305,6 +352,42 @@ mod tests {
         assert_eq!(d.nics[0].addr.to_string(), "10.10.1.2");
         assert_eq!(d.nics[0].name.as_deref(), Some("eth1"));
         assert!(agent_of(Network::Dra, &p, &none).is_err());
+    }
+
+    #[test]
+    fn an_allocated_claim_without_network_data_says_the_nic_was_not_placed() {
+        use k8s_openapi::api::resource::v1::{
+            AllocationResult, DeviceAllocationResult, DeviceRequestAllocationResult,
+        };
+        let mut c = ResourceClaim::default();
+        c.metadata.name = Some("a-1-nic-x".into());
+        c.metadata.namespace = Some("ws".into());
+        let none = not_placed(&c, "ws/a-1", NIC_PLACE_WAIT);
+        assert!(none.contains("has no allocation"), "{none}");
+        c.status = Some(ResourceClaimStatus {
+            allocation: Some(AllocationResult {
+                devices: Some(DeviceAllocationResult {
+                    results: Some(vec![DeviceRequestAllocationResult {
+                        request: CLAIM_NAME.into(),
+                        driver: DRANET_DRIVER.into(),
+                        pool: "node-a".into(),
+                        device: "dra0".into(),
+                        ..DeviceRequestAllocationResult::default()
+                    }]),
+                    ..DeviceAllocationResult::default()
+                }),
+                ..AllocationResult::default()
+            }),
+            ..ResourceClaimStatus::default()
+        });
+        let m = not_placed(&c, "ws/a-1", NIC_PLACE_WAIT);
+        assert!(
+            m.contains("allocated dra.net device dra0 from pool node-a")
+                && m.contains("the NIC was not placed in the pod")
+                && m.contains("not measured"),
+            "{m}"
+        );
+        assert!(!has_network_data(Some(&c)));
     }
 
     #[test]

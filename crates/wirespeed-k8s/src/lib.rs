@@ -5,6 +5,9 @@
 //!
 //! - [`manifests`], [`deploy`], [`cluster`]: the objects, applied and
 //!   deleted again; [`lock`]: one run per namespace at a time; [`runner`]: what runs `k8s run` inside the cluster.
+//! - [`dra`]: DRA's pieces (NIC selectors, DraNet's config mapped from a
+//!   profile and checked against the ResourceSlices, the shared
+//!   DeviceClass, the claim template).
 //! - [`rollout`], [`discover`]: waiting for the agents, saying why they
 //!   are not Ready, and reading their addresses.
 //! - [`proxy`]: the agents' HTTP APIs through the API server's pod proxy.
@@ -23,6 +26,7 @@
 pub mod cluster;
 pub mod deploy;
 pub mod discover;
+pub mod dra;
 mod error;
 pub mod gates;
 pub mod lock;

@@ -22,14 +22,9 @@ use k8s_openapi::api::networking::v1::{
     NetworkPolicySpec,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
-use k8s_openapi::api::resource::v1::{
-    CELDeviceSelector, DeviceClaim, DeviceClaimConfiguration, DeviceClass, DeviceClassSpec,
-    DeviceRequest, DeviceSelector, ExactDeviceRequest, OpaqueDeviceConfiguration,
-    ResourceClaimSpec, ResourceClaimTemplate, ResourceClaimTemplateSpec,
-};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -37,8 +32,10 @@ use std::fmt;
 use std::str::FromStr;
 use wirespeed_host::profiles::Profile;
 
-/// The DRA driver name of DraNet.
-pub const DRANET_DRIVER: &str = "dra.net";
+pub use crate::dra::{
+    CLAIM_NAME, CLAIM_TEMPLATE, DRANET_DRIVER, DranetConfig, DranetEthtool, DranetInterface,
+    NicSelector,
+};
 /// Label every object carries: who manages it.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "wirespeed");
 /// Label of agent pods (and the DaemonSet selector's key).
@@ -62,10 +59,6 @@ pub const KEY_SECRET: &str = "wirespeed-key";
 pub const KEY_ENTRY: &str = "key";
 /// Where the key file is mounted in agent containers.
 pub const KEY_DIR: &str = "/etc/wirespeed";
-/// The ResourceClaimTemplate name (dra).
-pub const CLAIM_TEMPLATE: &str = "wirespeed-nic";
-/// The pod's name for its claim, and the request's name in the template.
-pub const CLAIM_NAME: &str = "nic";
 
 /// How agent pods reach each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -142,60 +135,6 @@ impl FromStr for Network {
     }
 }
 
-/// Which NICs a `dra` claim asks DraNet for.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NicSelector {
-    /// GCE network name prefix (report 1): `gce.dra.net/networkName`.
-    NetworkPrefix(String),
-    /// Interface name prefix: `dra.net/ifName`.
-    IfNamePrefix(String),
-    /// A CEL expression over `device`, passed through (the API server
-    /// compiles and type-checks it).
-    Cel(String),
-}
-
-impl NicSelector {
-    /// The CEL expression. Prefixes are checked to be plain names, so they
-    /// need no quoting inside the CEL string literal.
-    pub fn cel(&self) -> Result<String, K8sError> {
-        let plain = |p: &str, what: &str| {
-            if p.is_empty()
-                || p.len() > 63
-                || !p
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            {
-                return Err(K8sError::Invalid(format!(
-                    "{what} {p:?}: use 1 to 63 letters, digits, '-', '_' or '.' (or --nic-cel for any CEL)"
-                )));
-            }
-            Ok(())
-        };
-        match self {
-            NicSelector::NetworkPrefix(p) => {
-                plain(p, "network name prefix")?;
-                Ok(format!(
-                    "\"networkName\" in device.attributes[\"gce.dra.net\"] && \
-                     device.attributes[\"gce.dra.net\"].networkName.startsWith(\"{p}\")"
-                ))
-            }
-            NicSelector::IfNamePrefix(p) => {
-                plain(p, "interface name prefix")?;
-                Ok(format!(
-                    "\"ifName\" in device.attributes[\"dra.net\"] && \
-                     device.attributes[\"dra.net\"].ifName.startsWith(\"{p}\")"
-                ))
-            }
-            NicSelector::Cel(e) => {
-                if e.trim().is_empty() {
-                    return Err(K8sError::Invalid("--nic-cel: empty CEL expression".into()));
-                }
-                Ok(e.clone())
-            }
-        }
-    }
-}
-
 /// Everything the objects depend on.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -220,6 +159,9 @@ pub struct Options {
     pub nics: u32,
     /// Let DraNet detach eBPF programs from claimed NICs (report 1 did).
     pub disable_ebpf: bool,
+    /// The user's DeviceClass for dra claims (`--device-class`); None:
+    /// the shared [`crate::dra::SHARED_DEVICE_CLASS`].
+    pub device_class: Option<String>,
     /// Restrict agents to nodes with these labels.
     pub node_selector: BTreeMap<String, String>,
     /// Taints the agents tolerate (`--toleration`), beyond those the
@@ -266,9 +208,10 @@ impl Options {
             http_port: DEFAULT_HTTP_PORT,
             key: key.to_vec(),
             profile: None,
-            nic_selector: NicSelector::NetworkPrefix("rdma-".into()),
+            nic_selector: NicSelector::default(),
             nics: 1,
             disable_ebpf: true,
+            device_class: None,
             node_selector: BTreeMap::new(),
             tolerations: Vec::new(),
             run_id: None,
@@ -285,13 +228,15 @@ impl Options {
         }
     }
 
-    /// The cluster-scoped DeviceClass name (namespaced by name, so runs in
-    /// different namespaces do not collide).
+    /// The DeviceClass dra claims name: `--device-class`, else the shared
+    /// one.
     pub fn device_class_name(&self) -> String {
-        format!("{}-dranet", self.namespace)
+        self.device_class
+            .clone()
+            .unwrap_or_else(|| crate::dra::SHARED_DEVICE_CLASS.into())
     }
 
-    fn labels(&self) -> BTreeMap<String, String> {
+    pub(crate) fn labels(&self) -> BTreeMap<String, String> {
         let mut l = BTreeMap::from([(MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string())]);
         if let Some(r) = &self.run_id {
             l.insert(RUN_LABEL.into(), r.clone());
@@ -299,7 +244,7 @@ impl Options {
         l
     }
 
-    fn meta(&self, name: &str, namespaced: bool) -> ObjectMeta {
+    pub(crate) fn meta(&self, name: &str, namespaced: bool) -> ObjectMeta {
         ObjectMeta {
             name: Some(name.to_string()),
             namespace: namespaced.then(|| self.namespace.clone()),
@@ -333,10 +278,9 @@ impl Options {
                 )));
             }
         }
-        // The DeviceClass name adds "-dranet" to the namespace.
-        if !is_dns_label(&self.namespace) || self.namespace.len() > 56 {
+        if !is_dns_label(&self.namespace) {
             return Err(K8sError::Invalid(format!(
-                "namespace {:?}: use at most 56 lower-case letters, digits and '-', starting and ending with a letter or digit",
+                "namespace {:?}: use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit",
                 self.namespace
             )));
         }
@@ -367,6 +311,12 @@ impl Options {
         }
         if self.networks.contains(&Network::Dra) {
             self.nic_selector.cel()?;
+            if let Some(c) = &self.device_class
+                && (c.is_empty() || c.len() > 253)
+            {
+                return Err(K8sError::Invalid(format!("--device-class {c:?}")));
+            }
+            DranetConfig::from_profile(self.profile.as_ref().map(|(_, p)| p), self.disable_ebpf)?;
         }
         let (lo, hi) = self.data_ports;
         if lo == 0
@@ -569,84 +519,6 @@ impl Object {
     }
 }
 
-/// DraNet's per-claim interface settings (its opaque config `interface`).
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct DranetInterface {
-    /// MTU.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mtu: Option<u32>,
-    /// gso_max_size.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gso_max_size: Option<u32>,
-    /// gro_max_size.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gro_max_size: Option<u32>,
-    /// gso_ipv4_max_size.
-    #[serde(rename = "gsoIPv4MaxSize", skip_serializing_if = "Option::is_none")]
-    pub gso_ipv4_max_size: Option<u32>,
-    /// gro_ipv4_max_size.
-    #[serde(rename = "groIPv4MaxSize", skip_serializing_if = "Option::is_none")]
-    pub gro_ipv4_max_size: Option<u32>,
-    /// Detach eBPF programs from the NIC.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub disable_ebpf_programs: Option<bool>,
-}
-
-/// DraNet's ethtool settings.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct DranetEthtool {
-    /// Offload features by kernel name.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub features: BTreeMap<String, bool>,
-    /// Driver private flags.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub private_flags: BTreeMap<String, bool>,
-}
-
-/// DraNet's opaque claim parameters.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct DranetConfig {
-    /// Interface settings.
-    pub interface: DranetInterface,
-    /// ethtool settings, when the profile has any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ethtool: Option<DranetEthtool>,
-}
-
-impl DranetConfig {
-    /// The config from a tune profile's `[link]` table.
-    pub fn from_profile(p: Option<&Profile>, disable_ebpf: bool) -> DranetConfig {
-        let on = |m: &BTreeMap<String, String>| -> BTreeMap<String, bool> {
-            m.iter().map(|(k, v)| (k.clone(), v == "on")).collect()
-        };
-        let mut c = DranetConfig {
-            interface: DranetInterface {
-                disable_ebpf_programs: disable_ebpf.then_some(true),
-                ..DranetInterface::default()
-            },
-            ethtool: None,
-        };
-        if let Some(p) = p {
-            let l = &p.link;
-            c.interface.mtu = l.mtu;
-            c.interface.gso_max_size = l.gso_max_size;
-            c.interface.gro_max_size = l.gro_max_size;
-            c.interface.gso_ipv4_max_size = l.gso_ipv4_max_size;
-            c.interface.gro_ipv4_max_size = l.gro_ipv4_max_size;
-            let e = DranetEthtool {
-                features: on(&l.features),
-                private_flags: on(&l.private_flags),
-            };
-            if !e.features.is_empty() || !e.private_flags.is_empty() {
-                c.ethtool = Some(e);
-            }
-        }
-        c
-    }
-}
-
 /// The image's wirespeed binary (`wirespeed k8s image build`, Containerfile).
 pub const IMAGE_BINARY: &str = "/usr/local/bin/wirespeed";
 
@@ -726,8 +598,12 @@ pub fn build(o: &Options) -> Result<Vec<Object>, K8sError> {
         ..Secret::default()
     }));
     if o.networks.contains(&Network::Dra) {
-        out.push(Object::DeviceClass(device_class(o)));
-        out.push(Object::ResourceClaimTemplate(Box::new(claim_template(o)?)));
+        if o.device_class.is_none() {
+            out.push(Object::DeviceClass(crate::dra::device_class(o)));
+        }
+        out.push(Object::ResourceClaimTemplate(Box::new(
+            crate::dra::claim_template(o)?,
+        )));
     }
     if o.network_policy && o.networks.iter().any(|n| !n.host_network()) {
         out.push(Object::NetworkPolicy(Box::new(network_policy(o))));
@@ -797,62 +673,6 @@ fn network_policy(o: &Options) -> NetworkPolicy {
             egress: None,
         }),
     }
-}
-
-fn device_class(o: &Options) -> DeviceClass {
-    DeviceClass {
-        metadata: o.meta(&o.device_class_name(), false),
-        spec: DeviceClassSpec {
-            selectors: Some(vec![DeviceSelector {
-                cel: Some(CELDeviceSelector {
-                    expression: format!("device.driver == \"{DRANET_DRIVER}\""),
-                }),
-            }]),
-            ..DeviceClassSpec::default()
-        },
-    }
-}
-
-fn claim_template(o: &Options) -> Result<ResourceClaimTemplate, K8sError> {
-    let cfg = DranetConfig::from_profile(o.profile.as_ref().map(|(_, p)| p), o.disable_ebpf);
-    let params = serde_json::to_value(&cfg).map_err(|e| K8sError::Render(e.to_string()))?;
-    Ok(ResourceClaimTemplate {
-        metadata: o.meta(CLAIM_TEMPLATE, true),
-        spec: ResourceClaimTemplateSpec {
-            // Copied into each claim: lets a run find and delete its claims.
-            metadata: Some(ObjectMeta {
-                labels: Some(o.labels()),
-                ..ObjectMeta::default()
-            }),
-            spec: ResourceClaimSpec {
-                devices: Some(DeviceClaim {
-                    requests: Some(vec![DeviceRequest {
-                        name: CLAIM_NAME.into(),
-                        exactly: Some(ExactDeviceRequest {
-                            device_class_name: o.device_class_name(),
-                            allocation_mode: Some("ExactCount".into()),
-                            count: Some(i64::from(o.nics)),
-                            selectors: Some(vec![DeviceSelector {
-                                cel: Some(CELDeviceSelector {
-                                    expression: o.nic_selector.cel()?,
-                                }),
-                            }]),
-                            ..ExactDeviceRequest::default()
-                        }),
-                        ..DeviceRequest::default()
-                    }]),
-                    config: Some(vec![DeviceClaimConfiguration {
-                        requests: Some(vec![CLAIM_NAME.into()]),
-                        opaque: Some(OpaqueDeviceConfiguration {
-                            driver: DRANET_DRIVER.into(),
-                            parameters: RawExtension(params),
-                        }),
-                    }]),
-                    ..DeviceClaim::default()
-                }),
-            },
-        },
-    })
 }
 
 fn env_field(name: &str, path: &str) -> EnvVar {
@@ -1222,7 +1042,7 @@ mod tests {
             "\"groIPv4MaxSize\": 65536",
             "\"disableEbpfPrograms\": true",
             "\"enable-max-rx-buffer-size\": true",
-            "startsWith(\\\"rdma-\\\")",
+            "!device.attributes[\\\"dra.net\\\"].virtual",
         ] {
             assert!(json.contains(want), "{want} missing from {json}");
         }

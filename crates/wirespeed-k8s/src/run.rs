@@ -213,6 +213,10 @@ async fn measure(
         o.api_sources = api_server_sources(client, log).await;
     }
     let objs = manifests::build(&o)?;
+    let names: Vec<String> = chosen.iter().map(|n| n.name.clone()).collect();
+    // Checked against the ResourceSlices, and the shared DeviceClass made
+    // when missing, before the namespace or anything else is applied.
+    let objs = crate::dra::prepare(client, &o, &names, objs, log).await?;
     let holder = o
         .run_id
         .clone()
@@ -760,12 +764,10 @@ pub fn run_blocking(cfg: &RunConfig, log: &(dyn Fn(&str) + Sync)) -> Result<RunO
 fn kept(cfg: &RunConfig, dep: &Deployment) -> String {
     let names: Vec<String> = dep.objects().iter().map(|o| o.describe()).collect();
     format!(
-        "--keep: left {} objects in place ({}); delete them with `kubectl delete namespace {}` and `kubectl delete deviceclass -l {}={}`",
+        "--keep: left {} objects in place ({}); delete them with `kubectl delete namespace {}`",
         names.len(),
         names.join(", "),
         cfg.objects.namespace,
-        manifests::RUN_LABEL,
-        cfg.objects.run_id.as_deref().unwrap_or("-")
     )
 }
 

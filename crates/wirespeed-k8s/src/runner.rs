@@ -136,7 +136,18 @@ pub fn needs(networks: &[Network]) -> Vec<Need> {
             APPLIED,
             applied,
         ));
-        out.push(need("resource.k8s.io", "deviceclasses", APPLIED, applied));
+        out.push(need(
+            "resource.k8s.io",
+            "deviceclasses",
+            &["get", "create", "patch"],
+            "dra::prepare gets the DeviceClass and creates the shared one when missing (server-side apply); no run deletes it",
+        ));
+        out.push(need(
+            "resource.k8s.io",
+            "resourceslices",
+            &["list"],
+            "dra::prepare checks the profile's private flags against the devices the drivers publish",
+        ));
         out.push(need(
             "resource.k8s.io",
             "resourceclaims",
@@ -202,9 +213,13 @@ pub fn run_args(o: &Options, extra: &[String]) -> Vec<String> {
     if o.networks.contains(&Network::Dra) {
         flag(&mut a, "--nics", o.nics.to_string());
         match &o.nic_selector {
+            NicSelector::Physical => {}
             NicSelector::NetworkPrefix(p) => flag(&mut a, "--network-prefix", p.clone()),
             NicSelector::IfNamePrefix(p) => flag(&mut a, "--ifname-prefix", p.clone()),
             NicSelector::Cel(e) => flag(&mut a, "--nic-cel", e.clone()),
+        }
+        if let Some(c) = &o.device_class {
+            flag(&mut a, "--device-class", c.clone());
         }
     }
     let mut many = |k: &str, v: String| {
@@ -444,9 +459,13 @@ mod tests {
             "{s}"
         );
         assert!(
-            s.contains("--network-prefix rdma-") && s.ends_with("-d 5s"),
+            !s.contains("--network-prefix") && s.ends_with("-d 5s"),
             "{s}"
         );
+        o.nic_selector = NicSelector::IfNamePrefix("eth".into());
+        o.device_class = Some("mine".into());
+        let s = run_args(&o, &[]).join(" ");
+        assert!(s.contains("--ifname-prefix eth --device-class mine"), "{s}");
         let objs = build(&o, &[]).unwrap();
         let kinds: Vec<String> = objs.iter().map(|x| x.describe()).collect();
         assert_eq!(

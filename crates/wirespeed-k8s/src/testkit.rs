@@ -551,6 +551,44 @@ pub fn register_nodes(kubeconfig: &Path, names: &[String]) -> Result<(), K8sErro
     })
 }
 
+/// Publishes one ResourceSlice per node listing its NICs as DraNet on
+/// GCE would (`dra.net/ifName`, `virtual` false, gVNIC's PCI vendor and
+/// device), so a played run's checks of the profile against the devices
+/// see them. Blocking (own runtime).
+pub fn publish_nics(kubeconfig: &Path, nodes: &[FakeNode]) -> Result<(), K8sError> {
+    use k8s_openapi::api::resource::v1::ResourceSlice;
+    runtime()?.block_on(async {
+        let client = crate::cluster::client(Some(kubeconfig)).await?;
+        let api: Api<ResourceSlice> = Api::all(client.clone());
+        for n in nodes {
+            let devices: Vec<serde_json::Value> = n
+                .nics
+                .iter()
+                .map(|(dev, cidr)| {
+                    json!({"name": dev, "attributes": {
+                        "dra.net/ifName": {"string": dev},
+                        "dra.net/ipv4": {"string": cidr.split('/').next().unwrap_or("")},
+                        "dra.net/virtual": {"bool": false},
+                        "dra.net/pciVendor": {"string": "Google, Inc."},
+                        "dra.net/pciDevice": {"string": "Compute Engine Virtual Ethernet [gVNIC]"},
+                    }})
+                })
+                .collect();
+            let slice: ResourceSlice = serde_json::from_value(json!({
+                "metadata": {"name": format!("{}-{DRANET_DRIVER}", n.name)},
+                "spec": {"driver": DRANET_DRIVER, "nodeName": n.name,
+                         "pool": {"name": n.name, "generation": 1, "resourceSliceCount": 1},
+                         "devices": devices},
+            }))
+            .map_err(|e| K8sError::Render(e.to_string()))?;
+            api.create(&PostParams::default(), &slice)
+                .await
+                .map_err(|e| K8sError::api("publish a ResourceSlice as DraNet would", e))?;
+        }
+        Ok(())
+    })
+}
+
 /// Plays one mode of a `k8s run` in namespace `ns`: registers `nodes`
 /// (name, taints) first, waits (at most `wait`) for the mode's DaemonSet,
 /// then plays its pods as `pods` say. Blocking (own runtime).
@@ -595,7 +633,8 @@ pub fn play_run(
 /// What a run left in `ns` and cluster-wide, by kind and name: every kind
 /// a run applies (pods and claims are the DaemonSet's and the test's, left
 /// for a garbage collector this server lacks). A namespace that is gone or
-/// Terminating is not listed. Blocking (own runtime).
+/// Terminating is not listed, nor the shared DeviceClass (runs keep it).
+/// Blocking (own runtime).
 pub fn leftovers(kubeconfig: &Path, ns: &str) -> Result<Vec<String>, K8sError> {
     use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -616,7 +655,11 @@ pub fn leftovers(kubeconfig: &Path, ns: &str) -> Result<Vec<String>, K8sError> {
                     .list(&mine)
                     .await
                     .map_err(|e| K8sError::api(concat!("list ", stringify!($kind)), e))?;
-                for o in l.items {
+                for o in l
+                    .items
+                    .into_iter()
+                    .filter(|o| o.metadata.name.as_deref() != Some(crate::dra::SHARED_DEVICE_CLASS))
+                {
                     left.push(format!(
                         "{} {}",
                         stringify!($kind),

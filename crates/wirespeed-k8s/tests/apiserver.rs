@@ -65,7 +65,7 @@ async fn manifests_of_every_network_are_accepted_by_server_side_apply() {
         o.tolerate_all = true;
         o.requests.insert("cpu".into(), "100m".into());
         o.limits.insert("memory".into(), "256Mi".into());
-        let mut objs = manifests::build(&o).unwrap();
+        let mut objs = shared_class_apart(&client, manifests::build(&o).unwrap()).await;
         objs.extend(manifests::service(
             &o,
             "wirespeed-pod-0",
@@ -89,13 +89,9 @@ async fn manifests_of_every_network_are_accepted_by_server_side_apply() {
             let ds = dss.get(&n.daemonset_name()).await.unwrap();
             let spec = ds.spec.unwrap().template.spec.unwrap();
             assert_eq!(spec.host_network == Some(true), *n == Network::Host);
-            let inits = spec.init_containers.unwrap_or_default();
-            // The sysctl init step only inside a pod's own netns.
-            assert_eq!(inits.len(), usize::from(*n != Network::Host), "{ns} {n}");
-            if let Some(i) = inits.first() {
-                let cmd = i.command.clone().unwrap().join(" ");
-                assert!(cmd.contains("net.ipv4.tcp_rto_min_us=5000"), "{cmd}");
-            }
+            // No init step: a profile's sysctls go into the pod's
+            // securityContext.sysctls (only those the run planned).
+            assert!(spec.init_containers.is_none(), "{ns} {n}");
             assert_eq!(
                 spec.resource_claims.is_some(),
                 *n == Network::Dra,
@@ -131,21 +127,49 @@ async fn manifests_of_every_network_are_accepted_by_server_side_apply() {
     let mut o = Options::new(vec![Network::Dra], "ws-badcel", &key());
     o.nic_selector = NicSelector::Cel("device.driver ==".into());
     let mut d = Deployment::new();
-    let err = d
-        .apply(&client, &manifests::build(&o).unwrap())
-        .await
-        .unwrap_err()
-        .to_string();
+    let objs = shared_class_apart(&client, manifests::build(&o).unwrap()).await;
+    let err = d.apply(&client, &objs).await.unwrap_err().to_string();
     assert!(err.contains("compilation failed"), "{err}");
     d.teardown(&client, Duration::from_secs(30)).await.unwrap();
+    let rcts: Api<ResourceClaimTemplate> = Api::namespaced(client.clone(), "ws-badcel");
+    assert!(
+        rcts.get_opt(manifests::CLAIM_TEMPLATE)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The shared DeviceClass stays: no run deletes it.
     let classes: Api<DeviceClass> = Api::all(client.clone());
     assert!(
         classes
             .get_opt(&o.device_class_name())
             .await
             .unwrap()
-            .is_none()
+            .is_some()
     );
+}
+
+/// Applies the shared DeviceClass apart, as `dra::prepare` does (no
+/// run's deployment owns it), and returns the other objects.
+async fn shared_class_apart(
+    client: &Client,
+    objs: Vec<manifests::Object>,
+) -> Vec<manifests::Object> {
+    for c in objs.iter().filter(|x| x.kind() == "DeviceClass") {
+        assert_eq!(c.name(), wirespeed_k8s::dra::SHARED_DEVICE_CLASS);
+        assert!(
+            c.meta()
+                .labels
+                .as_ref()
+                .unwrap()
+                .get(manifests::RUN_LABEL)
+                .is_none()
+        );
+        wirespeed_k8s::cluster::apply(client, c).await.unwrap();
+    }
+    objs.into_iter()
+        .filter(|x| x.kind() != "DeviceClass")
+        .collect()
 }
 
 /// A client authenticated as `sa` in `ns` with a fresh service-account token.
@@ -177,7 +201,7 @@ async fn discovery_finds_every_networks_agents_and_teardown_removes_the_run() {
     let client = env.client().await.unwrap();
     let ns = "ws-run";
     let mut o = Options::new(Network::ALL.to_vec(), ns, &key());
-    o.privileged_namespace = true; // host network among them
+    o.privileged_namespace = true;
     o.profile = tpu();
     o.run_id = Some("t1".into());
     let objs = manifests::build(&o).unwrap();

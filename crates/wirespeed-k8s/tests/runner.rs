@@ -116,10 +116,13 @@ async fn the_runner_account_can_make_reach_and_delete_a_run_and_no_more() {
     ro.privileged_namespace = true; // host network among them
     ro.tolerations = o.tolerations.clone();
     ro.run_id = Some("rbac1".into());
-    let mut d = Deployment::new();
-    d.apply(&rc, &manifests::build(&ro).unwrap())
+    // As `k8s run` does: the ResourceSlices read and the shared
+    // DeviceClass made first, apart from the run's own objects.
+    let objs = wirespeed_k8s::dra::prepare(&rc, &ro, &[], manifests::build(&ro).unwrap(), &|_| {})
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+    let mut d = Deployment::new();
+    d.apply(&rc, &objs).await.unwrap_or_else(|e| panic!("{e}"));
     // What discovery and the diagnosis read, and the pod proxy.
     let pods: Api<Pod> = Api::namespaced(rc.clone(), run_ns);
     pods.list(&ListParams::default()).await.unwrap();
@@ -143,6 +146,16 @@ async fn the_runner_account_can_make_reach_and_delete_a_run_and_no_more() {
     ));
     assert!(forbidden(
         nodes.delete("n1", &DeleteParams::default()).await
+    ));
+    // The shared DeviceClass is no run's to delete.
+    let classes: Api<k8s_openapi::api::resource::v1::DeviceClass> = Api::all(rc.clone());
+    assert!(forbidden(
+        classes
+            .delete(
+                wirespeed_k8s::dra::SHARED_DEVICE_CLASS,
+                &DeleteParams::default()
+            )
+            .await
     ));
     let their_roles: Api<ClusterRole> = Api::all(rc.clone());
     assert!(forbidden(their_roles.list(&ListParams::default()).await));

@@ -78,19 +78,29 @@ pub struct ObjectArgs {
     /// Tune profile (built-in name or file): its sysctls go into the
     /// pod-network agents' securityContext.sysctls (those every node's
     /// kernel and kubelet accept; never the node's own), its NIC settings
-    /// into DraNet's config (MTU, GSO/GRO sizes, ethtool flags), e.g.
-    /// tpu-multinic.
+    /// into DraNet's config (MTU, GSO/GRO sizes, ethtool features and
+    /// private flags), e.g. tpu-multinic. For dra a field DraNet cannot
+    /// carry (rx_ring, source_routing) or a private flag the claimed NICs
+    /// lack is refused before anything is applied.
     #[arg(long)]
     profile: Option<String>,
-    /// dra: claim NICs whose GCE network name starts with this (report 1).
+    /// dra: claim NICs whose GCE network name starts with this (report 1)
+    /// [default: NICs DraNet does not call virtual].
     #[arg(long, conflicts_with_all = ["ifname_prefix", "nic_cel"])]
     network_prefix: Option<String>,
-    /// dra: claim NICs whose interface name starts with this.
+    /// dra: claim NICs whose interface name (dra.net/ifName) starts with
+    /// this.
     #[arg(long, conflicts_with = "nic_cel")]
     ifname_prefix: Option<String>,
-    /// dra: claim NICs matching this CEL expression over `device`.
-    #[arg(long)]
+    /// dra: claim NICs matching this CEL expression over `device`, e.g.
+    /// 'device.attributes["dra.net"].rdma'.
+    #[arg(long, visible_alias = "dra-selector", value_name = "CEL")]
     nic_cel: Option<String>,
+    /// dra: the claims' DeviceClass, yours (it must exist; none is made)
+    /// [default: wirespeed-dranet, shared by every run, created when
+    /// missing and never deleted].
+    #[arg(long, value_name = "NAME")]
+    device_class: Option<String>,
     /// dra: NICs per agent.
     #[arg(long, default_value_t = 1)]
     nics: u32,
@@ -303,6 +313,7 @@ impl ObjectArgs {
         }
         o.nics = self.nics;
         o.disable_ebpf = !self.keep_ebpf;
+        o.device_class = self.device_class.clone();
         let mut sel = BTreeMap::new();
         for kv in &self.node_selector {
             let Some((k, v)) = kv.split_once('=') else {

@@ -105,6 +105,15 @@ fn k8s_run_discovers_agents_of_every_mode_runs_the_matrix_and_cleans_up() {
         .unwrap()
         .expect("enter the switch namespace")
         .expect("register the nodes");
+    // DraNet's ResourceSlices (gVNICs, as on GCE): the run checks the
+    // tpu-multinic profile's private flag against them before applying.
+    let (kc, dra_nodes) = (kubeconfig.clone(), plays[2].1.clone());
+    wirespeed_lab::spawn_in(&sw, move || testkit::publish_nics(&kc, &dra_nodes))
+        .unwrap()
+        .join()
+        .unwrap()
+        .expect("enter the switch namespace")
+        .expect("publish the ResourceSlices");
     let (kc, plays2) = (kubeconfig.clone(), plays.clone());
     let player = wirespeed_lab::spawn_in(&sw, move || {
         testkit::play_run(&kc, ns, &plays2, Duration::from_secs(60))

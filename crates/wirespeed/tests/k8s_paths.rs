@@ -8,46 +8,18 @@
 
 mod common;
 
-use common::cluster::{Cluster, can_run, check_nodes, nothing_left, text, unique};
+use common::cluster::{Cluster, Scratch, can_run, check_nodes, nothing_left, text, unique};
 use common::heavy;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-impl Scratch {
-    fn file(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
 /// `k8s run` from the runner namespace with the flags every run here
-/// shares (the image, short stream tests, the fleet key).
+/// shares.
 fn run(c: &Cluster, key: &str, args: &[&str]) -> Output {
-    let mut all = vec![
-        "k8s",
-        "run",
-        "--image",
-        c.get("IMAGE"),
-        "-d",
-        "1s",
-        "--warmup",
-        "0",
-        "--key-file",
-        key,
-        "--privileged-namespace",
-    ];
+    let mut all = vec!["--privileged-namespace"];
     all.extend_from_slice(args);
-    c.runner(&all).0
+    c.k8s_run(key, &all)
 }
 
 /// Without --tolerate-all the tainted node is left out by name, and the
@@ -369,23 +341,15 @@ fn paths_gates_and_outputs_on_a_real_cluster() {
     }
     let _h = heavy();
     let name = unique("wsp");
-    let s = Scratch(std::env::temp_dir().join(format!("{name}-paths")));
-    std::fs::create_dir_all(&s.0).unwrap();
-    let key = s.file("key");
-    std::fs::write(
-        &key,
-        "7d1f0a5c9e3b4d2a8f6e1c0b9a7d5e3f2c4b6a8d0e1f3a5c7e9b2d4f6a8c0e1\n",
-    )
-    .unwrap();
-    set_private(Path::new(&key));
+    let s = Scratch::with_key(
+        &format!("{name}-paths"),
+        "7d1f0a5c9e3b4d2a8f6e1c0b9a7d5e3f2c4b6a8d0e1f3a5c7e9b2d4f6a8c0e1",
+    );
+    let key = s.key();
     {
         let c = Cluster::up(&name, &["--nodes", "3", "--zones", "r1-a,r1-a,r1-b"]);
         check_nodes(&c, 3);
-        let nodes: Vec<String> = c
-            .get("NODES")
-            .split_whitespace()
-            .map(String::from)
-            .collect();
+        let nodes = c.nodes();
         c.taint(&nodes[2], true);
         tainted_node_left_out(&c, &s, &key, &nodes);
         every_path(&c, &s, &key, &nodes);
@@ -394,9 +358,4 @@ fn paths_gates_and_outputs_on_a_real_cluster() {
         c.taint(&nodes[2], false);
     }
     nothing_left(&name);
-}
-
-fn set_private(p: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600)).unwrap();
 }

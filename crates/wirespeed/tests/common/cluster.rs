@@ -136,6 +136,34 @@ impl Cluster {
         assert_eq!(r["spec"]["taints"].is_array(), on, "taint patch: {r}");
     }
 
+    /// The node names (the env file's NODES), in order.
+    pub fn nodes(&self) -> Vec<String> {
+        self.get("NODES")
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    }
+
+    /// `k8s run` from the runner namespace with the flags the runs of
+    /// these tests share (the cluster's image, 1 s stream tests without
+    /// warm-up, the fleet key `key`), then `args`.
+    pub fn k8s_run(&self, key: &str, args: &[&str]) -> Output {
+        let mut all = vec![
+            "k8s",
+            "run",
+            "--image",
+            self.get("IMAGE"),
+            "-d",
+            "1s",
+            "--warmup",
+            "0",
+            "--key-file",
+            key,
+        ];
+        all.extend_from_slice(args);
+        self.runner(&all).0
+    }
+
     /// `wirespeed ARGS` in the runner's namespace, which reaches the API
     /// server and nothing else.
     pub fn runner(&self, args: &[&str]) -> (Output, Duration) {
@@ -239,5 +267,38 @@ pub fn nothing_left(name: &str) {
             let cmd = String::from_utf8_lossy(&cmd);
             assert!(!cmd.contains(&marker), "process left: {cmd}");
         }
+    }
+}
+
+/// A scratch directory holding a private fleet key file (`key`, 0600),
+/// removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Scratch {
+    /// `$TMP/NAME` with `key` in it.
+    pub fn with_key(name: &str, key: &str) -> Scratch {
+        use std::os::unix::fs::PermissionsExt;
+        let s = Scratch(std::env::temp_dir().join(name));
+        std::fs::create_dir_all(&s.0).unwrap();
+        let k = s.key();
+        std::fs::write(&k, format!("{key}\n")).unwrap();
+        std::fs::set_permissions(&k, std::fs::Permissions::from_mode(0o600)).unwrap();
+        s
+    }
+
+    /// The path of `name` in it.
+    pub fn file(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+
+    /// The key file's path.
+    pub fn key(&self) -> String {
+        self.file("key")
     }
 }

@@ -1,0 +1,914 @@
+//! `--network dra`: the NICs a pod claims through Dynamic Resource
+//! Allocation from DraNet (driver `dra.net`).
+//!
+//! - [`NicSelector`]: which devices a claim asks for, by DraNet's
+//!   `dra.net/*` attributes or any CEL; by default the physical ones
+//!   (`dra.net/virtual` false), never a cloud's attribute.
+//! - [`DranetConfig`]: DraNet's opaque claim parameters, mapped from a
+//!   tune profile field by field; a field DraNet's config cannot carry is
+//!   refused by name ([`DranetConfig::from_profile`]), never dropped.
+//! - The DeviceClass is one shared object, [`SHARED_DEVICE_CLASS`],
+//!   created when missing and never deleted by a run (or the user's own,
+//!   `--device-class`, then nothing is created); [`prepare`] does that
+//!   after [`check_devices`] has checked the profile's private flags
+//!   against the ResourceSlices of the chosen nodes: a refused run
+//!   applies nothing.
+//!
+//! What it does not do: evaluate a free CEL selector (a `--nic-cel` or a
+//! `--device-class`'s own selectors): the checks then cover every
+//! `dra.net` device of the chosen nodes, and say so.
+
+use crate::K8sError;
+use crate::cluster;
+use crate::manifests::{Network, Object, Options};
+use k8s_openapi::api::resource::v1::{
+    CELDeviceSelector, DeviceAttribute, DeviceClaim, DeviceClaimConfiguration, DeviceClass,
+    DeviceClassSpec, DeviceRequest, DeviceSelector, ExactDeviceRequest, OpaqueDeviceConfiguration,
+    ResourceClaimSpec, ResourceClaimTemplate, ResourceClaimTemplateSpec, ResourceSlice,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use wirespeed_host::profiles::{LinkProfile, Profile};
+
+/// The DRA driver name of DraNet.
+pub const DRANET_DRIVER: &str = "dra.net";
+/// The DeviceClass every run shares (cluster-scoped): created when
+/// missing, never deleted by a run.
+pub const SHARED_DEVICE_CLASS: &str = "wirespeed-dranet";
+/// The ResourceClaimTemplate name (dra).
+pub const CLAIM_TEMPLATE: &str = "wirespeed-nic";
+/// The pod's name for its claim, and the request's name in the template.
+pub const CLAIM_NAME: &str = "nic";
+
+/// Which NICs a `dra` claim asks DraNet for.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum NicSelector {
+    /// NICs DraNet does not call virtual (`dra.net/virtual` false): the
+    /// physical NICs DraNet is for. The default.
+    #[default]
+    Physical,
+    /// GCE network name prefix (report 1): `gce.dra.net/networkName`.
+    NetworkPrefix(String),
+    /// Interface name prefix: `dra.net/ifName`.
+    IfNamePrefix(String),
+    /// A CEL expression over `device`, passed through (the API server
+    /// compiles and type-checks it).
+    Cel(String),
+}
+
+impl NicSelector {
+    /// The CEL expression. Prefixes are checked to be plain names, so they
+    /// need no quoting inside the CEL string literal.
+    pub fn cel(&self) -> Result<String, K8sError> {
+        let plain = |p: &str, what: &str| {
+            if p.is_empty()
+                || p.len() > 63
+                || !p
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            {
+                return Err(K8sError::Invalid(format!(
+                    "{what} {p:?}: use 1 to 63 letters, digits, '-', '_' or '.' (or --nic-cel for any CEL)"
+                )));
+            }
+            Ok(())
+        };
+        match self {
+            NicSelector::Physical => Ok(format!(
+                "\"virtual\" in device.attributes[\"{DRANET_DRIVER}\"] && \
+                 !device.attributes[\"{DRANET_DRIVER}\"].virtual"
+            )),
+            NicSelector::NetworkPrefix(p) => {
+                plain(p, "network name prefix")?;
+                Ok(format!(
+                    "\"networkName\" in device.attributes[\"gce.dra.net\"] && \
+                     device.attributes[\"gce.dra.net\"].networkName.startsWith(\"{p}\")"
+                ))
+            }
+            NicSelector::IfNamePrefix(p) => {
+                plain(p, "interface name prefix")?;
+                Ok(format!(
+                    "\"ifName\" in device.attributes[\"{DRANET_DRIVER}\"] && \
+                     device.attributes[\"{DRANET_DRIVER}\"].ifName.startsWith(\"{p}\")"
+                ))
+            }
+            NicSelector::Cel(e) => {
+                if e.trim().is_empty() {
+                    return Err(K8sError::Invalid("--nic-cel: empty CEL expression".into()));
+                }
+                Ok(e.clone())
+            }
+        }
+    }
+
+    /// Whether `d` matches, or None for a CEL expression wirespeed does
+    /// not evaluate.
+    pub fn matches(&self, d: &SliceDevice) -> Option<bool> {
+        let prefix = |key: &str, p: &str| d.string(key).is_some_and(|v| v.starts_with(p));
+        match self {
+            NicSelector::Physical => Some(d.bool("dra.net/virtual") == Some(false)),
+            NicSelector::NetworkPrefix(p) => Some(prefix("gce.dra.net/networkName", p)),
+            NicSelector::IfNamePrefix(p) => Some(prefix("dra.net/ifName", p)),
+            NicSelector::Cel(_) => None,
+        }
+    }
+}
+
+/// DraNet's per-claim interface settings (its opaque config `interface`).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DranetInterface {
+    /// MTU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// gso_max_size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gso_max_size: Option<u32>,
+    /// gro_max_size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gro_max_size: Option<u32>,
+    /// gso_ipv4_max_size.
+    #[serde(rename = "gsoIPv4MaxSize", skip_serializing_if = "Option::is_none")]
+    pub gso_ipv4_max_size: Option<u32>,
+    /// gro_ipv4_max_size.
+    #[serde(rename = "groIPv4MaxSize", skip_serializing_if = "Option::is_none")]
+    pub gro_ipv4_max_size: Option<u32>,
+    /// Detach eBPF programs from the NIC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disable_ebpf_programs: Option<bool>,
+}
+
+/// DraNet's ethtool settings.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DranetEthtool {
+    /// Offload features by kernel name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub features: BTreeMap<String, bool>,
+    /// Driver private flags.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub private_flags: BTreeMap<String, bool>,
+}
+
+/// DraNet's opaque claim parameters.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct DranetConfig {
+    /// Interface settings.
+    pub interface: DranetInterface,
+    /// ethtool settings, when the profile has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ethtool: Option<DranetEthtool>,
+}
+
+/// An on/off switch of a profile, read exactly: `on`, `off`, `true` or
+/// `false`; anything else is an error naming `field`.
+pub fn parse_switch(field: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err(format!(
+            "{field} = {v:?}: use on, off, true or false (exactly)"
+        )),
+    }
+}
+
+impl DranetConfig {
+    /// DraNet's config from a tune profile. Every field of the profile is
+    /// either mapped or refused: `[sysctl]` goes to the pods'
+    /// `securityContext.sysctls` (not DraNet's), `description` is text,
+    /// the `[link]` sizes, features
+    /// and private flags map to DraNet's `interface` and `ethtool`;
+    /// `link.rx_ring` and `link.source_routing` have no place in DraNet's
+    /// config and are refused, each by name, as is a switch that is not
+    /// exactly on/off/true/false. `disable_ebpf` sets
+    /// `disableEbpfPrograms`.
+    pub fn from_profile(p: Option<&Profile>, disable_ebpf: bool) -> Result<DranetConfig, K8sError> {
+        let mut c = DranetConfig {
+            interface: DranetInterface {
+                disable_ebpf_programs: disable_ebpf.then_some(true),
+                ..DranetInterface::default()
+            },
+            ethtool: None,
+        };
+        let Some(p) = p else { return Ok(c) };
+        // Destructured in full: a new profile field does not compile
+        // until it is mapped here or refused.
+        let Profile {
+            description: _,
+            sysctl: _,
+            link:
+                LinkProfile {
+                    mtu,
+                    gso_max_size,
+                    gro_max_size,
+                    gso_ipv4_max_size,
+                    gro_ipv4_max_size,
+                    features,
+                    private_flags,
+                    rx_ring,
+                    source_routing,
+                },
+        } = p;
+        let mut refused = Vec::new();
+        c.interface.mtu = *mtu;
+        c.interface.gso_max_size = *gso_max_size;
+        c.interface.gro_max_size = *gro_max_size;
+        c.interface.gso_ipv4_max_size = *gso_ipv4_max_size;
+        c.interface.gro_ipv4_max_size = *gro_ipv4_max_size;
+        if let Some(r) = rx_ring {
+            refused.push(format!(
+                "link.rx_ring = {r}: DraNet's claim config has no ring sizes (set them on the node with `wirespeed tune`)"
+            ));
+        }
+        if *source_routing {
+            refused.push(
+                "link.source_routing = true: DraNet's config takes routes per claim, not per-NIC source routing from the NIC's own addresses (known only after allocation)"
+                    .to_string(),
+            );
+        }
+        let mut switches = |m: &BTreeMap<String, String>, what: &str| {
+            let mut out = BTreeMap::new();
+            for (k, v) in m {
+                match parse_switch(&format!("link.{what}.{k}"), v) {
+                    Ok(b) => {
+                        out.insert(k.clone(), b);
+                    }
+                    Err(e) => refused.push(e),
+                }
+            }
+            out
+        };
+        let e = DranetEthtool {
+            features: switches(features, "features"),
+            private_flags: switches(private_flags, "private_flags"),
+        };
+        if !refused.is_empty() {
+            return Err(K8sError::Invalid(format!(
+                "--profile for --network dra: {}",
+                refused.join("; ")
+            )));
+        }
+        if !e.features.is_empty() || !e.private_flags.is_empty() {
+            c.ethtool = Some(e);
+        }
+        Ok(c)
+    }
+}
+
+/// One device of a ResourceSlice: its node, name and attributes (keys
+/// fully qualified: an unqualified `ifName` of driver dra.net reads
+/// `dra.net/ifName`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SliceDevice {
+    /// The slice's node (empty for a slice of several nodes).
+    pub node: String,
+    /// The device name.
+    pub name: String,
+    /// Attributes by qualified name.
+    pub attrs: BTreeMap<String, DeviceAttribute>,
+}
+
+impl SliceDevice {
+    /// A string attribute.
+    pub fn string(&self, key: &str) -> Option<&str> {
+        self.attrs.get(key)?.string.as_deref()
+    }
+
+    /// A bool attribute.
+    pub fn bool(&self, key: &str) -> Option<bool> {
+        self.attrs.get(key)?.bool
+    }
+
+    /// `NAME on node NODE` (and the interface when it differs), for
+    /// messages.
+    pub fn describe(&self) -> String {
+        let node = if self.node.is_empty() {
+            "every node".to_string()
+        } else {
+            format!("node {}", self.node)
+        };
+        match self.string("dra.net/ifName") {
+            Some(i) if i != self.name => format!("device {} ({i}) on {node}", self.name),
+            _ => format!("device {} on {node}", self.name),
+        }
+    }
+}
+
+/// The devices of driver `dra.net` in `slices`.
+pub fn slice_devices(slices: &[ResourceSlice]) -> Vec<SliceDevice> {
+    let mut out = Vec::new();
+    for s in slices.iter().filter(|s| s.spec.driver == DRANET_DRIVER) {
+        let node = s.spec.node_name.clone().unwrap_or_default();
+        for d in s.spec.devices.iter().flatten() {
+            let attrs = d
+                .attributes
+                .iter()
+                .flatten()
+                .map(|(k, v)| {
+                    let k = if k.contains('/') {
+                        k.clone()
+                    } else {
+                        format!("{DRANET_DRIVER}/{k}")
+                    };
+                    (k, v.clone())
+                })
+                .collect();
+            out.push(SliceDevice {
+                node: node.clone(),
+                name: d.name.clone(),
+                attrs,
+            });
+        }
+    }
+    out
+}
+
+/// A NIC family whose driver has private flags, how DraNet's PCI
+/// attributes name it, and its flags.
+struct FlagFamily {
+    /// The family and its kernel driver, for messages.
+    name: &'static str,
+    /// Substrings of `dra.net/pciVendor` or `dra.net/pciDevice` (the PCI
+    /// database's names) that identify it.
+    marks: &'static [&'static str],
+    /// Its driver's private flags (`ethtool --show-priv-flags`).
+    flags: &'static [&'static str],
+}
+
+/// The NIC families wirespeed knows private flags of.
+const FLAG_FAMILIES: &[FlagFamily] = &[
+    FlagFamily {
+        name: "Google gVNIC (gve)",
+        marks: &["gVNIC", "Google"],
+        flags: &[
+            "report-stats",
+            "enable-header-split",
+            "enable-strict-header-split",
+            "enable-max-rx-buffer-size",
+        ],
+    },
+    FlagFamily {
+        name: "NVIDIA/Mellanox ConnectX (mlx5)",
+        marks: &["Mellanox", "ConnectX"],
+        flags: &[
+            "rx_cqe_moder",
+            "tx_cqe_moder",
+            "rx_cqe_compress",
+            "rx_striding_rq",
+            "rx_no_csum_complete",
+            "xdp_tx_mpwqe",
+            "skb_tx_mpwqe",
+            "tx_port_ts",
+            "dropless_rq",
+            "per_channel_stats",
+            "tx_xdp_hw_checksum",
+        ],
+    },
+];
+
+/// Whether device `d` has private flag `flag`, by its attributes: a
+/// virtual NIC has none, a known flag needs its family's NIC, an unknown
+/// flag is refused (wirespeed cannot tell which NICs have it). Err says
+/// why not.
+pub fn private_flag_support(flag: &str, d: &SliceDevice) -> Result<(), String> {
+    let family = FLAG_FAMILIES.iter().find(|f| f.flags.contains(&flag));
+    if d.bool("dra.net/virtual") == Some(true) {
+        return Err(format!(
+            "it is virtual (dra.net/virtual=true, type {}): a virtual NIC has no driver private flags",
+            d.string("dra.net/type").unwrap_or("unknown")
+        ));
+    }
+    let Some(f) = family else {
+        return Err(format!(
+            "wirespeed knows no NIC with a private flag {flag:?} (known: {})",
+            FLAG_FAMILIES
+                .iter()
+                .map(|f| format!("{}: {}", f.name, f.flags.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    };
+    let ids: Vec<&str> = ["dra.net/pciVendor", "dra.net/pciDevice"]
+        .iter()
+        .filter_map(|k| d.string(k))
+        .collect();
+    if ids.iter().any(|v| f.marks.iter().any(|m| v.contains(m))) {
+        return Ok(());
+    }
+    Err(if ids.is_empty() {
+        format!(
+            "it is a private flag of {}, and the device's attributes name no PCI vendor or device",
+            f.name
+        )
+    } else {
+        format!(
+            "it is a private flag of {}, and the device is {}",
+            f.name,
+            ids.join(" / ")
+        )
+    })
+}
+
+/// What [`check_devices`] found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Checked {
+    /// The devices the claims may get (`device on node`).
+    pub candidates: Vec<String>,
+    /// Whether the selectors were evaluated (false: a CEL wirespeed does
+    /// not evaluate, so every dra.net device of the nodes counted).
+    pub evaluated: bool,
+}
+
+impl Checked {
+    /// One line for the run's log.
+    pub fn summary(&self) -> String {
+        let how = if self.evaluated {
+            "match the selector"
+        } else {
+            "of driver dra.net (the selector is CEL wirespeed does not evaluate)"
+        };
+        match self.candidates.len() {
+            0 => format!(
+                "dra: no device on the chosen nodes {how} yet: the claims wait until a driver publishes one"
+            ),
+            n => format!("dra: {n} device(s) {how}: {}", self.candidates.join(", ")),
+        }
+    }
+}
+
+/// Checks `cfg` against the devices a claim may get: those of `devices`
+/// on `nodes` (or of every node) that the selector and the DeviceClass
+/// admit (`own_class`: the user's class, whose selectors are not
+/// evaluated). A private flag must be supported by every candidate
+/// ([`private_flag_support`]); with private flags and no candidate the
+/// run is refused too (nothing to check them against). Errors name every
+/// flag and device.
+pub fn check_devices(
+    cfg: &DranetConfig,
+    sel: &NicSelector,
+    own_class: bool,
+    devices: &[SliceDevice],
+    nodes: &[String],
+) -> Result<Checked, K8sError> {
+    let evaluated = !own_class && !matches!(sel, NicSelector::Cel(_));
+    let candidates: Vec<&SliceDevice> = devices
+        .iter()
+        .filter(|d| d.node.is_empty() || nodes.contains(&d.node))
+        .filter(|d| !evaluated || sel.matches(d) == Some(true))
+        .collect();
+    let flags: Vec<&String> = cfg
+        .ethtool
+        .iter()
+        .flat_map(|e| e.private_flags.keys())
+        .collect();
+    let scope = if evaluated {
+        String::new()
+    } else {
+        " (wirespeed does not evaluate a --nic-cel or a --device-class's selectors, so every dra.net device of the chosen nodes was checked)".into()
+    };
+    if !flags.is_empty() && candidates.is_empty() {
+        return Err(K8sError::Invalid(format!(
+            "--profile: cannot check private flag(s) {} for --network dra: no dra.net device on nodes {} matches the selector in the cluster's ResourceSlices{scope}",
+            join(&flags),
+            nodes.join(", ")
+        )));
+    }
+    let mut refused = Vec::new();
+    for f in &flags {
+        for d in &candidates {
+            if let Err(why) = private_flag_support(f, d) {
+                refused.push(format!("private flag {f} on {}: {why}", d.describe()));
+            }
+        }
+    }
+    if !refused.is_empty() {
+        return Err(K8sError::Invalid(format!(
+            "--profile for --network dra: the NIC driver does not support {}{scope}; DraNet would fail the pod sandbox. Nothing was applied: choose NICs that have the flag (--ifname-prefix, --nic-cel) or a profile without it",
+            refused.join("; ")
+        )));
+    }
+    Ok(Checked {
+        candidates: candidates.iter().map(|d| d.describe()).collect(),
+        evaluated,
+    })
+}
+
+fn join(v: &[&String]) -> String {
+    v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// The shared DeviceClass (all devices of driver dra.net), labelled as
+/// wirespeed's but with no run label: no run owns it.
+pub fn device_class(o: &Options) -> DeviceClass {
+    let mut meta = o.meta(SHARED_DEVICE_CLASS, false);
+    if let Some(l) = meta.labels.as_mut() {
+        l.remove(crate::manifests::RUN_LABEL);
+    }
+    DeviceClass {
+        metadata: meta,
+        spec: DeviceClassSpec {
+            selectors: Some(vec![DeviceSelector {
+                cel: Some(CELDeviceSelector {
+                    expression: format!("device.driver == \"{DRANET_DRIVER}\""),
+                }),
+            }]),
+            ..DeviceClassSpec::default()
+        },
+    }
+}
+
+/// The claim template: `o.nics` devices of the class that match the
+/// selector, with DraNet's config from the profile.
+pub fn claim_template(o: &Options) -> Result<ResourceClaimTemplate, K8sError> {
+    let cfg = DranetConfig::from_profile(o.profile.as_ref().map(|(_, p)| p), o.disable_ebpf)?;
+    let params = serde_json::to_value(&cfg).map_err(|e| K8sError::Render(e.to_string()))?;
+    Ok(ResourceClaimTemplate {
+        metadata: o.meta(CLAIM_TEMPLATE, true),
+        spec: ResourceClaimTemplateSpec {
+            // Copied into each claim: lets a run find and delete its claims.
+            metadata: Some(ObjectMeta {
+                labels: Some(o.labels()),
+                ..ObjectMeta::default()
+            }),
+            spec: ResourceClaimSpec {
+                devices: Some(DeviceClaim {
+                    requests: Some(vec![DeviceRequest {
+                        name: CLAIM_NAME.into(),
+                        exactly: Some(ExactDeviceRequest {
+                            device_class_name: o.device_class_name(),
+                            allocation_mode: Some("ExactCount".into()),
+                            count: Some(i64::from(o.nics)),
+                            selectors: Some(vec![DeviceSelector {
+                                cel: Some(CELDeviceSelector {
+                                    expression: o.nic_selector.cel()?,
+                                }),
+                            }]),
+                            ..ExactDeviceRequest::default()
+                        }),
+                        ..DeviceRequest::default()
+                    }]),
+                    config: Some(vec![DeviceClaimConfiguration {
+                        requests: Some(vec![CLAIM_NAME.into()]),
+                        opaque: Some(OpaqueDeviceConfiguration {
+                            driver: DRANET_DRIVER.into(),
+                            parameters: RawExtension(params),
+                        }),
+                    }]),
+                    ..DeviceClaim::default()
+                }),
+            },
+        },
+    })
+}
+
+/// Before a dra run applies anything: checks the profile's private
+/// flags against the ResourceSlices of `nodes` ([`check_devices`]), then
+/// makes sure the DeviceClass exists (the user's `--device-class` must;
+/// the shared one is created when missing). Returns `objs` without the
+/// DeviceClass: no run deletes it. Objects without dra pass through.
+pub async fn prepare(
+    client: &Client,
+    o: &Options,
+    nodes: &[String],
+    mut objs: Vec<Object>,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<Vec<Object>, K8sError> {
+    if !o.networks.contains(&Network::Dra) {
+        return Ok(objs);
+    }
+    let cfg = DranetConfig::from_profile(o.profile.as_ref().map(|(_, p)| p), o.disable_ebpf)?;
+    let api: Api<ResourceSlice> = Api::all(client.clone());
+    let slices = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| K8sError::api("list ResourceSlices (the NICs DRA drivers publish)", e))?;
+    let checked = check_devices(
+        &cfg,
+        &o.nic_selector,
+        o.device_class.is_some(),
+        &slice_devices(&slices.items),
+        nodes,
+    )?;
+    log(&checked.summary());
+    let classes: Api<DeviceClass> = Api::all(client.clone());
+    let name = o.device_class_name();
+    let have = classes
+        .get_opt(&name)
+        .await
+        .map_err(|e| K8sError::api(format!("get DeviceClass {name}"), e))?
+        .is_some();
+    match (&o.device_class, have) {
+        (Some(own), false) => {
+            return Err(K8sError::Invalid(format!(
+                "--device-class {own}: no such DeviceClass in the cluster (leave the flag out and wirespeed uses its shared class {SHARED_DEVICE_CLASS})"
+            )));
+        }
+        (Some(own), true) => log(&format!("dra: claims use your DeviceClass {own}")),
+        (None, true) => log(&format!(
+            "dra: using the existing shared DeviceClass {name} (never deleted by a run)"
+        )),
+        (None, false) => {
+            let class = Object::DeviceClass(device_class(o));
+            cluster::apply(client, &class).await?;
+            log(&format!(
+                "dra: created the shared DeviceClass {name} (device.driver == \"{DRANET_DRIVER}\"); runs keep it"
+            ));
+        }
+    }
+    objs.retain(|x| !matches!(x, Object::DeviceClass(_)));
+    Ok(objs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(node: &str, name: &str, attrs: &[(&str, DeviceAttribute)]) -> SliceDevice {
+        SliceDevice {
+            node: node.into(),
+            name: name.into(),
+            attrs: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        }
+    }
+    fn s(v: &str) -> DeviceAttribute {
+        DeviceAttribute {
+            string: Some(v.into()),
+            ..DeviceAttribute::default()
+        }
+    }
+    fn b(v: bool) -> DeviceAttribute {
+        DeviceAttribute {
+            bool: Some(v),
+            ..DeviceAttribute::default()
+        }
+    }
+    fn veth(node: &str, name: &str) -> SliceDevice {
+        dev(
+            node,
+            name,
+            &[
+                ("dra.net/ifName", s(name)),
+                ("dra.net/virtual", b(true)),
+                ("dra.net/type", s("veth")),
+            ],
+        )
+    }
+    fn gvnic(node: &str, name: &str) -> SliceDevice {
+        dev(
+            node,
+            name,
+            &[
+                ("dra.net/ifName", s(name)),
+                ("dra.net/virtual", b(false)),
+                ("dra.net/pciVendor", s("Google, Inc.")),
+                (
+                    "dra.net/pciDevice",
+                    s("Compute Engine Virtual Ethernet [gVNIC]"),
+                ),
+            ],
+        )
+    }
+    fn tpu() -> Profile {
+        wirespeed_host::profiles::load("tpu-multinic").unwrap()
+    }
+    fn nodes() -> Vec<String> {
+        vec!["n1".into(), "n2".into()]
+    }
+
+    #[test]
+    fn every_builtin_profile_field_is_mapped_or_refused_by_name() {
+        for (name, _) in wirespeed_host::profiles::BUILTIN {
+            let p = wirespeed_host::profiles::load(name).unwrap();
+            let r = DranetConfig::from_profile(Some(&p), false);
+            if p.link.source_routing || p.link.rx_ring.is_some() {
+                let e = r.unwrap_err().to_string();
+                assert!(e.contains("link.source_routing"), "{name}: {e}");
+            } else {
+                let c = r.unwrap();
+                assert_eq!(c.interface.mtu, p.link.mtu, "{name}");
+                let flags = c.ethtool.map(|e| e.private_flags.len()).unwrap_or(0);
+                assert_eq!(flags, p.link.private_flags.len(), "{name}");
+            }
+        }
+        let c = DranetConfig::from_profile(Some(&tpu()), true).unwrap();
+        assert_eq!(c.interface.mtu, Some(8896));
+        assert_eq!(c.interface.gro_ipv4_max_size, Some(65536));
+        assert_eq!(c.interface.disable_ebpf_programs, Some(true));
+        assert!(c.ethtool.unwrap().private_flags["enable-max-rx-buffer-size"]);
+    }
+
+    #[test]
+    fn rx_ring_and_source_routing_are_refused_not_dropped() {
+        let mut p = Profile::default();
+        p.link.rx_ring = Some(4096);
+        p.link.source_routing = true;
+        let e = DranetConfig::from_profile(Some(&p), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("link.rx_ring = 4096") && e.contains("link.source_routing"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn switches_are_read_exactly() {
+        for (v, want) in [
+            ("on", true),
+            ("true", true),
+            ("off", false),
+            ("false", false),
+        ] {
+            assert_eq!(parse_switch("f", v), Ok(want), "{v}");
+        }
+        for v in ["On", "yes", "1", "", " on", "enabled"] {
+            assert!(parse_switch("f", v).is_err(), "{v:?}");
+        }
+        let mut p = Profile::default();
+        p.link.features.insert("rx-gro".into(), "yes".into());
+        p.link.private_flags.insert("x".into(), "true".into());
+        let e = DranetConfig::from_profile(Some(&p), false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("link.features.rx-gro = \"yes\""), "{e}");
+        p.link.features.insert("rx-gro".into(), "off".into());
+        let c = DranetConfig::from_profile(Some(&p), false).unwrap();
+        let e = c.ethtool.unwrap();
+        assert!(!e.features["rx-gro"]);
+        assert!(e.private_flags["x"]);
+    }
+
+    #[test]
+    fn a_gvnic_flag_is_refused_on_a_veth_and_accepted_on_a_gvnic() {
+        let cfg = DranetConfig::from_profile(Some(&tpu()), true).unwrap();
+        let sel = NicSelector::IfNamePrefix("dra".into());
+        let e = check_devices(
+            &cfg,
+            &sel,
+            false,
+            &[veth("n1", "dra0"), veth("n2", "dra0")],
+            &nodes(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("private flag enable-max-rx-buffer-size on device dra0 on node n1"),
+            "{e}"
+        );
+        assert!(e.contains("dra.net/virtual=true, type veth"), "{e}");
+        assert!(e.contains("Nothing was applied"), "{e}");
+        let ok = check_devices(
+            &cfg,
+            &NicSelector::Physical,
+            false,
+            &[gvnic("n1", "eth1"), gvnic("n2", "eth1"), veth("n1", "dra0")],
+            &nodes(),
+        )
+        .unwrap();
+        assert_eq!(
+            ok.candidates,
+            ["device eth1 on node n1", "device eth1 on node n2"]
+        );
+        // A Mellanox NIC has no gVNIC flag.
+        let mlx = dev(
+            "n1",
+            "eth2",
+            &[
+                ("dra.net/virtual", b(false)),
+                ("dra.net/pciVendor", s("Mellanox Technologies")),
+            ],
+        );
+        let e = check_devices(&cfg, &NicSelector::Physical, false, &[mlx], &nodes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("private flag of Google gVNIC (gve), and the device is Mellanox"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_flags_no_devices_and_unevaluated_cel_are_said() {
+        let mut p = Profile::default();
+        p.link.private_flags.insert("turbo".into(), "on".into());
+        let cfg = DranetConfig::from_profile(Some(&p), false).unwrap();
+        let e = check_devices(
+            &cfg,
+            &NicSelector::Physical,
+            false,
+            &[gvnic("n1", "eth1")],
+            &nodes(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("knows no NIC with a private flag \"turbo\""),
+            "{e}"
+        );
+        let e = check_devices(&cfg, &NicSelector::Physical, false, &[], &nodes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot check private flag(s) turbo"), "{e}");
+        // A CEL selector is not evaluated: every device of the nodes counts
+        // (a device on another node does not).
+        let cel = NicSelector::Cel("device.attributes[\"dra.net\"].ifName == \"eth1\"".into());
+        let e = check_devices(
+            &cfg,
+            &cel,
+            false,
+            &[veth("n1", "dra0"), gvnic("n9", "eth1")],
+            &nodes(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("does not evaluate a --nic-cel"), "{e}");
+        assert!(!e.contains("n9"), "{e}");
+        // No private flags: nothing to refuse, the count is reported.
+        let plain = DranetConfig::default();
+        let c = check_devices(
+            &plain,
+            &NicSelector::Physical,
+            false,
+            &[veth("n1", "dra0")],
+            &nodes(),
+        )
+        .unwrap();
+        assert!(
+            c.candidates.is_empty() && c.summary().contains("no device"),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn selectors_are_cel_over_dranet_attributes_and_match_alike() {
+        let phys = NicSelector::default();
+        assert_eq!(phys, NicSelector::Physical);
+        let cel = phys.cel().unwrap();
+        assert!(
+            cel.contains("!device.attributes[\"dra.net\"].virtual"),
+            "{cel}"
+        );
+        assert!(!cel.contains("gce"), "no cloud default: {cel}");
+        assert_eq!(phys.matches(&gvnic("n1", "eth1")), Some(true));
+        assert_eq!(phys.matches(&veth("n1", "dra0")), Some(false));
+        let p = NicSelector::IfNamePrefix("dra".into());
+        assert!(p.cel().unwrap().contains("ifName.startsWith(\"dra\")"));
+        assert_eq!(p.matches(&veth("n1", "dra0")), Some(true));
+        assert_eq!(p.matches(&gvnic("n1", "eth1")), Some(false));
+        assert!(
+            NicSelector::IfNamePrefix("a\" || true".into())
+                .cel()
+                .is_err()
+        );
+        assert!(NicSelector::Cel(" ".into()).cel().is_err());
+        assert_eq!(
+            NicSelector::Cel("true".into()).matches(&veth("n", "d")),
+            None
+        );
+    }
+
+    #[test]
+    fn slice_attributes_are_read_qualified() {
+        use k8s_openapi::api::resource::v1::{Device, ResourcePool, ResourceSliceSpec};
+        let slice = ResourceSlice {
+            metadata: ObjectMeta::default(),
+            spec: ResourceSliceSpec {
+                driver: DRANET_DRIVER.into(),
+                node_name: Some("n1".into()),
+                pool: ResourcePool {
+                    name: "n1".into(),
+                    generation: 1,
+                    resource_slice_count: 1,
+                },
+                devices: Some(vec![Device {
+                    name: "dra0".into(),
+                    attributes: Some(BTreeMap::from([
+                        ("ifName".to_string(), s("dra0")),
+                        ("dra.net/virtual".to_string(), b(true)),
+                    ])),
+                    ..Device::default()
+                }]),
+                ..ResourceSliceSpec::default()
+            },
+        };
+        let other = ResourceSlice {
+            spec: ResourceSliceSpec {
+                driver: "gpu.example.com".into(),
+                ..slice.spec.clone()
+            },
+            ..slice.clone()
+        };
+        let d = slice_devices(&[slice, other]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].string("dra.net/ifName"), Some("dra0"));
+        assert_eq!(d[0].bool("dra.net/virtual"), Some(true));
+        assert_eq!(d[0].describe(), "device dra0 on node n1");
+    }
+}
