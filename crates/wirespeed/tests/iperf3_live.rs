@@ -507,11 +507,17 @@ fn output_and_reach_flags_work() {
         assert!(l.starts_with(year) && l.contains(" UTC "), "{l:?}");
     }
     // --timestamps=FORMAT: iperf3's strftime form, in local time.
-    let out = ws_bench(&lab, &["-t", "0.5", "--warmup", "0", "--timestamps=%Y/%m/%d|"]);
+    let out = ws_bench(
+        &lab,
+        &["-t", "0.5", "--warmup", "0", "--timestamps=%Y/%m/%d|"],
+    );
     ok(&out);
     for l in String::from_utf8_lossy(&out.stdout).lines() {
         let b = l.as_bytes();
-        assert!(l.starts_with(year) && b[4] == b'/' && b[10] == b'|', "{l:?}");
+        assert!(
+            l.starts_with(year) && b[4] == b'/' && b[10] == b'|',
+            "{l:?}"
+        );
     }
     // Nobody answers at .77 of the link's subnet: the connect ends at
     // --connect-timeout, not at the 10 s --timeout.
