@@ -474,7 +474,7 @@ pub async fn run_async(fleet: &Fleet, plan: &Plan, opts: &RunOptions) -> Result<
 }
 
 /// The client of `agent`, through `opts.transport` when set.
-fn client_of(agent: &AgentSpec, opts: &RunOptions) -> Result<AgentClient> {
+pub fn client_of(agent: &AgentSpec, opts: &RunOptions) -> Result<AgentClient> {
     match &opts.transport {
         Some(make) => Ok(AgentClient::with_transport(
             agent,

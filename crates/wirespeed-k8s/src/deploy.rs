@@ -24,6 +24,20 @@ pub struct Deployment {
 /// The Pod Security label that decides admission.
 const ENFORCE: &str = "pod-security.kubernetes.io/enforce";
 
+/// Namespace `name`'s Pod Security `enforce` label: None when the
+/// namespace does not exist, Some(None) when it has no such label.
+pub(crate) async fn enforced_level(
+    client: &Client,
+    name: &str,
+) -> Result<Option<Option<String>>, K8sError> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns = api
+        .get_opt(name)
+        .await
+        .map_err(|e| K8sError::api(format!("get Namespace {name}"), e))?;
+    Ok(ns.map(|n| n.metadata.labels.and_then(|l| l.get(ENFORCE).cloned())))
+}
+
 impl Deployment {
     /// An empty deployment.
     pub fn new() -> Deployment {
@@ -51,15 +65,9 @@ impl Deployment {
         if cluster::create(client, ns).await? {
             self.applied.push(ns.clone());
         } else if privileged {
-            let api: Api<Namespace> = Api::all(client.clone());
-            let cur = api
-                .get(&name)
-                .await
-                .map_err(|e| K8sError::api(format!("get Namespace {name}"), e))?;
-            let level = cur
-                .metadata
-                .labels
-                .and_then(|l| l.get(ENFORCE).cloned())
+            let level = enforced_level(client, &name)
+                .await?
+                .flatten()
                 .unwrap_or_else(|| "unset (the cluster default)".into());
             if level != "privileged" {
                 return Err(K8sError::Invalid(format!(

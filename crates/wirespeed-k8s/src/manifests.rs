@@ -347,13 +347,10 @@ impl Options {
 
 /// Whether `s` is an address and prefix length (`10.0.0.1/32`, `fd00::/64`).
 pub fn is_cidr(s: &str) -> bool {
-    let Some((a, len)) = s.split_once('/') else {
-        return false;
-    };
-    match (a.parse::<std::net::IpAddr>(), len.parse::<u8>()) {
-        (Ok(std::net::IpAddr::V4(_)), Ok(l)) => l <= 32,
-        (Ok(std::net::IpAddr::V6(_)), Ok(l)) => l <= 128,
-        _ => false,
+    match wirespeed_host::inspect::parse_cidr(s) {
+        Some((std::net::IpAddr::V4(_), l)) => l <= 32,
+        Some((std::net::IpAddr::V6(_), l)) => l <= 128,
+        None => false,
     }
 }
 

@@ -289,20 +289,13 @@ async fn plan_sysctls(
 /// namespace's `enforce` label (empty when unset: the cluster's default),
 /// else the level the run would give the namespace it makes.
 async fn namespace_level(client: &kube::Client, o: &Options) -> Result<String, K8sError> {
-    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
-    let ns = api
-        .get_opt(&o.namespace)
-        .await
-        .map_err(|e| K8sError::api(format!("get Namespace {}", o.namespace), e))?;
-    Ok(match ns {
-        Some(n) => n
-            .metadata
-            .labels
-            .and_then(|l| l.get("pod-security.kubernetes.io/enforce").cloned())
-            .unwrap_or_default(),
-        None if o.privileged_namespace => "privileged".into(),
-        None => "restricted".into(),
-    })
+    Ok(
+        match crate::deploy::enforced_level(client, &o.namespace).await? {
+            Some(level) => level.unwrap_or_default(),
+            None if o.privileged_namespace => "privileged".into(),
+            None => "restricted".into(),
+        },
+    )
 }
 
 /// The API server's own addresses (the `kubernetes` Service's endpoints
@@ -348,13 +341,14 @@ async fn read_back(
         agents,
         services: &services,
     };
+    let fopts = fleet_options(cfg, client, &o.namespace);
     let mut in_force = Vec::new();
     for (n, by_node) in agents.iter().filter(|(n, _)| !n.host_network()) {
         for node in by_node.keys() {
             let Some((spec, a)) = ends.entry(*n, node, false) else {
                 continue;
             };
-            let (values, error) = match agent_client(cfg, o, client, &spec) {
+            let (values, error) = match wirespeed_fleet::run::client_of(&spec, &fopts) {
                 Ok(c) => match c.facts().await {
                     Ok(s) => (
                         plan.apply
@@ -387,26 +381,14 @@ async fn read_back(
     report
 }
 
-/// A client for one agent, reached as the run reaches agents.
-fn agent_client(
-    cfg: &RunConfig,
-    o: &Options,
-    client: &kube::Client,
-    spec: &AgentSpec,
-) -> Result<wirespeed_fleet::run::AgentClient, wirespeed_fleet::FleetError> {
-    let t = cfg.fleet.http_timeout;
-    match cfg.reach {
-        Reach::Api => {
-            let tr = proxy::factory(client.clone(), &o.namespace, t)(spec)?;
-            Ok(wirespeed_fleet::run::AgentClient::with_transport(
-                spec,
-                &cfg.fleet.key,
-                t,
-                tr,
-            ))
-        }
-        Reach::Direct => wirespeed_fleet::run::AgentClient::new(spec, &cfg.fleet.key, t),
+/// The fleet runner's options with the run's way of reaching agents:
+/// through the API server's pod proxy (`--reach api`) or straight.
+fn fleet_options(cfg: &RunConfig, client: &kube::Client, ns: &str) -> RunOptions {
+    let mut fopts = cfg.fleet.clone();
+    if cfg.reach == Reach::Api {
+        fopts.transport = Some(proxy::factory(client.clone(), ns, fopts.http_timeout));
     }
+    fopts
 }
 
 /// Waits for one DaemonSet's agents; by node.
@@ -608,14 +590,7 @@ async fn measure_path(
             Reach::Direct => "on their addresses (--reach direct)",
         }
     ));
-    let mut fopts = cfg.fleet.clone();
-    if cfg.reach == Reach::Api {
-        fopts.transport = Some(proxy::factory(
-            client.clone(),
-            &ends.o.namespace,
-            fopts.http_timeout,
-        ));
-    }
+    let fopts = fleet_options(cfg, client, &ends.o.namespace);
     if p.through_service() {
         await_service_rules(&fleet, &plan, &fopts, &|l| log(&format!("{p}: {l}"))).await?;
     }
