@@ -850,11 +850,18 @@ fn run_test(
         }
     }
     let spec = Arc::new(spec);
+    // An MPTCP test's extra subflows join (MP_JOIN) through the listener
+    // for as long as the test runs: it stays open, never accepted from.
+    let mut joins = None;
     let listener = match listener {
         Some(l) if workloads::def(spec.workload).listener.is_some() => {
             l.set_nonblocking(true)
                 .map_err(|e| EngineError::io("configure the data listener", e))?;
             Some(Arc::new(l))
+        }
+        other if spec.mptcp => {
+            joins = other;
+            None
         }
         // Every flow is in: close the port rather than let it complete
         // handshakes nobody will read for the rest of the test.
@@ -962,6 +969,7 @@ fn run_test(
         }
     }
     let mut report: SideReport = side.finish(&window);
+    drop(joins);
     report.concurrent_tests = admission.peak();
     let id = admission.id;
     drop(admission);

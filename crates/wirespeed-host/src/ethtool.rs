@@ -51,20 +51,28 @@ const A_CHANNELS_COMBINED: u16 = 9;
 /// One netlink attribute, possibly nested.
 #[derive(Debug, Clone)]
 pub(crate) struct Attr {
-    kind: u16,
+    pub(crate) kind: u16,
     nested: bool,
-    value: Vec<u8>,
+    pub(crate) value: Vec<u8>,
 }
 
 impl Attr {
-    fn u32(kind: u16, v: u32) -> Attr {
+    /// An attribute holding `value` as it is (addresses in network order).
+    pub(crate) fn bytes(kind: u16, value: Vec<u8>) -> Attr {
+        Attr {
+            kind,
+            nested: false,
+            value,
+        }
+    }
+    pub(crate) fn u32(kind: u16, v: u32) -> Attr {
         Attr {
             kind,
             nested: false,
             value: v.to_ne_bytes().to_vec(),
         }
     }
-    fn string(kind: u16, s: &str) -> Attr {
+    pub(crate) fn string(kind: u16, s: &str) -> Attr {
         let mut value = s.as_bytes().to_vec();
         value.push(0);
         Attr {
@@ -73,14 +81,14 @@ impl Attr {
             value,
         }
     }
-    fn flag(kind: u16) -> Attr {
+    pub(crate) fn flag(kind: u16) -> Attr {
         Attr {
             kind,
             nested: false,
             value: Vec::new(),
         }
     }
-    fn nest(kind: u16, children: Vec<Attr>) -> Attr {
+    pub(crate) fn nest(kind: u16, children: Vec<Attr>) -> Attr {
         let slice = children.as_slice();
         let mut value = vec![0u8; slice.buffer_len()];
         slice.emit(&mut value);
@@ -107,26 +115,55 @@ impl Nla for Attr {
     }
 }
 
-/// An ethtool message: a command and its attributes.
-#[derive(Debug, Clone)]
-pub(crate) struct EthMsg {
-    cmd: u8,
-    attrs: Vec<Attr>,
+/// A generic-netlink family this crate speaks: its name and version.
+pub(crate) trait Family: std::fmt::Debug + Clone {
+    /// The family's registered name.
+    const NAME: &'static str;
+    /// The version its messages carry.
+    const VERSION: u8;
 }
 
-impl GenlFamily for EthMsg {
+/// The ethtool family.
+#[derive(Debug, Clone)]
+pub(crate) struct EthtoolFamily;
+
+impl Family for EthtoolFamily {
+    const NAME: &'static str = "ethtool";
+    const VERSION: u8 = 1;
+}
+
+/// A message of family `F`: a command and its attributes.
+#[derive(Debug, Clone)]
+pub(crate) struct GenMsg<F: Family> {
+    pub(crate) cmd: u8,
+    pub(crate) attrs: Vec<Attr>,
+    family: std::marker::PhantomData<F>,
+}
+
+impl<F: Family> GenMsg<F> {
+    /// A message for command `cmd` with `attrs`.
+    pub(crate) fn new(cmd: u8, attrs: Vec<Attr>) -> Self {
+        GenMsg {
+            cmd,
+            attrs,
+            family: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<F: Family> GenlFamily for GenMsg<F> {
     fn family_name() -> &'static str {
-        "ethtool"
+        F::NAME
     }
     fn command(&self) -> u8 {
         self.cmd
     }
     fn version(&self) -> u8 {
-        1
+        F::VERSION
     }
 }
 
-impl Emitable for EthMsg {
+impl<F: Family> Emitable for GenMsg<F> {
     fn buffer_len(&self) -> usize {
         self.attrs.as_slice().buffer_len()
     }
@@ -135,7 +172,7 @@ impl Emitable for EthMsg {
     }
 }
 
-impl ParseableParametrized<[u8], GenlHeader> for EthMsg {
+impl<F: Family> ParseableParametrized<[u8], GenlHeader> for GenMsg<F> {
     fn parse_with_param(buf: &[u8], header: GenlHeader) -> Result<Self, DecodeError> {
         let attrs = attrs_of(buf)?
             .into_iter()
@@ -145,15 +182,12 @@ impl ParseableParametrized<[u8], GenlHeader> for EthMsg {
                 value: value.to_vec(),
             })
             .collect();
-        Ok(EthMsg {
-            cmd: header.cmd,
-            attrs,
-        })
+        Ok(GenMsg::new(header.cmd, attrs))
     }
 }
 
 /// Splits a buffer into (kind without flags, value) pairs.
-fn attrs_of(buf: &[u8]) -> Result<Vec<(u16, &[u8])>, DecodeError> {
+pub(crate) fn attrs_of(buf: &[u8]) -> Result<Vec<(u16, &[u8])>, DecodeError> {
     let mut out = Vec::new();
     for nla in NlasIterator::new(buf) {
         let nla: NlaBuffer<&[u8]> = nla?;
@@ -164,11 +198,11 @@ fn attrs_of(buf: &[u8]) -> Result<Vec<(u16, &[u8])>, DecodeError> {
     Ok(out)
 }
 
-fn find<'a>(attrs: &'a [(u16, &'a [u8])], kind: u16) -> Option<&'a [u8]> {
+pub(crate) fn find<'a>(attrs: &'a [(u16, &'a [u8])], kind: u16) -> Option<&'a [u8]> {
     attrs.iter().find(|(k, _)| *k == kind).map(|(_, v)| *v)
 }
 
-fn u32_of(v: &[u8]) -> Option<u32> {
+pub(crate) fn u32_of(v: &[u8]) -> Option<u32> {
     Some(u32::from_ne_bytes(v.get(..4)?.try_into().ok()?))
 }
 
@@ -212,6 +246,25 @@ pub struct Channels {
 }
 
 /// A connection to the ethtool family.
+/// The id of the generic-netlink family `name` (ethtool, mptcp_pm), asked
+/// of the kernel's controller; an error when the kernel lacks it.
+pub(crate) fn resolve_family(nl: &mut Nl, name: &str) -> Result<u16, HostError> {
+    let what = format!("resolve the {name} netlink family");
+    let ask = GenlMessage::from_payload(GenlCtrl {
+        cmd: GenlCtrlCmd::GetFamily,
+        nlas: vec![GenlCtrlAttrs::FamilyName(name.into())],
+    });
+    let answers = nl.request(ask, 0, &what)?;
+    answers
+        .iter()
+        .flat_map(|m| m.payload.nlas.iter())
+        .find_map(|a| match a {
+            GenlCtrlAttrs::FamilyId(id) => Some(*id),
+            _ => None,
+        })
+        .ok_or_else(|| HostError::netlink(what.as_str(), io::Error::other("no family id")))
+}
+
 pub(crate) struct Ethtool {
     nl: Nl,
     family: u16,
@@ -260,24 +313,7 @@ impl Ethtool {
     /// Opens a generic-netlink socket and resolves the ethtool family.
     pub(crate) fn open() -> Result<Ethtool, HostError> {
         let mut nl = Nl::open(netlink_sys::protocols::NETLINK_GENERIC)?;
-        let ask = GenlMessage::from_payload(GenlCtrl {
-            cmd: GenlCtrlCmd::GetFamily,
-            nlas: vec![GenlCtrlAttrs::FamilyName("ethtool".into())],
-        });
-        let answers = nl.request(ask, 0, "resolve the ethtool family")?;
-        let family = answers
-            .iter()
-            .flat_map(|m| m.payload.nlas.iter())
-            .find_map(|a| match a {
-                GenlCtrlAttrs::FamilyId(id) => Some(*id),
-                _ => None,
-            })
-            .ok_or_else(|| {
-                HostError::netlink(
-                    "resolve the ethtool family",
-                    io::Error::other("no family id"),
-                )
-            })?;
+        let family = resolve_family(&mut nl, "ethtool")?;
         Ok(Ethtool { nl, family })
     }
 
@@ -292,7 +328,7 @@ impl Ethtool {
             0,
             Attr::nest(A_HEADER, vec![Attr::string(A_HEADER_DEV_NAME, dev)]),
         );
-        let mut msg = GenlMessage::from_payload(EthMsg { cmd, attrs });
+        let mut msg = GenlMessage::from_payload(GenMsg::<EthtoolFamily>::new(cmd, attrs));
         msg.set_resolved_family_id(self.family);
         let what = format!("ethtool {what} of {dev}");
         let answers = self.nl.request(msg, 0, &what)?;

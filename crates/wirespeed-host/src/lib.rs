@@ -4,6 +4,8 @@
 //! ([`doctor`]); and change the host through a [`Plan`] of [`Action`]s,
 //! applied with a journal of old values, verified, and rolled back on
 //! failure, on request or when a confirmation deadline passes ([`tune`]).
+//! It also builds topologies for labs ([`netops`]: namespaces, veth,
+//! vxlan, routes, qdiscs and MPTCP path managers through [`mptcp`]).
 //!
 //! It never parses `ip` or `ethtool` output; it renders its actions as
 //! those commands so people can read them. It carries no traffic.
@@ -15,6 +17,7 @@ pub mod ethtool;
 pub mod fsroot;
 pub mod guard;
 pub mod inspect;
+pub mod mptcp;
 pub mod netns;
 pub mod netops;
 mod nl;

@@ -1,7 +1,7 @@
 //! Typed operations that build network topologies (what a lab is made
 //! of): namespaces, veth pairs, vxlan overlays, addresses, routes
-//! (multipath too), policy rules, link sizes, features, sysctls and
-//! qdiscs. Each [`Op`] displays as the `ip`/`tc`/`sysctl`/`ethtool`
+//! (multipath too), policy rules, link sizes, features, sysctls, qdiscs
+//! and MPTCP path managers (limits, endpoints). Each [`Op`] displays as the `ip`/`tc`/`sysctl`/`ethtool`
 //! command a person would type; [`Op::apply`] does it over rtnetlink,
 //! ethtool netlink and /proc/sys from a thread inside the namespace, with
 //! the knobs tuning knows (sysctls, MTU, GSO/GRO sizes, features) written
@@ -10,6 +10,7 @@
 
 use crate::HostError;
 use crate::fsroot::Fs;
+use crate::mptcp::{EndpointKind, Limits, PathManager};
 use crate::netns;
 use crate::rtnl::{Rtnl, RuleSpec};
 use crate::tune::{Host, Setting};
@@ -176,6 +177,24 @@ pub enum Op {
         /// tc's arguments after `-n NS`.
         args: Vec<String>,
     },
+    /// `ip -n NS mptcp limits set subflow N add_addr_accepted M`.
+    MptcpLimits {
+        /// Namespace.
+        ns: String,
+        /// The path manager's limits.
+        limits: Limits,
+    },
+    /// `ip -n NS mptcp endpoint add ADDR dev DEV signal|subflow`.
+    MptcpEndpoint {
+        /// Namespace.
+        ns: String,
+        /// The endpoint's address (on `dev`).
+        addr: IpAddr,
+        /// Its device.
+        dev: String,
+        /// Announced to the peer or used for subflows from here.
+        kind: EndpointKind,
+    },
 }
 
 /// `ip -n NS [-6] route add DST/LEN [via GW dev DEV | nexthop via GW dev
@@ -294,6 +313,17 @@ impl fmt::Display for Op {
                 six(from)
             ),
             Op::Route(r) => r.fmt(f),
+            Op::MptcpLimits { ns, limits } => write!(
+                f,
+                "ip -n {ns} mptcp limits set subflow {} add_addr_accepted {}",
+                limits.subflows, limits.add_addr_accepted
+            ),
+            Op::MptcpEndpoint {
+                ns,
+                addr,
+                dev,
+                kind,
+            } => write!(f, "ip -n {ns} mptcp endpoint add {addr} dev {dev} {kind}"),
             Op::Tc { ns, args } => {
                 write!(f, "tc -n {ns}")?;
                 // An argument with spaces (a cBPF program) in quotes, as
@@ -355,7 +385,9 @@ impl Op {
             | Op::Vxlan { ns, .. }
             | Op::Rule { ns, .. }
             | Op::Route(Route { ns, .. })
-            | Op::Tc { ns, .. } => ns,
+            | Op::Tc { ns, .. }
+            | Op::MptcpLimits { ns, .. }
+            | Op::MptcpEndpoint { ns, .. } => ns,
             Op::Veth { ns_a, .. } => ns_a,
         }
     }
@@ -417,6 +449,32 @@ impl Op {
                     name: kernel_feature(name).into(),
                 };
                 Host::open(Fs::at("/"))?.set(&s, if *on { "on" } else { "off" })
+            }
+            Op::MptcpLimits { limits, .. } => {
+                let mut pm = PathManager::open()?;
+                pm.set_limits(*limits)?;
+                let got = pm.limits()?;
+                if got != *limits {
+                    return Err(HostError::Command {
+                        cmd: what,
+                        stderr: format!("the kernel kept {got:?}"),
+                    });
+                }
+                Ok(())
+            }
+            Op::MptcpEndpoint {
+                addr, dev, kind, ..
+            } => {
+                let i = index(&mut Rtnl::open()?, dev)?;
+                let mut pm = PathManager::open()?;
+                pm.add_endpoint(*addr, i, *kind)?;
+                if !pm.endpoints()?.iter().any(|e| e.addr == *addr) {
+                    return Err(HostError::Command {
+                        cmd: what,
+                        stderr: "the endpoint is not listed after adding it".into(),
+                    });
+                }
+                Ok(())
             }
             Op::Up { dev, .. } => {
                 let mut rt = Rtnl::open()?;

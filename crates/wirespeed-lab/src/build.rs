@@ -14,6 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+use wirespeed_host::mptcp::{self, EndpointKind, Limits};
 use wirespeed_host::netops::Route;
 use wirespeed_host::{LinkSize, Op};
 
@@ -248,6 +249,42 @@ pub fn build_ops(spec: &LabSpec, plan: &Addressing) -> Vec<Op> {
     for h in &spec.hosts {
         for (k, v) in h.sysctl.iter().filter(|(k, _)| dev_sysctl(k)) {
             out.push(sysctl(&ns(&h.name), k, v));
+        }
+    }
+    out.extend(mptcp_ops(spec, plan));
+    out
+}
+
+/// Each `[[mptcp]]` host's limits, then its endpoints: its address on
+/// each named link, IPv4 and IPv6.
+fn mptcp_ops(spec: &LabSpec, plan: &Addressing) -> Vec<Op> {
+    let mut out = Vec::new();
+    for m in &spec.mptcp {
+        let ns = ns_name(&spec.name, &m.host);
+        out.push(Op::MptcpLimits {
+            ns: ns.clone(),
+            limits: Limits {
+                subflows: m.subflows,
+                add_addr_accepted: m.add_addr_accepted,
+            },
+        });
+        // Validated by the spec: a bad kind or link is left out here.
+        let Some(kind) = EndpointKind::parse(&m.kind) else {
+            continue;
+        };
+        for nic in m
+            .endpoints
+            .iter()
+            .filter_map(|&k| plan.links.get(k)?.end(&m.host))
+        {
+            for addr in [IpAddr::from(nic.addr4), IpAddr::from(nic.addr6)] {
+                out.push(Op::MptcpEndpoint {
+                    ns: ns.clone(),
+                    addr,
+                    dev: nic.dev.clone(),
+                    kind,
+                });
+            }
         }
     }
     out
@@ -755,6 +792,13 @@ impl Lab {
         }
         sweep_stale();
         let plan = address(spec).map_err(LabError::Spec)?;
+        if let Some(why) = mptcp::unsupported(Path::new("/proc/sys"))
+            && !spec.mptcp.is_empty()
+        {
+            return Err(LabError::Spec(format!(
+                "{why}; this lab's [[mptcp]] tables cannot be built here"
+            )));
+        }
         for h in &spec.hosts {
             let n = ns_name(&spec.name, &h.name);
             if Path::new("/run/netns").join(&n).exists() {
@@ -934,6 +978,29 @@ mod tests {
     }
 
     #[test]
+    fn mptcp_limits_come_before_endpoints_on_both_families() {
+        let mut spec = LabSpec::two_hosts("mp", 2, None);
+        spec.subnet_base = Some(61);
+        spec.mptcp.push(crate::spec::MptcpSpec {
+            host: "b".into(),
+            endpoints: vec![1],
+            kind: "signal".into(),
+            subflows: 2,
+            add_addr_accepted: 0,
+        });
+        let cmds = command_lines(&spec);
+        let at = |x: &str| cmds.iter().position(|c| c == x);
+        let limits = at("ip -n mp-b mptcp limits set subflow 2 add_addr_accepted 0").unwrap();
+        let v4 = at("ip -n mp-b mptcp endpoint add 10.61.1.2 dev eth1 signal").unwrap();
+        assert!(limits < v4, "{cmds:?}");
+        assert!(at("ip -n mp-b mptcp endpoint add fd00:10:61:1::2 dev eth1 signal").is_some());
+        assert_eq!(
+            cmds.iter().filter(|c| c.contains("mptcp endpoint")).count(),
+            2
+        );
+    }
+
+    #[test]
     fn commands_build_links_caps_routes_and_overlays() {
         let mut spec = LabSpec::two_hosts("cmds", 2, Some("1gbit"));
         spec.subnet_base = Some(61);
@@ -965,6 +1032,7 @@ mod tests {
         ));
         assert!(has("ip -n cmds-a link set dev vx0 mtu 1450"));
         assert!(!has("flowid"), "no per-flow caps unless asked");
+        assert!(!has("mptcp"), "no MPTCP unless asked");
         // Namespaces come first, routes after the links they use.
         let pos = |x: &str| cmds.iter().position(|c| c.contains(x)).unwrap();
         assert!(pos("netns add cmds-b") < pos("type veth"));

@@ -1,12 +1,13 @@
 //! What a lab is: hosts, veth links between them (MTU, GSO/GRO sizes, rate
 //! caps), VXLAN overlays on a link, static and ECMP multipath routes,
-//! per-NIC source routing and sysctls. Read from TOML (docs/lab-file.md) or
+//! per-NIC source routing, sysctls and MPTCP path managers. Read from TOML (docs/lab-file.md) or
 //! built in code; validated before anything touches the kernel.
 
 use crate::error::LabError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+use wirespeed_host::mptcp::{EndpointKind, LIMIT_MAX};
 
 /// One emulated host: a network namespace.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -141,6 +142,37 @@ pub struct RouteSpec {
     pub links: Vec<usize>,
 }
 
+/// One host's MPTCP path manager: its limits and the NICs it uses as
+/// endpoints (announced to the peer with `signal`, used to open subflows
+/// with `subflow`), as `ip mptcp limits` and `ip mptcp endpoint add` set
+/// them. Needs a kernel with MPTCP; the lab refuses to build without.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpSpec {
+    /// The host.
+    pub host: String,
+    /// Links (indices) whose address on this host becomes an endpoint.
+    #[serde(default)]
+    pub endpoints: Vec<usize>,
+    /// `signal` (default) or `subflow`.
+    #[serde(default = "default_mptcp_kind")]
+    pub kind: String,
+    /// Extra subflows per connection (0-8, default 2).
+    #[serde(default = "default_mptcp_limit")]
+    pub subflows: u32,
+    /// Peer announcements used (0-8, default 2).
+    #[serde(default = "default_mptcp_limit")]
+    pub add_addr_accepted: u32,
+}
+
+fn default_mptcp_kind() -> String {
+    "signal".into()
+}
+
+fn default_mptcp_limit() -> u32 {
+    2
+}
+
 /// A whole lab.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -163,6 +195,9 @@ pub struct LabSpec {
     /// Routes.
     #[serde(default, rename = "route")]
     pub routes: Vec<RouteSpec>,
+    /// MPTCP path managers, one per host at most.
+    #[serde(default)]
+    pub mptcp: Vec<MptcpSpec>,
 }
 
 /// The rates a lab cap takes, bits per second: tbf and htb need at least
@@ -563,6 +598,50 @@ impl LabSpec {
                 }
             }
         }
+        self.check_mptcp()
+    }
+
+    /// The `[[mptcp]]` tables: a host of the lab, at most one table per
+    /// host, links that touch it, limits the kernel takes.
+    fn check_mptcp(&self) -> Result<(), (At<'static>, String)> {
+        for (i, m) in self.mptcp.iter().enumerate() {
+            let at = |field| At {
+                table: Some(("mptcp", i)),
+                field,
+            };
+            if !self.hosts.iter().any(|h| h.name == m.host) {
+                return Err((at("host"), format!("no host named {:?}", m.host)));
+            }
+            if self.mptcp[..i].iter().any(|o| o.host == m.host) {
+                return Err((
+                    at("host"),
+                    format!("host {:?} has an [[mptcp]] table already", m.host),
+                ));
+            }
+            for &k in &m.endpoints {
+                match self.links.get(k) {
+                    None => return Err((at("endpoints"), format!("link {k} does not exist"))),
+                    Some(l) if l.a != m.host && l.b != m.host => {
+                        return Err((
+                            at("endpoints"),
+                            format!("link {k} does not touch host {:?}", m.host),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+            if EndpointKind::parse(&m.kind).is_none() {
+                return Err((at("kind"), format!("{:?}: signal or subflow", m.kind)));
+            }
+            for (field, v) in [
+                ("subflows", m.subflows),
+                ("add_addr_accepted", m.add_addr_accepted),
+            ] {
+                if v > LIMIT_MAX {
+                    return Err((at(field), format!("{v}: the kernel takes 0-{LIMIT_MAX}")));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -693,6 +772,28 @@ links = [0, 1]
         let e = err(&GOOD.replace("mtu = 9000", "mtu = \"big\""));
         assert!(e.contains("line 17"), "{e}");
         assert!(err("name = \"x y\"\n[[host]]\nname=\"a\"").contains("line 1"));
+    }
+
+    #[test]
+    fn mptcp_tables_are_checked() {
+        let with = |t: &str| format!("{GOOD}\n[[mptcp]]\n{t}\n");
+        let s = LabSpec::from_toml_str(&with("host = \"b\"\nendpoints = [1]")).unwrap();
+        assert_eq!(s.mptcp[0].kind, "signal");
+        assert_eq!((s.mptcp[0].subflows, s.mptcp[0].add_addr_accepted), (2, 2));
+        for (t, want) in [
+            ("host = \"c\"", "no host named \"c\""),
+            ("host = \"b\"\nendpoints = [5]", "link 5 does not exist"),
+            ("host = \"b\"\nkind = \"backup\"", "signal or subflow"),
+            ("host = \"b\"\nsubflows = 9", "0-8"),
+            (
+                "host = \"b\"\n[[mptcp]]\nhost = \"b\"",
+                "has an [[mptcp]] table already",
+            ),
+        ] {
+            let e = err(&with(t));
+            assert!(e.contains("[[mptcp]]") || e.contains("mptcp #"), "{e}");
+            assert!(e.contains(want), "{t}: {e}");
+        }
     }
 
     #[test]
