@@ -29,6 +29,7 @@
 use crate::auth::{Refusal, Target, Verifier};
 use crate::error::{FleetError, Result};
 use crate::fleet::Fleet;
+use crate::fleet_parts::{Assembly, FleetPart, Progress};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Path, Request, State};
@@ -386,6 +387,7 @@ struct Shared {
     verifier: Mutex<Verifier>,
     key: Vec<u8>,
     fleet: RwLock<Option<Fleet>>,
+    pending: Mutex<Assembly>,
     pinned: bool,
     results: Mutex<BTreeMap<u64, RunRecord>>,
     next_id: AtomicU64,
@@ -634,17 +636,55 @@ fn check_spec(spec: &TestSpec) -> std::result::Result<(), String> {
 }
 
 async fn set_fleet(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
-    if st.pinned {
-        st.metrics.refuse("fleet_pinned");
-        return json_error(
-            StatusCode::CONFLICT,
-            "this agent's fleet was given with --fleet and cannot be changed over HTTP",
-        );
+    if let Some(r) = fleet_pinned(&st) {
+        return r;
     }
-    let fleet: Fleet = match serde_json::from_slice(&body) {
-        Ok(f) => f,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, format!("not a fleet: {e}")),
+    match serde_json::from_slice::<Fleet>(&body) {
+        Ok(f) => install_fleet(&st, f),
+        Err(e) => json_error(StatusCode::BAD_REQUEST, format!("not a fleet: {e}")),
+    }
+}
+
+/// `PUT /v1/fleet/part`: one part of a fleet too large for one body
+/// ([`crate::fleet_parts`]); 202 until the last part, then as `PUT /v1/fleet`.
+async fn set_fleet_part(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
+    if let Some(r) = fleet_pinned(&st) {
+        return r;
+    }
+    let part: FleetPart = match serde_json::from_slice(&body) {
+        Ok(p) => p,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, format!("not a fleet part: {e}")),
     };
+    let progress = st
+        .pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .add(part);
+    match progress {
+        Ok(Progress::Complete(f)) => install_fleet(&st, f),
+        Ok(Progress::Partial(got, of)) => (
+            StatusCode::ACCEPTED,
+            axum::Json(serde_json::json!({ "received": got, "of": of })),
+        )
+            .into_response(),
+        Err(e) => json_error(StatusCode::BAD_REQUEST, e),
+    }
+}
+
+/// The refusal to change a fleet given with --fleet, or None.
+fn fleet_pinned(st: &Shared) -> Option<Response> {
+    if !st.pinned {
+        return None;
+    }
+    st.metrics.refuse("fleet_pinned");
+    Some(json_error(
+        StatusCode::CONFLICT,
+        "this agent's fleet was given with --fleet and cannot be changed over HTTP",
+    ))
+}
+
+/// Validates and installs a fleet.
+fn install_fleet(st: &Shared, fleet: Fleet) -> Response {
     if let Err(e) = fleet.validate() {
         return json_error(StatusCode::BAD_REQUEST, e.to_string());
     }
@@ -799,7 +839,8 @@ fn router(st: Arc<Shared>, limits: &HttpLimits, metrics_open: bool) -> Router {
         .route("/v1/results", get(results))
         .route("/v1/results/{id}", get(result))
         .route("/v1/run", post(run))
-        .route("/v1/fleet", put(set_fleet));
+        .route("/v1/fleet", put(set_fleet))
+        .route("/v1/fleet/part", put(set_fleet_part));
     let (keyed, open) = if metrics_open {
         (keyed, Router::new().route("/metrics", get(metrics)))
     } else {
@@ -886,6 +927,7 @@ impl Agent {
             key: cfg.key.clone(),
             pinned: cfg.fleet.is_some(),
             fleet: RwLock::new(cfg.fleet.clone()),
+            pending: Mutex::new(Assembly::default()),
             results: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(0),
             running: AtomicU64::new(0),

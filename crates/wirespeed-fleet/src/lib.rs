@@ -5,7 +5,8 @@
 //!   (`/healthz`, Prometheus `/metrics`, results and facts,
 //!   `POST /v1/run` to test a peer of its fleet; all but `/healthz` keyed,
 //!   [`auth`]); [`agent::serve`].
-//! - [`fleet`]: the agents of a fleet (a TOML file or built in code).
+//! - [`fleet`]: the agents of a fleet (a TOML file or built in code);
+//!   [`fleet_parts`]: a fleet too large for one request, sent in parts.
 //! - [`plan`]: who tests whom, in rounds that keep each host in at most
 //!   K tests at once; [`plan()`].
 //! - [`run`]: the controller that runs a plan through the agents;
@@ -28,6 +29,7 @@ pub mod analyze;
 pub mod auth;
 mod error;
 pub mod fleet;
+pub mod fleet_parts;
 pub mod plan;
 pub mod run;
 pub mod transport;

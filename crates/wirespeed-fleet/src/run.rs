@@ -15,6 +15,15 @@ use std::time::{Duration, Instant};
 use wirespeed_types::fleet::{AgentStatus, FLEET_SCHEMA_VERSION, FleetResults, LinkTest};
 use wirespeed_types::{PathSpec, TestSpec};
 
+/// The largest fleet body sent in one `PUT /v1/fleet`: under the agent's
+/// default 64 KiB body limit with room for headers; a larger fleet goes
+/// in parts of at most this size.
+pub const FLEET_BODY: usize = 48 * 1024;
+
+/// Agents the controller checks, reads and sends the fleet to at once
+/// before a run.
+pub const SETUP_AT_ONCE: usize = 64;
+
 /// One workload of a run: its label and spec (paths are set per NIC pair).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkloadSpec {
@@ -273,18 +282,37 @@ impl AgentClient {
         self.answer("read facts", r)
     }
 
-    /// `PUT /v1/fleet`; Ok(false) when the agent's fleet is pinned.
+    /// `PUT /v1/fleet`, or `PUT /v1/fleet/part` for each part of a fleet
+    /// over [`FLEET_BODY`] bytes ([`crate::fleet_parts`]); Ok(false) when
+    /// the agent's fleet is pinned.
     pub async fn push_fleet(&self, fleet: &Fleet) -> Result<bool> {
         let body = serde_json::to_vec(fleet).map_err(|e| self.err(e.to_string()))?;
-        let r = self.call("/v1/fleet", "PUT", "/v1/fleet", body).await?;
-        if r.status == 409 {
-            return Ok(false);
+        if body.len() <= FLEET_BODY {
+            let r = self.call("/v1/fleet", "PUT", "/v1/fleet", body).await?;
+            return self.fleet_answer(r);
         }
-        if (200..300).contains(&r.status) {
-            return Ok(true);
+        let parts = crate::fleet_parts::split(fleet, FLEET_BODY).map_err(|e| self.err(e))?;
+        for p in parts {
+            let body = serde_json::to_vec(&p).map_err(|e| self.err(e.to_string()))?;
+            let r = self
+                .call("/v1/fleet", "PUT", "/v1/fleet/part", body)
+                .await?;
+            if !self.fleet_answer(r)? {
+                return Ok(false);
+            }
         }
-        self.answer::<serde_json::Value>("set the fleet", r)
-            .map(|_| true)
+        Ok(true)
+    }
+
+    /// Ok(false) on 409 (pinned), Ok(true) on success, else the error.
+    fn fleet_answer(&self, r: AgentResponse) -> Result<bool> {
+        match r.status {
+            409 => Ok(false),
+            200..300 => Ok(true),
+            _ => self
+                .answer::<serde_json::Value>("set the fleet", r)
+                .map(|_| true),
+        }
     }
 
     /// `POST /v1/run`: starts a test; its id.
@@ -391,17 +419,20 @@ pub async fn run_async(fleet: &Fleet, plan: &Plan, opts: &RunOptions) -> Result<
         }),
     };
     let mut notes = Vec::new();
-    // Health, facts and the fleet, every agent at once.
-    let first = futures_join(ctx.clients.iter().map(|c| async {
-        c.health().await?;
-        let facts = c.facts().await.ok();
-        let pushed = if opts.push_fleet {
-            Some(c.push_fleet(fleet).await?)
-        } else {
-            None
-        };
-        Ok::<_, FleetError>((facts, pushed))
-    }))
+    // Health, facts and the fleet, SETUP_AT_ONCE agents at a time.
+    let first = futures_join_bounded(
+        SETUP_AT_ONCE,
+        ctx.clients.iter().map(|c| async {
+            c.health().await?;
+            let facts = c.facts().await.ok();
+            let pushed = if opts.push_fleet {
+                Some(c.push_fleet(fleet).await?)
+            } else {
+                None
+            };
+            Ok::<_, FleetError>((facts, pushed))
+        }),
+    )
     .await;
     let mut snapshots = Vec::new();
     for (i, r) in first.into_iter().enumerate() {
@@ -488,17 +519,41 @@ pub fn client_of(agent: &AgentSpec, opts: &RunOptions) -> Result<AgentClient> {
 
 /// Joins futures, keeping their order.
 async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    futures_join_bounded(usize::MAX, fs).await
+}
+
+/// Joins futures, keeping their order, with at most `limit` started and
+/// unfinished at once (a future does nothing until first polled): the
+/// controller talks to a thousand agents without a thousand connections.
+async fn futures_join_bounded<F: std::future::Future>(
+    limit: usize,
+    fs: impl Iterator<Item = F>,
+) -> Vec<F::Output> {
     // Every future is polled by this task: no 'static bound, no spawn.
     let mut fs: Vec<_> = fs.map(Box::pin).collect();
     let mut out: Vec<Option<F::Output>> = fs.iter().map(|_| None).collect();
+    let mut started = vec![false; fs.len()];
+    let mut active = 0usize;
     std::future::poll_fn(|cx| {
         let mut pending = false;
-        for (f, o) in fs.iter_mut().zip(out.iter_mut()) {
-            if o.is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => *o = Some(v),
-                    std::task::Poll::Pending => pending = true,
+        for ((f, o), s) in fs.iter_mut().zip(out.iter_mut()).zip(started.iter_mut()) {
+            if o.is_some() {
+                continue;
+            }
+            if !*s {
+                if active >= limit {
+                    pending = true;
+                    continue;
                 }
+                *s = true;
+                active += 1;
+            }
+            match f.as_mut().poll(cx) {
+                std::task::Poll::Ready(v) => {
+                    *o = Some(v);
+                    active -= 1;
+                }
+                std::task::Poll::Pending => pending = true,
             }
         }
         if pending {
