@@ -38,14 +38,14 @@ fn join(c: &FlowStamps, s: &FlowStamps, out: &mut Vec<Joined>) -> u64 {
         .filter(|r| r.0.is_multiple_of(stride))
         .map(|r| (r.0, r.1))
         .collect();
-    for (seq, m, window) in &c.recs {
+    for (seq, m, window, rtt) in &c.recs {
         if !window || !seq.is_multiple_of(stride) {
             continue;
         }
         if let Some(t) = theirs.get(seq) {
             let turn: i64 = t.iter().sum();
             let parts = [m[0], m[1], m[2] - turn, t[0], t[1], t[2], t[3], m[3]];
-            out.push((c.id, *seq, parts));
+            out.push((c.id, *seq, parts, *rtt));
         }
     }
     stride
@@ -56,6 +56,7 @@ fn join(c: &FlowStamps, s: &FlowStamps, out: &mut Vec<Joined>) -> u64 {
 pub fn combine(
     mine: &[FlowStamps],
     theirs: &[FlowStamps],
+    all_p50_us: Option<f64>,
     notes: &mut Vec<String>,
 ) -> Option<Breakdown> {
     let mut joined = Vec::new();
@@ -80,6 +81,7 @@ pub fn combine(
     let stamped: u64 = mine.iter().map(|c| c.transactions).sum();
     let cost: u64 = mine.iter().map(|c| c.cost_ns).sum();
     b.sampled_every = stride;
+    b.stamping_cost_us = all_p50_us.map_or(0.0, |p| b.measured_p50_us - p);
     b.incomplete = mine.iter().chain(theirs).map(|c| c.incomplete).sum();
     b.cost_ns_per_transaction = if stamped > 0 {
         cost as f64 / stamped as f64
@@ -99,7 +101,7 @@ pub fn combine(
 mod tests {
     use super::*;
 
-    fn side(id: u32, stride: u64, recs: Vec<(u64, [i64; 4], bool)>) -> FlowStamps {
+    fn side(id: u32, stride: u64, recs: Vec<(u64, [i64; 4], bool, i64)>) -> FlowStamps {
         FlowStamps {
             id,
             stride,
@@ -123,24 +125,27 @@ mod tests {
             2,
             (0..8)
                 .step_by(2)
-                .map(|i| (i, [4000, 1000, 2000, 1000], true))
+                .map(|i| (i, [4000, 1000, 2000, 1000], true, 0))
                 .collect(),
         );
         let mut notes = Vec::new();
-        let b = combine(&[c], &[s], &mut notes).expect("breakdown");
+        let b = combine(&[c], &[s], Some(25.0), &mut notes).expect("breakdown");
         // Numbers 2, 4, 6: 0 is outside the window, odd ones unsampled.
         assert_eq!(b.transactions, 3);
         assert_eq!(b.sampled_every, 2);
         let p50 = b.at(50.0).expect("p50");
         assert!((p50.round_trip_us - 26.0).abs() < 1e-9);
         assert!((p50.parts_us[2] - 12.0).abs() < 1e-9, "{p50:?}");
+        assert!((b.measured_p50_us - 26.5).abs() < 1e-9);
+        assert!((b.stamping_cost_us - 1.5).abs() < 1e-9);
+        assert!((b.sum_error_p50 - 0.5 / 26.5).abs() < 1e-9);
         assert!(notes.is_empty());
     }
 
     #[test]
     fn says_why_there_is_none() {
         let mut notes = Vec::new();
-        assert!(combine(&[side(0, 1, Vec::new())], &[], &mut notes).is_none());
+        assert!(combine(&[side(0, 1, Vec::new())], &[], None, &mut notes).is_none());
         assert!(notes[0].contains("server sent no timestamps"));
         assert!(check(&[side(5, 1, Vec::new())], 1).is_err());
         assert!(check(&[side(0, 3, Vec::new())], 1).is_err());

@@ -492,7 +492,9 @@ pub fn run_test_via(
         res.client = a.ip().to_string();
     }
     if spec.breakdown {
-        res.breakdown = crate::breakdown::combine(&mine.stamps, &theirs.stamps, &mut res.notes);
+        let p50 = res.latency.as_ref().map(|l| l.p50_us);
+        res.breakdown =
+            crate::breakdown::combine(&mine.stamps, &theirs.stamps, p50, &mut res.notes);
     }
     if spec.mptcp && res.congestion_control == "bbr" {
         // Measured on kernel 6.18 veth: 0.22 Gbit/s with bbr, 48 with

@@ -142,12 +142,16 @@ impl RrClient {
         let mut rounds = 0;
         loop {
             if self.sending {
-                if let Some(b) = self.stamps.as_mut() {
-                    b.writing();
-                }
-                if let Some(st) =
-                    send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-                {
+                let sent = match self.stamps.as_mut() {
+                    Some(b) => {
+                        b.writing();
+                        b.send_message(ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                    }
+                    None => {
+                        send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                    }
+                };
+                if let Some(st) = sent {
                     return Ok(st);
                 }
                 if let Some(b) = self.stamps.as_mut() {
@@ -171,10 +175,10 @@ impl RrClient {
             if let Some(st) = got {
                 return Ok(st);
             }
-            if let Some(b) = self.stamps.as_mut() {
-                b.response_read();
-            }
             let now = Instant::now();
+            if let Some(b) = self.stamps.as_mut() {
+                b.response_read(now.saturating_duration_since(self.started));
+            }
             ts.record_until(self.started, now, self.probe);
             self.counters.add_transaction();
             if self.stop_wanted {
@@ -301,9 +305,13 @@ impl Flow for RrServer {
                 self.sending = true;
                 self.left = self.response;
             }
-            if let Some(st) =
-                send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-            {
+            let sent = match self.stamps.as_mut() {
+                Some(b) => {
+                    b.send_message(ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                }
+                None => send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?,
+            };
+            if let Some(st) = sent {
                 return Ok(st);
             }
             if let Some(b) = self.stamps.as_mut() {

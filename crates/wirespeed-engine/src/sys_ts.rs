@@ -38,12 +38,12 @@ const SCM_TSTAMP_SND: u32 = 0;
 const SCM_TSTAMP_SCHED: u32 = 1;
 const SCM_TSTAMP_ACK: u32 = 2;
 
-/// The software timestamping flags `--breakdown` asks for: SCHED and SND on
-/// transmit, receive timestamps, a byte key per send (counted from this
+/// The socket's timestamping flags for `--breakdown`: receive timestamps,
+/// software timestamps reported, a byte key per send (counted from this
 /// call: OPT_ID_TCP), no payload copies on the error queue (OPT_TSONLY).
-const FLAGS: libc::c_uint = libc::SOF_TIMESTAMPING_TX_SCHED
-    | libc::SOF_TIMESTAMPING_TX_SOFTWARE
-    | libc::SOF_TIMESTAMPING_RX_SOFTWARE
+/// Transmit timestamps are asked for per send ([`send_stamped`]), only
+/// for the sampled transactions.
+const FLAGS: libc::c_uint = libc::SOF_TIMESTAMPING_RX_SOFTWARE
     | libc::SOF_TIMESTAMPING_SOFTWARE
     | libc::SOF_TIMESTAMPING_OPT_ID
     | libc::SOF_TIMESTAMPING_OPT_TSONLY;
@@ -73,6 +73,45 @@ pub fn enable(fd: RawFd) -> io::Result<()> {
     match set_flags(fd, FLAGS | libc::SOF_TIMESTAMPING_OPT_ID_TCP) {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => set_flags(fd, FLAGS),
         r => r,
+    }
+}
+
+/// What [`send_stamped`] asks of the kernel for one send: SCHED and SND.
+const TX_FLAGS: u32 = libc::SOF_TIMESTAMPING_TX_SCHED | libc::SOF_TIMESTAMPING_TX_SOFTWARE;
+
+/// Sends like `send`, asking for SCHED and SND timestamps of this send's
+/// last byte (an SO_TIMESTAMPING control message).
+pub fn send_stamped(fd: RawFd, buf: &[u8], wait: bool) -> io::Result<usize> {
+    let mut flags = libc::MSG_NOSIGNAL;
+    if !wait {
+        flags |= libc::MSG_DONTWAIT;
+    }
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let mut control = [0u64; 4];
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is arithmetic; the one header and its u32 fit in
+    // the 32-byte buffer, which CMSG_FIRSTHDR points into; the kernel only
+    // reads `buf` through the iovec.
+    let ret = unsafe {
+        msg.msg_controllen = libc::CMSG_SPACE(4) as usize;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SO_TIMESTAMPING;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(4) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg) as *mut u32, TX_FLAGS);
+        libc::sendmsg(fd, &msg, flags)
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
     }
 }
 

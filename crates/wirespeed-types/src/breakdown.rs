@@ -90,6 +90,16 @@ pub struct Breakdown {
     /// The client's timestamp bookkeeping per transaction (error-queue
     /// reads, matching), nanoseconds.
     pub cost_ns_per_transaction: f64,
+    /// Median round trip of the sampled transactions by the client's own
+    /// monotonic clock (what rr measures), microseconds.
+    pub measured_p50_us: f64,
+    /// Median over the sampled transactions of |sum of segments - measured
+    /// round trip| / measured round trip: how well the segments add up.
+    pub sum_error_p50: f64,
+    /// How much longer the sampled (timestamped) transactions took at p50
+    /// than all of the test's: the kernel's cost of generating SCHED and
+    /// SND timestamps, inside the segments, microseconds.
+    pub stamping_cost_us: f64,
     /// Remarks: missing timestamps, fallbacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -109,8 +119,9 @@ impl Breakdown {
     }
 }
 
-/// One joined transaction: its flow, number and segments in nanoseconds.
-pub type Joined = (u32, u64, [i64; 8]);
+/// One joined transaction: its flow, number, segments and the client's
+/// monotonic-clock round trip, in nanoseconds.
+pub type Joined = (u32, u64, [i64; 8], i64);
 
 /// How many slowest transactions a breakdown keeps.
 pub const SLOWEST: usize = 10;
@@ -187,6 +198,17 @@ pub fn summarize(mut joined: Vec<Joined>) -> Option<Breakdown> {
         .map(|(i, (name, _))| stats(name, joined.iter().map(|t| t.2[i]).collect()))
         .collect();
     let round_trip = stats("round_trip", joined.iter().map(total).collect());
+    let measured = stats("measured", joined.iter().map(|t| t.3).collect());
+    let mut errs: Vec<f64> = joined
+        .iter()
+        .filter(|t| t.3 > 0)
+        .map(|t| (total(t) - t.3).abs() as f64 / t.3 as f64)
+        .collect();
+    errs.sort_by(f64::total_cmp);
+    let sum_error_p50 = errs
+        .get(errs.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(0.0);
     let slowest = joined
         .iter()
         .rev()
@@ -205,6 +227,8 @@ pub fn summarize(mut joined: Vec<Joined>) -> Option<Breakdown> {
         round_trip,
         at_percentiles: PERCENTILES.iter().map(|&q| slice(&joined, q)).collect(),
         slowest,
+        measured_p50_us: measured.p50_us,
+        sum_error_p50,
         ..Breakdown::default()
     })
 }
@@ -214,7 +238,12 @@ mod tests {
     use super::*;
 
     fn t(seq: u64, wire: i64) -> Joined {
-        (0, seq, [1000, 1000, wire, 1000, 0, 1000, 1000, 1000])
+        (
+            0,
+            seq,
+            [1000, 1000, wire, 1000, 0, 1000, 1000, 1000],
+            6000 + wire,
+        )
     }
 
     #[test]
@@ -231,6 +260,8 @@ mod tests {
         assert_eq!(top.seq, 7);
         assert!(top.parts_us[2] > 900.0);
         assert_eq!(b.segments[2].p50_us, 4.0);
+        assert_eq!(b.sum_error_p50, 0.0);
+        assert_eq!(b.measured_p50_us, 10.0);
     }
 
     #[test]

@@ -12,16 +12,22 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 use wirespeed_lab::{Lab, LabSpec, VxlanSpec};
 
-/// Runs `bench DST -w rr --breakdown --json ARGS` in host a; the result.
+/// Runs `bench DST -w rr --breakdown --json -d 2s ARGS` in host a; the
+/// result.
 fn breakdown(lab: &Lab, dst: &str, args: &[&str]) -> Value {
+    breakdown_for(lab, dst, "2s", args)
+}
+
+/// As [`breakdown`], for `secs`.
+fn breakdown_for(lab: &Lab, dst: &str, secs: &str, args: &[&str]) -> Value {
     let mut cmd = lab.command("a", bin());
     cmd.args(["bench", dst, "--port", "5300", "-w", "rr", "--breakdown"])
-        .args(["--json", "-d", "2s", "--warmup", "0.5s"])
+        .args(["--json", "-d", secs, "--warmup", "0.5s"])
         .args(args);
     let r = first_result(&run(cmd));
     let b = &r["breakdown"];
     assert!(b.is_object(), "no breakdown: {r}");
-    assert!(f(b, "transactions") >= 50.0, "too few joined: {b}");
+    assert!(f(b, "transactions") >= 20.0, "too few joined: {b}");
     let bad = f(b, "incomplete") / (f(b, "transactions") + f(b, "incomplete"));
     assert!(bad < 0.1, "{}% incomplete: {b}", bad * 100.0);
     r
@@ -58,14 +64,26 @@ fn growth(before: &Value, after: &Value) -> Vec<(&'static str, f64)> {
     g
 }
 
+/// Segment `name` grew at p50 by over 500 us, and no other segment by a
+/// tenth of that.
+fn only_grows(before: &Value, after: &Value, name: &str) {
+    let g = growth(before, after);
+    let d = p50(after, name) - p50(before, name);
+    assert!(d > 500.0, "{name} grew by {d} us only");
+    for (n, o) in g.iter().filter(|(n, _)| *n != name) {
+        assert!(*o < d / 10.0, "{n} grew by {o} us beside {name}'s {d}");
+    }
+}
+
 fn server_addr(lab: &Lab) -> String {
     lab.addr4("b", 0).unwrap().to_string()
 }
 
-// At p50 the transactions' segments add up to the round trip the client
-// measures on its own (monotonic) clock within 2%, for 1-byte and
-// 80000-byte messages; every host segment is non-negative at p50 (a
-// timestamp tied to the wrong bytes would show as a negative wire).
+// Each sampled transaction's segments add up to the round trip the client
+// measured for it on its own monotonic clock: within 2% at p50 (of the
+// per-transaction error, and of the medians), for 1-byte and 80000-byte
+// messages; every host segment is non-negative at p50 (a timestamp tied
+// to the wrong bytes would show as a negative wire).
 #[test]
 fn segments_add_up_to_the_round_trip_at_p50() {
     if !root_or_skip("segments_add_up") {
@@ -76,8 +94,9 @@ fn segments_add_up_to_the_round_trip_at_p50() {
     let (lab, _server) = lab_spec_with_server(&spec);
     for size in ["1", "80000"] {
         let r = breakdown(&lab, &server_addr(&lab), &["--size", size]);
-        let measured = f(&r["latency"], "p50_us");
-        let at = &r["breakdown"]["at_percentiles"][0];
+        let b = &r["breakdown"];
+        let measured = f(b, "measured_p50_us");
+        let at = &b["at_percentiles"][0];
         assert_eq!(f(at, "percentile"), 50.0);
         let sum: f64 = at["parts_us"]
             .as_array()
@@ -85,12 +104,18 @@ fn segments_add_up_to_the_round_trip_at_p50() {
             .iter()
             .map(|v| v.as_f64().unwrap())
             .sum();
-        let err = (sum - measured).abs() / measured;
+        let err = f(b, "sum_error_p50");
         eprintln!(
-            "size {size}: segments sum {sum:.2} us, measured p50 {measured:.2} us, error {:.2}%",
-            err * 100.0
+            "size {size}: per-transaction error at p50 {:.3}%; segments at p50 sum to {sum:.2} us, measured p50 {measured:.2} us; all transactions p50 {:.2} us (stamping cost {:.2} us)",
+            err * 100.0,
+            f(&r["latency"], "p50_us"),
+            f(b, "stamping_cost_us")
         );
-        assert!(err < 0.02, "size {size}: sum {sum} against {measured}");
+        assert!(err < 0.02, "size {size}: per-transaction error {err}");
+        assert!(
+            (sum - measured).abs() / measured < 0.02,
+            "size {size}: sum {sum} against {measured}"
+        );
         for n in NAMES {
             assert!(p50(&r, n) >= 0.0, "size {size}: {n} negative at p50");
         }
@@ -147,17 +172,10 @@ fn a_cpu_hog_on_the_servers_cpu_grows_the_server_wake_up() {
     hog.args(["-c", "1", "sh", "-c", "while :; do :; done"]);
     let hog = Proc(hog.spawn().expect("start the hog"));
     wait_busy(hog.0.id());
-    let after = breakdown(&lab, &server_addr(&lab), &pin);
+    // Starved, the server answers a few dozen requests a second.
+    let after = breakdown_for(&lab, &server_addr(&lab), "5s", &pin);
     drop(hog);
-    let g = growth(&before, &after);
-    let wake = g[3].1;
-    assert!(
-        wake > 500.0 && p50(&after, "server_rx_stack") > 5.0 * p50(&before, "server_rx_stack"),
-        "server wake-up grew by {wake} us only"
-    );
-    for (n, d) in g.iter().filter(|(n, _)| *n != "server_rx_stack") {
-        assert!(*d < wake / 10.0, "{n} grew by {d} us beside {wake}");
-    }
+    only_grows(&before, &after, "server_rx_stack");
 }
 
 /// Starts a 2-flow cubic stream from a to b that runs `secs` seconds;
@@ -193,15 +211,7 @@ fn a_standing_queue_in_tbf_grows_the_client_queue() {
     let stream = background_stream(&lab, "8s");
     let after = breakdown(&lab, &server_addr(&lab), &["--size", "1"]);
     drop(stream);
-    let g = growth(&before, &after);
-    let q = g[1].1;
-    assert!(
-        q > 500.0 && p50(&after, "client_queue") > 10.0 * p50(&before, "client_queue"),
-        "client queue grew by {q} us only"
-    );
-    for (n, d) in g.iter().filter(|(n, _)| *n != "client_queue") {
-        assert!(*d < q / 10.0, "{n} grew by {d} us beside {q}");
-    }
+    only_grows(&before, &after, "client_queue");
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
