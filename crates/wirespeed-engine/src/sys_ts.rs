@@ -166,9 +166,10 @@ pub fn recv_stamped(
 }
 
 fn ns_of(t: &libc::timespec) -> Option<i64> {
-    let ns = (t.tv_sec as i64)
+    let ns = t
+        .tv_sec
         .checked_mul(1_000_000_000)?
-        .checked_add(t.tv_nsec as i64)?;
+        .checked_add(t.tv_nsec)?;
     (ns != 0).then_some(ns)
 }
 

@@ -355,7 +355,7 @@ impl Stamper {
             }
         }
         self.seq += 1;
-        if !self.pending.front().is_some_and(|p| p.seq + 1 < self.seq) {
+        if self.pending.front().is_none_or(|p| p.seq + 1 >= self.seq) {
             return;
         }
         self.timed(Stamper::collect);
