@@ -260,3 +260,23 @@ fn a_vxlan_overlay_grows_the_stack_segments_on_both_sides() {
         );
     }
 }
+
+// What --breakdown cannot do is refused before any test, with the reason.
+#[test]
+fn breakdown_refuses_what_it_does_not_cover() {
+    common::assert_clean_failure(
+        &["bench", "127.0.0.1", "-w", "stream", "--breakdown"],
+        "--breakdown covers the rr workload only",
+    );
+    common::assert_clean_failure(
+        &[
+            "bench",
+            "127.0.0.1",
+            "-w",
+            "rr",
+            "--breakdown",
+            "--zerocopy",
+        ],
+        "--breakdown and --zerocopy",
+    );
+}
