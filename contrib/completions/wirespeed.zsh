@@ -116,6 +116,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
+'--breakdown[rr\: timestamp every transaction on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)]' \
 '-m[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '--mptcp[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '-Z[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
@@ -632,6 +633,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
+'--breakdown[rr\: timestamp every transaction on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)]' \
 '-m[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '--mptcp[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '-Z[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
@@ -889,6 +891,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
+'--breakdown[rr\: timestamp every transaction on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)]' \
 '-m[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '--mptcp[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '-Z[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \

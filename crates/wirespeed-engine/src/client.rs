@@ -491,6 +491,11 @@ pub fn run_test_via(
     if let Ok(a) = ctrl.stream.local_addr() {
         res.client = a.ip().to_string();
     }
+    if spec.breakdown {
+        let p50 = res.latency.as_ref().map(|l| l.p50_us);
+        res.breakdown =
+            crate::breakdown::combine(&mine.stamps, &theirs.stamps, p50, &mut res.notes);
+    }
     if spec.mptcp && res.congestion_control == "bbr" {
         // Measured on kernel 6.18 veth: 0.22 Gbit/s with bbr, 48 with
         // cubic, a plain MPTCP socket alike (docs/iperf3.md).
@@ -609,6 +614,8 @@ pub fn check_report(r: &mut SideReport, spec: &TestSpec) -> Result<(), EngineErr
             ));
         }
     }
+    crate::breakdown::check(&r.stamps, roster.len())
+        .map_err(|m| EngineError::Protocol(format!("the server's report {m}")))?;
     r.notes.truncate(32);
     for n in &mut r.notes {
         *n = printable(n, MAX_SERVER_TEXT);

@@ -409,6 +409,8 @@ pub struct FlowEnd {
     pub tcp_info: Option<TcpInfo>,
     /// Datagram counts (UDP workloads).
     pub udp: Option<UdpFlowCounts>,
+    /// Per-transaction timestamps (rr with `--breakdown`).
+    pub stamps: Option<crate::timestamps::FlowStamps>,
 }
 
 impl FlowEnd {
@@ -418,6 +420,7 @@ impl FlowEnd {
             id,
             tcp_info,
             udp: None,
+            stamps: None,
         })
     }
 }

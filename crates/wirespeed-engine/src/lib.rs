@@ -9,10 +9,13 @@
 //! sides' figures as one [`TestResult`].
 //!
 //! This crate knows nothing of netlink, CLIs or rendering: it moves bytes
-//! and counts them.
+//! and counts them. Its `unsafe` lives in two modules: [`sys`] (sockets,
+//! epoll, scheduler) and [`sys_ts`] (kernel timestamping for
+//! `--breakdown`).
 
 #![warn(missing_docs)]
 
+pub mod breakdown;
 pub mod client;
 pub mod cpu;
 mod crr;
@@ -26,6 +29,8 @@ pub mod side;
 pub mod sockets;
 mod stream;
 pub mod sys;
+pub mod sys_ts;
+pub mod timestamps;
 pub mod udp;
 mod udp_rr;
 mod udp_stream;

@@ -216,6 +216,7 @@ pub fn merge(
         notes,
         udp,
         udp_offload: spec.workload.is_udp().then(|| offload(client, remote)),
+        breakdown: None,
     }
 }
 

@@ -94,6 +94,9 @@ pub struct SideReport {
     pub notes: Vec<String>,
     /// Congestion control of the first flow.
     pub congestion_control: String,
+    /// Per-transaction timestamps by flow (rr with `--breakdown`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stamps: Vec<crate::timestamps::FlowStamps>,
 }
 
 /// A control message.

@@ -11,6 +11,7 @@ use crate::harness::{
 use crate::result::TcpInfo;
 use crate::spec::{FlowKind, Workload};
 use crate::sys::{EV_IN, EV_OUT};
+use crate::timestamps::Stamper;
 use crate::workloads::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
@@ -39,17 +40,23 @@ fn client_flow(mut a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
     let (q, r) = sizes(&a);
     let probe = a.plan.kind == FlowKind::Probe;
     let s = take_sock(&mut a)?;
-    Ok(Box::new(RrClient::new(
-        a.plan.id, s, a.counters, q, r, probe,
-    )))
+    let stamps = (!probe)
+        .then(|| Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, q, a.notes))
+        .flatten();
+    let mut f = RrClient::new(a.plan.id, s, a.counters, q, r, probe);
+    f.stamps = stamps;
+    Ok(Box::new(f))
 }
 
 fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
     let (q, r) = sizes(&a);
     let s = take_sock(&mut a)?;
-    Ok(Some(Box::new(RrServer::new(
-        a.plan.id, s, a.counters, q, r,
-    ))))
+    let stamps = (a.plan.kind != FlowKind::Probe)
+        .then(|| Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, r, a.notes))
+        .flatten();
+    let mut f = RrServer::new(a.plan.id, s, a.counters, q, r);
+    f.stamps = stamps;
+    Ok(Some(Box::new(f)))
 }
 
 /// Round trips per readiness event before yielding to other flows.
@@ -82,6 +89,7 @@ pub struct RrClient {
     stop_wanted: bool,
     shut: bool,
     info: Option<TcpInfo>,
+    stamps: Option<Stamper>,
 }
 
 impl RrClient {
@@ -109,6 +117,7 @@ impl RrClient {
             stop_wanted: false,
             shut: false,
             info: None,
+            stamps: None,
         }
     }
 
@@ -133,10 +142,20 @@ impl RrClient {
         let mut rounds = 0;
         loop {
             if self.sending {
-                if let Some(st) =
-                    send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-                {
+                let sent = match self.stamps.as_mut() {
+                    Some(b) => {
+                        b.writing();
+                        b.send_message(ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                    }
+                    None => {
+                        send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                    }
+                };
+                if let Some(st) = sent {
                     return Ok(st);
+                }
+                if let Some(b) = self.stamps.as_mut() {
+                    b.request_sent(ts.measuring);
                 }
                 self.sending = false;
                 self.left = self.response;
@@ -147,12 +166,19 @@ impl RrClient {
                     return Ok(Status::Active);
                 }
             }
-            if let Some(st) =
-                recv_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-            {
+            let got = match self.stamps.as_mut() {
+                Some(b) => {
+                    b.recv_message(ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                }
+                None => recv_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?,
+            };
+            if let Some(st) = got {
                 return Ok(st);
             }
             let now = Instant::now();
+            if let Some(b) = self.stamps.as_mut() {
+                b.response_read(now.saturating_duration_since(self.started));
+            }
             ts.record_until(self.started, now, self.probe);
             self.counters.add_transaction();
             if self.stop_wanted {
@@ -201,7 +227,9 @@ impl Flow for RrClient {
     }
 
     fn report(&self) -> Option<FlowEnd> {
-        FlowEnd::tcp(self.id, self.info.clone())
+        let mut end = FlowEnd::tcp(self.id, self.info.clone())?;
+        end.stamps = self.stamps.as_ref().map(Stamper::report);
+        Some(end)
     }
 }
 
@@ -217,6 +245,7 @@ pub struct RrServer {
     sending: bool,
     left: u64,
     info: Option<TcpInfo>,
+    stamps: Option<Stamper>,
 }
 
 impl RrServer {
@@ -239,6 +268,7 @@ impl RrServer {
             sending: false,
             left: request,
             info: None,
+            stamps: None,
         }
     }
 }
@@ -258,18 +288,34 @@ impl Flow for RrServer {
         let solo = self.solo;
         loop {
             if !self.sending {
-                if let Some(st) =
-                    recv_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-                {
+                let got = match self.stamps.as_mut() {
+                    Some(b) => {
+                        b.recv_message(ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                    }
+                    None => {
+                        recv_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                    }
+                };
+                if let Some(st) = got {
                     return Ok(st);
+                }
+                if let Some(b) = self.stamps.as_mut() {
+                    b.request_read();
                 }
                 self.sending = true;
                 self.left = self.response;
             }
-            if let Some(st) =
-                send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-            {
+            let sent = match self.stamps.as_mut() {
+                Some(b) => {
+                    b.send_message(ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                }
+                None => send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?,
+            };
+            if let Some(st) = sent {
                 return Ok(st);
+            }
+            if let Some(b) = self.stamps.as_mut() {
+                b.response_sent();
             }
             self.counters.add_transaction();
             self.sending = false;
@@ -290,6 +336,8 @@ impl Flow for RrServer {
     }
 
     fn report(&self) -> Option<FlowEnd> {
-        FlowEnd::tcp(self.id, self.info.clone())
+        let mut end = FlowEnd::tcp(self.id, self.info.clone())?;
+        end.stamps = self.stamps.as_ref().map(Stamper::report);
+        Some(end)
     }
 }

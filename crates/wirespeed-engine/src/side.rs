@@ -398,6 +398,7 @@ impl Side {
             probe_latency: if self.client { summarize(&probe) } else { None },
             notes,
             congestion_control: String::new(),
+            stamps: ends.iter().filter_map(|e| e.stamps.clone()).collect(),
         }
     }
 }

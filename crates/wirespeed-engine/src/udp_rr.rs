@@ -204,6 +204,7 @@ impl Flow for UdpRrClient {
         c.timeouts += u64::from(self.waiting.is_some());
         Some(FlowEnd {
             id: self.id,
+            stamps: None,
             tcp_info: None,
             udp: Some(c),
         })
@@ -292,6 +293,7 @@ impl Flow for UdpRrServer {
     fn report(&self) -> Option<FlowEnd> {
         Some(FlowEnd {
             id: self.id,
+            stamps: None,
             tcp_info: None,
             udp: Some(self.counts.clone()),
         })

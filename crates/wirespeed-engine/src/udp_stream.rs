@@ -252,6 +252,7 @@ impl Flow for UdpSender {
     fn report(&self) -> Option<FlowEnd> {
         Some(FlowEnd {
             id: self.id,
+            stamps: None,
             tcp_info: None,
             udp: Some(UdpFlowCounts {
                 sent: self.seq,
@@ -389,6 +390,7 @@ impl Flow for UdpReceiver {
     fn report(&self) -> Option<FlowEnd> {
         Some(FlowEnd {
             id: self.id,
+            stamps: None,
             tcp_info: None,
             udp: Some(UdpFlowCounts {
                 received: self.track.received,

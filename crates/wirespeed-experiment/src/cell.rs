@@ -136,6 +136,10 @@ pub struct BenchArgs {
     /// Receive with MSG_TRUNC: the kernel discards data instead of copying it.
     #[arg(long)]
     pub skip_rx_copy: bool,
+    /// rr: timestamp every transaction on both sides (kernel software
+    /// timestamps) and report where the round trip is spent (docs/latency.md).
+    #[arg(long)]
+    pub breakdown: bool,
     /// IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6).
     #[arg(short = 'S', long, conflicts_with = "dscp")]
     pub tos: Option<String>,
@@ -573,8 +577,20 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
             .map_err(e)?
             .unwrap_or(0.0),
         probe_rr: a.probe_rr,
+        breakdown: a.breakdown,
         ..TestSpec::default()
     };
+    if a.breakdown && workload != Workload::Rr {
+        return Err(format!(
+            "--breakdown covers the rr workload only (not {}) for now",
+            workload.name()
+        ));
+    }
+    if a.breakdown && a.zerocopy {
+        return Err(
+            "--breakdown and --zerocopy both use the socket's error queue; choose one".into(),
+        );
+    }
     if a.probe_rr && workload != Workload::Stream {
         return Err(
             "--probe-rr measures latency beside a stream test; rr and crr measure latency already"

@@ -81,6 +81,8 @@ pub enum BottleneckKind {
     DatagramLoss,
     /// UDP: a busy side sent or received without GSO/GRO.
     UdpNoOffload,
+    /// rr with `--breakdown`: one segment takes most of the tail's round trip.
+    LatencySegment,
 }
 
 impl BottleneckKind {
@@ -100,6 +102,7 @@ impl BottleneckKind {
             BottleneckKind::Encapsulation => "encapsulation",
             BottleneckKind::DatagramLoss => "datagram_loss",
             BottleneckKind::UdpNoOffload => "udp_no_offload",
+            BottleneckKind::LatencySegment => "latency_segment",
         }
     }
 }
@@ -314,6 +317,7 @@ pub fn explain(r: &TestResult, c: Option<&Ceilings>, facts: &Facts) -> Explanati
     buffer_rule(r, &mut b);
     encap_rule(r, facts, &mut b);
     crate::explain_udp::udp_rules(r, &mut b);
+    crate::explain_latency::latency_rule(r, &mut b);
     out.summary = if b.is_empty() {
         "no bottleneck found by the rules: CPU, NICs, flows, retransmits, paths and buffers look clear".into()
     } else {

@@ -18,6 +18,7 @@
 mod ceilings;
 mod error;
 mod explain;
+mod explain_latency;
 mod explain_udp;
 pub mod optimize;
 mod price;

@@ -318,6 +318,7 @@ fn test_section(o: &mut String, r: &TestResult, origin: &str) {
         ),
     }
     figs.extend(figures::percentiles(&series, &[0]));
+    figs.extend(crate::latency::figures(r));
     figs.extend(figures::flows(r));
     figs.extend(figures::paths(r));
     figs.extend(figures::cpu(&series, true));

@@ -19,6 +19,7 @@ pub mod host;
 mod html;
 pub mod iperf3;
 mod kv;
+pub mod latency;
 mod md;
 pub mod model;
 pub mod optimize;

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod breakdown;
 pub mod error;
 pub mod fleet;
 pub mod paths;

@@ -327,6 +327,9 @@ pub struct TestResult {
     /// Which UDP offloads ran (UDP workloads only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_offload: Option<UdpOffload>,
+    /// Where the round trip is spent (rr with `--breakdown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<crate::breakdown::Breakdown>,
 }
 
 /// What `--json` prints: one or more results (a size sweep gives several).

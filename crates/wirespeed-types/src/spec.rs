@@ -271,6 +271,10 @@ pub struct TestSpec {
     /// --cport); the server ignores it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_port: Option<u16>,
+    /// rr: timestamp every transaction on both sides and report where the
+    /// round trip is spent (`--breakdown`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub breakdown: bool,
 }
 
 fn yes() -> bool {
@@ -329,6 +333,7 @@ impl Default for TestSpec {
             sendfile: false,
             dont_fragment: false,
             client_port: None,
+            breakdown: false,
         }
     }
 }

@@ -643,3 +643,33 @@ fn the_screenshot_check_notices_a_chart_drawn_blank() {
         assert!(msg.contains("looks blank"), "{msg}");
     }
 }
+
+// An rr test with --breakdown on loopback: the page has the stacked bars
+// (one per percentile, a mark per segment) and the waterfall of the
+// slowest transactions (nine marks each: the wire drawn twice), the
+// segment table, and draws every chart in Chromium.
+#[test]
+fn an_rr_breakdown_draws_stacked_percentiles_and_a_waterfall() {
+    let _g = heavy();
+    let (_server, addr) = server();
+    let d = Dir::new("breakdown");
+    let json = d.join("bd.json");
+    let rep = bench(
+        &addr,
+        &["-w", "rr", "--breakdown", "-d", "1s", "--warmup", "0.3s"],
+        &json,
+    );
+    let b = rep.results[0].breakdown.as_ref().expect("a breakdown");
+    let html = d.join("bd.html");
+    let page = report(&[&json], &[], &html);
+    assert_reads_well(&page, "breakdown");
+    assert_eq!(points(&page, "breakdown"), 4 * 8);
+    assert_eq!(points(&page, "waterfall"), b.slowest.len() * 9);
+    assert!(page.contains("Where the round trip is spent"));
+    assert!(page.contains("server receive stack and wake-up"));
+    let rows = html_rows(&page, "Where the round trip is spent");
+    assert_eq!(rows.len(), 9, "eight segments and the round trip: {rows:?}");
+    browser_check(&html, &page, "breakdown");
+    let explained = run(&["explain", p(&json)]);
+    assert!(!explained.is_empty());
+}

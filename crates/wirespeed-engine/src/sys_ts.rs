@@ -1,0 +1,231 @@
+//! The second module of this crate with `unsafe` (beside [`crate::sys`]):
+//! kernel timestamping of a TCP socket for `--breakdown`. SO_TIMESTAMPING
+//! takes a flag word, receive timestamps come as SCM_TIMESTAMPING control
+//! messages on recvmsg, transmit timestamps come back on the socket's
+//! error queue (MSG_ERRQUEUE); no safe crate covers the error queue's
+//! `sock_extended_err` with timestamps, so the cmsg walk is here. Each
+//! block states why it is sound.
+
+use std::io;
+use std::os::fd::RawFd;
+
+/// Which transmit timestamp an error-queue entry carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxKind {
+    /// SCM_TSTAMP_SCHED: the packet entered the device's queueing layer
+    /// (dev_queue_xmit, before the qdisc).
+    Sched,
+    /// SCM_TSTAMP_SND: the driver handed the packet to the device
+    /// (skb_tx_timestamp).
+    Snd,
+    /// SCM_TSTAMP_ACK: every byte up to the key was acknowledged.
+    Ack,
+}
+
+/// One transmit timestamp from the error queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxStamp {
+    /// The byte key: bytes sent since timestamping was enabled, less one,
+    /// at the last byte of the send it belongs to (SOF_TIMESTAMPING_OPT_ID).
+    pub key: u32,
+    /// Which point of the transmit path.
+    pub kind: TxKind,
+    /// CLOCK_REALTIME, nanoseconds.
+    pub ns: i64,
+}
+
+const SCM_TSTAMP_SND: u32 = 0;
+const SCM_TSTAMP_SCHED: u32 = 1;
+const SCM_TSTAMP_ACK: u32 = 2;
+
+/// The socket's timestamping flags for `--breakdown`: receive timestamps,
+/// software timestamps reported, a byte key per send (counted from this
+/// call: OPT_ID_TCP), no payload copies on the error queue (OPT_TSONLY).
+/// Transmit timestamps are asked for per send ([`send_stamped`]), only
+/// for the sampled transactions.
+const FLAGS: libc::c_uint = libc::SOF_TIMESTAMPING_RX_SOFTWARE
+    | libc::SOF_TIMESTAMPING_SOFTWARE
+    | libc::SOF_TIMESTAMPING_OPT_ID
+    | libc::SOF_TIMESTAMPING_OPT_TSONLY;
+
+fn set_flags(fd: RawFd, flags: libc::c_uint) -> io::Result<()> {
+    // SAFETY: the option value is a c_uint we own, passed with its size.
+    let ret = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPING,
+            (&flags as *const libc::c_uint).cast(),
+            std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
+        )
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Turns on software timestamping of a connected TCP socket. Keys count
+/// from the bytes written so far (OPT_ID_TCP, kernel 6.2); an older kernel
+/// counts from the bytes acknowledged, the same on an idle connection.
+pub fn enable(fd: RawFd) -> io::Result<()> {
+    match set_flags(fd, FLAGS | libc::SOF_TIMESTAMPING_OPT_ID_TCP) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => set_flags(fd, FLAGS),
+        r => r,
+    }
+}
+
+/// What [`send_stamped`] asks of the kernel for one send: SCHED and SND.
+const TX_FLAGS: u32 = libc::SOF_TIMESTAMPING_TX_SCHED | libc::SOF_TIMESTAMPING_TX_SOFTWARE;
+
+/// Sends like `send`, asking for SCHED and SND timestamps of this send's
+/// last byte (an SO_TIMESTAMPING control message).
+pub fn send_stamped(fd: RawFd, buf: &[u8], wait: bool) -> io::Result<usize> {
+    let mut flags = libc::MSG_NOSIGNAL;
+    if !wait {
+        flags |= libc::MSG_DONTWAIT;
+    }
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let mut control = [0u64; 4];
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is arithmetic; the one header and its u32 fit in
+    // the 32-byte buffer, which CMSG_FIRSTHDR points into; the kernel only
+    // reads `buf` through the iovec.
+    let ret = unsafe {
+        msg.msg_controllen = libc::CMSG_SPACE(4) as usize;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SO_TIMESTAMPING;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(4) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg) as *mut u32, TX_FLAGS);
+        libc::sendmsg(fd, &msg, flags)
+    };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// Receives like `recv`, and returns the software receive timestamp
+/// (CLOCK_REALTIME ns) of the last segment read, when the kernel gave one.
+pub fn recv_stamped(
+    fd: RawFd,
+    buf: &mut [u8],
+    discard: bool,
+    wait: bool,
+) -> io::Result<(usize, Option<i64>)> {
+    let mut flags = 0;
+    if !wait {
+        flags |= libc::MSG_DONTWAIT;
+    }
+    if discard {
+        flags |= libc::MSG_TRUNC;
+    }
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut control = [0u64; 16];
+    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: msg points at one iovec over `buf` (valid for its length)
+    // and at our control buffer, both sized above.
+    let ret = unsafe { libc::recvmsg(fd, &mut msg, flags) };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut stamp = None;
+    // SAFETY: CMSG_* walk the control buffer the kernel just filled,
+    // bounded by msg_controllen; the data is read unaligned.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPING
+            {
+                let ts =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const [libc::timespec; 3]);
+                stamp = ns_of(&ts[0]);
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok((ret as usize, stamp))
+}
+
+fn ns_of(t: &libc::timespec) -> Option<i64> {
+    let ns = t
+        .tv_sec
+        .checked_mul(1_000_000_000)?
+        .checked_add(t.tv_nsec)?;
+    (ns != 0).then_some(ns)
+}
+
+/// Reads every pending transmit timestamp from the error queue into `out`.
+pub fn read_tx_stamps(fd: RawFd, out: &mut Vec<TxStamp>) -> io::Result<()> {
+    loop {
+        let mut control = [0u64; 16];
+        // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        // SAFETY: msg points at our control buffer, sized above; no iovecs
+        // (OPT_TSONLY: the entries carry no payload).
+        let ret = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+        if ret < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock {
+                return Ok(());
+            }
+            return Err(e);
+        }
+        let (mut ns, mut what) = (None, None);
+        // SAFETY: as in recv_stamped: a bounded walk of the kernel-filled
+        // control buffer, unaligned reads of plain-data structs.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            while !cmsg.is_null() {
+                let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
+                if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPING {
+                    let ts = std::ptr::read_unaligned(
+                        libc::CMSG_DATA(cmsg) as *const [libc::timespec; 3]
+                    );
+                    ns = ns_of(&ts[0]);
+                } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+                    || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
+                {
+                    let ee = std::ptr::read_unaligned(
+                        libc::CMSG_DATA(cmsg) as *const libc::sock_extended_err
+                    );
+                    if ee.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING
+                        && ee.ee_errno == libc::ENOMSG as u32
+                    {
+                        what = Some((ee.ee_info, ee.ee_data));
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+        }
+        if let (Some(ns), Some((info, key))) = (ns, what) {
+            let kind = match info {
+                SCM_TSTAMP_SCHED => TxKind::Sched,
+                SCM_TSTAMP_SND => TxKind::Snd,
+                SCM_TSTAMP_ACK => TxKind::Ack,
+                _ => continue,
+            };
+            out.push(TxStamp { key, kind, ns });
+        }
+    }
+}
