@@ -20,6 +20,7 @@ pub mod netops;
 mod nl;
 pub mod pathmtu;
 pub mod profiles;
+pub mod reentry;
 mod rtnl;
 pub mod snapshot;
 mod sys;
@@ -33,3 +34,8 @@ pub use inspect::inspect;
 pub use netops::{LinkSize, Op};
 pub use snapshot::{Known, Snapshot};
 pub use tune::{Action, Plan};
+
+/// Whether the process runs with effective uid 0 (read from /proc).
+pub fn is_root() -> bool {
+    tune::euid() == Some(0)
+}

@@ -17,17 +17,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use wirespeed_host::netops::Route;
 use wirespeed_host::{LinkSize, Op};
 
-/// Whether the process runs with effective uid 0 (read from /proc).
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
-}
+/// Whether the process runs with effective uid 0 (wirespeed-host's).
+pub use wirespeed_host::is_root;
 
 /// The namespace of `host` in lab `lab`.
 pub fn ns_name(lab: &str, host: &str) -> String {

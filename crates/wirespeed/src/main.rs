@@ -12,7 +12,6 @@ mod lab;
 mod model_cmd;
 mod optimize;
 mod report_cmd;
-mod sys;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -153,6 +152,14 @@ fn duration_flag(flag: &str, v: &str) -> Result<Duration> {
 }
 
 /// Reads a `--key-file`, printing its warning (world-readable) on stderr.
+/// Refuses a command that changes the host without root, with `why`.
+pub(crate) fn need_root(why: &str) -> Result<()> {
+    if !wirespeed_host::is_root() {
+        anyhow::bail!("{why}");
+    }
+    Ok(())
+}
+
 pub(crate) fn read_key(path: &std::path::Path) -> Result<Vec<u8>> {
     let k = wirespeed_engine::server::read_key_file(path)?;
     if let Some(w) = &k.warning {

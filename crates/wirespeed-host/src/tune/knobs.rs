@@ -4,11 +4,10 @@
 //! setting names its kind through [`Setting::knob`], the one place that
 //! matches on the variants; the journal's JSON stays the enum's.
 
-use super::{Host, Setting, dotted, netns_sysctl_refusal, norm, onoff, valid_sysctl_name};
+use super::{Host, LinkSize, Setting, dotted, netns_sysctl_refusal, norm, onoff, valid_sysctl_name};
 use crate::HostError;
 use crate::fsroot::{Fs, sysctl_path};
 use crate::inspect::{network, parse_cidr};
-use crate::netops::LinkSize;
 use crate::rtnl::{RouteSpec, RuleSpec};
 use crate::snapshot::{Link, Snapshot};
 use netlink_packet_route::link::LinkAttribute;
@@ -493,6 +492,24 @@ impl Knob for Feature<'_> {
     fn write(&self, h: &mut Host, value: &str) -> Result<(), HostError> {
         let v = on(&self.label(), value)?;
         h.eth()?.set_features(self.dev, &[(self.name, v)])
+    }
+
+    /// Every other feature of the device the kernel lets change: it
+    /// recomputes them all when one is set (scatter-gather off takes
+    /// GSO and TSO with it), so each is journaled before the change and
+    /// kept when it was read back changed after it.
+    fn side_effects(&self, h: &mut Host) -> Vec<Setting> {
+        let Ok(features) = h.eth().and_then(|e| e.features(self.dev)) else {
+            return vec![];
+        };
+        features
+            .into_iter()
+            .filter(|(name, f)| !f.fixed && name != self.name)
+            .map(|(name, _)| Setting::Feature {
+                dev: self.dev.to_string(),
+                name,
+            })
+            .collect()
     }
 
     fn check(&self, value: &str, cx: &Cx) -> Result<Option<String>, HostError> {
