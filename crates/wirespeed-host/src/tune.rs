@@ -5,7 +5,8 @@
 //! when a confirmation deadline passes. [`session`] drives a whole tune
 //! command (plan under the lock, apply, watchdog, checks, confirm).
 //!
-//! One concern a module: the settings and plans (`settings`), reading and
+//! The settings, plans and journals are wirespeed-types' serde types
+//! (`host::tune`, re-exported here). One concern a module: reading and
 //! writing them on a host (`host`, through `knobs`), the journal
 //! (`journal`), its state directory and lock (`state`), `apply`,
 //! `rollback` (with confirm, recover and the watchdog's wait), and
@@ -18,7 +19,6 @@ mod journal;
 mod knobs;
 mod rollback;
 pub mod session;
-mod settings;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -26,12 +26,14 @@ mod tests;
 pub use apply::{Applied, apply, apply_locked};
 pub use changes::NsChanges;
 pub use host::{Host, check_action};
-pub use journal::{Entry, Journal, boot_id};
+pub use journal::{JournalCheck, boot_id};
 pub use rollback::{
     Recovered, RolledBack, Watched, confirm, record_guards, recover, rollback, rollback_if_overdue,
     rollback_locked, watch,
 };
-pub use settings::{Action, LinkSize, Plan, Setting, Step, TUNE_SCHEMA};
+pub use wirespeed_types::host::tune::{
+    Action, Entry, Journal, LinkSize, Plan, Setting, Step, TUNE_SCHEMA,
+};
 pub use state::{DEFAULT_LOCK_WAIT, StateDir, StateLock};
 
 pub(crate) use crate::sysctl_scope::dotted;

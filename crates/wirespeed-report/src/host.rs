@@ -3,9 +3,9 @@
 
 use crate::{human_bps, new_table};
 use std::fmt::Write;
-use wirespeed_host::snapshot::Known;
-use wirespeed_host::tune::{Journal, Plan};
-use wirespeed_host::{Finding, Severity, Snapshot};
+use wirespeed_types::host::finding::{Finding, Severity};
+use wirespeed_types::host::snapshot::{Known, Snapshot};
+use wirespeed_types::host::tune::{Journal, Plan};
 use wirespeed_types::result::PeerTest;
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -320,14 +320,15 @@ pub fn plan(p: &Plan) -> String {
     o
 }
 
-/// The journal.
-pub fn journal(j: &Journal) -> String {
+/// The journal; `watchdog_alive` and `earlier_boot` are what only the
+/// host can tell (wirespeed-host's `JournalCheck`).
+pub fn journal(j: &Journal, watchdog_alive: Option<bool>, earlier_boot: bool) -> String {
     let mut o = String::new();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|x| x.as_secs_f64())
         .unwrap_or(0.0);
-    let watchdog = match (j.watchdog_pid, j.watchdog_alive()) {
+    let watchdog = match (j.watchdog_pid, watchdog_alive) {
         (Some(p), Some(true)) => format!("watchdog pid {p} running"),
         (Some(p), _) => format!("watchdog pid {p} GONE"),
         (None, _) => "no watchdog recorded".into(),
@@ -338,7 +339,7 @@ pub fn journal(j: &Journal) -> String {
         .map(|u| format!(", systemd timer {u}.timer"))
         .unwrap_or_default();
     let wait = match j.deadline_unix {
-        _ if j.from_earlier_boot() => {
+        _ if earlier_boot => {
             "from an EARLIER BOOT (the kernel reset these settings)".into()
         }
         Some(d) if d <= now => format!(

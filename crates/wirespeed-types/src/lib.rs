@@ -9,10 +9,14 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod experiment;
 pub mod fleet;
+pub mod host;
 pub mod paths;
 pub mod result;
 pub mod spec;
+pub mod stats;
+pub mod text;
 pub mod units;
 
 pub use error::Invalid;

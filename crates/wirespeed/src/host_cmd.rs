@@ -12,7 +12,7 @@ use wirespeed_experiment::peer::{self, DoctorRequest};
 use wirespeed_host::doctor::Goal;
 use wirespeed_host::reentry::{self, current_netns};
 use wirespeed_host::tune::session::{self, ApplyOptions, Place, PlanRequest, Show};
-use wirespeed_host::tune::{Plan, StateDir};
+use wirespeed_host::tune::{JournalCheck, Plan, StateDir};
 use wirespeed_host::Snapshot;
 
 /// Options every host command takes.
@@ -399,7 +399,12 @@ pub fn run_tune(c: TuneCmd) -> Result<()> {
             match session::status(&state_dir(&a)?)? {
                 None => println!("no journal: wirespeed has changed nothing here"),
                 Some(j) => {
-                    print!("{}", wirespeed_report::host::journal(&j));
+                    let text = wirespeed_report::host::journal(
+                        &j,
+                        j.watchdog_alive(),
+                        j.from_earlier_boot(),
+                    );
+                    print!("{text}");
                     if let Some(p) = session::journal_problem(&j) {
                         bail!("{p}");
                     }

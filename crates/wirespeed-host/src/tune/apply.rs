@@ -3,8 +3,8 @@
 //! call changed restored when a step fails.
 
 use super::host::norm;
-use super::journal::now_unix;
-use super::{Entry, Host, Journal, Plan, Setting, StateDir, StateLock, Step};
+use super::journal::{JournalCheck, new_journal, now_unix};
+use super::{Entry, Host, Plan, Setting, StateDir, StateLock, Step};
 use crate::HostError;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -60,7 +60,7 @@ pub fn apply_locked(
             ));
         }
     }
-    let mut journal = before.clone().unwrap_or_else(Journal::new);
+    let mut journal = before.clone().unwrap_or_else(new_journal);
     let known = journal.entries.len();
     let todo: Vec<&Step> = plan.steps.iter().filter(|s| !s.no_op).collect();
     let unchanged = plan

@@ -1,7 +1,7 @@
 //! [`Host`]: reads and writes each setting on the running host (through
 //! the knobs), checks actions against a snapshot and builds plans.
 
-use super::knobs;
+use super::knobs::{self, knob};
 use super::{Action, Plan, Setting, Step, TUNE_SCHEMA, sysctl_is_host_wide};
 use crate::HostError;
 use crate::ethtool::Ethtool;
@@ -61,12 +61,12 @@ impl Host {
 
     /// The current value of a setting, in the same form as [`Action::value`].
     pub fn read(&mut self, s: &Setting) -> Result<String, HostError> {
-        s.knob().read(self)
+        knob(s).read(self)
     }
 
     /// Writes a setting (no verification; see [`Host::set`]).
     pub(super) fn write(&mut self, s: &Setting, value: &str) -> Result<(), HostError> {
-        s.knob().write(self, value)
+        knob(s).write(self, value)
     }
 
     /// Settings the kernel may change when `s` is set, beside `s` itself:
@@ -80,14 +80,14 @@ impl Host {
     /// together). Those a host lacks fail to read and are left out by
     /// [`apply`], and those read back unchanged after it are dropped.
     pub fn side_effects(&mut self, s: &Setting) -> Vec<Setting> {
-        s.knob().side_effects(self)
+        knob(s).side_effects(self)
     }
 
     /// After a journaled device has gone: removes what it leaves behind
     /// that still matters (the policy rule of its source routing; the
     /// route went with the device).
     pub(super) fn clear_orphans(&mut self, s: &Setting, old: &str) {
-        s.knob().clear_orphans(self, old)
+        knob(s).clear_orphans(self, old)
     }
 
     /// Writes a setting and reads it back; an error when it differs.
@@ -183,5 +183,5 @@ pub fn check_action(
         fs,
         in_init_netns,
     };
-    a.setting.knob().check(&a.value, &cx)
+    knob(&a.setting).check(&a.value, &cx)
 }

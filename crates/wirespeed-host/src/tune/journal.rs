@@ -1,57 +1,10 @@
-//! The rollback journal's contents: each [`Entry`] with the value it
-//! replaced, the deadline, the watchdog and the boot it was written in.
+//! The rollback journal on the running host: this boot's id, a new
+//! journal of this boot, and what only the host can tell about one (is it
+//! from an earlier boot, does its watchdog still run). The journal's
+//! types are wirespeed-types' (`host::tune::{Journal, Entry}`).
 
-use serde::{Deserialize, Serialize};
-use super::{Setting, TUNE_SCHEMA};
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// One journaled change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
-    /// The setting.
-    pub setting: Setting,
-    /// Its value before wirespeed first changed it.
-    pub old: String,
-    /// The value wirespeed set (for a side effect: the value read after
-    /// the apply).
-    pub new: String,
-    /// When the kernel changes this value as a side effect of setting
-    /// another one, that setting's label.
-    #[serde(default)]
-    pub side_effect_of: Option<String>,
-}
-
-/// The rollback journal: written before any change.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Journal {
-    /// [`TUNE_SCHEMA`].
-    pub schema_version: u32,
-    /// When the first change was journaled (Unix seconds).
-    pub created_unix: f64,
-    /// Unix time after which a watchdog rolls back; None once confirmed.
-    pub deadline_unix: Option<f64>,
-    /// The boot the changes were made in (/proc/sys/kernel/random/boot_id):
-    /// after a reboot the kernel has reset them, and the journal is stale.
-    #[serde(default)]
-    pub boot_id: Option<String>,
-    /// The pid of the watchdog that rolls back at the deadline.
-    #[serde(default)]
-    pub watchdog_pid: Option<u32>,
-    /// A systemd timer armed as a second way to roll back at the deadline.
-    #[serde(default)]
-    pub timer_unit: Option<String>,
-    /// Changes in the order they were applied (a step's side effects
-    /// before the step).
-    pub entries: Vec<Entry>,
-}
-
-pub(super) fn now_unix() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
+use super::{Journal, TUNE_SCHEMA};
+pub use wirespeed_types::host::tune::now_unix;
 
 /// This boot's id (/proc/sys/kernel/random/boot_id), which changes at every boot.
 pub fn boot_id() -> Option<String> {
@@ -61,39 +14,38 @@ pub fn boot_id() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-impl Journal {
-    /// An empty journal of this boot.
-    pub(super) fn new() -> Journal {
-        Journal {
-            schema_version: TUNE_SCHEMA,
-            created_unix: now_unix(),
-            deadline_unix: None,
-            boot_id: boot_id(),
-            watchdog_pid: None,
-            timer_unit: None,
-            entries: Vec::new(),
-        }
+/// An empty journal of this boot.
+pub(super) fn new_journal() -> Journal {
+    Journal {
+        schema_version: TUNE_SCHEMA,
+        created_unix: now_unix(),
+        deadline_unix: None,
+        boot_id: boot_id(),
+        watchdog_pid: None,
+        timer_unit: None,
+        entries: Vec::new(),
     }
+}
 
-    /// Seconds since the confirmation deadline passed, when it has and the
-    /// journal is still unconfirmed.
-    pub fn overdue_s(&self) -> Option<f64> {
-        let now = now_unix();
-        self.deadline_unix.filter(|d| now >= *d).map(|d| now - d)
-    }
-
+/// What only the running host can tell about a journal.
+pub trait JournalCheck {
     /// True when the journal was written in an earlier boot: the kernel has
     /// reset every setting it lists since.
-    pub fn from_earlier_boot(&self) -> bool {
+    fn from_earlier_boot(&self) -> bool;
+    /// Whether the watchdog recorded in the journal still runs (None when
+    /// none is recorded).
+    fn watchdog_alive(&self) -> Option<bool>;
+}
+
+impl JournalCheck for Journal {
+    fn from_earlier_boot(&self) -> bool {
         match (&self.boot_id, boot_id()) {
             (Some(then), Some(now)) => *then != now,
             _ => false,
         }
     }
 
-    /// Whether the watchdog recorded in the journal still runs (None when
-    /// none is recorded).
-    pub fn watchdog_alive(&self) -> Option<bool> {
+    fn watchdog_alive(&self) -> Option<bool> {
         let pid = self.watchdog_pid?;
         if self.from_earlier_boot() {
             return Some(false);

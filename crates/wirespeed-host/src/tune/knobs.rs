@@ -7,7 +7,7 @@
 use super::{Host, LinkSize, Setting, dotted, netns_sysctl_refusal, norm, onoff, valid_sysctl_name};
 use crate::HostError;
 use crate::fsroot::{Fs, sysctl_path};
-use crate::inspect::{network, parse_cidr};
+use wirespeed_types::host::tune::subnet_of;
 use crate::rtnl::{RouteSpec, RuleSpec};
 use crate::snapshot::{Link, Snapshot};
 use netlink_packet_route::link::LinkAttribute;
@@ -32,12 +32,12 @@ impl Cx<'_> {
 /// One kind of setting. `check` returns Ok(Some(reason)) when the action
 /// cannot apply here (skipped), an error when the value is refused.
 pub(crate) trait Knob {
-    /// A short label ("mtu of eth1").
-    fn label(&self) -> String;
-    /// The command a person would type to give it `value`.
-    fn render(&self, value: &str) -> String;
-    /// Apply order: lower first.
-    fn rank(&self) -> u8;
+    /// The setting this knob reads and writes.
+    fn setting(&self) -> Setting;
+    /// Its label ("mtu of eth1"), for messages.
+    fn label(&self) -> String {
+        self.setting().label()
+    }
     /// Its current value, in the form `write` takes.
     fn read(&self, h: &mut Host) -> Result<String, HostError>;
     /// Writes `value` (no verification; [`Host::set`] reads it back).
@@ -52,10 +52,9 @@ pub(crate) trait Knob {
     fn clear_orphans(&self, _h: &mut Host, _old: &str) {}
 }
 
-impl Setting {
-    /// The kind of this setting, borrowing its fields.
-    pub(crate) fn knob(&self) -> Box<dyn Knob + '_> {
-        match self {
+/// The kind of setting `s` is, borrowing its fields.
+pub(crate) fn knob(s: &Setting) -> Box<dyn Knob + '_> {
+        match s {
             Setting::Sysctl { key } => Box::new(Sysctl { key }),
             Setting::Mtu { dev } => Box::new(Size(dev, LinkSize::Mtu)),
             Setting::GsoMaxSize { dev } => Box::new(Size(dev, LinkSize::GsoMaxSize)),
@@ -78,7 +77,6 @@ impl Setting {
                 table: *table,
                 priority: *priority,
             }),
-        }
     }
 }
 
@@ -111,16 +109,10 @@ struct Sysctl<'a> {
 }
 
 impl Knob for Sysctl<'_> {
-    fn label(&self) -> String {
-        self.key.to_string()
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!("sysctl -w {}=\"{v}\"", self.key)
-    }
-
-    fn rank(&self) -> u8 {
-        0
+    fn setting(&self) -> Setting {
+        Setting::Sysctl {
+            key: self.key.to_string(),
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -367,22 +359,8 @@ impl Size<'_> {
 }
 
 impl Knob for Size<'_> {
-    fn label(&self) -> String {
-        format!("{} of {}", self.1.keyword(), self.0)
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!("ip link set dev {} {} {v}", self.0, self.1.keyword())
-    }
-
-    /// MTU first, IPv6 GSO/GRO sizes before the IPv4 ones (setting
-    /// gso_max_size <= 65536 overwrites the IPv4 value).
-    fn rank(&self) -> u8 {
-        match self.1 {
-            LinkSize::Mtu => 1,
-            LinkSize::GsoMaxSize | LinkSize::GroMaxSize | LinkSize::GsoMaxSegs => 2,
-            LinkSize::GsoIpv4MaxSize | LinkSize::GroIpv4MaxSize => 3,
-        }
+    fn setting(&self) -> Setting {
+        self.1.setting(self.0)
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -469,16 +447,11 @@ struct Feature<'a> {
 }
 
 impl Knob for Feature<'_> {
-    fn label(&self) -> String {
-        format!("{} of {}", self.name, self.dev)
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!("ethtool -K {} {} {v}", self.dev, self.name)
-    }
-
-    fn rank(&self) -> u8 {
-        4
+    fn setting(&self) -> Setting {
+        Setting::Feature {
+            dev: self.dev.to_string(),
+            name: self.name.to_string(),
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -535,16 +508,11 @@ struct PrivateFlag<'a> {
 }
 
 impl Knob for PrivateFlag<'_> {
-    fn label(&self) -> String {
-        format!("private flag {} of {}", self.flag, self.dev)
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!("ethtool --set-priv-flags {} {} {v}", self.dev, self.flag)
-    }
-
-    fn rank(&self) -> u8 {
-        4
+    fn setting(&self) -> Setting {
+        Setting::PrivateFlag {
+            dev: self.dev.to_string(),
+            flag: self.flag.to_string(),
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -579,16 +547,10 @@ struct RxRing<'a> {
 }
 
 impl Knob for RxRing<'_> {
-    fn label(&self) -> String {
-        format!("rx ring of {}", self.dev)
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!("ethtool -G {} rx {v}", self.dev)
-    }
-
-    fn rank(&self) -> u8 {
-        4
+    fn setting(&self) -> Setting {
+        Setting::RxRing {
+            dev: self.dev.to_string(),
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -633,19 +595,10 @@ impl BondHashPolicy<'_> {
 }
 
 impl Knob for BondHashPolicy<'_> {
-    fn label(&self) -> String {
-        format!("xmit_hash_policy of {}", self.dev)
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!(
-            "ip link set dev {} type bond xmit_hash_policy {v}",
-            self.dev
-        )
-    }
-
-    fn rank(&self) -> u8 {
-        4
+    fn setting(&self) -> Setting {
+        Setting::BondHashPolicy {
+            dev: self.dev.to_string(),
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -690,11 +643,6 @@ struct SourceRoute<'a> {
     priority: u32,
 }
 
-/// A CIDR as (address, prefix length, network address).
-fn subnet_of(cidr: &str) -> Option<(IpAddr, u8, IpAddr)> {
-    let (ip, len) = parse_cidr(cidr)?;
-    Some((ip, len, network(ip, len)))
-}
 
 impl SourceRoute<'_> {
     fn subnet(&self) -> Result<(IpAddr, u8, IpAddr), HostError> {
@@ -713,27 +661,13 @@ impl SourceRoute<'_> {
 }
 
 impl Knob for SourceRoute<'_> {
-    fn label(&self) -> String {
-        format!(
-            "source routing of {} via {} (table {})",
-            self.addr, self.dev, self.table
-        )
-    }
-
-    fn render(&self, v: &str) -> String {
-        let unspecified = IpAddr::from([0, 0, 0, 0]);
-        let (ip, len, net) = subnet_of(self.addr).unwrap_or((unspecified, 0, unspecified));
-        let host = if ip.is_ipv4() { 32 } else { 128 };
-        let six = if ip.is_ipv6() { "-6 " } else { "" };
-        let verb = if v == "absent" { "del" } else { "add" };
-        let (dev, table, priority) = (self.dev, self.table, self.priority);
-        format!(
-            "ip {six}rule {verb} from {ip}/{host} table {table} priority {priority} && ip {six}route {verb} {net}/{len} dev {dev} src {ip} table {table}"
-        )
-    }
-
-    fn rank(&self) -> u8 {
-        5
+    fn setting(&self) -> Setting {
+        Setting::SourceRoute {
+            dev: self.dev.to_string(),
+            addr: self.addr.to_string(),
+            table: self.table,
+            priority: self.priority,
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {

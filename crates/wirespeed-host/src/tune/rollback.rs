@@ -2,6 +2,7 @@
 //! recovery of one left overdue or from an earlier boot, and the
 //! watchdog's wait for the deadline.
 
+use super::JournalCheck;
 use super::apply::restore_all;
 use super::journal::now_unix;
 use super::{Host, Journal, Setting, StateDir, StateLock};

@@ -8,6 +8,7 @@
 //! lab namespace they run on a thread that [`crate::netns::run_in_with_sys`]
 //! put there. What they print goes through [`Show`].
 
+use super::JournalCheck;
 use super::{Host, Journal, Plan, Recovered, RolledBack, Setting, StateDir};
 use crate::doctor::{Goal, diagnose_measured};
 use crate::guard::{self, Checks};

@@ -1,5 +1,8 @@
 //! The tune module's unit tests.
-use super::journal::now_unix;
+use super::JournalCheck;
+use super::journal::{new_journal, now_unix};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 use super::*;
 use crate::fsroot::sysctl_path;
 
@@ -94,7 +97,7 @@ fn journal(deadline: Option<f64>) -> Journal {
             new: "0".into(),
             side_effect_of: None,
         }],
-        ..Journal::new()
+        ..new_journal()
     }
 }
 
