@@ -117,7 +117,7 @@ impl Show for Collected {
         self.text.push('\n');
     }
     fn warn(&mut self, text: &str) {
-        crate::progress::say(text.to_string());
+        crate::progress::say(text);
     }
 }
 

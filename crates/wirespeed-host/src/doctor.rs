@@ -8,8 +8,8 @@ use crate::inspect::{network, parse_cidr};
 use crate::pathmtu::PathMtu;
 use crate::snapshot::{Link, Snapshot};
 use crate::tune::{Action, Setting};
-pub use wirespeed_types::host::finding::{Evidence, Finding, Severity};
 use std::net::IpAddr;
+pub use wirespeed_types::host::finding::{Evidence, Finding, Severity};
 
 /// What the user is after.
 #[derive(Debug, Clone, PartialEq)]

@@ -174,7 +174,6 @@ fn u32_of(v: &[u8]) -> Option<u32> {
 
 pub use wirespeed_types::host::snapshot::{Channels, Feature, Rings};
 
-
 /// A connection to the ethtool family.
 pub(crate) struct Ethtool {
     nl: Nl,

@@ -5,8 +5,17 @@
 //! applied with a journal of old values, verified, and rolled back on
 //! failure, on request or when a confirmation deadline passes ([`tune`]).
 //!
+//! [`tune::session`] is the one API that changes a host, used by the
+//! binary, optimize and the experiment runner alike; [`netns`] runs code
+//! inside a named namespace (on a thread, with that namespace's /sys when
+//! asked), and [`reentry`] is the one place the binary is re-run (`--netns`,
+//! the tune watchdog, the backup timer). The serde types (snapshot,
+//! findings, settings, plans, journals) are wirespeed-types' `host`,
+//! re-exported here at their old paths.
+//!
 //! It never parses `ip` or `ethtool` output; it renders its actions as
-//! those commands so people can read them. It carries no traffic.
+//! those commands so people can read them. It carries no traffic. Its
+//! `unsafe` is all in the private `sys` module.
 #![warn(missing_docs)]
 
 pub mod doctor;

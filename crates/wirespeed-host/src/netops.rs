@@ -29,7 +29,6 @@ use std::os::fd::AsRawFd;
 
 pub use crate::tune::LinkSize;
 
-
 /// One step of building a topology; `ns` is the named namespace it acts in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {

@@ -39,9 +39,8 @@ pub enum Reentry {
 }
 
 fn exe() -> Result<PathBuf, HostError> {
-    std::env::current_exe().map_err(|e| {
-        HostError::file("/proc/self/exe", e).within("cannot find this program's path")
-    })
+    std::env::current_exe()
+        .map_err(|e| HostError::file("/proc/self/exe", e).within("cannot find this program's path"))
 }
 
 impl Reentry {

@@ -31,10 +31,10 @@ pub use rollback::{
     Recovered, RolledBack, Watched, confirm, record_guards, recover, rollback, rollback_if_overdue,
     rollback_locked, watch,
 };
+pub use state::{DEFAULT_LOCK_WAIT, StateDir, StateLock};
 pub use wirespeed_types::host::tune::{
     Action, Entry, Journal, LinkSize, Plan, Setting, Step, TUNE_SCHEMA,
 };
-pub use state::{DEFAULT_LOCK_WAIT, StateDir, StateLock};
 
 pub(crate) use crate::sysctl_scope::dotted;
 pub use crate::sysctl_scope::{

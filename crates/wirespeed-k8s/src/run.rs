@@ -5,7 +5,6 @@
 //! error, and on Ctrl-C or SIGTERM. The paths are compared side by side
 //! ([`Comparison`]); [`crate::gates`] judges them.
 
-use wirespeed_types::stats::median;
 use crate::K8sError;
 use crate::cluster;
 use crate::deploy::Deployment;
@@ -25,6 +24,7 @@ use wirespeed_fleet::{
     AgentSpec, Fleet, FleetResults, Job, NicSpec, Pattern, Plan, Round, RunOptions,
 };
 use wirespeed_types::fleet::LinkTest;
+use wirespeed_types::stats::median;
 
 /// How a run goes.
 #[derive(Debug, Clone)]
@@ -835,7 +835,8 @@ fn mode_figures(path: &str, ok: &[&LinkTest]) -> ModeFigures {
     ModeFigures {
         path: path.to_string(),
         tests: ok.len(),
-        throughput_bps: median(&ok.iter().map(|t| t.throughput_bps).collect::<Vec<_>>()).unwrap_or(0.0),
+        throughput_bps: median(&ok.iter().map(|t| t.throughput_bps).collect::<Vec<_>>())
+            .unwrap_or(0.0),
         p50_us: median(&ok.iter().filter_map(|t| t.p50_us).collect::<Vec<_>>()),
         p99_us: median(&ok.iter().filter_map(|t| t.p99_us).collect::<Vec<_>>()),
         client_cpu_per_gbit: (!rr).then(|| per(local, gbit, 1.0)).flatten(),

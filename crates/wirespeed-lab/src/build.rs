@@ -553,7 +553,7 @@ impl LabState {
 /// Removes one namespace: first the processes still running in it (a
 /// server keeps a namespace and its veths alive after `ip netns del`).
 fn remove_ns(n: &str) -> Result<(), LabError> {
-    crate::netns::kill_processes_in(n);
+    crate::sys::kill_processes_in(n);
     wirespeed_host::netns::remove(n).map_err(|e| LabError::Command {
         cmd: format!("ip netns del {n}"),
         stderr: e.to_string(),
@@ -665,7 +665,7 @@ pub struct Lab {
 
 /// Whether process `pid` still runs (exists and is not a zombie).
 pub fn pid_alive(pid: u32) -> bool {
-    i32::try_from(pid).is_ok_and(crate::netns::alive)
+    i32::try_from(pid).is_ok_and(crate::sys::alive)
 }
 
 impl Lab {

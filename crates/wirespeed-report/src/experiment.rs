@@ -3,8 +3,8 @@
 //! schema and its statistics are wirespeed-types' `experiment` (re-exported
 //! here at their old paths).
 
-pub use wirespeed_types::experiment::*;
 use wirespeed_types::Report;
+pub use wirespeed_types::experiment::*;
 use wirespeed_types::result::finite;
 
 /// Turns a plain `wirespeed bench --json` report into experiment results:

@@ -339,9 +339,7 @@ pub fn journal(j: &Journal, watchdog_alive: Option<bool>, earlier_boot: bool) ->
         .map(|u| format!(", systemd timer {u}.timer"))
         .unwrap_or_default();
     let wait = match j.deadline_unix {
-        _ if earlier_boot => {
-            "from an EARLIER BOOT (the kernel reset these settings)".into()
-        }
+        _ if earlier_boot => "from an EARLIER BOOT (the kernel reset these settings)".into(),
         Some(d) if d <= now => format!(
             "OVERDUE: the confirm deadline passed {:.0} s ago unconfirmed ({watchdog}{timer})",
             now - d

@@ -4,10 +4,10 @@
 //! pure functions of the runs, recomputed by [`finalize`]. The report
 //! renders them; the experiment runner and optimize write them.
 
+use crate::TestResult;
 use crate::result::finite;
 use crate::stats::{median_of_sorted, sorted_finite};
 use crate::text::{human_bps, human_count};
-use crate::TestResult;
 use serde::{Deserialize, Serialize};
 
 /// Version of the experiment results schema.

@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 use wirespeed_engine::spec::{parse_duration, parse_rate};
 use wirespeed_experiment::peer::{self, DoctorRequest};
+use wirespeed_host::Snapshot;
 use wirespeed_host::doctor::Goal;
 use wirespeed_host::reentry::{self, current_netns};
 use wirespeed_host::tune::session::{self, ApplyOptions, Place, PlanRequest, Show};
 use wirespeed_host::tune::{JournalCheck, Plan, StateDir};
-use wirespeed_host::Snapshot;
 
 /// Options every host command takes.
 #[derive(clap::Args, Debug, Clone)]

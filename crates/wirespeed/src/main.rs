@@ -1,5 +1,8 @@
 //! The `wirespeed` binary: parse the command line, call the libraries,
-//! render. No logic of its own beyond wiring.
+//! render. What it owns besides wiring: the clap definitions, the serve
+//! loop's terminal output, the k8s and fleet commands' assembly of their
+//! options and outputs, and the generated completions and man pages. It
+//! changes no host itself (wirespeed-host's tune session does).
 
 mod bench;
 mod demo;

@@ -4,7 +4,7 @@
 
 use super::host::norm;
 use super::journal::{JournalCheck, new_journal, now_unix};
-use super::{Entry, Host, Plan, Setting, StateDir, StateLock, Step};
+use super::{Entry, Host, Journal, Plan, Setting, StateDir, StateLock, Step};
 use crate::HostError;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -37,50 +37,35 @@ pub fn apply(
     apply_locked(host, state, &lock, plan, deadline)
 }
 
-/// [`apply`] for a caller that holds the state directory's lock already
-/// (to start and record the watchdog under the same lock).
-pub fn apply_locked(
+/// Refuses to build on a journal from an earlier boot or one whose
+/// apply still waits for its confirmation.
+fn refuse_unsettled(state: &StateDir, before: Option<&Journal>) -> Result<(), HostError> {
+    let Some(j) = before else { return Ok(()) };
+    if j.from_earlier_boot() {
+        return Err(HostError::Refused(format!(
+            "the journal in {} is from an earlier boot: `wirespeed tune rollback` retires it (the kernel reset its settings at boot)",
+            state.dir().display()
+        )));
+    }
+    if j.deadline_unix.is_some() {
+        return Err(HostError::Refused(
+            "an earlier apply is waiting for `wirespeed tune confirm` (or its rollback); confirm or roll back first".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Journals every value the steps may change, read now (not from the
+/// plan), before any change: each step's side effects first, so that a
+/// rollback (newest first) restores the cause before its effects. Returns
+/// the (setting, old value) pairs a failure restores.
+fn journal_old_values(
     host: &mut Host,
-    state: &StateDir,
-    _lock: &StateLock,
-    plan: &Plan,
-    deadline: Option<Duration>,
-) -> Result<Applied, HostError> {
-    let before = state.load()?;
-    if let Some(j) = &before {
-        if j.from_earlier_boot() {
-            return Err(HostError::Refused(format!(
-                "the journal in {} is from an earlier boot: `wirespeed tune rollback` retires it (the kernel reset its settings at boot)",
-                state.dir().display()
-            )));
-        }
-        if j.deadline_unix.is_some() {
-            return Err(HostError::Refused(
-                "an earlier apply is waiting for `wirespeed tune confirm` (or its rollback); confirm or roll back first".into(),
-            ));
-        }
-    }
-    let mut journal = before.clone().unwrap_or_else(new_journal);
-    let known = journal.entries.len();
-    let todo: Vec<&Step> = plan.steps.iter().filter(|s| !s.no_op).collect();
-    let unchanged = plan
-        .steps
-        .iter()
-        .filter(|s| s.no_op)
-        .map(|s| s.action.setting.label())
-        .collect();
-    if todo.is_empty() {
-        return Ok(Applied {
-            changed: vec![],
-            unchanged,
-            side_effects: vec![],
-        });
-    }
-    // Every value this call may change, read now (not from the plan) and
-    // journaled before any change: each step's side effects first, so that
-    // a rollback (newest first) restores the cause before its effects.
+    journal: &mut Journal,
+    todo: &[&Step],
+) -> Result<Vec<(Setting, String)>, HostError> {
     let mut fresh: Vec<(Setting, String)> = Vec::new();
-    for s in &todo {
+    for s in todo {
         let setting = &s.action.setting;
         for side in host.side_effects(setting) {
             if side == *setting || fresh.iter().any(|(x, _)| *x == side) {
@@ -115,6 +100,62 @@ pub fn apply_locked(
             fresh.push((setting.clone(), old));
         }
     }
+    Ok(fresh)
+}
+
+/// Reads back what the kernel changed beside the steps (recorded for
+/// status, as "label: old -> new") and drops the side effects journaled
+/// by this call (entries after the first `known`) that did not happen.
+fn read_back_side_effects(host: &mut Host, journal: &mut Journal, known: usize) -> Vec<String> {
+    let mut side_effects = Vec::new();
+    for e in journal
+        .entries
+        .iter_mut()
+        .filter(|e| e.side_effect_of.is_some())
+    {
+        if let Ok(now) = host.read(&e.setting) {
+            if norm(&now) != norm(&e.new) {
+                side_effects.push(format!("{}: {} -> {now}", e.setting.label(), e.new));
+            }
+            e.new = now;
+        }
+    }
+    let mut i = 0;
+    journal.entries.retain(|e| {
+        i += 1;
+        i <= known || e.side_effect_of.is_none() || norm(&e.new) != norm(&e.old)
+    });
+    side_effects
+}
+
+/// [`apply`] for a caller that holds the state directory's lock already
+/// (to start and record the watchdog under the same lock).
+pub fn apply_locked(
+    host: &mut Host,
+    state: &StateDir,
+    _lock: &StateLock,
+    plan: &Plan,
+    deadline: Option<Duration>,
+) -> Result<Applied, HostError> {
+    let before = state.load()?;
+    refuse_unsettled(state, before.as_ref())?;
+    let mut journal = before.clone().unwrap_or_else(new_journal);
+    let known = journal.entries.len();
+    let todo: Vec<&Step> = plan.steps.iter().filter(|s| !s.no_op).collect();
+    let unchanged = plan
+        .steps
+        .iter()
+        .filter(|s| s.no_op)
+        .map(|s| s.action.setting.label())
+        .collect();
+    if todo.is_empty() {
+        return Ok(Applied {
+            changed: vec![],
+            unchanged,
+            side_effects: vec![],
+        });
+    }
+    let fresh = journal_old_values(host, &mut journal, &todo)?;
     journal.deadline_unix = deadline.map(|d| now_unix() + d.as_secs_f64());
     journal.watchdog_pid = None;
     journal.timer_unit = None;
@@ -133,26 +174,7 @@ pub fn apply_locked(
             return Err(HostError::State(format!("{e}; {tail}")));
         }
     }
-    // What the kernel changed beside the steps: recorded for status.
-    let mut side_effects = Vec::new();
-    for e in journal
-        .entries
-        .iter_mut()
-        .filter(|e| e.side_effect_of.is_some())
-    {
-        if let Ok(now) = host.read(&e.setting) {
-            if norm(&now) != norm(&e.new) {
-                side_effects.push(format!("{}: {} -> {now}", e.setting.label(), e.new));
-            }
-            e.new = now;
-        }
-    }
-    // Side effects journaled now that did not happen are not changes.
-    let mut i = 0;
-    journal.entries.retain(|e| {
-        i += 1;
-        i <= known || e.side_effect_of.is_none() || norm(&e.new) != norm(&e.old)
-    });
+    let side_effects = read_back_side_effects(host, &mut journal, known);
     state.save(&journal)?;
     Ok(Applied {
         changed: todo.iter().map(|s| s.action.setting.label()).collect(),

@@ -31,6 +31,9 @@ pub(super) fn new_journal() -> Journal {
 pub trait JournalCheck {
     /// True when the journal was written in an earlier boot: the kernel has
     /// reset every setting it lists since.
+    // The name it had as Journal's own method (callers keep it); not a
+    // conversion, as clippy guesses from the `from_` prefix.
+    #[allow(clippy::wrong_self_convention)]
     fn from_earlier_boot(&self) -> bool;
     /// Whether the watchdog recorded in the journal still runs (None when
     /// none is recorded).

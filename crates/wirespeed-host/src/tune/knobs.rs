@@ -4,14 +4,16 @@
 //! setting names its kind through [`Setting::knob`], the one place that
 //! matches on the variants; the journal's JSON stays the enum's.
 
-use super::{Host, LinkSize, Setting, dotted, netns_sysctl_refusal, norm, onoff, valid_sysctl_name};
+use super::{
+    Host, LinkSize, Setting, dotted, netns_sysctl_refusal, norm, onoff, valid_sysctl_name,
+};
 use crate::HostError;
 use crate::fsroot::{Fs, sysctl_path};
-use wirespeed_types::host::tune::subnet_of;
 use crate::rtnl::{RouteSpec, RuleSpec};
 use crate::snapshot::{Link, Snapshot};
 use netlink_packet_route::link::LinkAttribute;
 use std::net::IpAddr;
+use wirespeed_types::host::tune::subnet_of;
 
 /// What a check sees: the snapshot, the file system, and whether this is
 /// the initial network namespace.
@@ -54,29 +56,29 @@ pub(crate) trait Knob {
 
 /// The kind of setting `s` is, borrowing its fields.
 pub(crate) fn knob(s: &Setting) -> Box<dyn Knob + '_> {
-        match s {
-            Setting::Sysctl { key } => Box::new(Sysctl { key }),
-            Setting::Mtu { dev } => Box::new(Size(dev, LinkSize::Mtu)),
-            Setting::GsoMaxSize { dev } => Box::new(Size(dev, LinkSize::GsoMaxSize)),
-            Setting::GroMaxSize { dev } => Box::new(Size(dev, LinkSize::GroMaxSize)),
-            Setting::GsoIpv4MaxSize { dev } => Box::new(Size(dev, LinkSize::GsoIpv4MaxSize)),
-            Setting::GroIpv4MaxSize { dev } => Box::new(Size(dev, LinkSize::GroIpv4MaxSize)),
-            Setting::GsoMaxSegs { dev } => Box::new(Size(dev, LinkSize::GsoMaxSegs)),
-            Setting::Feature { dev, name } => Box::new(Feature { dev, name }),
-            Setting::PrivateFlag { dev, flag } => Box::new(PrivateFlag { dev, flag }),
-            Setting::RxRing { dev } => Box::new(RxRing { dev }),
-            Setting::BondHashPolicy { dev } => Box::new(BondHashPolicy { dev }),
-            Setting::SourceRoute {
-                dev,
-                addr,
-                table,
-                priority,
-            } => Box::new(SourceRoute {
-                dev,
-                addr,
-                table: *table,
-                priority: *priority,
-            }),
+    match s {
+        Setting::Sysctl { key } => Box::new(Sysctl { key }),
+        Setting::Mtu { dev } => Box::new(Size(dev, LinkSize::Mtu)),
+        Setting::GsoMaxSize { dev } => Box::new(Size(dev, LinkSize::GsoMaxSize)),
+        Setting::GroMaxSize { dev } => Box::new(Size(dev, LinkSize::GroMaxSize)),
+        Setting::GsoIpv4MaxSize { dev } => Box::new(Size(dev, LinkSize::GsoIpv4MaxSize)),
+        Setting::GroIpv4MaxSize { dev } => Box::new(Size(dev, LinkSize::GroIpv4MaxSize)),
+        Setting::GsoMaxSegs { dev } => Box::new(Size(dev, LinkSize::GsoMaxSegs)),
+        Setting::Feature { dev, name } => Box::new(Feature { dev, name }),
+        Setting::PrivateFlag { dev, flag } => Box::new(PrivateFlag { dev, flag }),
+        Setting::RxRing { dev } => Box::new(RxRing { dev }),
+        Setting::BondHashPolicy { dev } => Box::new(BondHashPolicy { dev }),
+        Setting::SourceRoute {
+            dev,
+            addr,
+            table,
+            priority,
+        } => Box::new(SourceRoute {
+            dev,
+            addr,
+            table: *table,
+            priority: *priority,
+        }),
     }
 }
 
@@ -642,7 +644,6 @@ struct SourceRoute<'a> {
     table: u32,
     priority: u32,
 }
-
 
 impl SourceRoute<'_> {
     fn subnet(&self) -> Result<(IpAddr, u8, IpAddr), HostError> {

@@ -1,10 +1,10 @@
 //! The tune module's unit tests.
 use super::JournalCheck;
 use super::journal::{new_journal, now_unix};
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
 use super::*;
 use crate::fsroot::sysctl_path;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 #[test]
 fn a_plan_and_a_journal_written_before_the_settings_were_one_table_still_read() {

@@ -137,7 +137,6 @@ pub struct Plan {
     pub skipped: Vec<(Action, String)>,
 }
 
-
 impl Setting {
     /// The device this setting is on, if any.
     pub fn dev(&self) -> Option<&str> {
@@ -164,9 +163,9 @@ impl Setting {
         match self {
             Setting::Sysctl { .. } => 0,
             Setting::Mtu { .. } => 1,
-            Setting::GsoMaxSize { .. } | Setting::GroMaxSize { .. } | Setting::GsoMaxSegs { .. } => {
-                2
-            }
+            Setting::GsoMaxSize { .. }
+            | Setting::GroMaxSize { .. }
+            | Setting::GsoMaxSegs { .. } => 2,
             Setting::GsoIpv4MaxSize { .. } | Setting::GroIpv4MaxSize { .. } => 3,
             Setting::Feature { .. }
             | Setting::PrivateFlag { .. }

@@ -21,7 +21,7 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    wirespeed_host::netns::spawn_in(ns, f, |what, e| LabError::io(what, e))
+    wirespeed_host::netns::spawn_in(ns, f, LabError::io)
 }
 
 /// The pids of the processes whose network namespace is `/run/netns/NS`
