@@ -144,6 +144,43 @@ fn doctor_in(ns: &str, peers: &[String]) -> Result<Vec<Finding>> {
     Ok(r.findings)
 }
 
+/// Applies doctor's fixes on each (host, namespace) with its journal
+/// under `tmp`, saying what changed; rolled back when the result drops.
+fn tune_both(hosts: &[(&str, &String)], tmp: &Path, w: &mut dyn Write) -> Result<Tuned> {
+    let mut tuned = Tuned::new();
+    let doctors_fixes = PlanRequest {
+        control_port: wirespeed_engine::DEFAULT_PORT,
+        ..PlanRequest::default()
+    };
+    for (h, ns) in hosts {
+        let text = tuned.apply_in(ns, tmp.join(h), &doctors_fixes)?;
+        let changed: Vec<&str> = text.lines().filter(|l| l.contains(" -> ")).collect();
+        let _ = writeln!(w, "  host {h}: {} change(s), e.g.", changed.len());
+        for l in changed.iter().take(3) {
+            let _ = writeln!(w, "   {}", l.trim());
+        }
+    }
+    Ok(tuned)
+}
+
+/// The `--paths` flag of doctor's peer advice, if it gave one.
+fn advised_paths(findings: &[Finding]) -> Option<Vec<String>> {
+    findings
+        .iter()
+        .find_map(|f| {
+            f.id.starts_with("peer-")
+                .then_some(f.bench_flags.as_deref())
+                .flatten()
+        })
+        .filter(|f| f.starts_with("--paths "))
+        .map(|f| {
+            f.split_whitespace()
+                .take(2)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+}
+
 /// The lab demo; `out` is where the ladder's results go. Progress goes
 /// to `w`.
 pub fn lab_demo(duration: f64, results: &Path, w: &mut dyn Write) -> Result<()> {
@@ -194,43 +231,15 @@ pub fn lab_demo(duration: f64, results: &Path, w: &mut dyn Write) -> Result<()> 
         "\n== 3. wirespeed tune apply (doctor's fixes, on both hosts)".into(),
     );
     let tmp = std::env::temp_dir().join(format!("wirespeed-demo-{}", std::process::id()));
-    let mut tuned = Tuned::new();
-    let doctors_fixes = PlanRequest {
-        control_port: wirespeed_engine::DEFAULT_PORT,
-        ..PlanRequest::default()
+    let tuned = tune_both(&[("a", &ns_a), ("b", &ns_b)], &tmp, w)?;
+    let all_paths = || {
+        format!(
+            "{}={b0},{}={b1}",
+            addr("a", 0).unwrap_or_default(),
+            addr("a", 1).unwrap_or_default()
+        )
     };
-    for (h, ns) in [("a", &ns_a), ("b", &ns_b)] {
-        let text = tuned.apply_in(ns, tmp.join(h), &doctors_fixes)?;
-        let changed: Vec<&str> = text.lines().filter(|l| l.contains(" -> ")).collect();
-        say(w, format!("  host {h}: {} change(s), e.g.", changed.len()));
-        for l in changed.iter().take(3) {
-            say(w, format!("   {}", l.trim()));
-        }
-    }
-    let flags = findings
-        .iter()
-        .find_map(|f| {
-            f.id.starts_with("peer-")
-                .then_some(f.bench_flags.as_deref())
-                .flatten()
-        })
-        .filter(|f| f.starts_with("--paths "))
-        .map(|f| {
-            f.split_whitespace()
-                .take(2)
-                .map(String::from)
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_else(|| {
-            vec![
-                "--paths".into(),
-                format!(
-                    "{}={b0},{}={b1}",
-                    addr("a", 0).unwrap_or_default(),
-                    addr("a", 1).unwrap_or_default()
-                ),
-            ]
-        });
+    let flags = advised_paths(&findings).unwrap_or_else(|| vec!["--paths".into(), all_paths()]);
     let mut extra = flags.clone();
     extra.extend(["-F".into(), "8".into(), "-T".into(), "2".into()]);
     say(

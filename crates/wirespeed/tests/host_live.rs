@@ -15,7 +15,31 @@ use wirespeed_lab::{Lab, LabSpec};
 fn lab(name_prefix: &str, body: &str) -> Lab {
     let name = Lab::unique(name_prefix);
     let spec = LabSpec::from_toml_str(&format!("name = \"{name}\"\n{body}")).expect("lab spec");
-    Lab::up(&spec).expect("lab up")
+    let lab = Lab::up(&spec).expect("lab up");
+    // Readiness, not a sleep: the kernel adds each link's IPv6 link-local
+    // route shortly after the link is up, so a snapshot taken at once can
+    // lack routes that every later one has.
+    for h in &spec.hosts {
+        let ns = lab.ns(&h.name);
+        wait_until(5, || link_local_routes_in_place(&ns));
+    }
+    lab
+}
+
+/// Whether every link but loopback in `ns` has its fe80::/64 route.
+fn link_local_routes_in_place(ns: &str) -> bool {
+    let snap = inspect(ns);
+    let routes = snap["routes"].as_array().cloned().unwrap_or_default();
+    snap["links"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|l| l["kind"] != "loopback")
+        .all(|l| {
+            routes
+                .iter()
+                .any(|r| r["dst"] == "fe80::/64" && r["dev"] == l["name"])
+        })
 }
 
 fn ws(args: &[&str]) -> Output {
