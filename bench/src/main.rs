@@ -118,17 +118,9 @@ struct Samples {
     profile: Option<profile::Profile>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// The median (wirespeed-types'), 0 without any value.
+fn median(v: Vec<f64>) -> f64 {
+    wirespeed_types::stats::median(&v).unwrap_or(0.0)
 }
 
 impl Samples {

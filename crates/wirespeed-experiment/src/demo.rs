@@ -7,9 +7,10 @@
 //! The binary renders the report page from the ladder's results.
 
 use crate::cell::{BenchArgs, spec_from};
-use crate::error::{Context, ExperimentError, Result, failed};
+use crate::error::{Context, ExperimentError, Result};
 use crate::experiment::{Overrides, load};
 use crate::inlab::{LabServer, test_in};
+use crate::peer::{self, DoctorRequest};
 use crate::runner::{RunOptions, Tuned, run as run_plan};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,9 @@ use std::sync::atomic::AtomicBool;
 use wirespeed_engine::{
     ClientConfig, Report, SCHEMA_VERSION, Server, ServerConfig, TestResult, TestSpec, run_test,
 };
+use wirespeed_host::Finding;
+use wirespeed_host::netns;
+use wirespeed_host::tune::session::{Place, PlanRequest};
 use wirespeed_lab::{Lab, LabSpec};
 use wirespeed_report::experiment::summary_table;
 use wirespeed_report::human_bps;
@@ -120,30 +124,66 @@ fn lab_bench(lab: &Lab, server: &str, duration: f64, extra: &[String]) -> Result
     test_in(lab, "a", &cfg, &spec)
 }
 
-/// Runs `wirespeed doctor --netns NS ARGS --json` and returns its JSON.
-///
-/// A child process on purpose: doctor reads the namespace's devices under
-/// /sys, which `ip netns exec` mounts for a process (a thread that enters
-/// the namespace still sees this process's /sys). It dies with us.
-fn doctor_in(exe: &Path, ns: &str, args: &[&str]) -> Result<serde_json::Value> {
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(["doctor", "--netns", ns, "--json"])
-        .args(args)
-        .stdin(std::process::Stdio::null());
-    crate::sys::die_with_parent(&mut cmd);
-    let out = cmd.output().ctx(|| "run wirespeed doctor".into())?;
-    if !out.status.success() {
-        return Err(failed(
-            format!("wirespeed doctor --netns {ns} {}", args.join(" ")),
-            String::from_utf8_lossy(&out.stderr).trim(),
-        ));
-    }
-    serde_json::from_slice(&out.stdout).ctx(|| "parse doctor's JSON".into())
+/// Runs doctor against `peers` in namespace `ns`, in-process on a thread
+/// with the namespace's own /sys (doctor reads its devices there).
+fn doctor_in(ns: &str, peers: &[String]) -> Result<Vec<Finding>> {
+    let req = DoctorRequest {
+        peers: Some(peers.to_vec()),
+        port: PORT.parse().unwrap_or(5300),
+        test_duration: 1.0,
+        probe: true,
+        ..DoctorRequest::default()
+    };
+    let place = Place::live(Some(ns.to_string()));
+    let mut out = None;
+    netns::run_in_with_sys(ns, || {
+        out = Some(peer::doctor(&place, &req));
+        Ok(())
+    })?;
+    let r = out.ctx(|| format!("doctor in {ns}"))??;
+    Ok(r.findings)
 }
 
-/// The lab demo; `out` is where the ladder's results go, `exe` the
-/// wirespeed binary (for doctor and tune). Progress goes to `w`.
-pub fn lab_demo(duration: f64, results: &Path, exe: &Path, w: &mut dyn Write) -> Result<()> {
+/// Applies doctor's fixes on each (host, namespace) with its journal
+/// under `tmp`, saying what changed; rolled back when the result drops.
+fn tune_both(hosts: &[(&str, &String)], tmp: &Path, w: &mut dyn Write) -> Result<Tuned> {
+    let mut tuned = Tuned::new();
+    let doctors_fixes = PlanRequest {
+        control_port: wirespeed_engine::DEFAULT_PORT,
+        ..PlanRequest::default()
+    };
+    for (h, ns) in hosts {
+        let text = tuned.apply_in(ns, tmp.join(h), &doctors_fixes)?;
+        let changed: Vec<&str> = text.lines().filter(|l| l.contains(" -> ")).collect();
+        let _ = writeln!(w, "  host {h}: {} change(s), e.g.", changed.len());
+        for l in changed.iter().take(3) {
+            let _ = writeln!(w, "   {}", l.trim());
+        }
+    }
+    Ok(tuned)
+}
+
+/// The `--paths` flag of doctor's peer advice, if it gave one.
+fn advised_paths(findings: &[Finding]) -> Option<Vec<String>> {
+    findings
+        .iter()
+        .find_map(|f| {
+            f.id.starts_with("peer-")
+                .then_some(f.bench_flags.as_deref())
+                .flatten()
+        })
+        .filter(|f| f.starts_with("--paths "))
+        .map(|f| {
+            f.split_whitespace()
+                .take(2)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+}
+
+/// The lab demo; `out` is where the ladder's results go. Progress goes
+/// to `w`.
+pub fn lab_demo(duration: f64, results: &Path, w: &mut dyn Write) -> Result<()> {
     let mut spec = LabSpec::from_toml_str(LADDER_LAB).ctx(|| "the embedded lab".into())?;
     spec.name = Lab::unique("demo");
     let lab = Lab::up(&spec)?;
@@ -177,21 +217,12 @@ pub fn lab_demo(duration: f64, results: &Path, exe: &Path, w: &mut dyn Write) ->
         format!("\n== 2. wirespeed doctor --peer {b0},{b1} (on host a)"),
     );
     let (ns_a, ns_b) = (lab.ns("a"), lab.ns("b"));
-    let peers = format!("{b0},{b1}");
-    let doc = doctor_in(
-        exe,
-        &ns_a,
-        &["--peer", &peers, "--port", PORT, "--test-duration", "1s"],
-    )?;
-    let findings = doc["findings"].as_array().cloned().unwrap_or_default();
+    let findings = doctor_in(&ns_a, &[b0.clone(), b1.clone()])?;
     for f in &findings {
+        let severity = serde_json::to_value(f.severity).unwrap_or_default();
         say(
             w,
-            format!(
-                "  [{}] {}",
-                f["severity"].as_str().unwrap_or("?"),
-                f["title"].as_str().unwrap_or("?")
-            ),
+            format!("  [{}] {}", severity.as_str().unwrap_or("?"), f.title),
         );
     }
 
@@ -200,40 +231,15 @@ pub fn lab_demo(duration: f64, results: &Path, exe: &Path, w: &mut dyn Write) ->
         "\n== 3. wirespeed tune apply (doctor's fixes, on both hosts)".into(),
     );
     let tmp = std::env::temp_dir().join(format!("wirespeed-demo-{}", std::process::id()));
-    let mut tuned = Tuned::new(exe);
-    for (h, ns) in [("a", &ns_a), ("b", &ns_b)] {
-        let text = tuned.apply_in(ns, tmp.join(h), &[])?;
-        let changed: Vec<&str> = text.lines().filter(|l| l.contains(" -> ")).collect();
-        say(w, format!("  host {h}: {} change(s), e.g.", changed.len()));
-        for l in changed.iter().take(3) {
-            say(w, format!("   {}", l.trim()));
-        }
-    }
-    let flags = findings
-        .iter()
-        .find_map(|f| {
-            let id = f["id"].as_str()?;
-            id.starts_with("peer-")
-                .then(|| f["bench_flags"].as_str())
-                .flatten()
-        })
-        .filter(|f| f.starts_with("--paths "))
-        .map(|f| {
-            f.split_whitespace()
-                .take(2)
-                .map(String::from)
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_else(|| {
-            vec![
-                "--paths".into(),
-                format!(
-                    "{}={b0},{}={b1}",
-                    addr("a", 0).unwrap_or_default(),
-                    addr("a", 1).unwrap_or_default()
-                ),
-            ]
-        });
+    let tuned = tune_both(&[("a", &ns_a), ("b", &ns_b)], &tmp, w)?;
+    let all_paths = || {
+        format!(
+            "{}={b0},{}={b1}",
+            addr("a", 0).unwrap_or_default(),
+            addr("a", 1).unwrap_or_default()
+        )
+    };
+    let flags = advised_paths(&findings).unwrap_or_else(|| vec!["--paths".into(), all_paths()]);
     let mut extra = flags.clone();
     extra.extend(["-F".into(), "8".into(), "-T".into(), "2".into()]);
     say(
@@ -267,7 +273,7 @@ pub fn lab_demo(duration: f64, results: &Path, exe: &Path, w: &mut dyn Write) ->
         w,
         "\n== 5. the ladder of report 2, one change at a time (wirespeed experiment)".into(),
     );
-    let ladder = run_ladder(&tmp, duration, results, exe);
+    let ladder = run_ladder(&tmp, duration, results);
     let _ = std::fs::remove_dir_all(&tmp);
     let res = ladder?;
     let _ = write!(w, "{}", summary_table(&res));
@@ -280,7 +286,6 @@ fn run_ladder(
     dir: &Path,
     duration: f64,
     results: &Path,
-    exe: &Path,
 ) -> Result<wirespeed_report::experiment::ExperimentResults> {
     std::fs::create_dir_all(dir).ctx(|| format!("create {}", dir.display()))?;
     std::fs::write(dir.join("lab.toml"), LADDER_LAB).ctx(|| "write the lab file".into())?;
@@ -299,7 +304,6 @@ fn run_ladder(
         &RunOptions {
             out: results.to_path_buf(),
             fresh: true,
-            exe: exe.to_path_buf(),
         },
     )
 }

@@ -1,8 +1,11 @@
 //! Measured tests for wirespeed, planned and judged: experiment files
 //! (the format, the planner, placeholder resolution and the runner),
 //! optimize's search, doctor's measured (peer) rules and the demo's
-//! scenario. Tests run with the engine in-process, inside a lab's network
-//! namespaces when there is a lab ([`inlab`]).
+//! scenario, and doctor itself ([`peer::doctor`]). Tests run with the
+//! engine in-process, inside a lab's network namespaces when there is a
+//! lab ([`inlab`]); tuning a lab host runs wirespeed-host's tune session
+//! in-process too, on a thread with that namespace's /sys. It starts no
+//! wirespeed process.
 //!
 //! A cell ([`cell::BenchArgs`] and the [`wirespeed_engine::TestSpec`] it
 //! makes) is built through the same clap definitions `wirespeed bench`

@@ -559,7 +559,7 @@ pub struct Finished {
 /// The host as the search reads it: `fs` roots /proc and /sys.
 fn snapshot(fs: &Fs) -> Result<Snapshot> {
     let mut s = wirespeed_host::inspect(fs)?;
-    s.netns = std::env::var("WIRESPEED_NETNS").ok();
+    s.netns = wirespeed_host::reentry::current_netns();
     Ok(s)
 }
 
@@ -817,7 +817,7 @@ fn open_host_side(a: &OptimizeArgs, fs: &Fs, notes: &mut Vec<String>) -> Result<
         }
     };
     let dir = a.state_dir.clone().unwrap_or_else(|| {
-        let ns = std::env::var("WIRESPEED_NETNS").unwrap_or_else(|_| "host".into());
+        let ns = wirespeed_host::reentry::current_netns().unwrap_or_else(|| "host".into());
         PathBuf::from("/var/lib/wirespeed/optimize").join(ns)
     });
     let state = StateDir::new(dir);

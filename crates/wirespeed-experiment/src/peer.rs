@@ -301,3 +301,100 @@ mod tests {
         assert!(findings(&[], 1).is_empty());
     }
 }
+
+/// What `wirespeed doctor` is asked.
+#[derive(Debug, Clone, Default)]
+pub struct DoctorRequest {
+    /// What the host is sized for.
+    pub goal: wirespeed_host::doctor::Goal,
+    /// A `wirespeed serve` to measure against: one address per peer NIC.
+    pub peers: Option<Vec<String>>,
+    /// Its control port.
+    pub port: u16,
+    /// Its key, when it requires one.
+    pub key: Option<Vec<u8>>,
+    /// Seconds each peer test measures.
+    pub test_duration: f64,
+    /// Probe the path MTU toward the gateways and peers.
+    pub probe: bool,
+}
+
+/// Doctor's JSON.
+#[derive(Debug, serde::Serialize)]
+pub struct DoctorReport {
+    /// The host crate's schema version.
+    pub schema_version: u32,
+    /// The named namespace it ran in.
+    pub netns: Option<String>,
+    /// What is wrong, peer findings first.
+    pub findings: Vec<Finding>,
+    /// The peer tests run.
+    pub peer_tests: Vec<PeerTest>,
+    /// Path MTUs measured toward the gateways and peers.
+    pub paths: Vec<wirespeed_host::pathmtu::PathMtu>,
+}
+
+/// Runs doctor's peer tests ([`probes`]) and turns them into findings.
+fn peer_findings(
+    r: &DoctorRequest,
+    s: &Snapshot,
+    peers: &[String],
+) -> crate::error::Result<(Vec<PeerTest>, Vec<Finding>)> {
+    if peers.is_empty() {
+        return Err(crate::error::ExperimentError::Bench(
+            "--peer needs at least one address".into(),
+        ));
+    }
+    let pairs = local_for(s, peers);
+    let mut cfg = wirespeed_engine::ClientConfig::new(&pairs[0].1);
+    cfg.port = r.port;
+    cfg.key = r.key.clone();
+    let mut tests = Vec::new();
+    for p in probes(&pairs) {
+        let res = wirespeed_engine::run_test(&cfg, &p.spec(r.test_duration)?, &mut |_| {})
+            .map_err(|e| {
+                crate::error::failed(
+                    format!("peer test {:?} against {} failed", p.name, pairs[0].1),
+                    e,
+                )
+            })?;
+        tests.push(p.result(&res));
+    }
+    let findings = findings(&tests, pairs.len());
+    Ok((tests, findings))
+}
+
+/// Doctor: reads the host at `place`, probes the path MTU toward the
+/// gateways and peers, runs the peer tests, and returns every finding
+/// (the measured ones first).
+pub fn doctor(
+    place: &wirespeed_host::tune::session::Place,
+    r: &DoctorRequest,
+) -> crate::error::Result<DoctorReport> {
+    let s = place.snapshot()?;
+    let paths = if !r.probe || place.recorded() {
+        vec![]
+    } else {
+        let peers: Vec<std::net::IpAddr> = r
+            .peers
+            .iter()
+            .flatten()
+            .filter_map(|p| p.trim().parse().ok())
+            .collect();
+        wirespeed_host::pathmtu::measure_all(&s, &peers)
+    };
+    let mut findings = wirespeed_host::doctor::diagnose_measured(&s, &r.goal, &paths);
+    let mut peer_tests = Vec::new();
+    if let Some(p) = &r.peers {
+        let (t, f) = peer_findings(r, &s, p)?;
+        peer_tests = t;
+        findings.splice(0..0, f);
+    }
+    Ok(DoctorReport {
+        schema_version: wirespeed_host::tune::TUNE_SCHEMA,
+        netns: s.netns.clone(),
+        findings,
+        peer_tests,
+        paths,
+    })
+}

@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use wirespeed_engine::TestResult;
 use wirespeed_engine::spec::parse_size;
-use wirespeed_host::tune::{self, NsChanges};
+use wirespeed_host::netns;
+use wirespeed_host::tune::session::{self, ApplyOptions, Place, PlanRequest, Show};
+use wirespeed_host::tune::{self, NsChanges, StateDir};
 use wirespeed_lab::{Lab, LabSpec};
 use wirespeed_report::experiment::{
     CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Point, finalize,
@@ -87,61 +89,76 @@ fn save(res: &ExperimentResults, path: &Path) -> Result<()> {
     std::fs::rename(&tmp, path).ctx(|| format!("rename {} to {}", tmp.display(), path.display()))
 }
 
-/// Tuning applied with `wirespeed tune apply` in lab namespaces, each with
-/// its own journal directory; rolled back (newest first) on drop.
+/// Tuning applied with wirespeed-host's tune session in lab namespaces,
+/// each with its own journal directory; rolled back (newest first) on
+/// drop.
 ///
-/// Tune runs as a child process on purpose: inside a namespace it needs
-/// that namespace's /sys (device speeds, drivers, queues), which `ip
-/// netns exec` mounts for a process; a thread that enters the namespace
-/// would still read this process's /sys. The child dies with us
-/// ([`crate::sys::die_with_parent`]); its journal undoes a half apply.
+/// In-process, on a thread that entered the namespace with its own /sys
+/// mounted ([`netns::run_in_with_sys`]): tune reads the namespace's
+/// devices (speeds, drivers, queues) there. A failed apply has restored
+/// itself already; the journal undoes the rest.
+#[derive(Default)]
 pub struct Tuned {
-    exe: PathBuf,
     done: Vec<(String, PathBuf)>,
 }
 
+/// A tune session's output, kept as the text `tune apply` prints.
+#[derive(Default)]
+struct Collected {
+    text: String,
+}
+
+impl Show for Collected {
+    fn plan(&mut self, plan: &tune::Plan) {
+        self.text.push_str(&wirespeed_report::host::plan(plan));
+    }
+    fn line(&mut self, text: &str) {
+        self.text.push_str(text);
+        self.text.push('\n');
+    }
+    fn warn(&mut self, text: &str) {
+        crate::progress::say(text);
+    }
+}
+
 impl Tuned {
-    /// Nothing applied yet; `exe` is the wirespeed binary.
-    pub fn new(exe: &Path) -> Tuned {
-        Tuned {
-            exe: exe.to_path_buf(),
-            done: Vec::new(),
-        }
+    /// Nothing applied yet.
+    pub fn new() -> Tuned {
+        Tuned::default()
     }
 
-    /// Runs `wirespeed tune apply --netns NS --state-dir DIR ARGS...` and
-    /// returns its output; a failed apply has restored itself already.
-    pub fn apply_in(&mut self, ns: &str, dir: PathBuf, args: &[&str]) -> Result<String> {
-        let mut cmd = std::process::Command::new(&self.exe);
-        // --force: a lab's MTU is what the experiment varies, and nothing
+    /// Applies `req` in namespace `ns` with its journal in `dir`, as
+    /// `wirespeed tune apply --force --netns NS --state-dir DIR` would,
+    /// and returns what that prints; a failed apply has restored itself.
+    pub fn apply_in(&mut self, ns: &str, dir: PathBuf, req: &PlanRequest) -> Result<String> {
+        let st = StateDir::new(&dir);
+        let place = Place::live(Some(ns.to_string()));
+        // force: a lab's MTU is what the experiment varies, and nothing
         // in the lab shows it to the path probe (issue 13).
-        cmd.args(["tune", "apply", "--force", "--netns", ns])
-            .args(args)
-            .arg("--state-dir")
-            .arg(&dir)
-            .stdin(std::process::Stdio::null());
-        crate::sys::die_with_parent(&mut cmd);
-        let out = cmd.output().ctx(|| "run wirespeed tune apply".into())?;
-        if !out.status.success() {
-            return Err(failed(
-                format!("`wirespeed tune apply --netns {ns} {}`", args.join(" ")),
-                String::from_utf8_lossy(&out.stderr).trim(),
-            ));
-        }
+        let o = ApplyOptions {
+            force: true,
+            hint: format!(" --netns {ns} --state-dir {}", dir.display()),
+            ..ApplyOptions::default()
+        };
+        let mut out = Collected::default();
+        netns::run_in_with_sys(ns, || session::apply(&st, &place, req, &o, &mut out))
+            .map_err(|e| failed(format!("tune apply in {ns}"), e))?;
         self.done.push((ns.to_string(), dir));
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        Ok(out.text)
     }
 
-    /// Runs `wirespeed tune apply` for each `[[tune]]` on its host.
-    fn apply(lab: &Lab, tunes: &[TuneDef], exe: &Path) -> Result<Tuned> {
-        let mut t = Tuned::new(exe);
+    /// Applies each `[[tune]]` on its host.
+    fn apply(lab: &Lab, tunes: &[TuneDef]) -> Result<Tuned> {
+        let mut t = Tuned::new();
         for (i, d) in tunes.iter().enumerate() {
             let dir = std::env::temp_dir().join(format!("wirespeed-tune-{}-{i}", lab.name()));
-            let mut args = vec!["--profile", d.profile.as_str()];
-            for dev in &d.devs {
-                args.extend(["--dev", dev.as_str()]);
-            }
-            let out = t.apply_in(&lab.ns(&d.host), dir, &args)?;
+            let req = PlanRequest {
+                profile: Some(d.profile.clone()),
+                devs: d.devs.clone(),
+                control_port: wirespeed_engine::DEFAULT_PORT,
+                ..PlanRequest::default()
+            };
+            let out = t.apply_in(&lab.ns(&d.host), dir, &req)?;
             crate::progress::say(format!(
                 "tuned host {} with {}: {}",
                 d.host,
@@ -156,14 +173,10 @@ impl Tuned {
 impl Drop for Tuned {
     fn drop(&mut self) {
         while let Some((ns, dir)) = self.done.pop() {
-            // A child for the same reason as the apply (the namespace's /sys).
-            let mut cmd = std::process::Command::new(&self.exe);
-            cmd.args(["tune", "rollback", "--netns", &ns, "--state-dir"])
-                .arg(&dir)
-                .stdin(std::process::Stdio::null());
-            crate::sys::die_with_parent(&mut cmd);
-            let ok = cmd.output().is_ok_and(|o| o.status.success());
-            if !ok {
+            let st = StateDir::new(&dir);
+            let place = Place::live(Some(ns.clone()));
+            let r = netns::run_in_with_sys(&ns, || session::rollback(&st, &place, false));
+            if r.is_err() {
                 crate::progress::say(format!("warning: could not roll back the tuning of {ns}"));
             }
             let _ = std::fs::remove_dir_all(&dir);
@@ -181,12 +194,12 @@ struct Running {
 }
 
 impl Running {
-    fn start(spec: &LabSpec, plan: &Plan, exe: &Path) -> Result<Running> {
+    fn start(spec: &LabSpec, plan: &Plan) -> Result<Running> {
         let mut s = spec.clone();
         s.name = Lab::unique("exp");
         let lab = Lab::up(&s)?;
         let server = LabServer::start(&lab, &plan.server, wirespeed_engine::DEFAULT_PORT)?;
-        let tuned = Tuned::apply(&lab, &plan.tunes, exe)?;
+        let tuned = Tuned::apply(&lab, &plan.tunes)?;
         Ok(Running {
             spec: spec.clone(),
             _tuned: tuned,
@@ -314,8 +327,6 @@ pub struct RunOptions {
     pub out: PathBuf,
     /// Ignore earlier results in `out` and run every cell.
     pub fresh: bool,
-    /// The wirespeed binary, for `[[tune]]`'s `wirespeed tune apply`.
-    pub exe: PathBuf,
 }
 
 /// Runs every cell of `plan` not finished in `o.out` yet, saving after
@@ -371,7 +382,7 @@ pub fn run(plan: &Plan, o: &RunOptions) -> Result<ExperimentResults> {
             // The old lab (and its server) goes before the new one is built.
             drop(running.take());
             crate::progress::say(format!("building the lab for cell {}", c.name));
-            running = Some(Running::start(&c.lab, plan, &o.exe)?);
+            running = Some(Running::start(&c.lab, plan)?);
         }
         let Some(r) = running.as_ref() else { continue };
         let cell = match run_cell(r, plan, c, &format!("[{}/{n}]", i + 1)) {

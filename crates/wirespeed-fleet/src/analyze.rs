@@ -98,7 +98,7 @@ pub fn host_facts(agent: &AgentSpec, s: &wirespeed_host::Snapshot) -> HostFacts 
 
 /// The median of the finite values (0 without any).
 fn median(v: &[f64]) -> f64 {
-    wirespeed_model::optimize::median(v).unwrap_or(0.0)
+    wirespeed_types::stats::median(v).unwrap_or(0.0)
 }
 
 fn median_opt(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {

@@ -64,6 +64,15 @@ pub enum HostError {
     /// An unknown profile name.
     #[error("unknown profile {0:?} (known: throughput, latency, tpu-multinic, bulk-multinic)")]
     UnknownProfile(String),
+    /// What was being done when `inner` went wrong (printed as
+    /// "what: inner", as anyhow's context prints).
+    #[error("{what}: {inner}")]
+    Context {
+        /// What was being done.
+        what: String,
+        /// The error.
+        inner: Box<HostError>,
+    },
     /// Another tune command holds the state directory's lock.
     #[error(
         "another wirespeed tune holds the lock on {dir}{}; waited {waited_s:.0} s: try again when it has finished",
@@ -95,7 +104,16 @@ impl HostError {
             HostError::NoSuchLink(_) => true,
             HostError::Netlink { error, .. } => error.raw_os_error() == Some(libc::ENODEV),
             HostError::File { error, .. } => error.kind() == io::ErrorKind::NotFound,
+            HostError::Context { inner, .. } => inner.is_gone(),
             _ => false,
+        }
+    }
+
+    /// This error, said to have happened while doing `what`.
+    pub fn within(self, what: impl Into<String>) -> Self {
+        HostError::Context {
+            what: what.into(),
+            inner: Box::new(self),
         }
     }
 

@@ -206,44 +206,7 @@ pub(crate) fn u32_of(v: &[u8]) -> Option<u32> {
     Some(u32::from_ne_bytes(v.get(..4)?.try_into().ok()?))
 }
 
-/// A feature as the kernel reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Feature {
-    /// Active now.
-    pub on: bool,
-    /// The driver does not let the user change it.
-    pub fixed: bool,
-}
-
-/// Ring sizes: current and maximum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct Rings {
-    /// RX ring entries.
-    pub rx: u32,
-    /// Largest RX ring.
-    pub rx_max: u32,
-    /// TX ring entries.
-    pub tx: u32,
-    /// Largest TX ring.
-    pub tx_max: u32,
-}
-
-/// Channel (queue) counts: current and maximum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct Channels {
-    /// RX-only channels.
-    pub rx: u32,
-    /// TX-only channels.
-    pub tx: u32,
-    /// Combined channels.
-    pub combined: u32,
-    /// Largest RX count.
-    pub rx_max: u32,
-    /// Largest TX count.
-    pub tx_max: u32,
-    /// Largest combined count.
-    pub combined_max: u32,
-}
+pub use wirespeed_types::host::snapshot::{Channels, Feature, Rings};
 
 /// A connection to the ethtool family.
 /// The id of the generic-netlink family `name` (ethtool, mptcp_pm), asked

@@ -106,7 +106,12 @@ fn first_word(s: &str) -> String {
 /// Reads a bond from sysfs bonding/ and /proc/net/bonding/NAME.
 pub fn read_bond(fs: &Fs, name: &str) -> Result<Bond, HostError> {
     let dir = format!("sys/class/net/{name}/bonding");
-    let proc_text = fs.read_trim(&format!("proc/net/bonding/{name}")).ok();
+    // thread-self first: a thread in a lab's namespace reads its own
+    // (recorded trees have only proc/net).
+    let proc_text = fs
+        .read_trim(&format!("proc/thread-self/net/bonding/{name}"))
+        .or_else(|_| fs.read_trim(&format!("proc/net/bonding/{name}")))
+        .ok();
     let from_proc = proc_text.as_deref().map(parse_proc_bonding);
     let mode = fs.read_trim(&format!("{dir}/mode")).map(|s| first_word(&s));
     let policy = fs

@@ -65,10 +65,12 @@ fn proc_addr(hex: &str) -> Option<(IpAddr, u16)> {
     Some((ip, port))
 }
 
-/// Established TCP connections of this network namespace.
+/// Established TCP connections of this thread's network namespace
+/// (thread-self: a thread that entered a lab's namespace is not where
+/// the process is, and /proc/net is the process's).
 fn established() -> Vec<Conn> {
     let mut out = Vec::new();
-    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
+    for f in ["/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"] {
         let Ok(text) = std::fs::read_to_string(f) else {
             continue;
         };

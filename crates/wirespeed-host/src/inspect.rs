@@ -446,29 +446,7 @@ fn egress_of(rt: &mut Rtnl, links: &[Link]) -> Vec<Egress> {
     out
 }
 
-/// The network address of `ip/len` (`len` clamped to the family's width).
-pub fn network(ip: IpAddr, len: u8) -> IpAddr {
-    match ip {
-        IpAddr::V4(a) => {
-            let mask = u32::MAX
-                .checked_shl(32 - u32::from(len.min(32)))
-                .unwrap_or(0);
-            IpAddr::V4((u32::from(a) & mask).into())
-        }
-        IpAddr::V6(a) => {
-            let mask = u128::MAX
-                .checked_shl(128 - u32::from(len.min(128)))
-                .unwrap_or(0);
-            IpAddr::V6((u128::from(a) & mask).into())
-        }
-    }
-}
-
-/// Splits "addr/len".
-pub fn parse_cidr(s: &str) -> Option<(IpAddr, u8)> {
-    let (a, l) = s.split_once('/')?;
-    Some((a.parse().ok()?, l.parse().ok()?))
-}
+pub use wirespeed_types::host::tune::{network, parse_cidr};
 
 #[cfg(test)]
 mod tests {

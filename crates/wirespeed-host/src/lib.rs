@@ -7,8 +7,17 @@
 //! It also builds topologies for labs ([`netops`]: namespaces, veth,
 //! vxlan, routes, qdiscs and MPTCP path managers through [`mptcp`]).
 //!
+//! [`tune::session`] is the one API that changes a host, used by the
+//! binary, optimize and the experiment runner alike; [`netns`] runs code
+//! inside a named namespace (on a thread, with that namespace's /sys when
+//! asked), and [`reentry`] is the one place the binary is re-run (`--netns`,
+//! the tune watchdog, the backup timer). The serde types (snapshot,
+//! findings, settings, plans, journals) are wirespeed-types' `host`,
+//! re-exported here at their old paths.
+//!
 //! It never parses `ip` or `ethtool` output; it renders its actions as
-//! those commands so people can read them. It carries no traffic.
+//! those commands so people can read them. It carries no traffic. Its
+//! `unsafe` is all in the private `sys` module.
 #![warn(missing_docs)]
 
 pub mod doctor;
@@ -23,6 +32,7 @@ pub mod netops;
 mod nl;
 pub mod pathmtu;
 pub mod profiles;
+pub mod reentry;
 mod rtnl;
 pub mod snapshot;
 mod sys;
@@ -36,3 +46,8 @@ pub use inspect::inspect;
 pub use netops::{LinkSize, Op};
 pub use snapshot::{Known, Snapshot};
 pub use tune::{Action, Plan};
+
+/// Whether the process runs with effective uid 0 (read from /proc).
+pub fn is_root() -> bool {
+    tune::euid() == Some(0)
+}

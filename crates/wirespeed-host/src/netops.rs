@@ -28,49 +28,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::AsRawFd;
 
-/// A link size that [`Op::LinkSet`] sets (each one a tuning [`Setting`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkSize {
-    /// mtu.
-    Mtu,
-    /// gso_max_size (IPv6, and IPv4 too at or below 64 KiB).
-    GsoMaxSize,
-    /// gro_max_size.
-    GroMaxSize,
-    /// gso_ipv4_max_size.
-    GsoIpv4MaxSize,
-    /// gro_ipv4_max_size.
-    GroIpv4MaxSize,
-    /// gso_max_segs: segments in one GSO packet (1 = the stack sends wire-size packets).
-    GsoMaxSegs,
-}
-
-impl LinkSize {
-    /// The `ip link set` keyword.
-    pub fn keyword(self) -> &'static str {
-        match self {
-            LinkSize::Mtu => "mtu",
-            LinkSize::GsoMaxSize => "gso_max_size",
-            LinkSize::GroMaxSize => "gro_max_size",
-            LinkSize::GsoIpv4MaxSize => "gso_ipv4_max_size",
-            LinkSize::GroIpv4MaxSize => "gro_ipv4_max_size",
-            LinkSize::GsoMaxSegs => "gso_max_segs",
-        }
-    }
-
-    /// The tuning setting of this size on `dev`.
-    pub fn setting(self, dev: &str) -> Setting {
-        let dev = dev.to_string();
-        match self {
-            LinkSize::Mtu => Setting::Mtu { dev },
-            LinkSize::GsoMaxSize => Setting::GsoMaxSize { dev },
-            LinkSize::GroMaxSize => Setting::GroMaxSize { dev },
-            LinkSize::GsoIpv4MaxSize => Setting::GsoIpv4MaxSize { dev },
-            LinkSize::GroIpv4MaxSize => Setting::GroIpv4MaxSize { dev },
-            LinkSize::GsoMaxSegs => Setting::GsoMaxSegs { dev },
-        }
-    }
-}
+pub use crate::tune::LinkSize;
 
 /// One step of building a topology; `ns` is the named namespace it acts in.
 #[derive(Debug, Clone, PartialEq, Eq)]

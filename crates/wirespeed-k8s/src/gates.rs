@@ -141,9 +141,7 @@ fn unit(t: &LinkTest) -> &'static str {
     }
 }
 
-fn median(v: &[f64]) -> Option<f64> {
-    wirespeed_model::optimize::median(v)
-}
+use wirespeed_types::stats::median;
 
 /// The figure a case is judged by against a floor: the top of its
 /// interval with repeats, else its median.

@@ -18,6 +18,8 @@
 //!   node's kernel and kubelet, and what each pod had in force.
 //! - [`run`]: the whole run, and the paths compared; [`gates`]: pass or
 //!   fail per case (floors, a baseline, the gap to the host network).
+//! - `testkit` (feature `testkit`, which only the tests' dev-dependencies
+//!   enable): a real apiserver for tests and the controllers it lacks.
 //!
 //! kube-rs and k8s-openapi live in this crate only.
 
@@ -38,6 +40,7 @@ pub mod rollout;
 pub mod run;
 pub mod runner;
 pub mod sysctls;
+#[cfg(feature = "testkit")]
 pub mod testkit;
 
 pub use deploy::Deployment;

@@ -24,6 +24,7 @@ use wirespeed_fleet::{
     AgentSpec, Fleet, FleetResults, Job, NicSpec, Pattern, Plan, Round, RunOptions,
 };
 use wirespeed_types::fleet::LinkTest;
+use wirespeed_types::stats::median;
 
 /// How a run goes.
 #[derive(Debug, Clone)]
@@ -781,10 +782,6 @@ pub struct Comparison {
     pub modes: Vec<ModeFigures>,
 }
 
-fn median(v: Vec<f64>) -> Option<f64> {
-    wirespeed_model::optimize::median(&v)
-}
-
 /// The comparison of every workload across `runs`.
 pub fn compare(runs: &[PathRun]) -> Vec<Comparison> {
     let mut workloads: Vec<String> = Vec::new();
@@ -827,10 +824,10 @@ fn mode_figures(path: &str, ok: &[&LinkTest]) -> ModeFigures {
     // transaction.
     let per = |cpu: Cpu, rate: fn(&LinkTest) -> f64, scale: f64| {
         median(
-            ok.iter()
+            &ok.iter()
                 .filter(|t| rate(t) > 0.0)
                 .filter_map(|t| t.result.as_ref().map(|x| cpu(x) * scale / rate(t)))
-                .collect(),
+                .collect::<Vec<_>>(),
         )
     };
     let gbit: fn(&LinkTest) -> f64 = |t| t.throughput_bps / 1e9;
@@ -838,13 +835,14 @@ fn mode_figures(path: &str, ok: &[&LinkTest]) -> ModeFigures {
     ModeFigures {
         path: path.to_string(),
         tests: ok.len(),
-        throughput_bps: median(ok.iter().map(|t| t.throughput_bps).collect()).unwrap_or(0.0),
-        p50_us: median(ok.iter().filter_map(|t| t.p50_us).collect()),
-        p99_us: median(ok.iter().filter_map(|t| t.p99_us).collect()),
+        throughput_bps: median(&ok.iter().map(|t| t.throughput_bps).collect::<Vec<_>>())
+            .unwrap_or(0.0),
+        p50_us: median(&ok.iter().filter_map(|t| t.p50_us).collect::<Vec<_>>()),
+        p99_us: median(&ok.iter().filter_map(|t| t.p99_us).collect::<Vec<_>>()),
         client_cpu_per_gbit: (!rr).then(|| per(local, gbit, 1.0)).flatten(),
         server_cpu_per_gbit: (!rr).then(|| per(remote, gbit, 1.0)).flatten(),
         transactions_per_s: rr
-            .then(|| median(ok.iter().map(|t| t.transactions_per_s).collect()))
+            .then(|| median(&ok.iter().map(|t| t.transactions_per_s).collect::<Vec<_>>()))
             .flatten(),
         client_cpu_us_per_trans: rr.then(|| per(local, tps, 1e4)).flatten(),
         server_cpu_us_per_trans: rr.then(|| per(remote, tps, 1e4)).flatten(),

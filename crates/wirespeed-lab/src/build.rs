@@ -18,17 +18,8 @@ use wirespeed_host::mptcp::{self, EndpointKind, Limits};
 use wirespeed_host::netops::Route;
 use wirespeed_host::{LinkSize, Op};
 
-/// Whether the process runs with effective uid 0 (read from /proc).
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
-}
+/// Whether the process runs with effective uid 0 (wirespeed-host's).
+pub use wirespeed_host::is_root;
 
 /// The namespace of `host` in lab `lab`.
 pub fn ns_name(lab: &str, host: &str) -> String {
@@ -599,7 +590,7 @@ impl LabState {
 /// Removes one namespace: first the processes still running in it (a
 /// server keeps a namespace and its veths alive after `ip netns del`).
 fn remove_ns(n: &str) -> Result<(), LabError> {
-    crate::netns::kill_processes_in(n);
+    crate::sys::kill_processes_in(n);
     wirespeed_host::netns::remove(n).map_err(|e| LabError::Command {
         cmd: format!("ip netns del {n}"),
         stderr: e.to_string(),
@@ -711,7 +702,7 @@ pub struct Lab {
 
 /// Whether process `pid` still runs (exists and is not a zombie).
 pub fn pid_alive(pid: u32) -> bool {
-    i32::try_from(pid).is_ok_and(crate::netns::alive)
+    i32::try_from(pid).is_ok_and(crate::sys::alive)
 }
 
 impl Lab {

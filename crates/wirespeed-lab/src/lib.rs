@@ -11,16 +11,16 @@
 
 mod build;
 mod error;
-mod netns;
 pub mod plan;
 pub mod spec;
+mod sys;
 
 pub use build::{
     Lab, LabState, apply, build_ops, cap_ops, destroy, flow_cap_ops, is_root, load_state, ns_name,
     owner_pid, pid_alive, save_state, sweep_stale, tbf_sizes,
 };
 pub use error::LabError;
-pub use netns::spawn_in;
 pub use plan::{Addressing, Nic, Pair};
 pub use spec::{CapKind, HostSpec, LabSpec, LinkSpec, RouteSpec, VxlanSpec};
+pub use sys::spawn_in;
 pub use wirespeed_host::Op;

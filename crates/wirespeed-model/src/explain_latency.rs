@@ -1,7 +1,7 @@
 //! The rule of a `--breakdown` result: the segment that takes most of the
 //! tail's round trip, with what moves it (docs/latency.md).
 
-use crate::explain::{Bottleneck, BottleneckKind, ev};
+use crate::bottleneck::{Bottleneck, BottleneckKind, ev};
 use wirespeed_types::breakdown::{Breakdown, PercentileSlice, SEGMENTS};
 use wirespeed_types::result::TestResult;
 

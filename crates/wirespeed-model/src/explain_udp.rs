@@ -1,7 +1,7 @@
 //! The rules only a UDP stream test has: datagrams lost on the way, and a
 //! sender or receiver paying per datagram because GSO or GRO did not run.
 
-use crate::explain::{Bottleneck, BottleneckKind, busy, ev};
+use crate::bottleneck::{Bottleneck, BottleneckKind, busy, ev};
 use wirespeed_types::result::TestResult;
 use wirespeed_types::spec::{Direction, Workload};
 

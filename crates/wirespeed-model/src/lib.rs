@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+mod bottleneck;
 mod ceilings;
 mod error;
 mod explain;
@@ -24,13 +25,14 @@ pub mod optimize;
 mod price;
 mod profile;
 
-pub use ceilings::{Ceilings, Query, ceilings, flows_needed};
-pub use error::ModelError;
-pub use explain::{
+pub use bottleneck::{
     ABOVE_CAP, AT_CAP, BUFFER_LIMITED, BUSY_THREAD_MIN, Bottleneck, BottleneckKind, CPU_BUSY_PCT,
     Evidence, ExplainReport, ExplainedResult, Explanation, FAIRNESS_MIN, Facts, IDLE,
-    PATH_BALANCE_MIN, PercentOf, RETRANS_RATE, encap_overhead, explain,
+    PATH_BALANCE_MIN, PercentOf, RETRANS_RATE,
 };
+pub use ceilings::{Ceilings, Query, ceilings, flows_needed};
+pub use error::ModelError;
+pub use explain::{encap_overhead, explain};
 pub use price::{PriceInput, PriceRow, PriceTable, price_table};
 pub use profile::{Instance, Profile, SCHEMA_VERSION, builtin, builtin_names};
 

@@ -5,7 +5,8 @@
 //!
 //! The caller measures; this module only judges. Every rule is
 //! deterministic, so a synthetic sequence of measurements always gets the
-//! same verdicts.
+//! same verdicts. The search's [`Goal`] and the [`Summary`] written beside
+//! its results are here too (the report renders them).
 
 use serde::{Deserialize, Serialize};
 
@@ -50,20 +51,8 @@ impl Rules {
     }
 }
 
-/// The median of the finite values, or None without any.
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
+/// The median of the finite values, or None without any (wirespeed-types').
+pub use wirespeed_types::stats::median;
 
 /// Half the range of the finite values as % of their median: the
 /// observed noise, comparable with a stated `±noise`. 0 for fewer than two
@@ -359,6 +348,72 @@ impl Budget {
     pub fn covers_repeat(&self) -> bool {
         self.left_s() >= self.per_measurement_s()
     }
+}
+
+/// What a search raises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Goal {
+    /// Goodput one way.
+    Throughput,
+    /// Goodput both ways.
+    Bidir,
+    /// Lower rr p50 latency.
+    Rr,
+}
+
+impl Goal {
+    /// Which way the judged figure improves.
+    pub fn better(self) -> Better {
+        match self {
+            Goal::Rr => Better::Lower,
+            _ => Better::Higher,
+        }
+    }
+
+    /// The figure judged: goodput in bit/s, or rr p50 latency in us.
+    pub fn value(self, r: &wirespeed_types::TestResult) -> f64 {
+        match self {
+            Goal::Rr => r.latency.as_ref().map_or(f64::NAN, |l| l.p50_us),
+            _ => r.throughput_bps,
+        }
+    }
+
+    /// The figure for people: `1.2 Gbit/s` or `31.0 us p50`, `-` if none.
+    pub fn human(self, v: Option<f64>) -> String {
+        match (self, v) {
+            (_, None) => "-".into(),
+            (Goal::Rr, Some(v)) => format!("{v:.1} us p50"),
+            (_, Some(v)) => wirespeed_types::text::human_bps(v),
+        }
+    }
+}
+
+/// The `optimize` part of the results file, beside the experiment fields.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    /// What was raised.
+    pub goal: Goal,
+    /// Repeats and noise band the steps were judged by.
+    pub rules: Rules,
+    /// The time budget and what was spent.
+    pub budget: Budget,
+    /// Every step: baseline, kept, rejected and skipped.
+    pub steps: Vec<StepRecord>,
+    /// The best configuration's median (bit/s, or us p50 for rr).
+    pub best_median: Option<f64>,
+    /// The `wirespeed bench` command of the best configuration.
+    pub bench_command: String,
+    /// Host changes the best configuration needs, as commands.
+    pub host_changes: Vec<String>,
+    /// Whether they were left in place (`--keep`).
+    pub host_changes_kept: bool,
+    /// The journal's directory, when host settings were tried.
+    pub state_dir: Option<String>,
+    /// Settings restored at the end.
+    pub rolled_back: Vec<String>,
+    /// What was left out and why.
+    pub notes: Vec<String>,
 }
 
 #[cfg(test)]

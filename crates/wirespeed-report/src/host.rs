@@ -3,9 +3,9 @@
 
 use crate::{human_bps, new_table};
 use std::fmt::Write;
-use wirespeed_host::snapshot::Known;
-use wirespeed_host::tune::{Journal, Plan};
-use wirespeed_host::{Finding, Severity, Snapshot};
+use wirespeed_types::host::finding::{Finding, Severity};
+use wirespeed_types::host::snapshot::{Known, Snapshot};
+use wirespeed_types::host::tune::{Journal, Plan};
 use wirespeed_types::result::PeerTest;
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -30,6 +30,16 @@ fn known<T: ToString>(k: &Known<T>) -> String {
 /// The snapshot as sections of tables.
 pub fn snapshot(s: &Snapshot) -> String {
     let mut o = String::new();
+    snapshot_header(&mut o, s);
+    snapshot_links(&mut o, s);
+    snapshot_link_details(&mut o, s);
+    snapshot_routing(&mut o, s);
+    snapshot_sysctls(&mut o, s);
+    o
+}
+
+/// The host line: name, kernel, CPUs, memory, BIG TCP.
+fn snapshot_header(o: &mut String, s: &Snapshot) {
     let mem = s
         .mem_total_bytes
         .get()
@@ -57,6 +67,10 @@ pub fn snapshot(s: &Snapshot) -> String {
             "no (needs 6.3)"
         }
     );
+}
+
+/// The links table.
+fn snapshot_links(o: &mut String, s: &Snapshot) {
     let mut t = new_table(
         &[
             "link",
@@ -114,6 +128,10 @@ pub fn snapshot(s: &Snapshot) -> String {
         ]);
     }
     let _ = writeln!(o, "\n{t}");
+}
+
+/// Bonds, VXLANs and private flags, a line each.
+fn snapshot_link_details(o: &mut String, s: &Snapshot) {
     for l in &s.links {
         if let Some(b) = &l.bond {
             let slaves: Vec<String> = b
@@ -160,6 +178,10 @@ pub fn snapshot(s: &Snapshot) -> String {
             let _ = writeln!(o, "private flags {}: {}", l.name, list.join(" "));
         }
     }
+}
+
+/// Routes, policy rules and which device each address leaves by.
+fn snapshot_routing(o: &mut String, s: &Snapshot) {
     let mut r = new_table(&["table", "route", "via"], 3);
     for x in &s.routes {
         let via = if x.nexthops.is_empty() {
@@ -218,6 +240,10 @@ pub fn snapshot(s: &Snapshot) -> String {
     if !eg.is_empty() {
         let _ = writeln!(o, "egress: {}", eg.join("; "));
     }
+}
+
+/// Every sysctl read.
+fn snapshot_sysctls(o: &mut String, s: &Snapshot) {
     let _ = writeln!(o, "\nsysctls");
     for (k, v) in &s.sysctls {
         let val = match v {
@@ -226,7 +252,6 @@ pub fn snapshot(s: &Snapshot) -> String {
         };
         let _ = writeln!(o, "  {k} = {val}");
     }
-    o
 }
 
 fn sev(s: Severity) -> &'static str {
@@ -320,14 +345,15 @@ pub fn plan(p: &Plan) -> String {
     o
 }
 
-/// The journal.
-pub fn journal(j: &Journal) -> String {
+/// The journal; `watchdog_alive` and `earlier_boot` are what only the
+/// host can tell (wirespeed-host's `JournalCheck`).
+pub fn journal(j: &Journal, watchdog_alive: Option<bool>, earlier_boot: bool) -> String {
     let mut o = String::new();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|x| x.as_secs_f64())
         .unwrap_or(0.0);
-    let watchdog = match (j.watchdog_pid, j.watchdog_alive()) {
+    let watchdog = match (j.watchdog_pid, watchdog_alive) {
         (Some(p), Some(true)) => format!("watchdog pid {p} running"),
         (Some(p), _) => format!("watchdog pid {p} GONE"),
         (None, _) => "no watchdog recorded".into(),
@@ -338,9 +364,7 @@ pub fn journal(j: &Journal) -> String {
         .map(|u| format!(", systemd timer {u}.timer"))
         .unwrap_or_default();
     let wait = match j.deadline_unix {
-        _ if j.from_earlier_boot() => {
-            "from an EARLIER BOOT (the kernel reset these settings)".into()
-        }
+        _ if earlier_boot => "from an EARLIER BOOT (the kernel reset these settings)".into(),
         Some(d) if d <= now => format!(
             "OVERDUE: the confirm deadline passed {:.0} s ago unconfirmed ({watchdog}{timer})",
             now - d

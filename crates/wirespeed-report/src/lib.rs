@@ -5,7 +5,10 @@
 //! experiment (repeated cells against a baseline).
 //!
 //! This crate only formats: it takes finished result types and returns
-//! text. It never measures or touches the host.
+//! text. It never measures or touches the host, and it depends on
+//! wirespeed-types (every schema it reads, re-exported at the old paths
+//! `experiment`, `optimize`) and wirespeed-model (explanations, optimize's
+//! summary) only.
 
 #![warn(missing_docs)]
 

@@ -1,78 +1,10 @@
-//! Optimize's summary (`wirespeed optimize`): the search's goal, rules,
-//! budget and every step, as written beside the experiment results, and
-//! its text for people (the step table, the ladder, the recommendation).
+//! Optimize's summary as text for people (the step table, the ladder, the
+//! recommendation). The summary itself (goal, rules, budget, every step)
+//! is wirespeed-model's `optimize::Summary`, re-exported here.
 
 use crate::experiment::pct_text;
-use crate::human_bps;
-use serde::{Deserialize, Serialize};
-use wirespeed_model::optimize::{Better, Budget, Rules, StepRecord, Verdict};
-use wirespeed_types::TestResult;
-
-/// What a search raises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Goal {
-    /// Goodput one way.
-    Throughput,
-    /// Goodput both ways.
-    Bidir,
-    /// Lower rr p50 latency.
-    Rr,
-}
-
-impl Goal {
-    /// Which way the judged figure improves.
-    pub fn better(self) -> Better {
-        match self {
-            Goal::Rr => Better::Lower,
-            _ => Better::Higher,
-        }
-    }
-
-    /// The figure judged: goodput in bit/s, or rr p50 latency in us.
-    pub fn value(self, r: &TestResult) -> f64 {
-        match self {
-            Goal::Rr => r.latency.as_ref().map_or(f64::NAN, |l| l.p50_us),
-            _ => r.throughput_bps,
-        }
-    }
-
-    /// The figure for people: `1.2 Gbit/s` or `31.0 us p50`, `-` if none.
-    pub fn human(self, v: Option<f64>) -> String {
-        match (self, v) {
-            (_, None) => "-".into(),
-            (Goal::Rr, Some(v)) => format!("{v:.1} us p50"),
-            (_, Some(v)) => human_bps(v),
-        }
-    }
-}
-
-/// The `optimize` part of the results file, beside the experiment fields.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Summary {
-    /// What was raised.
-    pub goal: Goal,
-    /// Repeats and noise band the steps were judged by.
-    pub rules: Rules,
-    /// The time budget and what was spent.
-    pub budget: Budget,
-    /// Every step: baseline, kept, rejected and skipped.
-    pub steps: Vec<StepRecord>,
-    /// The best configuration's median (bit/s, or us p50 for rr).
-    pub best_median: Option<f64>,
-    /// The `wirespeed bench` command of the best configuration.
-    pub bench_command: String,
-    /// Host changes the best configuration needs, as commands.
-    pub host_changes: Vec<String>,
-    /// Whether they were left in place (`--keep`).
-    pub host_changes_kept: bool,
-    /// The journal's directory, when host settings were tried.
-    pub state_dir: Option<String>,
-    /// Settings restored at the end.
-    pub rolled_back: Vec<String>,
-    /// What was left out and why.
-    pub notes: Vec<String>,
-}
+pub use wirespeed_model::optimize::{Goal, Summary};
+use wirespeed_model::optimize::{StepRecord, Verdict};
 
 /// A verdict in words: `kept`, or `rejected: REASON`.
 pub fn verdict_text(v: &Verdict) -> String {

@@ -2,8 +2,8 @@
 //! each under a label) and the series its pages draw: a single test, or a
 //! sweep (one test per size or per sweep value), in one colour.
 
-use crate::experiment::{ExperimentResults, Point};
 use crate::units::{human_size, plural};
+use wirespeed_types::experiment::{ExperimentResults, Point};
 use wirespeed_types::result::{IntervalLatency, IntervalSample, LatencySummary, finite};
 use wirespeed_types::spec::FlowKind;
 use wirespeed_types::{Direction, Report, TestResult, Workload};

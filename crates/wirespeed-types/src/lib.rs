@@ -1,6 +1,9 @@
 //! wirespeed's shared vocabulary: what a test is ([`TestSpec`]), what it
 //! measured ([`TestResult`], [`Report`]) and the units a user types (sizes,
-//! rates, durations), each parsed once with one range per unit.
+//! rates, durations), each parsed once with one range per unit; the
+//! result schemas with their statistics ([`experiment`], [`fleet`],
+//! [`paths`]) and the one median ([`stats`]); what is read from and
+//! changed on a host ([`host`]); numbers as people read them ([`text`]).
 //!
 //! The engine produces these types, the model judges them and the report
 //! renders them; this crate has no sockets, so the pure crates do not
@@ -10,10 +13,14 @@
 
 pub mod breakdown;
 pub mod error;
+pub mod experiment;
 pub mod fleet;
+pub mod host;
 pub mod paths;
 pub mod result;
 pub mod spec;
+pub mod stats;
+pub mod text;
 pub mod units;
 
 pub use error::Invalid;

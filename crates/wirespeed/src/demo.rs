@@ -36,11 +36,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     }
     let results = out.with_extension("results.json");
-    // Only for the children that must be processes: doctor and tune in a
-    // lab namespace need its /sys, which `ip netns exec` mounts (see
-    // wirespeed_experiment::runner::Tuned). Tests run in-process.
-    let exe = std::env::current_exe().context("find the wirespeed binary")?;
-    wirespeed_experiment::demo::lab_demo(a.duration, &results, &exe, &mut std::io::stdout())?;
+    wirespeed_experiment::demo::lab_demo(a.duration, &results, &mut std::io::stdout())?;
     crate::report_cmd::run(crate::report_cmd::ReportArgs {
         results: vec![results],
         labels: Vec::new(),

@@ -1,7 +1,7 @@
 //! `wirespeed experiment FILE`: the flags, then wirespeed-experiment's
 //! planner and runner; the table or JSON at the end.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 use wirespeed_experiment::experiment::{Overrides, load};
 use wirespeed_experiment::runner::{RunOptions, run as run_plan};
@@ -60,16 +60,11 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
             .unwrap_or("experiment");
         PathBuf::from(format!("{stem}.results.json"))
     });
-    // Only for the children that must be processes: doctor and tune in a
-    // lab namespace need its /sys, which `ip netns exec` mounts (see
-    // wirespeed_experiment::runner::Tuned). Tests run in-process.
-    let exe = std::env::current_exe().context("find the wirespeed binary")?;
     let res = run_plan(
         &plan,
         &RunOptions {
             out: out.clone(),
             fresh: a.fresh,
-            exe,
         },
     )?;
     if a.json {

@@ -41,10 +41,7 @@ pub enum LabCmd {
 }
 
 fn need_root() -> Result<()> {
-    if !wirespeed_lab::is_root() {
-        bail!("labs create network namespaces: run as root (or under sudo)");
-    }
-    Ok(())
+    crate::need_root("labs create network namespaces: run as root (or under sudo)")
 }
 
 /// Runs a lab subcommand.

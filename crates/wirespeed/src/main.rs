@@ -1,5 +1,8 @@
 //! The `wirespeed` binary: parse the command line, call the libraries,
-//! render. No logic of its own beyond wiring.
+//! render. What it owns besides wiring: the clap definitions, the serve
+//! loop's terminal output, the k8s and fleet commands' assembly of their
+//! options and outputs, and the generated completions and man pages. It
+//! changes no host itself (wirespeed-host's tune session does).
 
 mod bench;
 mod demo;
@@ -12,7 +15,6 @@ mod lab;
 mod model_cmd;
 mod optimize;
 mod report_cmd;
-mod sys;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -153,6 +155,14 @@ fn duration_flag(flag: &str, v: &str) -> Result<Duration> {
 }
 
 /// Reads a `--key-file`, printing its warning (world-readable) on stderr.
+/// Refuses a command that changes the host without root, with `why`.
+pub(crate) fn need_root(why: &str) -> Result<()> {
+    if !wirespeed_host::is_root() {
+        anyhow::bail!("{why}");
+    }
+    Ok(())
+}
+
 pub(crate) fn read_key(path: &std::path::Path) -> Result<Vec<u8>> {
     let k = wirespeed_engine::server::read_key_file(path)?;
     if let Some(w) = &k.warning {

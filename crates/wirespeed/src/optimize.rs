@@ -3,9 +3,7 @@
 
 use crate::host_cmd::{Where, enter_netns};
 use anyhow::Result;
-use std::path::PathBuf;
 use wirespeed_experiment::optimize::OptimizeArgs;
-use wirespeed_host::tune::StateDir;
 
 /// Options of `wirespeed optimize`.
 #[derive(clap::Args, Debug)]
@@ -27,13 +25,7 @@ pub fn run(c: OptimizeCmd) -> Result<()> {
     let a = &c.args;
     if !a.no_host {
         // A tune journal left unconfirmed past its deadline goes first.
-        let tune_state = StateDir::new(
-            PathBuf::from("/var/lib/wirespeed")
-                .join(std::env::var("WIRESPEED_NETNS").unwrap_or_else(|_| "host".into())),
-        );
-        if let Err(e) = crate::host_cmd::settle(&tune_state, &c.at, true) {
-            eprintln!("warning: {e:#}");
-        }
+        crate::host_cmd::settle_first(&c.at, true);
     }
     let fs =
         c.at.root

@@ -15,7 +15,31 @@ use wirespeed_lab::{Lab, LabSpec};
 fn lab(name_prefix: &str, body: &str) -> Lab {
     let name = Lab::unique(name_prefix);
     let spec = LabSpec::from_toml_str(&format!("name = \"{name}\"\n{body}")).expect("lab spec");
-    Lab::up(&spec).expect("lab up")
+    let lab = Lab::up(&spec).expect("lab up");
+    // Readiness, not a sleep: the kernel adds each link's IPv6 link-local
+    // route shortly after the link is up, so a snapshot taken at once can
+    // lack routes that every later one has.
+    for h in &spec.hosts {
+        let ns = lab.ns(&h.name);
+        wait_until(5, || link_local_routes_in_place(&ns));
+    }
+    lab
+}
+
+/// Whether every link but loopback in `ns` has its fe80::/64 route.
+fn link_local_routes_in_place(ns: &str) -> bool {
+    let snap = inspect(ns);
+    let routes = snap["routes"].as_array().cloned().unwrap_or_default();
+    snap["links"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|l| l["kind"] != "loopback")
+        .all(|l| {
+            routes
+                .iter()
+                .any(|r| r["dst"] == "fe80::/64" && r["dev"] == l["name"])
+        })
 }
 
 fn ws(args: &[&str]) -> Output {
@@ -1427,4 +1451,73 @@ fn an_apply_killed_after_its_journal_is_rolled_back_exactly() {
     );
     assert_eq!(tunables(&inspect(&t.ns)), tunables(&t.before));
     t.done();
+}
+
+/// One ethtool feature of `dev` in namespace `ns`, from inspect.
+fn feature_on(ns: &str, dev: &str, name: &str) -> bool {
+    link(&inspect(ns), dev)["features"][name]["on"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("no feature {name} on {dev}"))
+}
+
+#[test]
+fn two_concurrent_applies_of_dependent_features_roll_back_to_the_original() {
+    if !root_or_skip("concurrent_features") {
+        return;
+    }
+    // A turns GSO off; B turns scatter-gather and TSO off, and the kernel
+    // turns GSO off with scatter-gather. Whatever order the two take the
+    // lock in, the rollback must bring every feature back (the defect:
+    // A's plan, made before B's apply, journaled B's side effect as
+    // GSO's original value, and GSO stayed off after a "successful"
+    // rollback).
+    let lab = lab("t-feat", &SHARED_PAIR.replace("SUBNET", "10.233.57.0/24"));
+    let ns = lab.ns("a");
+    let dir = state_dir("feat");
+    let d = dir.to_str().unwrap();
+    let a = write_profile(
+        "feat-a",
+        "[link.features]\n\"tx-generic-segmentation\" = \"off\"\n",
+    );
+    let b = write_profile(
+        "feat-b",
+        "[link.features]\n\"tx-scatter-gather\" = \"off\"\n\"tx-tcp-segmentation\" = \"off\"\n",
+    );
+    assert!(feature_on(&ns, "eth0", "tx-generic-segmentation"));
+    let before = tunables(&inspect(&ns));
+    for round in 0..10 {
+        let kids: Vec<std::process::Child> = [&a, &b]
+            .iter()
+            .map(|p| {
+                std::process::Command::new(bin())
+                    .args(["tune", "apply", "--netns", &ns, "--state-dir", d])
+                    .args(["--dev", "eth0", "--profile"])
+                    .arg(p)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for k in kids {
+            let out = k.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert!(!feature_on(&ns, "eth0", "tx-generic-segmentation"));
+        let rb = ok(&ws(&["tune", "rollback", "--netns", &ns, "--state-dir", d]));
+        assert!(rb.contains("restored"), "round {round}: {rb}");
+        assert_eq!(
+            tunables(&inspect(&ns)),
+            before,
+            "round {round}: rollback left a difference ({rb})"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&a);
+    let _ = std::fs::remove_file(&b);
+    lab.down().unwrap();
 }

@@ -6,7 +6,8 @@
 //! namespaces are a lab's, and a lab that outlives a crash is removed
 //! whole (`lab down`), which takes these changes with it.
 
-use super::{Host, Setting, restore_all};
+use super::apply::restore_all;
+use super::{Host, Setting};
 use crate::HostError;
 use crate::fsroot::Fs;
 use crate::netns;

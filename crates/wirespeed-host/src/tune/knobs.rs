@@ -4,15 +4,16 @@
 //! setting names its kind through [`Setting::knob`], the one place that
 //! matches on the variants; the journal's JSON stays the enum's.
 
-use super::{Host, Setting, dotted, netns_sysctl_refusal, norm, onoff, valid_sysctl_name};
+use super::{
+    Host, LinkSize, Setting, dotted, netns_sysctl_refusal, norm, onoff, valid_sysctl_name,
+};
 use crate::HostError;
 use crate::fsroot::{Fs, sysctl_path};
-use crate::inspect::{network, parse_cidr};
-use crate::netops::LinkSize;
 use crate::rtnl::{RouteSpec, RuleSpec};
 use crate::snapshot::{Link, Snapshot};
 use netlink_packet_route::link::LinkAttribute;
 use std::net::IpAddr;
+use wirespeed_types::host::tune::subnet_of;
 
 /// What a check sees: the snapshot, the file system, and whether this is
 /// the initial network namespace.
@@ -33,12 +34,12 @@ impl Cx<'_> {
 /// One kind of setting. `check` returns Ok(Some(reason)) when the action
 /// cannot apply here (skipped), an error when the value is refused.
 pub(crate) trait Knob {
-    /// A short label ("mtu of eth1").
-    fn label(&self) -> String;
-    /// The command a person would type to give it `value`.
-    fn render(&self, value: &str) -> String;
-    /// Apply order: lower first.
-    fn rank(&self) -> u8;
+    /// The setting this knob reads and writes.
+    fn setting(&self) -> Setting;
+    /// Its label ("mtu of eth1"), for messages.
+    fn label(&self) -> String {
+        self.setting().label()
+    }
     /// Its current value, in the form `write` takes.
     fn read(&self, h: &mut Host) -> Result<String, HostError>;
     /// Writes `value` (no verification; [`Host::set`] reads it back).
@@ -53,33 +54,31 @@ pub(crate) trait Knob {
     fn clear_orphans(&self, _h: &mut Host, _old: &str) {}
 }
 
-impl Setting {
-    /// The kind of this setting, borrowing its fields.
-    pub(crate) fn knob(&self) -> Box<dyn Knob + '_> {
-        match self {
-            Setting::Sysctl { key } => Box::new(Sysctl { key }),
-            Setting::Mtu { dev } => Box::new(Size(dev, LinkSize::Mtu)),
-            Setting::GsoMaxSize { dev } => Box::new(Size(dev, LinkSize::GsoMaxSize)),
-            Setting::GroMaxSize { dev } => Box::new(Size(dev, LinkSize::GroMaxSize)),
-            Setting::GsoIpv4MaxSize { dev } => Box::new(Size(dev, LinkSize::GsoIpv4MaxSize)),
-            Setting::GroIpv4MaxSize { dev } => Box::new(Size(dev, LinkSize::GroIpv4MaxSize)),
-            Setting::GsoMaxSegs { dev } => Box::new(Size(dev, LinkSize::GsoMaxSegs)),
-            Setting::Feature { dev, name } => Box::new(Feature { dev, name }),
-            Setting::PrivateFlag { dev, flag } => Box::new(PrivateFlag { dev, flag }),
-            Setting::RxRing { dev } => Box::new(RxRing { dev }),
-            Setting::BondHashPolicy { dev } => Box::new(BondHashPolicy { dev }),
-            Setting::SourceRoute {
-                dev,
-                addr,
-                table,
-                priority,
-            } => Box::new(SourceRoute {
-                dev,
-                addr,
-                table: *table,
-                priority: *priority,
-            }),
-        }
+/// The kind of setting `s` is, borrowing its fields.
+pub(crate) fn knob(s: &Setting) -> Box<dyn Knob + '_> {
+    match s {
+        Setting::Sysctl { key } => Box::new(Sysctl { key }),
+        Setting::Mtu { dev } => Box::new(Size(dev, LinkSize::Mtu)),
+        Setting::GsoMaxSize { dev } => Box::new(Size(dev, LinkSize::GsoMaxSize)),
+        Setting::GroMaxSize { dev } => Box::new(Size(dev, LinkSize::GroMaxSize)),
+        Setting::GsoIpv4MaxSize { dev } => Box::new(Size(dev, LinkSize::GsoIpv4MaxSize)),
+        Setting::GroIpv4MaxSize { dev } => Box::new(Size(dev, LinkSize::GroIpv4MaxSize)),
+        Setting::GsoMaxSegs { dev } => Box::new(Size(dev, LinkSize::GsoMaxSegs)),
+        Setting::Feature { dev, name } => Box::new(Feature { dev, name }),
+        Setting::PrivateFlag { dev, flag } => Box::new(PrivateFlag { dev, flag }),
+        Setting::RxRing { dev } => Box::new(RxRing { dev }),
+        Setting::BondHashPolicy { dev } => Box::new(BondHashPolicy { dev }),
+        Setting::SourceRoute {
+            dev,
+            addr,
+            table,
+            priority,
+        } => Box::new(SourceRoute {
+            dev,
+            addr,
+            table: *table,
+            priority: *priority,
+        }),
     }
 }
 
@@ -112,16 +111,10 @@ struct Sysctl<'a> {
 }
 
 impl Knob for Sysctl<'_> {
-    fn label(&self) -> String {
-        self.key.to_string()
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!("sysctl -w {}=\"{v}\"", self.key)
-    }
-
-    fn rank(&self) -> u8 {
-        0
+    fn setting(&self) -> Setting {
+        Setting::Sysctl {
+            key: self.key.to_string(),
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -368,22 +361,8 @@ impl Size<'_> {
 }
 
 impl Knob for Size<'_> {
-    fn label(&self) -> String {
-        format!("{} of {}", self.1.keyword(), self.0)
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!("ip link set dev {} {} {v}", self.0, self.1.keyword())
-    }
-
-    /// MTU first, IPv6 GSO/GRO sizes before the IPv4 ones (setting
-    /// gso_max_size <= 65536 overwrites the IPv4 value).
-    fn rank(&self) -> u8 {
-        match self.1 {
-            LinkSize::Mtu => 1,
-            LinkSize::GsoMaxSize | LinkSize::GroMaxSize | LinkSize::GsoMaxSegs => 2,
-            LinkSize::GsoIpv4MaxSize | LinkSize::GroIpv4MaxSize => 3,
-        }
+    fn setting(&self) -> Setting {
+        self.1.setting(self.0)
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -470,16 +449,11 @@ struct Feature<'a> {
 }
 
 impl Knob for Feature<'_> {
-    fn label(&self) -> String {
-        format!("{} of {}", self.name, self.dev)
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!("ethtool -K {} {} {v}", self.dev, self.name)
-    }
-
-    fn rank(&self) -> u8 {
-        4
+    fn setting(&self) -> Setting {
+        Setting::Feature {
+            dev: self.dev.to_string(),
+            name: self.name.to_string(),
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -493,6 +467,24 @@ impl Knob for Feature<'_> {
     fn write(&self, h: &mut Host, value: &str) -> Result<(), HostError> {
         let v = on(&self.label(), value)?;
         h.eth()?.set_features(self.dev, &[(self.name, v)])
+    }
+
+    /// Every other feature of the device the kernel lets change: it
+    /// recomputes them all when one is set (scatter-gather off takes
+    /// GSO and TSO with it), so each is journaled before the change and
+    /// kept when it was read back changed after it.
+    fn side_effects(&self, h: &mut Host) -> Vec<Setting> {
+        let Ok(features) = h.eth().and_then(|e| e.features(self.dev)) else {
+            return vec![];
+        };
+        features
+            .into_iter()
+            .filter(|(name, f)| !f.fixed && name != self.name)
+            .map(|(name, _)| Setting::Feature {
+                dev: self.dev.to_string(),
+                name,
+            })
+            .collect()
     }
 
     fn check(&self, value: &str, cx: &Cx) -> Result<Option<String>, HostError> {
@@ -518,16 +510,11 @@ struct PrivateFlag<'a> {
 }
 
 impl Knob for PrivateFlag<'_> {
-    fn label(&self) -> String {
-        format!("private flag {} of {}", self.flag, self.dev)
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!("ethtool --set-priv-flags {} {} {v}", self.dev, self.flag)
-    }
-
-    fn rank(&self) -> u8 {
-        4
+    fn setting(&self) -> Setting {
+        Setting::PrivateFlag {
+            dev: self.dev.to_string(),
+            flag: self.flag.to_string(),
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -562,16 +549,10 @@ struct RxRing<'a> {
 }
 
 impl Knob for RxRing<'_> {
-    fn label(&self) -> String {
-        format!("rx ring of {}", self.dev)
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!("ethtool -G {} rx {v}", self.dev)
-    }
-
-    fn rank(&self) -> u8 {
-        4
+    fn setting(&self) -> Setting {
+        Setting::RxRing {
+            dev: self.dev.to_string(),
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -616,19 +597,10 @@ impl BondHashPolicy<'_> {
 }
 
 impl Knob for BondHashPolicy<'_> {
-    fn label(&self) -> String {
-        format!("xmit_hash_policy of {}", self.dev)
-    }
-
-    fn render(&self, v: &str) -> String {
-        format!(
-            "ip link set dev {} type bond xmit_hash_policy {v}",
-            self.dev
-        )
-    }
-
-    fn rank(&self) -> u8 {
-        4
+    fn setting(&self) -> Setting {
+        Setting::BondHashPolicy {
+            dev: self.dev.to_string(),
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {
@@ -673,12 +645,6 @@ struct SourceRoute<'a> {
     priority: u32,
 }
 
-/// A CIDR as (address, prefix length, network address).
-fn subnet_of(cidr: &str) -> Option<(IpAddr, u8, IpAddr)> {
-    let (ip, len) = parse_cidr(cidr)?;
-    Some((ip, len, network(ip, len)))
-}
-
 impl SourceRoute<'_> {
     fn subnet(&self) -> Result<(IpAddr, u8, IpAddr), HostError> {
         subnet_of(self.addr)
@@ -696,27 +662,13 @@ impl SourceRoute<'_> {
 }
 
 impl Knob for SourceRoute<'_> {
-    fn label(&self) -> String {
-        format!(
-            "source routing of {} via {} (table {})",
-            self.addr, self.dev, self.table
-        )
-    }
-
-    fn render(&self, v: &str) -> String {
-        let unspecified = IpAddr::from([0, 0, 0, 0]);
-        let (ip, len, net) = subnet_of(self.addr).unwrap_or((unspecified, 0, unspecified));
-        let host = if ip.is_ipv4() { 32 } else { 128 };
-        let six = if ip.is_ipv6() { "-6 " } else { "" };
-        let verb = if v == "absent" { "del" } else { "add" };
-        let (dev, table, priority) = (self.dev, self.table, self.priority);
-        format!(
-            "ip {six}rule {verb} from {ip}/{host} table {table} priority {priority} && ip {six}route {verb} {net}/{len} dev {dev} src {ip} table {table}"
-        )
-    }
-
-    fn rank(&self) -> u8 {
-        5
+    fn setting(&self) -> Setting {
+        Setting::SourceRoute {
+            dev: self.dev.to_string(),
+            addr: self.addr.to_string(),
+            table: self.table,
+            priority: self.priority,
+        }
     }
 
     fn read(&self, h: &mut Host) -> Result<String, HostError> {

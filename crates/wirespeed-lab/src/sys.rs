@@ -1,17 +1,18 @@
 //! The lab's syscalls: threads that run inside a namespace
-//! ([`spawn_in`]), and the processes left inside a namespace, found and
-//! killed before it is removed. (Namespaces themselves are made and
-//! removed by wirespeed-host's netns module.)
+//! ([`spawn_in`], wirespeed-host's runner), and the processes left inside
+//! a namespace, found and killed before it is removed. (Namespaces
+//! themselves are made and removed by wirespeed-host's netns module.)
 
 use crate::error::LabError;
-use std::os::fd::AsRawFd;
 
 /// Runs `f` on a fresh thread inside the network namespace
-/// `/run/netns/NS`: sockets and netlink sockets that `f` opens, and the
-/// threads it starts, live in that namespace; the rest of the process
-/// stays where it is. The thread's result is `Err` when it could not
-/// enter the namespace (then `f` never ran). /sys is not remounted: code
-/// that reads a namespace's devices under /sys needs `ip netns exec`.
+/// `/run/netns/NS` (wirespeed-host's [`wirespeed_host::netns::spawn_in`]):
+/// sockets and netlink sockets that `f` opens, and the threads it starts,
+/// live in that namespace; the rest of the process stays where it is.
+/// The thread's result is `Err` when it could not enter the namespace
+/// (then `f` never ran). /sys is not remounted: code that reads a
+/// namespace's devices under /sys runs under
+/// [`wirespeed_host::netns::run_in_with_sys`].
 pub fn spawn_in<T, F>(
     ns: &str,
     f: F,
@@ -20,28 +21,7 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    let path = std::path::Path::new("/run/netns").join(ns);
-    let file = std::fs::File::open(&path)
-        .map_err(|e| LabError::io(format!("open {}", path.display()), e))?;
-    let name = format!("netns {ns}");
-    // A thread of its own: setns(CLONE_NEWNET) changes only the calling
-    // thread's namespace (and the threads it starts), never the caller's.
-    std::thread::Builder::new()
-        .name(name.chars().take(15).collect())
-        .spawn(move || {
-            // SAFETY: `file` is an open namespace file that outlives the
-            // call; setns has no memory-safety preconditions.
-            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-            if rc != 0 {
-                return Err(LabError::io(
-                    format!("enter {name}"),
-                    std::io::Error::last_os_error(),
-                ));
-            }
-            drop(file);
-            Ok(f())
-        })
-        .map_err(|e| LabError::io("start a thread", e))
+    wirespeed_host::netns::spawn_in(ns, f, LabError::io)
 }
 
 /// The pids of the processes whose network namespace is `/run/netns/NS`
