@@ -130,14 +130,9 @@ fn us(ns: f64) -> f64 {
     ns / 1000.0
 }
 
-/// Nearest-rank percentile of sorted values.
+/// Nearest-rank percentile of sorted values (0 without any).
 fn rank(sorted: &[i64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let n = sorted.len();
-    let r = ((q * n as f64).ceil() as usize).clamp(1, n);
-    sorted[r - 1] as f64
+    crate::stats::nearest_rank(sorted, q).map_or(0.0, |v| v as f64)
 }
 
 fn stats(name: &str, mut v: Vec<i64>) -> SegmentStats {

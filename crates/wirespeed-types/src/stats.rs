@@ -1,6 +1,7 @@
-//! The one median of the workspace: experiments, optimize, the fleet's
-//! analysis, `k8s run`'s comparison and the bench harness all take
-//! medians here, of the finite values only.
+//! The one median and percentile of the workspace: experiments, optimize,
+//! the fleet's analysis, `k8s run`'s comparison and the bench harness take
+//! medians here, of the finite values only; the latency breakdown takes
+//! its nearest-rank percentiles here.
 
 /// The finite values of `values`, sorted.
 pub fn sorted_finite(values: &[f64]) -> Vec<f64> {
@@ -25,9 +26,31 @@ pub fn median(values: &[f64]) -> Option<f64> {
     median_of_sorted(&sorted_finite(values))
 }
 
+/// The nearest-rank `q` quantile (0 < q <= 1) of values sorted already:
+/// the smallest value with at least q of them at or below it; None when
+/// there are none.
+pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let r = ((q * n as f64).ceil() as usize).clamp(1, n);
+    Some(sorted[r - 1])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<i64> = (1..=100).collect();
+        assert_eq!(nearest_rank(&v, 0.5), Some(50));
+        assert_eq!(nearest_rank(&v, 0.99), Some(99));
+        assert_eq!(nearest_rank(&v, 0.999), Some(100));
+        assert_eq!(nearest_rank(&[7], 0.01), Some(7));
+        assert_eq!(nearest_rank::<i64>(&[], 0.5), None);
+    }
 
     #[test]
     fn medians_of_odd_even_and_non_finite_values() {
