@@ -218,6 +218,73 @@ fn a_restarted_agent_refuses_what_it_accepted_before() {
     drop(a2);
 }
 
+/// A signed `PUT path` of `body` to the agent at `http`.
+fn put_signed(http: SocketAddr, path: &str, body: &str) -> (u16, String) {
+    let t = target(http);
+    raw(
+        http,
+        &format!(
+            "PUT {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n{}Content-Length: {}\r\n\r\n{body}",
+            signed(KEY, &t, "PUT", path, body),
+            body.len()
+        ),
+    )
+}
+
+// A fleet in parts over HTTP: a part that contradicts its upload gets
+// 400, the first part 202, the last installs the fleet (a run to its
+// peer is then let through, where before it got 403); an unsigned part
+// gets 401 and an agent pinned with --fleet 409.
+#[test]
+fn a_fleet_in_parts_installs_on_its_last_part_and_lies_are_refused() {
+    let (a, b) = (agent("a"), agent("b"));
+    let http = a.http_addr();
+    let fleet = Fleet {
+        agents: vec![spec_of("a", &a), spec_of("b", &b)],
+    };
+    // A body limit with room for one agent (and the part's 200 bytes)
+    // puts each agent in a part of its own.
+    let one = serde_json::to_vec(&fleet.agents[0]).unwrap().len();
+    let parts = wirespeed_fleet::fleet_parts::split(&fleet, one + 211).unwrap();
+    assert_eq!(parts.len(), 2);
+    let json = |p: &wirespeed_fleet::fleet_parts::FleetPart| serde_json::to_string(p).unwrap();
+    let run = |peer: &str| {
+        let body = run_body(peer);
+        post(
+            http,
+            "/v1/run",
+            &signed(KEY, &target(http), "POST", "/v1/run", &body),
+            &body,
+        )
+        .0
+    };
+    assert_eq!(run("b"), 403, "no fleet yet");
+    let mut lie = parts[0].clone();
+    lie.index = 7;
+    assert_eq!(put_signed(http, "/v1/fleet/part", &json(&lie)).0, 400);
+    let (st, body) = put_signed(http, "/v1/fleet/part", &json(&parts[0]));
+    assert_eq!(st, 202, "{body}");
+    assert!(body.contains("\"of\":2"), "{body}");
+    assert_eq!(put_signed(http, "/v1/fleet/part", "{\"upload\": 1}").0, 400);
+    assert_eq!(run("b"), 403, "half a fleet installs nothing");
+    assert_eq!(put_signed(http, "/v1/fleet/part", &json(&parts[1])).0, 204);
+    assert_eq!(run("b"), 202, "the assembled fleet holds b");
+    let unsigned = format!(
+        "PUT /v1/fleet/part HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{}",
+        json(&parts[0]).len(),
+        json(&parts[0])
+    );
+    assert_eq!(raw(http, &unsigned).0, 401);
+    let mut cfg = config("p");
+    cfg.fleet = Some(fleet.clone());
+    let pinned = Agent::start(cfg).unwrap();
+    assert_eq!(
+        put_signed(pinned.http_addr(), "/v1/fleet/part", &json(&parts[0])).0,
+        409
+    );
+    drop((a, b, pinned));
+}
+
 #[test]
 fn an_invalid_spec_is_refused_before_anything_runs() {
     let Pair { a, fleet, .. } = pair();
