@@ -292,11 +292,19 @@ impl AgentClient {
             return self.fleet_answer(r);
         }
         let parts = crate::fleet_parts::split(fleet, FLEET_BODY).map_err(|e| self.err(e))?;
-        for p in parts {
+        let count = parts.len();
+        for (i, p) in parts.into_iter().enumerate() {
             let body = serde_json::to_vec(&p).map_err(|e| self.err(e.to_string()))?;
             let r = self
                 .call("/v1/fleet", "PUT", "/v1/fleet/part", body)
                 .await?;
+            // The last part installs the fleet (204); 202 there means another
+            // upload replaced this one on the agent half-way.
+            if i + 1 == count && r.status == 202 {
+                return Err(self.err(
+                    "set the fleet: another upload replaced this one on the agent before its last part: run again",
+                ));
+            }
             if !self.fleet_answer(r)? {
                 return Ok(false);
             }

@@ -783,8 +783,8 @@ impl Lab {
         }
         sweep_stale();
         let plan = address(spec).map_err(LabError::Spec)?;
-        if let Some(why) = mptcp::unsupported(Path::new("/proc/sys"))
-            && !spec.mptcp.is_empty()
+        if !spec.mptcp.is_empty()
+            && let Some(why) = mptcp::unsupported(Path::new("/proc/sys"))
         {
             return Err(LabError::Spec(format!(
                 "{why}; this lab's [[mptcp]] tables cannot be built here"
