@@ -14,6 +14,8 @@
 //! - [`transport`]: how the controller reaches an agent's HTTP API
 //!   ([`transport::Direct`] HTTP by default; a relay such as the
 //!   Kubernetes API server's pod proxy through [`RunOptions::transport`]).
+//! - [`history`]: every run's tests and host facts in one SQLite file,
+//!   queried by pair and time, pruned by age.
 //! - [`analyze`]: the matrix per workload, outliers against the noise
 //!   band, drift from the fleet majority, and the `--min`/baseline verdict.
 //!
@@ -30,6 +32,7 @@ pub mod auth;
 mod error;
 pub mod fleet;
 pub mod fleet_parts;
+pub mod history;
 pub mod plan;
 pub mod run;
 pub mod transport;

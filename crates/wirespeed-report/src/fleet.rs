@@ -385,3 +385,40 @@ pub fn render_fleet_html(r: &FleetResults) -> String {
     }
     crate::html::page(&format!("fleet {}", r.pattern), &o)
 }
+
+/// The fleet's history (`wirespeed fleet history`): one line per stored
+/// test, oldest first: when (UTC), workload, client/NIC to server/NIC,
+/// goodput, transactions, p50/p99, and the error of a failed one.
+pub fn render_history(rows: &[wirespeed_types::fleet::HistoryRow]) -> String {
+    if rows.is_empty() {
+        return "no stored test matches\n".into();
+    }
+    let mut t = new_table(
+        &[
+            "at (UTC)", "workload", "client", "server", "goodput", "trans/s", "p50", "p99", "error",
+        ],
+        4,
+    );
+    if let Some(c) = t.column_mut(8) {
+        c.set_cell_alignment(comfy_table::CellAlignment::Left);
+    }
+    let us = |v: Option<f64>| v.map(human_us).unwrap_or_default();
+    for r in rows {
+        t.add_row(vec![
+            crate::units::utc_time(r.at_unix),
+            r.workload.clone(),
+            format!("{}/{}", r.client, r.client_nic),
+            format!("{}/{}", r.server, r.server_nic),
+            human_bps(r.throughput_bps),
+            if r.transactions_per_s > 0.0 {
+                format!("{:.0}", r.transactions_per_s)
+            } else {
+                String::new()
+            },
+            us(r.p50_us),
+            us(r.p99_us),
+            r.error.clone().unwrap_or_default(),
+        ]);
+    }
+    format!("{t}\n")
+}

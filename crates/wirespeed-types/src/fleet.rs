@@ -271,3 +271,30 @@ impl Verdict {
         self.failures.is_empty()
     }
 }
+
+/// One test as the fleet's history keeps it (`wirespeed fleet history`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    /// When its run started, Unix seconds.
+    pub at_unix: f64,
+    /// The workload's label.
+    pub workload: String,
+    /// Client agent.
+    pub client: String,
+    /// Server agent.
+    pub server: String,
+    /// Client NIC.
+    pub client_nic: String,
+    /// Server NIC.
+    pub server_nic: String,
+    /// Goodput, bits per second.
+    pub throughput_bps: f64,
+    /// Transactions per second (rr, crr).
+    pub transactions_per_s: f64,
+    /// Median latency, microseconds.
+    pub p50_us: Option<f64>,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: Option<f64>,
+    /// Why it failed.
+    pub error: Option<String>,
+}

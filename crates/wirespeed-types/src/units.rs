@@ -51,6 +51,7 @@ const DURATION: Unit = Unit {
         (&["us"], 0.000_001),
         (&["m", "min"], 60.0),
         (&["h"], 3600.0),
+        (&["d"], 86400.0),
     ],
     range: (0.0, MAX_DURATION_S),
     range_text: "at most 365 days (31536000 s)",
@@ -117,7 +118,7 @@ pub fn parse_sizes(s: &str) -> Result<Vec<u64>, Invalid> {
     Ok(v)
 }
 
-/// Parses a duration in seconds: `10s`, `500ms`, `2m`, `1h` or plain
+/// Parses a duration in seconds: `10s`, `500ms`, `2m`, `1h`, `7d` or plain
 /// seconds, at most [`MAX_DURATION_S`].
 pub fn parse_duration(s: &str) -> Result<f64, Invalid> {
     DURATION.parse(s, |u| u)

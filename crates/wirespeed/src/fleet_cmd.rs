@@ -48,6 +48,34 @@ pub enum FleetCmd {
     /// Print the bearer token that reads the agents' API (metrics, facts,
     /// results) without the key: for a Prometheus scrape config.
     Token(TokenArgs),
+    /// Show stored tests from a history file (`fleet run --history`).
+    History(HistoryArgs),
+}
+
+/// Options of `wirespeed fleet history`.
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    /// The history file (SQLite).
+    #[arg(long)]
+    db: PathBuf,
+    /// Only tests between these two agents, either way: A,B.
+    #[arg(long)]
+    pair: Option<String>,
+    /// Only tests of the last DURATION, e.g. 7d, 12h, 30m.
+    #[arg(long, default_value = "7d")]
+    since: String,
+    /// Only this workload label.
+    #[arg(long)]
+    workload: Option<String>,
+    /// At most N rows, the newest (0: all).
+    #[arg(long, default_value_t = 1000)]
+    limit: usize,
+    /// Remove the runs older than --since instead of showing anything.
+    #[arg(long)]
+    prune: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options of `wirespeed fleet token`.
@@ -89,6 +117,10 @@ pub struct RunArgs {
     /// Also write the HTML report (matrix heatmap, outliers) here.
     #[arg(long)]
     html: Option<PathBuf>,
+    /// Also store every test and each agent's facts in this history file
+    /// (SQLite; created, or migrated, as needed).
+    #[arg(long)]
+    history: Option<PathBuf>,
     /// Bench's flags: workload, duration, flows, sizes, --key-file (required), --json.
     #[command(flatten)]
     bench: BenchArgs,
@@ -165,12 +197,52 @@ pub fn run(c: FleetCmd) -> Result<()> {
     match c {
         FleetCmd::Run(a) => run_matrix(*a),
         FleetCmd::Plan(a) => plan(a),
+        FleetCmd::History(a) => history(a),
         FleetCmd::Token(a) => {
             let key = crate::read_key(&a.key_file)?;
             println!("{}", wirespeed_fleet::auth::bearer_token(&key));
             Ok(())
         }
     }
+}
+
+/// `wirespeed fleet history`: stored tests, or pruning.
+fn history(a: HistoryArgs) -> Result<()> {
+    use wirespeed_fleet::history::{History, Query};
+    let age = wirespeed_types::units::parse_duration(&a.since).context("--since")?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs_f64();
+    let pair = match a.pair.as_deref().map(|p| p.split_once(',')) {
+        None => None,
+        Some(Some((x, y))) if !x.is_empty() && !y.is_empty() => Some((x.into(), y.into())),
+        Some(_) => bail!(
+            "--pair {:?}: give two agent names, A,B",
+            a.pair.unwrap_or_default()
+        ),
+    };
+    if !a.db.exists() {
+        bail!("no history file {}", a.db.display());
+    }
+    let mut h = History::open(&a.db)?;
+    if a.prune {
+        let gone = h.prune(now - age)?;
+        println!("removed {gone} run(s) older than {}", a.since);
+        return Ok(());
+    }
+    let q = Query {
+        pair,
+        since_unix: now - age,
+        workload: a.workload,
+        limit: a.limit,
+    };
+    let rows = h.tests(&q)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!("{}", wirespeed_report::fleet::render_history(&rows));
+    }
+    Ok(())
 }
 
 fn plan(a: PlanArgs) -> Result<()> {
@@ -331,6 +403,9 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         baseline.as_ref().map(|(p, b)| (p.as_str(), b)),
         a.tolerance,
     ));
+    if let Some(p) = &a.history {
+        wirespeed_fleet::history::History::open(p)?.record("run", &r)?;
+    }
     let json = serde_json::to_string_pretty(&r)?;
     if let Some(p) = &a.out {
         std::fs::write(p, &json).with_context(|| format!("write {}", p.display()))?;

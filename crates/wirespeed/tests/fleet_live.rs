@@ -118,6 +118,46 @@ impl Fleet {
     }
 }
 
+/// `fleet history` reads back the stored run: both directions of the
+/// first test's pair (4 per direction), as JSON and as a table; a bad
+/// --pair is refused.
+fn history_holds_the_run(db: &Path, first: &Value) {
+    let (c, s) = (
+        first["client"].as_str().unwrap(),
+        first["server"].as_str().unwrap(),
+    );
+    let pair = format!("{s},{c}");
+    let o = Command::new(bin())
+        .args(["fleet", "history", "--json", "--pair", &pair, "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 4, "2 NIC pairs x 2 repeats: {rows:?}");
+    assert!(
+        rows.iter()
+            .all(|r| r["throughput_bps"].as_f64() > Some(1e6))
+    );
+    let o = Command::new(bin())
+        .args(["fleet", "history", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("UTC") && table.contains(&format!("{c}/eth0")),
+        "{table}"
+    );
+    let o = Command::new(bin())
+        .args(["fleet", "history", "--pair", "a", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("A,B"));
+}
+
 fn load(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
@@ -141,6 +181,8 @@ fn a_six_agent_fleet_all_to_all_names_the_planted_mtu_drift() {
                 "2",
                 "-d",
                 "1s",
+                "--history",
+                f.dir.join("fleet.db").to_str().unwrap(),
                 "--html",
             ],
         )
@@ -182,6 +224,7 @@ fn a_six_agent_fleet_all_to_all_names_the_planted_mtu_drift() {
         stdout.contains("drift: c/eth0 mtu = 1500 (fleet: 9000"),
         "{stdout}"
     );
+    history_holds_the_run(&f.dir.join("fleet.db"), &tests[0]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("data-chart=\"heatmap\"") && page.contains("class=\"outlier\""));
     assert!(page.contains("host c (stream)"), "the outlier list names c");

@@ -1,0 +1,336 @@
+//! The fleet's history: every test of every run, with the host facts that
+//! were in force, in one SQLite file (rusqlite, SQLite bundled). The schema
+//! is versioned (`PRAGMA user_version`) and migrated forward on open; a
+//! file from a newer wirespeed is refused rather than changed. Queried by
+//! pair and time (`wirespeed fleet history`), pruned by age.
+
+use crate::error::{FleetError, Result};
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::Path;
+use wirespeed_types::fleet::{FleetResults, HistoryRow as Row, HostFacts};
+
+/// The schema this build writes.
+pub const SCHEMA: i64 = 1;
+
+/// Each migration takes the file from the version before it to its own
+/// (index + 1).
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY,
+    started_unix REAL NOT NULL,
+    kind TEXT NOT NULL,
+    pattern TEXT NOT NULL
+);
+CREATE TABLE tests (
+    run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    at_unix REAL NOT NULL,
+    workload TEXT NOT NULL,
+    client TEXT NOT NULL,
+    server TEXT NOT NULL,
+    client_nic TEXT NOT NULL,
+    server_nic TEXT NOT NULL,
+    throughput_bps REAL NOT NULL,
+    transactions_per_s REAL NOT NULL,
+    p50_us REAL,
+    p99_us REAL,
+    error TEXT
+);
+CREATE INDEX tests_pair ON tests (client, server, at_unix);
+CREATE INDEX tests_time ON tests (at_unix);
+CREATE TABLE facts (
+    run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    agent TEXT NOT NULL,
+    facts TEXT NOT NULL
+);
+"];
+
+/// What to read back.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    /// Only tests between these two agents (either direction).
+    pub pair: Option<(String, String)>,
+    /// Only tests at or after this time, Unix seconds.
+    pub since_unix: f64,
+    /// Only this workload.
+    pub workload: Option<String>,
+    /// At most this many rows, the newest (0: all).
+    pub limit: usize,
+}
+
+/// An open history file.
+pub struct History {
+    db: Connection,
+}
+
+fn sql(what: &str, e: rusqlite::Error) -> FleetError {
+    FleetError::Fleet(format!("history: {what}: {e}"))
+}
+
+impl History {
+    /// Opens (creating) the file at `path` and migrates it to [`SCHEMA`].
+    pub fn open(path: &Path) -> Result<History> {
+        let db = Connection::open(path).map_err(|e| sql(&format!("open {}", path.display()), e))?;
+        Self::init(db, &path.display().to_string())
+    }
+
+    /// A history in memory (tests, dry runs).
+    pub fn in_memory() -> Result<History> {
+        Self::init(
+            Connection::open_in_memory().map_err(|e| sql("open", e))?,
+            "memory",
+        )
+    }
+
+    fn init(db: Connection, name: &str) -> Result<History> {
+        // A watcher and a `fleet history` may share the file: wait for a
+        // writer rather than fail at once.
+        db.busy_timeout(std::time::Duration::from_secs(5))
+            .and_then(|_| db.pragma_update(None, "foreign_keys", true))
+            .map_err(|e| sql("configure", e))?;
+        let version: i64 = db
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| sql(&format!("read the schema version of {name}"), e))?;
+        if version > SCHEMA {
+            return Err(FleetError::Fleet(format!(
+                "history {name} has schema {version}, newer than this wirespeed's {SCHEMA}: use the wirespeed that wrote it"
+            )));
+        }
+        let h = History { db };
+        h.migrate(version)?;
+        Ok(h)
+    }
+
+    fn migrate(&self, from: i64) -> Result<()> {
+        for (i, step) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+            let to = i as i64 + 1;
+            let batch = format!("BEGIN; {step} PRAGMA user_version = {to}; COMMIT;");
+            self.db
+                .execute_batch(&batch)
+                .map_err(|e| sql(&format!("migrate to schema {to}"), e))?;
+        }
+        Ok(())
+    }
+
+    /// The file's schema version.
+    pub fn schema(&self) -> Result<i64> {
+        self.db
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| sql("read the schema version", e))
+    }
+
+    /// Stores a run: its tests and each agent's facts, in one transaction.
+    pub fn record(&mut self, kind: &str, r: &FleetResults) -> Result<i64> {
+        let tx = self.db.transaction().map_err(|e| sql("begin", e))?;
+        tx.execute(
+            "INSERT INTO runs (started_unix, kind, pattern) VALUES (?1, ?2, ?3)",
+            params![r.started_unix, kind, r.pattern],
+        )
+        .map_err(|e| sql("store a run", e))?;
+        let run = tx.last_insert_rowid();
+        {
+            let mut ins = tx
+                .prepare(
+                    "INSERT INTO tests (run, at_unix, workload, client, server, client_nic, server_nic,
+                     throughput_bps, transactions_per_s, p50_us, p99_us, error)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                )
+                .map_err(|e| sql("prepare", e))?;
+            for t in &r.tests {
+                ins.execute(params![
+                    run,
+                    r.started_unix,
+                    t.workload,
+                    t.client,
+                    t.server,
+                    t.client_nic,
+                    t.server_nic,
+                    t.throughput_bps,
+                    t.transactions_per_s,
+                    t.p50_us,
+                    t.p99_us,
+                    t.error
+                ])
+                .map_err(|e| sql("store a test", e))?;
+            }
+            let mut facts = tx
+                .prepare("INSERT INTO facts (run, agent, facts) VALUES (?1, ?2, ?3)")
+                .map_err(|e| sql("prepare", e))?;
+            for a in &r.agents {
+                if let Some(f) = &a.facts {
+                    let json = serde_json::to_string(f).unwrap_or_default();
+                    facts
+                        .execute(params![run, a.name, json])
+                        .map_err(|e| sql("store facts", e))?;
+                }
+            }
+        }
+        tx.commit().map_err(|e| sql("commit", e))?;
+        Ok(run)
+    }
+
+    /// The tests `q` asks for, oldest first.
+    pub fn tests(&self, q: &Query) -> Result<Vec<Row>> {
+        let (a, b) = q.pair.clone().unwrap_or_default();
+        let limit = if q.limit == 0 { -1 } else { q.limit as i64 };
+        let mut st = self
+            .db
+            .prepare(
+                "SELECT at_unix, workload, client, server, client_nic, server_nic, throughput_bps,
+                 transactions_per_s, p50_us, p99_us, error FROM (
+                   SELECT rowid, * FROM tests WHERE at_unix >= ?1
+                   AND (?2 = '' OR (client = ?2 AND server = ?3) OR (client = ?3 AND server = ?2))
+                   AND (?4 IS NULL OR workload = ?4)
+                   ORDER BY at_unix DESC, rowid DESC LIMIT ?5
+                 ) ORDER BY at_unix, rowid",
+            )
+            .map_err(|e| sql("prepare", e))?;
+        let rows = st
+            .query_map(params![q.since_unix, a, b, q.workload, limit], |r| {
+                Ok(Row {
+                    at_unix: r.get(0)?,
+                    workload: r.get(1)?,
+                    client: r.get(2)?,
+                    server: r.get(3)?,
+                    client_nic: r.get(4)?,
+                    server_nic: r.get(5)?,
+                    throughput_bps: r.get(6)?,
+                    transactions_per_s: r.get(7)?,
+                    p50_us: r.get(8)?,
+                    p99_us: r.get(9)?,
+                    error: r.get(10)?,
+                })
+            })
+            .map_err(|e| sql("query", e))?;
+        rows.collect::<std::result::Result<_, _>>()
+            .map_err(|e| sql("read a row", e))
+    }
+
+    /// The facts an agent reported in the newest run at or before `at_unix`.
+    pub fn facts_at(&self, agent: &str, at_unix: f64) -> Result<Option<HostFacts>> {
+        let json: Option<String> = self
+            .db
+            .query_row(
+                "SELECT f.facts FROM facts f JOIN runs r ON r.id = f.run
+                 WHERE f.agent = ?1 AND r.started_unix <= ?2
+                 ORDER BY r.started_unix DESC, r.id DESC LIMIT 1",
+                params![agent, at_unix],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| sql("read facts", e))?;
+        Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
+    }
+
+    /// Removes the runs (and their tests and facts) that started before
+    /// `before_unix`; how many runs went.
+    pub fn prune(&mut self, before_unix: f64) -> Result<usize> {
+        self.db
+            .execute(
+                "DELETE FROM runs WHERE started_unix < ?1",
+                params![before_unix],
+            )
+            .map_err(|e| sql("prune", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_types::fleet::{AgentStatus, LinkTest};
+
+    fn run(at: f64, tput: f64, mtu: &str) -> FleetResults {
+        let facts = HostFacts {
+            kernel: "6.18".into(),
+            settings: [("mtu".to_string(), mtu.to_string())].into(),
+            ..HostFacts::default()
+        };
+        FleetResults {
+            started_unix: at,
+            pattern: "pairs".into(),
+            agents: ["a", "b", "c"]
+                .iter()
+                .map(|n| AgentStatus {
+                    name: n.to_string(),
+                    up: true,
+                    facts: Some(facts.clone()),
+                    ..AgentStatus::default()
+                })
+                .collect(),
+            tests: [("a", "b"), ("c", "a")]
+                .iter()
+                .map(|(c, s)| LinkTest {
+                    workload: "stream".into(),
+                    client: c.to_string(),
+                    server: s.to_string(),
+                    throughput_bps: tput,
+                    ..LinkTest::default()
+                })
+                .collect(),
+            ..FleetResults::default()
+        }
+    }
+
+    #[test]
+    fn runs_are_stored_queried_by_pair_and_time_and_pruned() {
+        let mut h = History::in_memory().unwrap();
+        assert_eq!(h.schema().unwrap(), SCHEMA);
+        h.record("run", &run(100.0, 9e9, "9000")).unwrap();
+        h.record("watch", &run(200.0, 4e9, "1500")).unwrap();
+        let all = h.tests(&Query::default()).unwrap();
+        assert_eq!(all.len(), 4);
+        let q = Query {
+            pair: Some(("b".into(), "a".into())),
+            since_unix: 150.0,
+            ..Query::default()
+        };
+        let ab = h.tests(&q).unwrap();
+        assert_eq!(ab.len(), 1);
+        assert_eq!((ab[0].client.as_str(), ab[0].throughput_bps), ("a", 4e9));
+        let newest = h
+            .tests(&Query {
+                limit: 1,
+                ..Query::default()
+            })
+            .unwrap();
+        assert_eq!((newest.len(), newest[0].client.as_str()), (1, "c"));
+        let f = h.facts_at("c", 150.0).unwrap().unwrap();
+        assert_eq!(f.settings["mtu"], "9000");
+        assert_eq!(
+            h.facts_at("c", 250.0).unwrap().unwrap().settings["mtu"],
+            "1500"
+        );
+        assert_eq!(h.prune(150.0).unwrap(), 1);
+        assert_eq!(h.tests(&Query::default()).unwrap().len(), 2);
+        assert!(
+            h.facts_at("c", 150.0).unwrap().is_none(),
+            "facts pruned with their run"
+        );
+    }
+
+    #[test]
+    fn a_file_survives_reopening_and_a_newer_schema_is_refused() {
+        let path = std::env::temp_dir().join(format!("ws-history-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        {
+            let mut h = History::open(&path).unwrap();
+            h.record("run", &run(100.0, 9e9, "9000")).unwrap();
+        }
+        assert_eq!(
+            History::open(&path)
+                .unwrap()
+                .tests(&Query::default())
+                .unwrap()
+                .len(),
+            2
+        );
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA + 1)
+            .unwrap();
+        let e = History::open(&path).err().unwrap().to_string();
+        assert!(e.contains("newer than this wirespeed"), "{e}");
+        std::fs::write(&path, b"not a database at all, just some bytes here").unwrap();
+        assert!(History::open(&path).is_err());
+        let _ = std::fs::remove_file(&path);
+    }
+}
