@@ -52,7 +52,8 @@ pub struct BenchArgs {
     )]
     pub duration: String,
     /// End after this many bytes moved in the window instead of after a
-    /// time (iperf3's -n), e.g. 1G.
+    /// time (iperf3's -n), e.g. 1G; with rr/crr requests and responses
+    /// both count.
     #[arg(short = 'n', long, conflicts_with_all = ["duration", "blocks"])]
     pub bytes: Option<String>,
     /// End after this many messages (-l each) instead of after a time

@@ -983,10 +983,14 @@ impl Agent {
             tokio::net::TcpListener::from_std(std_listener)
                 .map_err(|e| FleetError::io("hand the HTTP listener to the runtime", e))?
         };
+        let gauges = ConnGauges {
+            open: shared.metrics.http_connections.clone(),
+            evictions: shared.metrics.http_evictions.clone(),
+        };
         let http_task = runtime.spawn(accept_loop(
             listener,
             app,
-            shared,
+            gauges,
             cfg.limits.clone(),
             http_stop.clone(),
         ));
@@ -1135,10 +1139,20 @@ impl ConnTable {
 /// Accepts connections within the limits (displacing idle or slow ones
 /// to make room, [`ConnTable::admit`]) and serves each with hyper's
 /// HTTP/1 under a header deadline and a lifetime.
-async fn accept_loop(
+/// The gauges an HTTP accept loop keeps: connections open and evictions.
+#[derive(Clone, Default)]
+pub(crate) struct ConnGauges {
+    pub(crate) open: Gauge,
+    pub(crate) evictions: Counter,
+}
+
+/// Serves `app` on `listener` until `stop`: each source's connections
+/// bounded and the idle or slow ones of the source holding the most
+/// evicted first ([`HttpLimits`]), so one client cannot deny another.
+pub(crate) async fn accept_loop(
     listener: tokio::net::TcpListener,
     app: Router,
-    st: Arc<Shared>,
+    gauges: ConnGauges,
     limits: HttpLimits,
     stop: Arc<tokio::sync::Notify>,
 ) {
@@ -1158,13 +1172,13 @@ async fn accept_loop(
         let admitted = {
             let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
             let a = t.admit(wirespeed_engine::server::source_of(peer.ip()), &limits);
-            st.metrics.http_connections.set(t.conns.len() as i64);
+            gauges.open.set(t.conns.len() as i64);
             a
         };
         let Some((id, state, displaced)) = admitted else {
             continue; // dropped: closed at once
         };
-        st.metrics.http_evictions.inc_by(displaced);
+        gauges.evictions.inc_by(displaced);
         let mark = ConnMark(state.clone());
         // A body larger than the limit is refused (413) before it is read.
         let svc = hyper_util::service::TowerToHyperService::new(
@@ -1179,7 +1193,7 @@ async fn accept_loop(
                 .service(app.clone()),
         );
         let (header_timeout, lifetime) = (limits.header_timeout, limits.connection_lifetime);
-        let (table, st) = (table.clone(), st.clone());
+        let (table, gauges) = (table.clone(), gauges.clone());
         tokio::spawn(async move {
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
@@ -1191,7 +1205,7 @@ async fn accept_loop(
             }
             let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
             t.leave(id);
-            st.metrics.http_connections.set(t.conns.len() as i64);
+            gauges.open.set(t.conns.len() as i64);
         });
     }
 }

@@ -7,14 +7,42 @@
 use crate::error::{FleetError, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
-use wirespeed_types::fleet::{FleetResults, HistoryRow as Row, HostFacts};
+use wirespeed_types::TestResult;
+use wirespeed_types::fleet::{DriftEvent, FleetResults, HistoryRow as Row, HostFacts};
+
+/// A test's fastest transaction, microseconds (rr, crr).
+pub fn min_us(t: &wirespeed_types::fleet::LinkTest) -> Option<f64> {
+    t.result
+        .as_ref()
+        .and_then(|r| r.latency.as_ref())
+        .map(|l| l.min_us)
+        .filter(|&m| m > 0.0)
+}
+
+/// A test's CPU per Gbit/s (both sides, cores) and TCP loss ratio
+/// (segments retransmitted over segments sent), where it has them.
+pub fn costs(r: &TestResult) -> (Option<f64>, Option<f64>) {
+    let gbps = r.throughput_bps / 1e9;
+    let cores = (r.local_cpu.total_pct + r.remote_cpu.total_pct) / 100.0;
+    let cpu = (gbps > 0.0 && cores > 0.0).then(|| cores / gbps);
+    let (mut retx, mut segs) = (0.0, 0.0);
+    for f in &r.flows {
+        if let Some(t) = f.tcp_info.as_ref().filter(|t| t.mss > 0) {
+            retx += t.retransmits as f64;
+            segs += (f.client_sent_total.max(f.server_sent_total)) as f64 / t.mss as f64;
+        }
+    }
+    let loss = (segs > 0.0).then(|| (retx / segs).min(1.0));
+    (cpu, loss)
+}
 
 /// The schema this build writes.
-pub const SCHEMA: i64 = 1;
+pub const SCHEMA: i64 = 2;
 
 /// Each migration takes the file from the version before it to its own
 /// (index + 1).
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     started_unix REAL NOT NULL,
@@ -42,7 +70,18 @@ CREATE TABLE facts (
     agent TEXT NOT NULL,
     facts TEXT NOT NULL
 );
-"];
+",
+    "
+ALTER TABLE tests ADD COLUMN cpu_per_gbps REAL;
+ALTER TABLE tests ADD COLUMN loss_ratio REAL;
+ALTER TABLE tests ADD COLUMN min_us REAL;
+CREATE TABLE events (
+    at_unix REAL NOT NULL,
+    event TEXT NOT NULL
+);
+CREATE INDEX events_time ON events (at_unix);
+",
+];
 
 /// What to read back.
 #[derive(Debug, Clone, Default)]
@@ -131,14 +170,21 @@ impl History {
             let mut ins = tx
                 .prepare(
                     "INSERT INTO tests (run, at_unix, workload, client, server, client_nic, server_nic,
-                     throughput_bps, transactions_per_s, p50_us, p99_us, error)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                     throughput_bps, transactions_per_s, p50_us, p99_us, error, cpu_per_gbps, loss_ratio, min_us)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 )
                 .map_err(|e| sql("prepare", e))?;
             for t in &r.tests {
+                let at = t
+                    .result
+                    .as_ref()
+                    .map(|x| x.started_unix)
+                    .filter(|&x| x > 0.0)
+                    .unwrap_or(r.started_unix);
+                let (cpu, loss) = t.result.as_ref().map(costs).unwrap_or_default();
                 ins.execute(params![
                     run,
-                    r.started_unix,
+                    at,
                     t.workload,
                     t.client,
                     t.server,
@@ -148,7 +194,10 @@ impl History {
                     t.transactions_per_s,
                     t.p50_us,
                     t.p99_us,
-                    t.error
+                    t.error,
+                    cpu,
+                    loss,
+                    min_us(t)
                 ])
                 .map_err(|e| sql("store a test", e))?;
             }
@@ -176,7 +225,7 @@ impl History {
             .db
             .prepare(
                 "SELECT at_unix, workload, client, server, client_nic, server_nic, throughput_bps,
-                 transactions_per_s, p50_us, p99_us, error FROM (
+                 transactions_per_s, p50_us, p99_us, error, cpu_per_gbps, loss_ratio, min_us FROM (
                    SELECT rowid, * FROM tests WHERE at_unix >= ?1
                    AND (?2 = '' OR (client = ?2 AND server = ?3) OR (client = ?3 AND server = ?2))
                    AND (?4 IS NULL OR workload = ?4)
@@ -198,6 +247,9 @@ impl History {
                     p50_us: r.get(8)?,
                     p99_us: r.get(9)?,
                     error: r.get(10)?,
+                    cpu_per_gbps: r.get(11)?,
+                    loss_ratio: r.get(12)?,
+                    min_us: r.get(13)?,
                 })
             })
             .map_err(|e| sql("query", e))?;
@@ -221,15 +273,51 @@ impl History {
         Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
     }
 
-    /// Removes the runs (and their tests and facts) that started before
-    /// `before_unix`; how many runs went.
+    /// Removes the runs (and their tests and facts) and the drift events
+    /// from before `before_unix`; how many runs went.
     pub fn prune(&mut self, before_unix: f64) -> Result<usize> {
+        self.db
+            .execute(
+                "DELETE FROM events WHERE at_unix < ?1",
+                params![before_unix],
+            )
+            .map_err(|e| sql("prune events", e))?;
         self.db
             .execute(
                 "DELETE FROM runs WHERE started_unix < ?1",
                 params![before_unix],
             )
             .map_err(|e| sql("prune", e))
+    }
+
+    /// Stores a drift event.
+    pub fn record_event(&mut self, e: &DriftEvent) -> Result<()> {
+        let json = serde_json::to_string(e).map_err(|e| FleetError::Fleet(e.to_string()))?;
+        self.db
+            .execute(
+                "INSERT INTO events (at_unix, event) VALUES (?1, ?2)",
+                params![e.at_unix, json],
+            )
+            .map(|_| ())
+            .map_err(|e| sql("store an event", e))
+    }
+
+    /// The drift events at or after `since_unix`, oldest first (an
+    /// unreadable one is skipped).
+    pub fn events(&self, since_unix: f64) -> Result<Vec<DriftEvent>> {
+        let mut st = self
+            .db
+            .prepare("SELECT event FROM events WHERE at_unix >= ?1 ORDER BY at_unix, rowid")
+            .map_err(|e| sql("prepare", e))?;
+        let rows = st
+            .query_map(params![since_unix], |r| r.get::<_, String>(0))
+            .map_err(|e| sql("query events", e))?;
+        let mut out = Vec::new();
+        for j in rows {
+            let j = j.map_err(|e| sql("read an event", e))?;
+            out.extend(serde_json::from_str(&j).ok());
+        }
+        Ok(out)
     }
 }
 
@@ -305,6 +393,36 @@ mod tests {
             h.facts_at("c", 150.0).unwrap().is_none(),
             "facts pruned with their run"
         );
+    }
+
+    #[test]
+    fn a_schema_1_file_is_migrated_and_keeps_its_tests() {
+        let path = std::env::temp_dir().join(format!("ws-history-v1-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        {
+            let db = Connection::open(&path).unwrap();
+            db.execute_batch(&format!("{} PRAGMA user_version = 1;", MIGRATIONS[0]))
+                .unwrap();
+            db.execute_batch(
+                "INSERT INTO runs VALUES (1, 100.0, 'run', 'pairs');
+                 INSERT INTO tests VALUES (1, 100.0, 'stream', 'a', 'b', '', '', 9e9, 0, NULL, NULL, NULL);",
+            )
+            .unwrap();
+        }
+        let mut h = History::open(&path).unwrap();
+        assert_eq!(h.schema().unwrap(), 2);
+        let rows = h.tests(&Query::default()).unwrap();
+        assert_eq!((rows.len(), rows[0].cpu_per_gbps), (1, None));
+        let e = DriftEvent {
+            at_unix: 150.0,
+            subject: "c".into(),
+            ..DriftEvent::default()
+        };
+        h.record_event(&e).unwrap();
+        assert_eq!(h.events(0.0).unwrap(), vec![e]);
+        h.prune(200.0).unwrap();
+        assert!(h.events(0.0).unwrap().is_empty());
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

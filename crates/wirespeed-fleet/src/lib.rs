@@ -14,6 +14,11 @@
 //! - [`transport`]: how the controller reaches an agent's HTTP API
 //!   ([`transport::Direct`] HTTP by default; a relay such as the
 //!   Kubernetes API server's pod proxy through [`RunOptions::transport`]).
+//! - [`schedule`]: the watcher's schedule of probes and bandwidth tests
+//!   under a budget, computed from the clock.
+//! - [`watch`]: `wirespeed fleet watch`, the schedule run for ever:
+//!   results stored as they come, Prometheus series and a live page
+//!   ([`watch_http`]), drift raised as events ([`drift`]).
 //! - [`history`]: every run's tests and host facts in one SQLite file,
 //!   queried by pair and time, pruned by age.
 //! - [`analyze`]: the matrix per workload, outliers against the noise
@@ -29,13 +34,17 @@
 pub mod agent;
 pub mod analyze;
 pub mod auth;
+pub mod drift;
 mod error;
 pub mod fleet;
 pub mod fleet_parts;
 pub mod history;
 pub mod plan;
 pub mod run;
+pub mod schedule;
 pub mod transport;
+pub mod watch;
+pub mod watch_http;
 
 pub use agent::{Agent, AgentConfig, serve};
 pub use error::{FleetError, Result};

@@ -525,6 +525,26 @@ pub fn client_of(agent: &AgentSpec, opts: &RunOptions) -> Result<AgentClient> {
     }
 }
 
+/// Runs one job now, outside a plan (the watcher's unit): every workload
+/// of `opts` over each NIC pair; an agent found down is down for this
+/// job only.
+pub(crate) async fn run_job_now(
+    fleet: &Fleet,
+    clients: Vec<AgentClient>,
+    opts: &RunOptions,
+    job: Job,
+) -> Vec<LinkTest> {
+    let ctx = Ctx {
+        fleet,
+        clients,
+        opts,
+        board: Mutex::new(Board {
+            down: vec![None; fleet.agents.len()],
+        }),
+    };
+    run_job(&ctx, 0, job).await
+}
+
 /// Joins futures, keeping their order.
 async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
     futures_join_bounded(usize::MAX, fs).await
@@ -533,7 +553,7 @@ async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Ve
 /// Joins futures, keeping their order, with at most `limit` started and
 /// unfinished at once (a future does nothing until first polled): the
 /// controller talks to a thousand agents without a thousand connections.
-async fn futures_join_bounded<F: std::future::Future>(
+pub(crate) async fn futures_join_bounded<F: std::future::Future>(
     limit: usize,
     fs: impl Iterator<Item = F>,
 ) -> Vec<F::Output> {

@@ -1,6 +1,7 @@
 //! A thousand agents with two NICs each, on loopback in this process:
-//! the controller sets the fleet on every one (in parts: the fleet's
-//! JSON is over the agents' 64 KiB body limit) and runs a pairs matrix.
+//! `fleet watch` sets the fleet on every one (in parts: the fleet's JSON
+//! is over the agents' 64 KiB body limit) and probes; then a pairs matrix
+//! runs on the fleet the watcher set, and one that sets it again.
 
 mod common;
 use common::{KEY, config};
@@ -60,6 +61,7 @@ fn a_thousand_agents_with_two_nics_each_get_the_fleet_and_run() {
     assert!(bytes > 64 * 1024, "{bytes} bytes: no parts needed");
     let parts = wirespeed_fleet::fleet_parts::split(&fleet, FLEET_BODY).unwrap();
     eprintln!("the fleet: {bytes} bytes of JSON, {} parts", parts.len());
+    watch_sets_the_fleet(&fleet);
     let plan = wirespeed_fleet::plan(&fleet, Pattern::Pairs, 1).unwrap();
     let spec = TestSpec {
         workload: Workload::Rr,
@@ -76,6 +78,14 @@ fn a_thousand_agents_with_two_nics_each_get_the_fleet_and_run() {
     );
     opts.repeats = 1;
     opts.http_timeout = Duration::from_secs(30);
+    // First on the fleet the watcher set: no agent refuses its peer.
+    opts.push_fleet = false;
+    let r = wirespeed_fleet::run(&fleet, &plan, &opts).unwrap();
+    assert!(
+        r.tests.iter().all(|t| t.error.is_none()),
+        "a peer unknown to an agent: the watcher did not set the fleet"
+    );
+    opts.push_fleet = true;
     let t1 = Instant::now();
     let r = wirespeed_fleet::run(&fleet, &plan, &opts).unwrap();
     eprintln!(
@@ -108,4 +118,53 @@ fn a_thousand_agents_with_two_nics_each_get_the_fleet_and_run() {
             s.spawn(move || drop(chunk));
         }
     });
+}
+
+/// `fleet watch` for a few seconds with a long probe period (a handful
+/// of probes due): every agent takes the fleet, and the probes measure.
+fn watch_sets_the_fleet(fleet: &Fleet) {
+    use wirespeed_fleet::schedule::Budget;
+    use wirespeed_fleet::watch::WatchOptions;
+    let dir = std::env::temp_dir().join(format!("ws-scale-watch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let probe = TestSpec {
+        workload: Workload::Rr,
+        duration_s: 1.0,
+        warmup_s: 0.0,
+        bytes: Some(200),
+        ..TestSpec::default()
+    };
+    let mut run = RunOptions::new(Vec::new(), KEY.to_vec());
+    run.http_timeout = Duration::from_secs(30);
+    let opts = WatchOptions {
+        run,
+        probes: vec![WorkloadSpec {
+            label: "rr".into(),
+            spec: probe,
+        }],
+        bandwidth: WorkloadSpec {
+            label: "stream".into(),
+            spec: TestSpec::default(),
+        },
+        budget: Budget {
+            probe_period_s: 1800.0,
+            ..Budget::default()
+        },
+        rules: Default::default(),
+        history: dir.join("history.db"),
+        duration: Some(Duration::from_secs(6)),
+        retain: None,
+        on_event: None,
+    };
+    let t = Instant::now();
+    let st = wirespeed_fleet::watch::run_blocking(fleet, &opts, None).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!(
+        "fleet watch: the fleet set on {} agents, {} tests stored, {:.1} s",
+        st.agents_with_fleet,
+        st.tests_stored,
+        t.elapsed().as_secs_f64()
+    );
+    assert_eq!(st.agents_with_fleet, AGENTS as u64);
+    assert!(st.tests_stored > 0);
 }

@@ -176,7 +176,7 @@ pub(crate) fn heat(ratio: f64) -> String {
 }
 
 /// One matrix as an SVG heatmap: client rows, server columns.
-fn heatmap(m: &Matrix) -> String {
+pub(crate) fn heatmap(m: &Matrix) -> String {
     use crate::chart::esc;
     let n = m.hosts.len();
     let (cw, ch, left, top) = (92usize, 34usize, 120usize, 46usize);

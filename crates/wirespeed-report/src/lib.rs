@@ -30,6 +30,7 @@ pub mod paths;
 pub mod source;
 mod table;
 mod units;
+pub mod watch;
 
 pub use chart::esc;
 pub use csv::{CSV_HEADER, PAGE_CSV_HEADER, csv_field, render_csv, render_page_csv};

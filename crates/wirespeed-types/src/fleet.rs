@@ -275,7 +275,8 @@ impl Verdict {
 /// One test as the fleet's history keeps it (`wirespeed fleet history`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HistoryRow {
-    /// When its run started, Unix seconds.
+    /// When its measured window started (before schema 2: when its run
+    /// started), Unix seconds.
     pub at_unix: f64,
     /// The workload's label.
     pub workload: String,
@@ -297,4 +298,71 @@ pub struct HistoryRow {
     pub p99_us: Option<f64>,
     /// Why it failed.
     pub error: Option<String>,
+    /// Fastest transaction, microseconds (rr, crr): the latency floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_us: Option<f64>,
+    /// CPU of both sides together, cores per Gbit/s of goodput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_per_gbps: Option<f64>,
+    /// Segments retransmitted over segments sent (TCP), 0..1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_ratio: Option<f64>,
+}
+
+/// A change point the watcher found: a pair's or a host's figures moved
+/// against their own history, with the facts that changed at that time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DriftEvent {
+    /// When it was raised, Unix seconds.
+    pub at_unix: f64,
+    /// When the change started: the first test past it, Unix seconds.
+    pub since_unix: f64,
+    /// `host` (most of a host's pairs moved) or `pair`.
+    pub scope: String,
+    /// The host, or the pair as `a,b`.
+    pub subject: String,
+    /// The workload whose figure moved.
+    pub workload: String,
+    /// The figure: `min_us` (the latency floor) or `throughput_bps`.
+    pub metric: String,
+    /// The figure's median before, over the baseline.
+    pub before: f64,
+    /// The figure now (median of the confirming tests).
+    pub after: f64,
+    /// The pairs that moved, `a,b` each.
+    pub pairs: Vec<String>,
+    /// Facts of the subject's hosts that changed between the baseline and
+    /// now, e.g. `c/eth0 mtu: 9000 -> 1500`.
+    pub changed: Vec<String>,
+    /// One line for people.
+    pub message: String,
+}
+
+/// What `wirespeed fleet watch` knows now: its schedule, each link's
+/// latest figures, recent history per pair, and the drift events (the
+/// live page and `/v1/watch` serve it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WatchState {
+    /// See [`FLEET_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// When this watcher started, Unix seconds.
+    pub started_unix: f64,
+    /// Now, Unix seconds.
+    pub now_unix: f64,
+    /// The agents, in fleet order.
+    pub agents: Vec<String>,
+    /// The probe period in force, seconds.
+    pub probe_period_s: f64,
+    /// How often each pair gets a bandwidth test, seconds.
+    pub bandwidth_every_s: f64,
+    /// Tests stored since start.
+    pub tests_stored: u64,
+    /// Agents that took the fleet from this watcher at start.
+    pub agents_with_fleet: u64,
+    /// The newest test of each link and workload.
+    pub latest: Vec<HistoryRow>,
+    /// Recent tests, oldest first (bounded), for the per-pair charts.
+    pub recent: Vec<HistoryRow>,
+    /// Drift events, newest last.
+    pub events: Vec<DriftEvent>,
 }

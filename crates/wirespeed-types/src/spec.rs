@@ -251,8 +251,9 @@ pub struct TestSpec {
     #[serde(default = "default_rr_timeout")]
     pub rr_timeout_s: f64,
     /// End the test once the client has moved this many bytes in the
-    /// measured window (iperf3's -n/-k); `duration_s` is then the upper
-    /// bound.
+    /// measured window (iperf3's -n/-k; for request/response workloads
+    /// requests and responses both count, so a count of transactions is
+    /// N x (request + response)); `duration_s` is then the upper bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
     /// IP TOS byte (IPV6_TCLASS on IPv6) set on every data socket, both sides.
@@ -530,12 +531,6 @@ impl TestSpec {
         let bad = |m: String| Err(Invalid(m));
         if self.bytes == Some(0) {
             return bad("a byte count (-n/-k) must be above 0".into());
-        }
-        if self.bytes.is_some() && !w.is_bulk() {
-            return bad(format!(
-                "-n/-k (bytes or blocks) end bulk tests (stream, udp-stream), not {}",
-                w.name()
-            ));
         }
         if self.mptcp && w.is_udp() {
             return bad(format!("-m/--mptcp runs TCP workloads, not {}", w.name()));

@@ -1,4 +1,5 @@
-//! `wirespeed agent` and `wirespeed fleet run|plan`: flags to
+//! `wirespeed agent` and `wirespeed fleet run|plan|history|token`
+//! (`fleet watch` is in watch_cmd.rs): flags to
 //! wirespeed-fleet's types, progress on stderr, wirespeed-report's
 //! renderings.
 
@@ -50,6 +51,11 @@ pub enum FleetCmd {
     Token(TokenArgs),
     /// Show stored tests from a history file (`fleet run --history`).
     History(HistoryArgs),
+    /// Measure the fleet on a schedule under a budget: light probes
+    /// between pairs, bandwidth tests in a rotation, every result stored,
+    /// drift raised with the facts that changed; a live page and
+    /// Prometheus series on --listen.
+    Watch(Box<crate::watch_cmd::WatchArgs>),
 }
 
 /// Options of `wirespeed fleet history`.
@@ -198,6 +204,7 @@ pub fn run(c: FleetCmd) -> Result<()> {
         FleetCmd::Run(a) => run_matrix(*a),
         FleetCmd::Plan(a) => plan(a),
         FleetCmd::History(a) => history(a),
+        FleetCmd::Watch(a) => crate::watch_cmd::run(*a),
         FleetCmd::Token(a) => {
             let key = crate::read_key(&a.key_file)?;
             println!("{}", wirespeed_fleet::auth::bearer_token(&key));

@@ -15,6 +15,7 @@ mod lab;
 mod model_cmd;
 mod optimize;
 mod report_cmd;
+mod watch_cmd;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};

@@ -50,6 +50,11 @@ fn link(i: usize, n: usize) -> usize {
 }
 
 fn up() -> Option<Fleet> {
+    up_with(PLANTED_MTU)
+}
+
+/// The fleet lab with host c at MTU `c_mtu` (the others at FLEET_MTU).
+fn up_with(c_mtu: u32) -> Option<Fleet> {
     if !wirespeed_lab::is_root() {
         eprintln!("skipping: the fleet lab needs root");
         return None;
@@ -57,7 +62,7 @@ fn up() -> Option<Fleet> {
     let name = Lab::unique("fleet");
     let spec = common::star_lab(&name, &HOSTS, 2, 150, &[], |h, l| {
         l.rate = Some(RATE.into());
-        l.mtu = Some(if h == PLANTED { PLANTED_MTU } else { FLEET_MTU });
+        l.mtu = Some(if h == PLANTED { c_mtu } else { FLEET_MTU });
         l.gso_max_segs = Some(1);
         l.packet_overhead = Some(PACKET_OVERHEAD);
     });
@@ -342,4 +347,295 @@ fn two_tests_per_host_at_once_share_the_cap() {
         medians[1] / 1e6
     );
     assert!(medians[1] < 0.8 * medians[0], "{medians:?}");
+}
+
+/// Watch flags of the lab: a 10% budget of the 100 Mbit/s caps, probes
+/// asked every 5 s (the budget stretches them to 10 s), 1 s bandwidth
+/// tests, the live page on the switch's loopback.
+const WATCH_BUDGET_PCT: f64 = 10.0;
+const WATCH_LINK_BPS: f64 = 100e6;
+const WATCH_PORT: u16 = 5390;
+
+fn watch_cmd(f: &Fleet, file: &Path, db: &Path, secs: u64) -> Command {
+    let mut c = f.lab().command("sw", bin());
+    c.args(["fleet", "watch", "--agents"])
+        .arg(file)
+        .arg("--key-file")
+        .arg(f.dir.join("key"))
+        .arg("--history")
+        .arg(db)
+        .args([
+            "--budget",
+            &WATCH_BUDGET_PCT.to_string(),
+            "--link-rate",
+            "100mbit",
+            "--probe-period",
+            "5s",
+            "--bandwidth-duration",
+            "1s",
+            "--listen",
+            &format!("127.0.0.1:{WATCH_PORT}"),
+            "--for",
+            &format!("{secs}s"),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Bytes each host NIC sent and received so far: (host, dev) -> (tx, rx).
+fn link_bytes(f: &Fleet) -> Vec<((String, String), (u64, u64))> {
+    let mut out = Vec::new();
+    for (i, h) in HOSTS.iter().enumerate() {
+        for n in 0..2 {
+            let dev = f.lab().dev(h, link(i, n)).unwrap();
+            let o = Command::new("ip")
+                .args([
+                    "-n",
+                    &f.lab().ns(h),
+                    "-j",
+                    "-s",
+                    "link",
+                    "show",
+                    "dev",
+                    &dev,
+                ])
+                .output()
+                .unwrap();
+            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+            let st = &v[0]["stats64"];
+            let b = |k: &str| st[k]["bytes"].as_u64().unwrap();
+            out.push(((h.to_string(), dev), (b("tx"), b("rx"))));
+        }
+    }
+    out
+}
+
+fn history_rows(db: &Path) -> Vec<wirespeed_types::fleet::HistoryRow> {
+    use wirespeed_fleet::history::{History, Query};
+    History::open(db)
+        .and_then(|h| h.tests(&Query::default()))
+        .unwrap_or_default()
+}
+
+fn history_events(db: &Path) -> Vec<wirespeed_types::fleet::DriftEvent> {
+    wirespeed_fleet::history::History::open(db)
+        .and_then(|h| h.events(0.0))
+        .unwrap_or_default()
+}
+
+fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// Polls `ok` every 200 ms until it holds or `within` passes.
+fn wait_for(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
+    let end = Instant::now() + within;
+    while !ok() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `curl` inside the switch namespace (the watcher listens there).
+fn fetch(f: &Fleet, path: &str) -> String {
+    let o = f
+        .lab()
+        .command("sw", "curl")
+        .args(["-sf", "--max-time", "10"])
+        .arg(format!("http://127.0.0.1:{WATCH_PORT}{path}"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "GET {path} failed");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The live page and /metrics while the event is fresh; the page drawn
+/// in Chromium.
+fn live_page_shows_the_event(f: &Fleet) {
+    let metrics = fetch(f, "/metrics");
+    assert!(
+        metrics.contains(
+            "wirespeed_watch_drift_events_total{scope=\"host\",subject=\"c\",metric=\"min_us\"} 1"
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains("wirespeed_watch_latency_p50_seconds{client="));
+    let page = fetch(f, "/");
+    assert!(
+        page.contains("data-subject=\"c\""),
+        "the page lists the event"
+    );
+    let html = f.dir.join("watch.html");
+    std::fs::write(&html, &page).unwrap();
+    let charts = page.matches("<svg class=\"chart\"").count();
+    assert!(
+        charts >= 3 + 15,
+        "a heatmap per probe, a chart per pair: {charts}"
+    );
+    chromium::assert_charts_drawn(&html, charts, "fleet watch page");
+}
+
+/// Probes of each series must not come closer than 40% of the probe
+/// period, across the restart too (a watcher that replayed the schedule
+/// it missed would probe pairs again at once).
+fn no_burst(rows: &[wirespeed_types::fleet::HistoryRow], period: f64) {
+    let mut by: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for r in rows.iter().filter(|r| r.workload == "rr") {
+        let k = format!(
+            "{}/{}-{}/{}",
+            r.client, r.client_nic, r.server, r.server_nic
+        );
+        let (a, b) = k.split_once('-').unwrap();
+        let key = if a < b { k.clone() } else { format!("{b}-{a}") };
+        by.entry(key).or_default().push(r.at_unix);
+    }
+    for (k, mut ts) in by {
+        ts.sort_by(f64::total_cmp);
+        for w in ts.windows(2) {
+            assert!(
+                w[1] - w[0] > 0.4 * period,
+                "{k} probed twice within {:.1} s",
+                w[1] - w[0]
+            );
+        }
+    }
+}
+
+/// Issue 29's test: six agents with two NICs each watched for 3 minutes;
+/// at minute 1 host c's MTU goes 9000 -> 1500 on both NICs. The drift
+/// event names c and the MTU within two probe periods, nobody else is
+/// named; the watcher is killed after the event and restarted for the
+/// rest: no stored result lost, no burst, the event not raised twice; the
+/// probe traffic on each link stays within the budget.
+#[test]
+fn a_watched_fleet_names_the_host_whose_mtu_changed() {
+    let _g = heavy();
+    let Some(mut f) = up_with(FLEET_MTU) else {
+        return;
+    };
+    let file = f.file("fleet.toml", &HOSTS, 2);
+    let db = f.dir.join("watch.db");
+    let before = link_bytes(&f);
+    let t0 = Instant::now();
+    let first = Proc(watch_cmd(&f, &file, &db, 180).spawn().unwrap());
+    // The plant at minute 1, once every pair has a baseline.
+    wait_for("a baseline of every pair", Duration::from_secs(100), || {
+        let rows = history_rows(&db);
+        let mut pairs: Vec<(String, String)> = rows
+            .iter()
+            .filter(|r| r.workload == "rr-64k" && r.error.is_none())
+            .map(|r| {
+                (
+                    r.client.clone().min(r.server.clone()),
+                    r.client.clone().max(r.server.clone()),
+                )
+            })
+            .collect();
+        pairs.sort();
+        let enough = pairs
+            .chunk_by(|a, b| a == b)
+            .filter(|c| c.len() >= 10)
+            .count();
+        enough == 15 && t0.elapsed() >= Duration::from_secs(60)
+    });
+    let i = HOSTS.iter().position(|h| *h == PLANTED).unwrap();
+    for n in 0..2 {
+        let dev = f.lab().dev(PLANTED, link(i, n)).unwrap();
+        let ok = Command::new("ip")
+            .args([
+                "-n",
+                &f.lab().ns(PLANTED),
+                "link",
+                "set",
+                "dev",
+                &dev,
+                "mtu",
+                &PLANTED_MTU.to_string(),
+            ])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let planted = now_unix();
+    let period = 10.0;
+    wait_for("the drift event", Duration::from_secs(40), || {
+        history_events(&db).iter().any(|e| e.subject == PLANTED)
+    });
+    let events = history_events(&db);
+    let e = events.iter().find(|e| e.subject == PLANTED).unwrap();
+    println!(
+        "{}\n(raised {:.1} s after the plant)",
+        e.message,
+        e.at_unix - planted
+    );
+    assert_eq!(
+        (e.scope.as_str(), e.subject.as_str()),
+        ("host", PLANTED),
+        "{events:?}"
+    );
+    assert!(
+        e.at_unix - planted <= 2.0 * period + 2.0,
+        "{:.1} s",
+        e.at_unix - planted
+    );
+    assert!(
+        e.changed.iter().any(|c| c == "c/eth0 mtu: 9000 -> 1500"),
+        "{:?}",
+        e.changed
+    );
+    live_page_shows_the_event(&f);
+    // Killed after the event; restarted for the rest of the 3 minutes.
+    drop(first);
+    let stored = history_rows(&db).len();
+    let left = 180u64.saturating_sub(t0.elapsed().as_secs()).max(30);
+    let o = watch_cmd(&f, &file, &db, left).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows = history_rows(&db);
+    assert!(
+        rows.len() > stored,
+        "{} rows after the restart, {stored} before",
+        rows.len()
+    );
+    no_burst(&rows, period);
+    let events = history_events(&db);
+    assert!(
+        events.iter().all(|e| e.subject == PLANTED),
+        "only c is named: {events:?}"
+    );
+    let mut raised: Vec<&str> = events.iter().map(|e| e.workload.as_str()).collect();
+    raised.sort();
+    let n = raised.len();
+    raised.dedup();
+    assert_eq!(
+        raised.len(),
+        n,
+        "not raised again after the restart: {events:?}"
+    );
+    // The budget: each direction of each link within its share, plus one
+    // bandwidth test's burst (a window may hold one slot more).
+    let secs = t0.elapsed().as_secs_f64();
+    let after = link_bytes(&f);
+    let cap = WATCH_BUDGET_PCT / 100.0 * WATCH_LINK_BPS / 8.0 * secs + WATCH_LINK_BPS / 8.0 * 1.2;
+    for ((k, (tx0, rx0)), (_, (tx1, rx1))) in before.iter().zip(&after) {
+        let (tx, rx) = ((tx1 - tx0) as f64, (rx1 - rx0) as f64);
+        println!(
+            "{k:?}: {:.2}% / {:.2}% of the link",
+            tx / secs * 8.0 / WATCH_LINK_BPS * 100.0,
+            rx / secs * 8.0 / WATCH_LINK_BPS * 100.0
+        );
+        assert!(
+            tx <= cap && rx <= cap,
+            "{k:?}: {tx} / {rx} bytes in {secs:.0} s, budget {cap:.0}"
+        );
+    }
+    f.agents.clear();
 }

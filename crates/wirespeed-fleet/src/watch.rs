@@ -1,0 +1,609 @@
+//! `wirespeed fleet watch`: the fleet measuring itself on a schedule.
+//!
+//! The [`Schedule`] says what is due; each due test runs through the
+//! agents as in a fleet run, its result goes to the history file at once
+//! (one transaction each: a killed watcher loses only the tests it had in
+//! flight), to Prometheus series and to the live state; each agent's facts
+//! are read once a probe period and stored when they change. After each
+//! result the link's series is checked for a change point ([`drift`]);
+//! a host or pair that moved becomes an event with the facts that changed
+//! with it.
+//!
+//! A restart opens the same history and takes the schedule from the
+//! clock: nothing past is re-run, and the events of the last minutes are
+//! not raised twice.
+
+use crate::drift::{self, Change, Rules, Subject};
+use crate::error::{FleetError, Result};
+use crate::fleet::Fleet;
+use crate::history::{History, Query};
+use crate::plan::Job;
+use crate::run::{
+    AgentClient, RunOptions, WorkloadSpec, client_of, futures_join_bounded, run_job_now,
+};
+use crate::schedule::{Budget, Kind, Schedule};
+use crate::watch_http::WatchMetrics;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use wirespeed_types::fleet::{
+    AgentStatus, DriftEvent, FLEET_SCHEMA_VERSION, FleetResults, HistoryRow, HostFacts, LinkTest,
+    WatchState,
+};
+use wirespeed_types::host::tune::now_unix;
+
+/// Rows of recent history the live state keeps.
+const RECENT: usize = 2000;
+
+/// How the watcher runs.
+#[derive(Clone)]
+pub struct WatchOptions {
+    /// Key, timeouts, transport and progress, as for a run (its
+    /// workloads are not used).
+    pub run: RunOptions,
+    /// The light probes, run together on each probed pair.
+    pub probes: Vec<WorkloadSpec>,
+    /// The bandwidth test of the rotation.
+    pub bandwidth: WorkloadSpec,
+    /// The budget.
+    pub budget: Budget,
+    /// When a link counts as moved.
+    pub rules: Rules,
+    /// The history file.
+    pub history: PathBuf,
+    /// Stop after this long (None: until stopped).
+    pub duration: Option<Duration>,
+    /// Prune history older than this at start and hourly.
+    pub retain: Option<Duration>,
+    /// Called with each drift event as it is raised.
+    pub on_event: Option<Arc<dyn Fn(&DriftEvent) + Send + Sync>>,
+}
+
+/// The watcher's shared state: what the live page and `/metrics` serve.
+#[derive(Default)]
+pub struct Live {
+    /// The state, as `/v1/watch` serves it.
+    pub state: Mutex<WatchState>,
+    /// The Prometheus series.
+    pub metrics: WatchMetrics,
+}
+
+/// What the loop keeps between ticks.
+struct Loop {
+    fleet: Arc<Fleet>,
+    schedule: Schedule,
+    history: History,
+    clients: Vec<AgentClient>,
+    facts: Vec<Option<HostFacts>>,
+    /// Links that moved now, by (link, workload), and when each was
+    /// first found.
+    changes: BTreeMap<(String, String), (Change, f64)>,
+    /// Subjects raised, until when they stay quiet.
+    raised: HashMap<(Subject, String), f64>,
+    /// Pairs each host is probed in.
+    pairs_of: HashMap<String, usize>,
+    live: Arc<Live>,
+    opts: WatchOptions,
+    /// Tests that measured something since start.
+    ok_tests: u64,
+}
+
+/// Runs the watch (blocking; builds its own runtime), serving its HTTP
+/// face on `http` (a bound listener and the page renderer) meanwhile.
+pub fn run_blocking(
+    fleet: &Fleet,
+    opts: &WatchOptions,
+    http: Option<(std::net::TcpListener, crate::watch_http::PageFn)>,
+) -> Result<WatchState> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| FleetError::io("start the watcher's runtime", e))?;
+    rt.block_on(async {
+        let live = Arc::new(Live::default());
+        let stop = Arc::new(tokio::sync::Notify::new());
+        if let Some((l, page)) = http {
+            tokio::spawn(crate::watch_http::serve(
+                l,
+                live.clone(),
+                page,
+                stop.clone(),
+            ));
+        }
+        let st = watch(fleet, opts, live).await;
+        stop.notify_waiters();
+        st
+    })
+}
+
+/// Runs the watch until `opts.duration` passes (or forever); `live` is
+/// updated as results come.
+pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Result<WatchState> {
+    fleet.validate()?;
+    if opts.probes.is_empty() {
+        return Err(FleetError::Plan("watch: no probe workload".into()));
+    }
+    let mut budget = opts.budget.clone();
+    budget.nic_pairs = fleet
+        .agents
+        .iter()
+        .map(|a| a.nics.len().max(1))
+        .max()
+        .unwrap_or(1);
+    let schedule = Schedule::new(fleet.agents.len(), &budget)?;
+    let mut history = History::open(&opts.history)?;
+    if let Some(keep) = opts.retain {
+        history.prune(now_unix() - keep.as_secs_f64())?;
+    }
+    let clients = fleet
+        .agents
+        .iter()
+        .map(|a| client_of(a, &opts.run))
+        .collect::<Result<Vec<_>>>()?;
+    let mut pairs_of: HashMap<String, usize> = HashMap::new();
+    for &(a, b) in schedule.pairs() {
+        *pairs_of.entry(fleet.agents[a].name.clone()).or_default() += 1;
+        *pairs_of.entry(fleet.agents[b].name.clone()).or_default() += 1;
+    }
+    let mut lp = Loop {
+        fleet: Arc::new(fleet.clone()),
+        schedule,
+        history,
+        clients,
+        facts: vec![None; fleet.agents.len()],
+        changes: BTreeMap::new(),
+        raised: HashMap::new(),
+        pairs_of,
+        live,
+        opts: opts.clone(),
+        ok_tests: 0,
+    };
+    lp.resume()?;
+    lp.setup().await;
+    lp.run().await
+}
+
+impl Loop {
+    /// Picks up where a previous watcher on this file stopped: its
+    /// recent tests and events (so they are not raised again).
+    fn resume(&mut self) -> Result<()> {
+        let now = now_unix();
+        let quiet = self.quiet_s();
+        for e in self.history.events(now - quiet)? {
+            let subject = match e.scope.as_str() {
+                "host" => Subject::Host(e.subject.clone()),
+                _ => match e.subject.split_once(',') {
+                    Some((a, b)) => Subject::Pair(a.into(), b.into()),
+                    None => continue,
+                },
+            };
+            self.raised
+                .insert((subject, e.workload.clone()), e.at_unix + quiet);
+        }
+        let recent = self.history.tests(&Query {
+            since_unix: now - quiet,
+            limit: RECENT,
+            ..Query::default()
+        })?;
+        let events = self.history.events(now - 24.0 * 3600.0)?;
+        let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
+        *st = WatchState {
+            schema_version: FLEET_SCHEMA_VERSION,
+            started_unix: now,
+            now_unix: now,
+            agents: self.fleet.agents.iter().map(|a| a.name.clone()).collect(),
+            probe_period_s: self.schedule.probe_period_s(),
+            bandwidth_every_s: self.schedule.bandwidth_every_s(),
+            recent,
+            events,
+            ..WatchState::default()
+        };
+        self.live.metrics.schedule(&self.schedule);
+        Ok(())
+    }
+
+    /// How long a raised subject stays quiet: its baseline's span.
+    fn quiet_s(&self) -> f64 {
+        let r = &self.opts.rules;
+        (r.baseline + r.confirm) as f64 * self.schedule.probe_period_s()
+    }
+
+    /// Checks each agent and sends it the fleet, as a run does; an agent
+    /// that does not answer is tried again at each facts round.
+    async fn setup(&mut self) {
+        if !self.opts.run.push_fleet {
+            return;
+        }
+        let fleet = self.fleet.clone();
+        let set = futures_join_bounded(
+            crate::run::SETUP_AT_ONCE,
+            self.clients.iter().map(|c| {
+                let fleet = fleet.clone();
+                async move {
+                    c.health().await?;
+                    c.push_fleet(&fleet).await
+                }
+            }),
+        )
+        .await;
+        let n = set.iter().filter(|r| matches!(r, Ok(true))).count();
+        self.live
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .agents_with_fleet = n as u64;
+    }
+
+    async fn run(mut self) -> Result<WatchState> {
+        let start = now_unix();
+        let end = self.opts.duration.map(|d| start + d.as_secs_f64());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<LinkTest>>();
+        let mut cursor = start;
+        let mut next_facts = start;
+        let mut next_prune = start + 3600.0;
+        let mut in_flight = 0usize;
+        loop {
+            let now = now_unix();
+            let stopping = end.is_some_and(|e| now >= e);
+            if stopping && in_flight == 0 {
+                break;
+            }
+            if !stopping {
+                if now >= next_facts {
+                    let answered = self.read_facts(now).await?;
+                    if answered == 0 && next_facts == start {
+                        return Err(FleetError::Fleet(format!(
+                            "watch: none of the {} agents answers (their facts could not be read): check --agents, --key-file and that the agents run",
+                            self.fleet.agents.len()
+                        )));
+                    }
+                    next_facts = now + self.schedule.probe_period_s();
+                }
+                for d in self.schedule.due(cursor, now) {
+                    in_flight += 1;
+                    self.launch(
+                        d.kind,
+                        Job {
+                            client: d.client,
+                            server: d.server,
+                        },
+                        tx.clone(),
+                    );
+                }
+                cursor = now;
+                if now >= next_prune {
+                    if let Some(keep) = self.opts.retain {
+                        self.history.prune(now - keep.as_secs_f64())?;
+                    }
+                    next_prune = now + 3600.0;
+                }
+            }
+            // Results as they come, or the next look at the clock.
+            match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+                Ok(Some(tests)) => {
+                    in_flight -= 1;
+                    self.store(tests)?;
+                }
+                Ok(None) | Err(_) => {}
+            }
+        }
+        if self.ok_tests == 0 {
+            return Err(FleetError::Fleet(
+                "watch: no test succeeded (each failed, or none was due before the end: watch for longer than a probe period)".into(),
+            ));
+        }
+        let st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(st.clone())
+    }
+
+    /// Starts one due test in its own task; its tests come back on `tx`.
+    fn launch(&self, kind: Kind, job: Job, tx: tokio::sync::mpsc::UnboundedSender<Vec<LinkTest>>) {
+        let mut opts = self.opts.run.clone();
+        opts.workloads = match kind {
+            Kind::Probe => self.opts.probes.clone(),
+            Kind::Bandwidth => vec![self.opts.bandwidth.clone()],
+        };
+        let (fleet, clients) = (self.fleet.clone(), self.clients.clone());
+        tokio::spawn(async move {
+            let tests = run_job_now(&fleet, clients, &opts, job).await;
+            let _ = tx.send(tests);
+        });
+    }
+
+    /// Reads every agent's facts; stores those that changed. How many
+    /// agents answered.
+    async fn read_facts(&mut self, now: f64) -> Result<usize> {
+        let got = futures_join_bounded(
+            crate::run::SETUP_AT_ONCE,
+            self.clients
+                .iter()
+                .map(|c| async move { c.facts().await.ok() }),
+        )
+        .await;
+        let mut agents = Vec::new();
+        let answered = got.iter().filter(|s| s.is_some()).count();
+        for (i, snap) in got.into_iter().enumerate() {
+            let Some(snap) = snap else { continue };
+            let f = crate::analyze::host_facts(&self.fleet.agents[i], &snap);
+            if self.facts[i].as_ref() != Some(&f) {
+                agents.push(AgentStatus {
+                    name: self.fleet.agents[i].name.clone(),
+                    up: true,
+                    facts: Some(f.clone()),
+                    ..AgentStatus::default()
+                });
+                self.facts[i] = Some(f);
+            }
+        }
+        if !agents.is_empty() {
+            self.history
+                .record("watch-facts", &results(now, agents, Vec::new()))?;
+        }
+        Ok(answered)
+    }
+
+    /// Stores a job's tests, updates the series and looks for drift.
+    fn store(&mut self, tests: Vec<LinkTest>) -> Result<()> {
+        let now = now_unix();
+        self.ok_tests += tests.iter().filter(|t| t.error.is_none()).count() as u64;
+        self.live.metrics.tests(&tests);
+        self.history
+            .record("watch", &results(now, Vec::new(), tests.clone()))?;
+        let rows: Vec<HistoryRow> = tests.iter().map(|t| row_of(t, now)).collect();
+        {
+            let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.now_unix = now;
+            st.tests_stored += rows.len() as u64;
+            for r in &rows {
+                let key = drift::series_key(r);
+                st.latest.retain(|x| drift::series_key(x) != key);
+                st.latest.push(r.clone());
+            }
+            st.recent.extend(rows.iter().cloned());
+            let over = st.recent.len().saturating_sub(RECENT);
+            st.recent.drain(..over);
+        }
+        for r in rows.iter().filter(|r| r.error.is_none()) {
+            self.check_series(r, now)?;
+        }
+        self.raise(now)
+    }
+
+    /// Re-judges the series `r` belongs to.
+    fn check_series(&mut self, r: &HistoryRow, now: f64) -> Result<()> {
+        let key = drift::series_key(r);
+        let rules = &self.opts.rules;
+        let every = if self.opts.probes.iter().any(|p| p.label == r.workload) {
+            self.schedule.probe_period_s()
+        } else {
+            self.schedule.bandwidth_every_s()
+        };
+        let span = (rules.baseline + rules.confirm + 2) as f64 * every * 1.5;
+        let rows: Vec<HistoryRow> = self
+            .history
+            .tests(&Query {
+                pair: Some((r.client.clone(), r.server.clone())),
+                since_unix: now - span,
+                workload: Some(r.workload.clone()),
+                limit: 0,
+            })?
+            .into_iter()
+            .filter(|x| drift::series_key(x) == key)
+            .collect();
+        match drift::change(&rows, rules) {
+            Some(c) => {
+                let found = self.changes.get(&key).map(|x| x.1).unwrap_or(now);
+                self.changes.insert(key, (c, found));
+            }
+            None => {
+                self.changes.remove(&key);
+            }
+        }
+        Ok(())
+    }
+
+    /// Raises an event for each subject that moved and is not quiet.
+    fn raise(&mut self, now: f64) -> Result<()> {
+        let changes: Vec<(Change, f64)> = self.changes.values().cloned().collect();
+        let pairs_of = |h: &str| self.pairs_of.get(h).copied().unwrap_or(0);
+        // A pair event waits one and a half periods after its change was
+        // found: its next test has had time to agree (three in a row).
+        let settled = now - 1.5 * self.schedule.probe_period_s();
+        let found = drift::attribute(&changes, pairs_of, settled);
+        // A host named now, or raised and not yet quiet, explains the
+        // moves of its pairs (in any workload).
+        let mut hosts: Vec<String> = self
+            .raised
+            .iter()
+            .filter(|(_, until)| **until >= now)
+            .filter_map(|((s, _), _)| match s {
+                Subject::Host(h) => Some(h.clone()),
+                Subject::Pair(..) => None,
+            })
+            .collect();
+        hosts.extend(found.iter().filter_map(|(s, _)| match s {
+            Subject::Host(h) => Some(h.clone()),
+            Subject::Pair(..) => None,
+        }));
+        let quiet = self.quiet_s();
+        let mut new = Vec::new();
+        for (subject, cs) in found {
+            if let Subject::Pair(a, b) = &subject {
+                if hosts.contains(a) || hosts.contains(b) {
+                    continue;
+                }
+            }
+            let key = (subject.clone(), cs[0].workload.clone());
+            let fresh = self.raised.get(&key).is_none_or(|&until| until < now);
+            self.raised.insert(key, now + quiet);
+            if fresh {
+                new.push(self.event(&subject, &cs, now)?);
+            }
+        }
+        for e in new {
+            self.history.record_event(&e)?;
+            self.live.metrics.event(&e);
+            if let Some(f) = &self.opts.on_event {
+                f(&e);
+            }
+            let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.events.push(e);
+        }
+        Ok(())
+    }
+
+    /// The event for `subject`: what moved, how far, since when, and the
+    /// facts of its hosts that changed since the baseline.
+    fn event(&self, subject: &Subject, cs: &[&Change], now: f64) -> Result<DriftEvent> {
+        let (scope, name) = subject.scope_and_name();
+        let hosts: Vec<String> = match subject {
+            Subject::Host(h) => vec![h.clone()],
+            Subject::Pair(a, b) => vec![a.clone(), b.clone()],
+        };
+        let since = cs
+            .iter()
+            .map(|c| c.since_unix)
+            .fold(f64::INFINITY, f64::min);
+        let base_end = cs
+            .iter()
+            .map(|c| c.baseline_end_unix)
+            .fold(f64::INFINITY, f64::min);
+        let mut changed = Vec::new();
+        for h in &hosts {
+            let i = self.fleet.agents.iter().position(|a| &a.name == h);
+            let now_facts = i.and_then(|i| self.facts[i].clone());
+            if let (Some(before), Some(after)) = (self.history.facts_at(h, base_end)?, now_facts) {
+                changed.extend(drift::facts_changed(h, &before, &after));
+            }
+        }
+        let before = median(cs.iter().map(|c| c.before));
+        let after = median(cs.iter().map(|c| c.after));
+        let mut pairs: Vec<String> = cs
+            .iter()
+            .map(|c| format!("{},{}", c.pair.0, c.pair.1))
+            .collect();
+        pairs.sort();
+        pairs.dedup();
+        let message = describe(
+            subject,
+            cs[0],
+            before,
+            after,
+            &pairs,
+            self.pairs_of_subject(subject),
+            since,
+            &changed,
+        );
+        Ok(DriftEvent {
+            at_unix: now,
+            since_unix: since,
+            scope: scope.into(),
+            subject: name,
+            workload: cs[0].workload.clone(),
+            metric: cs[0].metric.into(),
+            before,
+            after,
+            pairs,
+            changed,
+            message,
+        })
+    }
+
+    fn pairs_of_subject(&self, s: &Subject) -> usize {
+        match s {
+            Subject::Host(h) => self.pairs_of.get(h).copied().unwrap_or(0),
+            Subject::Pair(..) => 1,
+        }
+    }
+}
+
+fn median(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.collect();
+    wirespeed_types::stats::median(&v).unwrap_or(0.0)
+}
+
+/// "the latency floor (fastest transaction) of rr-64k rose 1.8x (6200
+/// us -> 11000 us) on c's links (5 of 5 pairs) from 14:02:10 UTC; c/eth0
+/// mtu: 9000 -> 1500".
+#[allow(clippy::too_many_arguments)]
+fn describe(
+    s: &Subject,
+    c: &Change,
+    before: f64,
+    after: f64,
+    pairs: &[String],
+    of: usize,
+    since: f64,
+    changed: &[String],
+) -> String {
+    let (what, fmt): (&str, fn(f64) -> String) = if c.metric == "throughput_bps" {
+        ("goodput", |v| format!("{:.1} Mbit/s", v / 1e6))
+    } else {
+        ("the latency floor (fastest transaction)", |v| {
+            format!("{:.0} us", v)
+        })
+    };
+    let ratio = if before > 0.0 { after / before } else { 0.0 };
+    let dir = if after > before { "rose" } else { "fell" };
+    let on = match s {
+        Subject::Host(h) => format!("on {h}'s links ({} of {of} pairs)", pairs.len()),
+        Subject::Pair(a, b) => format!("between {a} and {b}"),
+    };
+    let when = wirespeed_types::text::utc_time(since);
+    let facts = if changed.is_empty() {
+        "no host fact changed".to_string()
+    } else {
+        changed.join(", ")
+    };
+    format!(
+        "{what} of {} {dir} {ratio:.1}x ({} -> {}) {on} from {when}; {facts}",
+        c.workload,
+        fmt(before),
+        fmt(after)
+    )
+}
+
+/// A batch of tests or facts as the history stores it.
+fn results(now: f64, agents: Vec<AgentStatus>, tests: Vec<LinkTest>) -> FleetResults {
+    FleetResults {
+        schema_version: FLEET_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        pattern: "watch".into(),
+        started_unix: now,
+        agents,
+        tests,
+        ..FleetResults::default()
+    }
+}
+
+/// A test as a history row (as [`History::record`] stores it).
+fn row_of(t: &LinkTest, now: f64) -> HistoryRow {
+    let (cpu, loss) = t
+        .result
+        .as_ref()
+        .map(crate::history::costs)
+        .unwrap_or_default();
+    HistoryRow {
+        at_unix: t
+            .result
+            .as_ref()
+            .map(|r| r.started_unix)
+            .filter(|&x| x > 0.0)
+            .unwrap_or(now),
+        workload: t.workload.clone(),
+        client: t.client.clone(),
+        server: t.server.clone(),
+        client_nic: t.client_nic.clone(),
+        server_nic: t.server_nic.clone(),
+        throughput_bps: t.throughput_bps,
+        transactions_per_s: t.transactions_per_s,
+        p50_us: t.p50_us,
+        p99_us: t.p99_us,
+        error: t.error.clone(),
+        cpu_per_gbps: cpu,
+        loss_ratio: loss,
+        min_us: crate::history::min_us(t),
+    }
+}
