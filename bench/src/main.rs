@@ -18,8 +18,8 @@ mod tools;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use tools::{
-    Figures, Measured, Server, parse_iperf2, parse_iperf3, parse_sockperf, parse_udpgso, parse_wirespeed,
-    run_client,
+    Figures, Measured, Server, parse_iperf2, parse_iperf3, parse_sockperf, parse_udpgso,
+    parse_wirespeed, run_client,
 };
 use wirespeed_lab::{Lab, LabSpec, LinkSpec};
 
@@ -276,9 +276,14 @@ fn build() -> Result<Bed, String> {
         .filter(|p| p.exists())
         .map(|p| p.to_string_lossy().to_string());
     if let Some(u) = &udpgso {
-        servers.insert("udpgso", Server::start(&lab, "b", &[u, "sink", "5400"], 5400)?);
+        servers.insert(
+            "udpgso",
+            Server::start(&lab, "b", &[u, "sink", "5400"], 5400)?,
+        );
     } else {
-        eprintln!("bench/probe/udpgso.c is not built beside the harness: the udp-gso row has no peer");
+        eprintln!(
+            "bench/probe/udpgso.c is not built beside the harness: the udp-gso row has no peer"
+        );
     }
     Ok(Bed {
         lab,
