@@ -779,6 +779,43 @@ mod tests {
     }
 
     #[test]
+    fn rx_zerocopy_and_busy_poll_round_trip_and_are_checked() {
+        let spec = TestSpec {
+            rx_zerocopy: true,
+            busy_poll_us: Some(50),
+            ..TestSpec::default()
+        };
+        let back: TestSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+        assert_eq!(back, spec);
+        assert!(spec.validate(&Limits::default()).is_ok());
+        // The server checks a client's spec the same way.
+        for bad in [
+            TestSpec {
+                workload: Workload::Rr,
+                ..spec.clone()
+            },
+            TestSpec {
+                skip_rx_copy: true,
+                ..spec.clone()
+            },
+            TestSpec {
+                mptcp: true,
+                ..spec.clone()
+            },
+            TestSpec {
+                busy_poll_us: Some(0),
+                ..spec.clone()
+            },
+            TestSpec {
+                busy_poll_us: Some(MAX_BUSY_POLL_US + 1),
+                ..spec.clone()
+            },
+        ] {
+            assert!(bad.validate(&Limits::default()).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn limits_are_enforced() {
         let lim = Limits {
             max_flows: 10,
