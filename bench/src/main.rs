@@ -18,8 +18,8 @@ mod tools;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use tools::{
-    Figures, Measured, Server, parse_iperf2, parse_iperf3, parse_sockperf, parse_wirespeed,
-    run_client,
+    Figures, Measured, Server, parse_iperf2, parse_iperf3, parse_sockperf, parse_udpgso,
+    parse_wirespeed, run_client,
 };
 use wirespeed_lab::{Lab, LabSpec, LinkSpec};
 
@@ -31,7 +31,7 @@ const GOODPUT_RATIO: f64 = 1448.0 / 1514.0;
 /// iperf2's default write size).
 const MSG: &str = "128K";
 /// Every group, in the order they run.
-const GROUPS: [&str; 17] = [
+const GROUPS: [&str; 18] = [
     "d-stream1",
     "d-stream4",
     "d-rr",
@@ -48,6 +48,7 @@ const GROUPS: [&str; 17] = [
     "crr",
     "rr80k",
     "udp",
+    "udp-gso",
     "udp-rr",
 ];
 
@@ -194,6 +195,9 @@ struct Bed {
     lab: Lab,
     servers: BTreeMap<&'static str, Server>,
     ws: String,
+    /// bench/probe/udpgso.c built beside the harness (bench/compare
+    /// builds it), when a C compiler was there.
+    udpgso: Option<String>,
     /// `--perf`: when in a run to record the one-second profile.
     profile_at: Option<std::time::Duration>,
 }
@@ -264,10 +268,28 @@ fn build() -> Result<Bed, String> {
     for (name, argv, port) in list {
         servers.insert(name, Server::start(&lab, "b", &argv, port)?);
     }
+    // The equal-offload UDP floor (bench/probe/udpgso.c): optional, the
+    // udp-gso row says when it is missing.
+    let udpgso = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.join("udpgso")))
+        .filter(|p| p.exists())
+        .map(|p| p.to_string_lossy().to_string());
+    if let Some(u) = &udpgso {
+        servers.insert(
+            "udpgso",
+            Server::start(&lab, "b", &[u, "sink", "5400"], 5400)?,
+        );
+    } else {
+        eprintln!(
+            "bench/probe/udpgso.c is not built beside the harness: the udp-gso row has no peer"
+        );
+    }
     Ok(Bed {
         lab,
         servers,
         ws,
+        udpgso,
         profile_at: None,
     })
 }
@@ -554,17 +576,14 @@ fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
                 &["-w", "rr", "--size", "80000"],
             )],
         ),
-        // UDP at the same datagram size (1400 bytes), unpaced, one flow:
-        // iperf3's and iperf2's receiver-side rate against wirespeed's
-        // goodput, with and without UDP GSO/GRO.
+        // UDP at the same datagram size (1400 bytes), unpaced, one flow,
+        // one datagram per system call on both sides as iperf3 3.12 and
+        // iperf2 have (iperf3 3.12 has no --gsro): iperf3's receiver-side
+        // rate against wirespeed's goodput without UDP GSO/GRO.
         "udp" => (
-            eq("UDP, 1400 B datagrams, unpaced, 1 flow"),
+            eq("UDP, 1400 B datagrams, unpaced, 1 flow, no GSO/GRO (iperf3 3.12 has none)"),
             Kind::Stream,
             vec![
-                w(
-                    "wirespeed -w udp-stream -l 1400",
-                    &["-w", "udp-stream", "-l", "1400"],
-                ),
                 w(
                     "wirespeed -w udp-stream -l 1400 --no-gso --no-gro",
                     &["-w", "udp-stream", "-l", "1400", "--no-gso", "--no-gro"],
@@ -572,6 +591,29 @@ fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
                 i3("iperf3 -u -b 0 -l 1400", &["-u", "-b", "0", "-l", "1400"]),
             ],
         ),
+        // The same with UDP GSO on send and GRO on receive on both sides:
+        // wirespeed against bench/probe/udpgso.c, a bare C program that
+        // makes only the system calls (no packaged peer here has GSO/GRO:
+        // iperf3 3.19's --gsro is newer than Debian's 3.12).
+        "udp-gso" => {
+            let mut v = vec![w(
+                "wirespeed -w udp-stream -l 1400",
+                &["-w", "udp-stream", "-l", "1400"],
+            )];
+            if let Some(u) = &bed.udpgso {
+                v.push(one(
+                    "C floor udpgso (UDP_SEGMENT + UDP_GRO)",
+                    strings(&[u, "src", &b0, "5400", &dn, "1400", "1"]),
+                    parse_udpgso,
+                    "udpgso",
+                ));
+            }
+            (
+                eq("UDP, 1400 B datagrams, unpaced, 1 flow, GSO and GRO on both sides"),
+                Kind::Stream,
+                v,
+            )
+        }
         // UDP request/response, 64-byte messages both ways.
         "udp-rr" => (
             eq("UDP request/response, 64 B each way, 1 flow"),

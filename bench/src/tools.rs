@@ -163,6 +163,20 @@ pub fn parse_wirespeed(text: &str) -> Result<Figures, String> {
     })
 }
 
+/// Reads bench/probe/udpgso.c's source line, `udpgso bps=B ...`: the
+/// sink's received payload rate.
+pub fn parse_udpgso(text: &str) -> Result<Figures, String> {
+    let bps = text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("bps="))
+        .and_then(|v| v.parse::<f64>().ok())
+        .ok_or_else(|| format!("udpgso output not understood:\n{text}"))?;
+    Ok(Figures {
+        bps,
+        ..Figures::default()
+    })
+}
+
 /// Reads `iperf3 -J`: the receiver's sum.
 pub fn parse_iperf3(text: &str) -> Result<Figures, String> {
     let v: serde_json::Value =

@@ -411,6 +411,8 @@ pub struct FlowEnd {
     pub udp: Option<UdpFlowCounts>,
     /// Per-transaction timestamps (rr with `--breakdown`).
     pub stamps: Option<crate::timestamps::FlowStamps>,
+    /// Bytes received mapped and copied (stream with `--rx-zerocopy`).
+    pub rx_zerocopy: Option<crate::result::RxZeroCopy>,
 }
 
 impl FlowEnd {
@@ -421,6 +423,7 @@ impl FlowEnd {
             tcp_info,
             udp: None,
             stamps: None,
+            rx_zerocopy: None,
         })
     }
 }
@@ -649,6 +652,23 @@ fn worker_main(
             return out;
         }
     };
+    if let Some(us) = spec.busy_poll_us {
+        // The epoll wait busy polls the NAPI context of its sockets too;
+        // budget 8 is the kernel's default (BUSY_POLL_BUDGET).
+        if let Err(e) = epoll.set_busy_poll(us, 8, false) {
+            let why = match e.raw_os_error() {
+                Some(libc::ENOTTY) | Some(libc::EINVAL) => {
+                    "this kernel has no EPIOCSPARAMS (Linux 6.9+)".to_string()
+                }
+                _ => e.to_string(),
+            };
+            let n =
+                format!("busy-poll: the epoll instance does not busy poll ({why}); the sockets do");
+            if !out.notes.contains(&n) {
+                out.notes.push(n);
+            }
+        }
+    }
     let scratch = if spec.workload.is_udp() {
         crate::udp::SCRATCH
     } else {

@@ -116,6 +116,7 @@ pub fn merge(
             } else {
                 None
             },
+            rx_zerocopy: s.rx_zerocopy.clone().or_else(|| c.rx_zerocopy.clone()),
         });
     }
     let main: Vec<&FlowResult> = flows

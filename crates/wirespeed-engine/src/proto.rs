@@ -51,6 +51,9 @@ pub struct SideFlow {
     /// Datagram counts over the flow's life (UDP workloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<UdpFlowCounts>,
+    /// Bytes this side received mapped and copied (`--rx-zerocopy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_zerocopy: Option<crate::result::RxZeroCopy>,
 }
 
 /// One side's datagram counts of a UDP flow, over the flow's whole life.

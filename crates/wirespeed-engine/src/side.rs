@@ -369,6 +369,9 @@ impl Side {
                 "zerocopy: the kernel copied {zc_copied} of {zc_done} sends (it always does over loopback and veth)"
             ));
         }
+        if let Some(n) = rx_zerocopy_note(&ends) {
+            notes.push(n);
+        }
         let totals = self.sample();
         let flows = self
             .roster
@@ -385,6 +388,7 @@ impl Side {
                     transactions: b.2.saturating_sub(a.2),
                     tcp_info: ends[i].tcp_info.clone(),
                     udp: ends[i].udp.clone(),
+                    rx_zerocopy: ends[i].rx_zerocopy.clone(),
                 }
             })
             .collect();
@@ -429,4 +433,25 @@ pub fn summarize(h: &Histogram<u64>) -> Option<LatencySummary> {
         p999_us: us(h.value_at_quantile(0.999)),
         max_us: us(h.max()),
     })
+}
+
+/// `--rx-zerocopy`: says what share the kernel mapped when it copied much
+/// of it, and what it needs to map more.
+fn rx_zerocopy_note(ends: &[FlowEnd]) -> Option<String> {
+    let (mut mapped, mut copied) = (0u64, 0u64);
+    for z in ends.iter().filter_map(|e| e.rx_zerocopy.as_ref()) {
+        if z.fallback.is_some() {
+            return None; // the fallback's own note says why
+        }
+        mapped += z.mapped_bytes;
+        copied += z.copied_bytes;
+    }
+    let all = mapped + copied;
+    if all == 0 || mapped as f64 >= 0.9 * all as f64 {
+        return None;
+    }
+    Some(format!(
+        "rx-zerocopy: the kernel mapped {:.1}% of the bytes received and copied the rest; it maps only whole order-0 pages: an MSS that is a multiple of 4096 (IPv4 with timestamps: MTU 4096*k + 52), header split on a NIC, and over veth or loopback a --zerocopy sender",
+        mapped as f64 * 100.0 / all as f64
+    ))
 }

@@ -144,8 +144,22 @@ pub fn apply_common(sock: &Socket, spec: &TestSpec) -> Result<(), EngineError> {
     apply_tos(sock, spec)
 }
 
-/// Sets the test's TOS byte (--tos/--dscp) on any data socket, TCP or UDP.
+/// Sets the test's TOS byte (--tos/--dscp) and busy polling (--busy-poll)
+/// on any data socket, TCP or UDP.
 pub fn apply_tos(sock: &Socket, spec: &TestSpec) -> Result<(), EngineError> {
+    if let Some(us) = spec.busy_poll_us {
+        // SO_PREFER_BUSY_POLL is left off: without the device's
+        // napi_defer_hard_irqs and gro_flush_timeout it makes the NAPI
+        // softirq back off for a poller that may not come.
+        sys::set_busy_poll(sock.as_raw_fd(), us).map_err(|e| {
+            let hint = if e.raw_os_error() == Some(libc::EPERM) {
+                ": raising it needs CAP_NET_ADMIN (run as root, or set net.core.busy_read instead)"
+            } else {
+                ""
+            };
+            EngineError::io(format!("set SO_BUSY_POLL to {us} us{hint}"), e)
+        })?;
+    }
     if let Some(tos) = spec.tos {
         let v6 = sock.domain().is_ok_and(|d| d == Domain::IPV6);
         sys::set_tos(sock.as_raw_fd(), v6, tos)

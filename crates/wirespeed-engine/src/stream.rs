@@ -5,7 +5,7 @@
 
 use crate::error::EngineError;
 use crate::harness::{Counters, Flow, FlowEnd, PASSES, Reg, Status, ThreadState, tcp_info_of};
-use crate::result::TcpInfo;
+use crate::result::{RxZeroCopy, TcpInfo};
 use crate::sockets::enable_zerocopy;
 use crate::spec::Workload;
 use crate::sys::{self, EV_ERR, EV_HUP, EV_IN, EV_OUT};
@@ -32,6 +32,9 @@ fn flow(mut a: FlowArgs) -> Result<Box<StreamFlow>, EngineError> {
         zc = false;
     }
     let mut f = StreamFlow::new(a.plan.id, s, a.counters, sender, zc);
+    if a.spec.rx_zerocopy && !sender {
+        f.rx = Some(RxZc::open(&f.sock, a.spec.msg_size as usize, a.notes));
+    }
     if a.spec.sendfile && sender {
         // The file's bytes are the message sendfile sends on every call.
         let data = vec![0x5a; a.spec.msg_size as usize];
@@ -54,6 +57,44 @@ pub struct StreamFlow {
     reg: Option<Reg>,
     shut: bool,
     info: Option<TcpInfo>,
+    /// --rx-zerocopy at the receiver.
+    rx: Option<RxZc>,
+}
+
+/// A receiver's TCP_ZEROCOPY_RECEIVE state: its mapping (None once it fell
+/// back to copying) and what it mapped and copied.
+struct RxZc {
+    map: Option<sys::RxMap>,
+    mapped: u64,
+    copied: u64,
+    fallback: Option<String>,
+}
+
+impl RxZc {
+    /// Maps a window of `len` bytes of the socket; on failure the flow
+    /// copies, with the reason in the side's notes and the flow's report.
+    fn open(sock: &Socket, len: usize, notes: &mut Vec<String>) -> RxZc {
+        let mut z = RxZc {
+            map: None,
+            mapped: 0,
+            copied: 0,
+            fallback: None,
+        };
+        match sys::RxMap::new(sock.as_raw_fd(), len) {
+            Ok(m) => z.map = Some(m),
+            Err(e) => z.fall_back(format!("mmap of the socket failed ({e})"), notes),
+        }
+        z
+    }
+
+    fn fall_back(&mut self, why: String, notes: &mut Vec<String>) {
+        let n = format!("rx-zerocopy: {why}; this receiver copies instead");
+        if !notes.contains(&n) {
+            notes.push(n);
+        }
+        self.map = None;
+        self.fallback = Some(why);
+    }
 }
 
 impl StreamFlow {
@@ -75,6 +116,7 @@ impl StreamFlow {
             reg: None,
             shut: false,
             info: None,
+            rx: None,
         }
     }
 
@@ -115,6 +157,9 @@ impl StreamFlow {
 
     /// Receives up to a turn's calls in a row: Done at the peer's close.
     fn recv_some(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        if self.rx.as_ref().is_some_and(|z| z.map.is_some()) {
+            return self.recv_mapped(ts);
+        }
         let fd = self.sock.as_raw_fd();
         let discard = ts.spec.skip_rx_copy;
         for _ in 0..ts.turn(PASSES) {
@@ -124,6 +169,67 @@ impl StreamFlow {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(e),
             }
+        }
+        Ok(Status::Active)
+    }
+
+    /// --rx-zerocopy: maps what the kernel can (whole pages), reads the
+    /// rest it names (recv_skip_hint) with copies; Done at the peer's
+    /// close. A refusal of the zero-copy call itself falls back to copies.
+    fn recv_mapped(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        let fd = self.sock.as_raw_fd();
+        let Some(z) = self.rx.as_mut() else {
+            return Ok(Status::Active);
+        };
+        for _ in 0..ts.turn(PASSES) {
+            let Some(map) = z.map.as_mut() else {
+                break;
+            };
+            let r = match map.receive(fd) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINVAL | libc::EOPNOTSUPP | libc::ENOPROTOOPT | libc::EFAULT)
+                    ) =>
+                {
+                    z.fall_back(
+                        format!("the kernel refused TCP_ZEROCOPY_RECEIVE ({e})"),
+                        &mut ts.notes,
+                    );
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            if r.mapped > 0 {
+                z.mapped += r.mapped as u64;
+                self.counters.add_received(r.mapped);
+            }
+            if r.skip > 0 {
+                let want = r.skip.min(ts.rx.len());
+                match sys::recv(fd, &mut ts.rx[..want], false) {
+                    Ok(0) => return Ok(Status::Done),
+                    Ok(n) => {
+                        z.copied += n as u64;
+                        self.counters.add_received(n);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            if r.mapped == 0 && r.skip == 0 {
+                // Nothing queued: the peer's close, or wait for more.
+                match sys::peek(fd) {
+                    Ok(0) => return Ok(Status::Done),
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if z.map.is_none() {
+            return self.recv_some(ts);
         }
         Ok(Status::Active)
     }
@@ -175,6 +281,11 @@ impl Flow for StreamFlow {
     }
 
     fn report(&self) -> Option<FlowEnd> {
-        FlowEnd::tcp(self.id, self.info.clone())
+        let mut end = FlowEnd::tcp(self.id, self.info.clone())?;
+        end.rx_zerocopy = self
+            .rx
+            .as_ref()
+            .map(|z| RxZeroCopy::of(z.mapped, z.copied, z.fallback.clone()));
+        Some(end)
     }
 }

@@ -188,6 +188,21 @@ pub fn recv_flags(fd: RawFd, buf: &mut [u8], discard: bool, wait: bool) -> io::R
     cvt_size(unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) })
 }
 
+/// Peeks without blocking whether a byte is queued: Ok(0) at the peer's
+/// close, WouldBlock when nothing is.
+pub fn peek(fd: RawFd) -> io::Result<usize> {
+    let mut b = [0u8; 1];
+    // SAFETY: b is a valid writable byte on our stack.
+    cvt_size(unsafe {
+        libc::recv(
+            fd,
+            b.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    })
+}
+
 /// Outcome of draining a socket's zerocopy completion notifications.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ZcDrain {
@@ -369,6 +384,23 @@ impl Epoll {
         self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
     }
 
+    /// Busy polls this epoll instance for `usecs` with a NAPI budget of
+    /// `budget` and SO_PREFER_BUSY_POLL's preference (EPIOCSPARAMS, Linux
+    /// 6.9+). ENOTTY: the kernel has no such ioctl; EPERM: a budget past
+    /// NAPI_POLL_WEIGHT without CAP_NET_ADMIN.
+    pub fn set_busy_poll(&self, usecs: u32, budget: u16, prefer: bool) -> io::Result<()> {
+        let p = EpollParams {
+            busy_poll_usecs: usecs,
+            busy_poll_budget: budget,
+            prefer_busy_poll: u8::from(prefer),
+            pad: 0,
+        };
+        // SAFETY: EPIOCSPARAMS reads one struct epoll_params (8 bytes, the
+        // layout above) from the pointer, which is live on our stack.
+        cvt(unsafe { libc::ioctl(self.fd.as_raw_fd(), EPIOCSPARAMS, &p as *const EpollParams) })
+            .map(drop)
+    }
+
     /// Waits up to `timeout_ms`; fills `out` with (events, token) pairs.
     pub fn wait(&self, buf: &mut Vec<libc::epoll_event>, timeout_ms: i32) -> io::Result<usize> {
         let cap = buf.capacity().max(1);
@@ -393,6 +425,147 @@ impl Epoll {
         // SAFETY: n <= cap entries were initialised by the kernel.
         unsafe { buf.set_len(n as usize) };
         Ok(n as usize)
+    }
+}
+
+/// `struct epoll_params` (linux/eventpoll.h).
+#[repr(C)]
+struct EpollParams {
+    busy_poll_usecs: u32,
+    busy_poll_budget: u16,
+    prefer_busy_poll: u8,
+    pad: u8,
+}
+
+/// `EPIOCSPARAMS`: _IOW(0x8A, 0x01, struct epoll_params).
+const EPIOCSPARAMS: libc::c_ulong = 0x4008_8a01;
+/// `SO_BUSY_POLL` (asm-generic/socket.h).
+const SO_BUSY_POLL: libc::c_int = 46;
+
+/// Busy polls a socket's NAPI context for `usecs` on blocking reads and
+/// polls (SO_BUSY_POLL). EPERM: raising it without CAP_NET_ADMIN.
+pub fn set_busy_poll(fd: RawFd, usecs: u32) -> io::Result<()> {
+    set_int_opt(
+        fd,
+        libc::SOL_SOCKET,
+        SO_BUSY_POLL,
+        i32::try_from(usecs).unwrap_or(i32::MAX),
+    )
+}
+
+/// `TCP_ZEROCOPY_RECEIVE` (linux/tcp.h).
+const TCP_ZEROCOPY_RECEIVE: libc::c_int = 35;
+
+/// `struct tcp_zerocopy_receive` (linux/tcp.h, Linux 5.11+ layout).
+#[repr(C)]
+#[derive(Default)]
+struct TcpZerocopyReceive {
+    address: u64,
+    length: u32,
+    recv_skip_hint: u32,
+    inq: u32,
+    err: i32,
+    copybuf_address: u64,
+    copybuf_len: i32,
+    flags: u32,
+    msg_control: u64,
+    msg_controllen: u64,
+    msg_flags: u32,
+    reserved: u32,
+}
+
+/// What one TCP_ZEROCOPY_RECEIVE call did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ZcReceived {
+    /// Bytes mapped at the start of the window.
+    pub mapped: usize,
+    /// Bytes after them the kernel could not map: read them with recv.
+    pub skip: usize,
+    /// Bytes still queued.
+    pub inq: usize,
+}
+
+/// A read-only shared mapping of a TCP socket: the window
+/// TCP_ZEROCOPY_RECEIVE maps received pages into. Unmapped on drop.
+pub struct RxMap {
+    addr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone; nothing in it is
+// thread-bound (the flow that owns it may move to its worker thread).
+unsafe impl Send for RxMap {}
+
+impl RxMap {
+    /// Maps `len` bytes (rounded up to whole pages) of the TCP socket `fd`.
+    pub fn new(fd: RawFd, len: usize) -> io::Result<RxMap> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let len = len.max(1).div_ceil(page) * page;
+        // SAFETY: a fresh mapping chosen by the kernel (no address given);
+        // a TCP socket accepts only PROT_READ + MAP_SHARED mappings, which
+        // nothing aliases; we unmap it exactly once, on drop.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(RxMap { addr, len })
+    }
+
+    /// Maps up to the window's length of `fd`'s received bytes into it
+    /// (TCP_ZEROCOPY_RECEIVE); pages mapped before are unmapped first.
+    pub fn receive(&mut self, fd: RawFd) -> io::Result<ZcReceived> {
+        let mut z = TcpZerocopyReceive {
+            address: self.addr as u64,
+            length: u32::try_from(self.len).unwrap_or(u32::MAX),
+            ..TcpZerocopyReceive::default()
+        };
+        let mut optlen = std::mem::size_of::<TcpZerocopyReceive>() as libc::socklen_t;
+        // SAFETY: the kernel reads and writes at most `optlen` bytes of the
+        // struct, which lives on our stack; the address it maps into is
+        // our own socket mapping of `len` bytes.
+        let ret = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                TCP_ZEROCOPY_RECEIVE,
+                (&mut z as *mut TcpZerocopyReceive).cast(),
+                &mut optlen,
+            )
+        };
+        cvt(ret)?;
+        if z.err != 0 {
+            return Err(io::Error::from_raw_os_error(z.err));
+        }
+        Ok(ZcReceived {
+            mapped: z.length as usize,
+            skip: z.recv_skip_hint as usize,
+            inq: z.inq as usize,
+        })
+    }
+
+    /// The first `n` mapped bytes (the pages the last receive mapped).
+    pub fn mapped(&self, n: usize) -> &[u8] {
+        // SAFETY: the mapping is `len` readable bytes for as long as self
+        // lives; the kernel replaces its pages only inside `receive`, which
+        // takes `&mut self`, so no slice outlives a remap.
+        unsafe { std::slice::from_raw_parts(self.addr.cast::<u8>(), n.min(self.len)) }
+    }
+}
+
+impl Drop for RxMap {
+    fn drop(&mut self) {
+        // SAFETY: addr/len are the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.addr, self.len) };
     }
 }
 

@@ -205,6 +205,7 @@ impl Flow for UdpRrClient {
         Some(FlowEnd {
             id: self.id,
             stamps: None,
+            rx_zerocopy: None,
             tcp_info: None,
             udp: Some(c),
         })
@@ -294,6 +295,7 @@ impl Flow for UdpRrServer {
         Some(FlowEnd {
             id: self.id,
             stamps: None,
+            rx_zerocopy: None,
             tcp_info: None,
             udp: Some(self.counts.clone()),
         })

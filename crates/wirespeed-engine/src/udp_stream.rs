@@ -253,6 +253,7 @@ impl Flow for UdpSender {
         Some(FlowEnd {
             id: self.id,
             stamps: None,
+            rx_zerocopy: None,
             tcp_info: None,
             udp: Some(UdpFlowCounts {
                 sent: self.seq,
@@ -391,6 +392,7 @@ impl Flow for UdpReceiver {
         Some(FlowEnd {
             id: self.id,
             stamps: None,
+            rx_zerocopy: None,
             tcp_info: None,
             udp: Some(UdpFlowCounts {
                 received: self.track.received,

@@ -137,6 +137,19 @@ pub struct BenchArgs {
     /// Receive with MSG_TRUNC: the kernel discards data instead of copying it.
     #[arg(long)]
     pub skip_rx_copy: bool,
+    /// stream: the receiver maps received pages (TCP_ZEROCOPY_RECEIVE)
+    /// instead of copying them and reports, per flow, the fraction of bytes
+    /// mapped. The kernel maps only whole pages: it needs an MSS that is a
+    /// multiple of 4096 (on a NIC, header split) and, over veth and
+    /// loopback, a --zerocopy sender (docs/benchmarks.md).
+    #[arg(long)]
+    pub rx_zerocopy: bool,
+    /// Busy polling for USECS microseconds on every data socket
+    /// (SO_BUSY_POLL, SO_PREFER_BUSY_POLL) and on each worker's epoll
+    /// instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs
+    /// CAP_NET_ADMIN; it acts only on NICs with NAPI (veth: with GRO on).
+    #[arg(long, value_name = "USECS")]
+    pub busy_poll: Option<u32>,
     /// rr: timestamp every transaction on both sides (kernel software
     /// timestamps) and report where the round trip is spent (docs/latency.md).
     #[arg(long)]
@@ -579,6 +592,8 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
             .unwrap_or(0.0),
         probe_rr: a.probe_rr,
         breakdown: a.breakdown,
+        rx_zerocopy: a.rx_zerocopy,
+        busy_poll_us: a.busy_poll,
         ..TestSpec::default()
     };
     if a.breakdown && workload != Workload::Rr {

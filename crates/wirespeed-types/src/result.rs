@@ -65,6 +65,41 @@ pub struct TcpInfo {
     pub dsack_dups: u64,
 }
 
+/// `--rx-zerocopy`: how one flow's receiver took its bytes in. The kernel
+/// maps a received page into the receiver (TCP_ZEROCOPY_RECEIVE) only when
+/// it is a whole order-0 page at offset 0 of an skb fragment; the rest is
+/// copied with read(2) (docs/benchmarks.md, "Receive without copying").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RxZeroCopy {
+    /// Bytes mapped into the receiver's address space, not copied.
+    pub mapped_bytes: u64,
+    /// Bytes copied with read(2): what the kernel could not map.
+    pub copied_bytes: u64,
+    /// mapped / (mapped + copied), 0-1.
+    pub fraction: f64,
+    /// Why this receiver copied every byte (the zero-copy path could not
+    /// start or the kernel refused it), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+}
+
+impl RxZeroCopy {
+    /// Counts with their fraction filled in.
+    pub fn of(mapped_bytes: u64, copied_bytes: u64, fallback: Option<String>) -> RxZeroCopy {
+        let all = mapped_bytes + copied_bytes;
+        RxZeroCopy {
+            mapped_bytes,
+            copied_bytes,
+            fraction: if all == 0 {
+                0.0
+            } else {
+                mapped_bytes as f64 / all as f64
+            },
+            fallback,
+        }
+    }
+}
+
 /// Datagram figures of a UDP flow, or summed over a path, a direction or
 /// the test. Counts cover the flow's whole life (warm-up, window and the
 /// drain after it), so `sent - received == lost` holds exactly.
@@ -184,6 +219,9 @@ pub struct FlowResult {
     /// Datagram figures (UDP workloads only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<UdpStats>,
+    /// `--rx-zerocopy`: bytes the receiver took in mapped and copied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_zerocopy: Option<RxZeroCopy>,
 }
 
 /// Figures of one path, summed over its flows.

@@ -276,6 +276,16 @@ pub struct TestSpec {
     /// round trip is spent (`--breakdown`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub breakdown: bool,
+    /// stream: the receiver maps received pages into its address space
+    /// (TCP_ZEROCOPY_RECEIVE) instead of copying them, and copies only
+    /// what the kernel cannot map.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rx_zerocopy: bool,
+    /// Busy polling on every data socket (SO_BUSY_POLL, microseconds, with
+    /// SO_PREFER_BUSY_POLL) and on each worker's epoll instance
+    /// (EPIOCSPARAMS), both sides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll_us: Option<u32>,
 }
 
 fn yes() -> bool {
@@ -288,6 +298,10 @@ fn default_rr_timeout() -> f64 {
 
 /// The default per-request timeout of udp-rr, seconds.
 pub const DEFAULT_RR_TIMEOUT_S: f64 = 0.2;
+
+/// The longest busy poll `--busy-poll` takes, microseconds: past a
+/// millisecond a spinning receiver only burns the CPU its peer needs.
+pub const MAX_BUSY_POLL_US: u32 = 1000;
 
 /// Bytes of wirespeed's header at the start of every UDP datagram (and of
 /// every GSO segment): the smallest datagram a UDP workload sends.
@@ -335,6 +349,8 @@ impl Default for TestSpec {
             dont_fragment: false,
             client_port: None,
             breakdown: false,
+            rx_zerocopy: false,
+            busy_poll_us: None,
         }
     }
 }
@@ -476,6 +492,7 @@ impl TestSpec {
             self.validate_udp()?;
         }
         self.validate_iperf3_knobs()?;
+        self.validate_copy_knobs()?;
         if self.paths.len() > 4096 {
             return bad(format!(
                 "{} paths are too many (max 4096)",
@@ -487,6 +504,38 @@ impl TestSpec {
 
     /// The rules only UDP workloads have: datagram sizes between the
     /// header and the largest UDP payload, a sane rate and timeout.
+    /// `--rx-zerocopy` and `--busy-poll`.
+    fn validate_copy_knobs(&self) -> Result<(), Invalid> {
+        let bad = |m: String| Err(Invalid(m));
+        if self.rx_zerocopy {
+            if self.workload != Workload::Stream {
+                return bad(format!(
+                    "--rx-zerocopy covers the stream workload only (not {})",
+                    self.workload.name()
+                ));
+            }
+            if self.skip_rx_copy {
+                return bad(
+                    "--rx-zerocopy and --skip-rx-copy both replace the receive copy; choose one"
+                        .into(),
+                );
+            }
+            if self.mptcp {
+                return bad(
+                    "--rx-zerocopy needs TCP sockets: MPTCP sockets cannot be mapped".into(),
+                );
+            }
+        }
+        if let Some(us) = self.busy_poll_us
+            && !(1..=MAX_BUSY_POLL_US).contains(&us)
+        {
+            return bad(format!(
+                "busy poll of {us} us must be between 1 and {MAX_BUSY_POLL_US} us"
+            ));
+        }
+        Ok(())
+    }
+
     fn validate_udp(&self) -> Result<(), Invalid> {
         let bad = |m: String| Err(Invalid(m));
         let sizes: &[(&str, u32)] = if self.workload.is_bulk() {
@@ -722,6 +771,43 @@ mod tests {
         }
         let s: TestSpec = serde_json::from_value(v).unwrap();
         assert_eq!(s, TestSpec::default());
+    }
+
+    #[test]
+    fn rx_zerocopy_and_busy_poll_round_trip_and_are_checked() {
+        let spec = TestSpec {
+            rx_zerocopy: true,
+            busy_poll_us: Some(50),
+            ..TestSpec::default()
+        };
+        let back: TestSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+        assert_eq!(back, spec);
+        assert!(spec.validate(&Limits::default()).is_ok());
+        // The server checks a client's spec the same way.
+        for bad in [
+            TestSpec {
+                workload: Workload::Rr,
+                ..spec.clone()
+            },
+            TestSpec {
+                skip_rx_copy: true,
+                ..spec.clone()
+            },
+            TestSpec {
+                mptcp: true,
+                ..spec.clone()
+            },
+            TestSpec {
+                busy_poll_us: Some(0),
+                ..spec.clone()
+            },
+            TestSpec {
+                busy_poll_us: Some(MAX_BUSY_POLL_US + 1),
+                ..spec.clone()
+            },
+        ] {
+            assert!(bad.validate(&Limits::default()).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
