@@ -136,8 +136,9 @@ pub struct BenchArgs {
     /// Receive with MSG_TRUNC: the kernel discards data instead of copying it.
     #[arg(long)]
     pub skip_rx_copy: bool,
-    /// rr: timestamp every transaction on both sides (kernel software
-    /// timestamps) and report where the round trip is spent (docs/latency.md).
+    /// rr, crr, udp-rr: timestamp a sample of transactions on both sides
+    /// (kernel software timestamps) and report where the round trip is
+    /// spent (docs/latency.md).
     #[arg(long)]
     pub breakdown: bool,
     /// IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6).
@@ -580,9 +581,9 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
         breakdown: a.breakdown,
         ..TestSpec::default()
     };
-    if a.breakdown && workload != Workload::Rr {
+    if a.breakdown && !matches!(workload, Workload::Rr | Workload::Crr | Workload::UdpRr) {
         return Err(format!(
-            "--breakdown covers the rr workload only (not {}) for now",
+            "--breakdown cuts request/response transactions (rr, crr, udp-rr), not {}",
             workload.name()
         ));
     }
