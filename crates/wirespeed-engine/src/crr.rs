@@ -108,11 +108,11 @@ impl CrrClient {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
             Err(e) => return Err(e),
         }
-        if let Some(b) = self.stamps.as_mut().filter(|b| b.sampled()) {
-            if let Err(e) = b.attach(sock.as_raw_fd()) {
-                refused(&e, &mut ts.notes);
-                self.stamps = None;
-            }
+        if let Some(b) = self.stamps.as_mut().filter(|b| b.sampled())
+            && let Err(e) = b.attach(sock.as_raw_fd())
+        {
+            refused(&e, &mut ts.notes);
+            self.stamps = None;
         }
         self.reg = Some(Reg::add(ts.epoll, sock.as_raw_fd(), self.token, EV_OUT)?);
         self.sock = Some(sock);
