@@ -184,7 +184,9 @@ fn snapshot_link_details(o: &mut String, s: &Snapshot) {
                 l.name,
                 t.best(),
                 t.capabilities.join(" "),
-                t.phc_index.map(|i| format!(", PHC {i}")).unwrap_or_default()
+                t.phc_index
+                    .map(|i| format!(", PHC {i}"))
+                    .unwrap_or_default()
             );
         }
     }
