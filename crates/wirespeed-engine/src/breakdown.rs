@@ -5,6 +5,8 @@
 use crate::timestamps::{CAP, FlowStamps};
 use std::collections::HashMap;
 use wirespeed_types::breakdown::{Breakdown, Joined, summarize};
+#[cfg(test)]
+use wirespeed_types::breakdown::{CRR_SEGMENTS, RR_SEGMENTS};
 
 /// Checks the server's timestamp records: known flows, bounded counts.
 pub fn check(stamps: &[FlowStamps], flows: usize) -> Result<(), String> {
@@ -29,10 +31,11 @@ pub fn check(stamps: &[FlowStamps], flows: usize) -> Result<(), String> {
 
 /// One flow's transactions with both sides' segments, in the order of
 /// [`wirespeed_types::breakdown::SEGMENTS`]; the wire is the client's SND
-/// to receive-timestamp time less the server's whole turn.
+/// to receive-timestamp time less the server's whole turn (its accept
+/// included: the request was stamped before it).
 fn join(c: &FlowStamps, s: &FlowStamps, out: &mut Vec<Joined>) -> u64 {
     let stride = c.stride.max(s.stride);
-    let theirs: HashMap<u64, [i64; 4]> = s
+    let theirs: HashMap<u64, [i64; 5]> = s
         .recs
         .iter()
         .filter(|r| r.0.is_multiple_of(stride))
@@ -44,18 +47,31 @@ fn join(c: &FlowStamps, s: &FlowStamps, out: &mut Vec<Joined>) -> u64 {
         }
         if let Some(t) = theirs.get(seq) {
             let turn: i64 = t.iter().sum();
-            let parts = [m[0], m[1], m[2] - turn, t[0], t[1], t[2], t[3], m[3]];
+            let parts = [
+                m[0],
+                m[1],
+                m[2],
+                m[3] - turn,
+                t[0],
+                t[1],
+                t[2],
+                t[3],
+                t[4],
+                m[4],
+            ];
             out.push((c.id, *seq, parts, *rtt));
         }
     }
     stride
 }
 
-/// The result's breakdown from both sides' records; None (with a note
-/// saying why) when no transaction had every timestamp.
+/// The result's breakdown over the segments `which` (indices into
+/// [`wirespeed_types::breakdown::SEGMENTS`]) from both sides' records;
+/// None (with a note saying why) when no transaction had every timestamp.
 pub fn combine(
     mine: &[FlowStamps],
     theirs: &[FlowStamps],
+    which: &[usize],
     all_p50_us: Option<f64>,
     notes: &mut Vec<String>,
 ) -> Option<Breakdown> {
@@ -72,7 +88,7 @@ pub fn combine(
         );
         return None;
     }
-    let Some(mut b) = summarize(joined) else {
+    let Some(mut b) = summarize(joined, which) else {
         notes.push(
             "--breakdown: no transaction had every timestamp on both sides; no breakdown".into(),
         );
@@ -89,9 +105,12 @@ pub fn combine(
         0.0
     };
     if b.incomplete > b.transactions / 100 {
+        let at = |s: &[FlowStamps]| s.iter().map(|c| c.incomplete).sum::<u64>();
         b.notes.push(format!(
-            "{} transactions lacked a timestamp and are left out",
-            b.incomplete
+            "{} transactions lacked a timestamp and are left out ({} at the client, {} at the server)",
+            b.incomplete,
+            at(mine),
+            at(theirs)
         ));
     }
     Some(b)
@@ -101,7 +120,7 @@ pub fn combine(
 mod tests {
     use super::*;
 
-    fn side(id: u32, stride: u64, recs: Vec<(u64, [i64; 4], bool, i64)>) -> FlowStamps {
+    fn side(id: u32, stride: u64, recs: Vec<(u64, [i64; 5], bool, i64)>) -> FlowStamps {
         FlowStamps {
             id,
             stride,
@@ -117,7 +136,7 @@ mod tests {
             0,
             1,
             (0..8)
-                .map(|i| (i, [1000, 2000, 20_000, 3000], i > 0, 26_500))
+                .map(|i| (i, [0, 1000, 2000, 20_000, 3000], i > 0, 26_500))
                 .collect(),
         );
         let s = side(
@@ -125,11 +144,11 @@ mod tests {
             2,
             (0..8)
                 .step_by(2)
-                .map(|i| (i, [4000, 1000, 2000, 1000], true, 0))
+                .map(|i| (i, [0, 4000, 1000, 2000, 1000], true, 0))
                 .collect(),
         );
         let mut notes = Vec::new();
-        let b = combine(&[c], &[s], Some(25.0), &mut notes).expect("breakdown");
+        let b = combine(&[c], &[s], &RR_SEGMENTS, Some(25.0), &mut notes).expect("breakdown");
         // Numbers 2, 4, 6: 0 is outside the window, odd ones unsampled.
         assert_eq!(b.transactions, 3);
         assert_eq!(b.sampled_every, 2);
@@ -143,9 +162,40 @@ mod tests {
     }
 
     #[test]
+    fn crr_has_the_handshake_and_the_accept_and_still_adds_up() {
+        // Client: connect 30, send 1, queue 2, SND-to-rx 40, read 3 (us);
+        // server: accept 5, rx 6, app 1, send 2, queue 1: wire 25.
+        let c = side(
+            0,
+            1,
+            vec![(0, [30_000, 1000, 2000, 40_000, 3000], true, 76_000)],
+        );
+        let s = side(0, 1, vec![(0, [5000, 6000, 1000, 2000, 1000], true, 0)]);
+        let mut notes = Vec::new();
+        let b = combine(&[c], &[s], &CRR_SEGMENTS, None, &mut notes).expect("breakdown");
+        let p50 = b.at(50.0).expect("p50");
+        assert_eq!(p50.parts_us.len(), 10);
+        assert!((p50.round_trip_us - 76.0).abs() < 1e-9);
+        let at = |k: &str| p50.parts_us[b.position(k).expect(k)];
+        assert!((at("client_connect") - 30.0).abs() < 1e-9);
+        assert!((at("server_accept") - 5.0).abs() < 1e-9);
+        assert!((at("wire") - 25.0).abs() < 1e-9);
+        assert_eq!(b.sum_error_p50, 0.0);
+    }
+
+    #[test]
     fn says_why_there_is_none() {
         let mut notes = Vec::new();
-        assert!(combine(&[side(0, 1, Vec::new())], &[], None, &mut notes).is_none());
+        assert!(
+            combine(
+                &[side(0, 1, Vec::new())],
+                &[],
+                &RR_SEGMENTS,
+                None,
+                &mut notes
+            )
+            .is_none()
+        );
         assert!(notes[0].contains("server sent no timestamps"));
         assert!(check(&[side(5, 1, Vec::new())], 1).is_err());
         assert!(check(&[side(0, 3, Vec::new())], 1).is_err());

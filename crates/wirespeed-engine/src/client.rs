@@ -493,8 +493,13 @@ pub fn run_test_via(
     }
     if spec.breakdown {
         let p50 = res.latency.as_ref().map(|l| l.p50_us);
+        let which: &[usize] = if spec.workload == crate::spec::Workload::Crr {
+            &wirespeed_types::breakdown::CRR_SEGMENTS
+        } else {
+            &wirespeed_types::breakdown::RR_SEGMENTS
+        };
         res.breakdown =
-            crate::breakdown::combine(&mine.stamps, &theirs.stamps, p50, &mut res.notes);
+            crate::breakdown::combine(&mine.stamps, &theirs.stamps, which, p50, &mut res.notes);
     }
     if spec.mptcp && res.congestion_control == "bbr" {
         // Measured on kernel 6.18 veth: 0.22 Gbit/s with bbr, 48 with

@@ -13,6 +13,7 @@ use crate::proto::{DATA_PREAMBLE_LEN, data_preamble, parse_data_preamble};
 use crate::sockets::{ResolvedPath, data_socket};
 use crate::spec::Workload;
 use crate::sys::{self, EV_IN, EV_OUT};
+use crate::timestamps::{SharedStamps, Stamper, now_ns, refused};
 use crate::workloads::{FlowArgs, ListenerArgs, WorkloadDef};
 use socket2::{SockAddr, Socket};
 use std::io::{self, IoSlice};
@@ -36,18 +37,18 @@ fn client_flow(a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
             a.plan.id, a.plan.path
         ))
     })?;
-    Ok(Box::new(CrrClient::new(
-        a.plan.id, path, &a.token, a.counters,
-    )))
+    let mut f = CrrClient::new(a.plan.id, path, &a.token, a.counters);
+    if a.spec.breakdown {
+        let msg = DATA_PREAMBLE_LEN as u64 + a.spec.request_size as u64;
+        f.stamps = Some(Stamper::for_connections(a.plan.id, msg));
+    }
+    Ok(Box::new(f))
 }
 
 fn listener_flow(a: ListenerArgs) -> Box<dyn Flow> {
-    Box::new(CrrListener::new(
-        a.listener,
-        a.token,
-        a.counters,
-        a.preamble_timeout,
-    ))
+    let mut l = CrrListener::new(a.listener, a.token, a.counters, a.preamble_timeout);
+    l.stamps = a.stamps;
+    Box::new(l)
 }
 
 /// One client slot: a chain of short connections.
@@ -63,6 +64,11 @@ pub struct CrrClient {
     sent: u64,
     left: u64,
     started: Instant,
+    /// The request is all out on the current connection.
+    asked: bool,
+    /// `--breakdown`: the flow's timestamps, one sampled connection at a
+    /// time.
+    stamps: Option<Stamper>,
 }
 
 impl CrrClient {
@@ -85,11 +91,16 @@ impl CrrClient {
             sent: 0,
             left: 0,
             started: Instant::now(),
+            asked: false,
+            stamps: None,
         }
     }
 
     fn open(&mut self, ts: &mut ThreadState) -> io::Result<()> {
         self.started = Instant::now();
+        if let Some(b) = self.stamps.as_mut() {
+            b.opening();
+        }
         let sock = data_socket(&self.path, ts.spec, None).map_err(io::Error::other)?;
         sock.set_nonblocking(true)?;
         match sock.connect(&SockAddr::from(self.path.remote)) {
@@ -97,9 +108,16 @@ impl CrrClient {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
             Err(e) => return Err(e),
         }
+        if let Some(b) = self.stamps.as_mut().filter(|b| b.sampled())
+            && let Err(e) = b.attach(sock.as_raw_fd())
+        {
+            refused(&e, &mut ts.notes);
+            self.stamps = None;
+        }
         self.reg = Some(Reg::add(ts.epoll, sock.as_raw_fd(), self.token, EV_OUT)?);
         self.sock = Some(sock);
         self.connecting = true;
+        self.asked = false;
         self.sent = 0;
         self.left = ts.spec.response_size as u64;
         Ok(())
@@ -132,7 +150,11 @@ impl CrrClient {
                     IoSlice::new(&self.head[self.sent as usize..]),
                     IoSlice::new(&ts.tx[..rest]),
                 ];
-                let n = match sock.send_vectored(&bufs) {
+                let sent = match self.stamps.as_mut().filter(|b| b.sampled()) {
+                    Some(b) => b.send(&bufs, false),
+                    None => sock.send_vectored(&bufs),
+                };
+                let n = match sent {
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
                     Err(e) => return Err(e),
@@ -145,7 +167,10 @@ impl CrrClient {
                 self.counters.add_sent(n);
             } else {
                 let mut left = total - self.sent;
-                let r = send_left(fd, ts, &mut left, &self.counters, false)?;
+                let r = match self.stamps.as_mut().filter(|b| b.sampled()) {
+                    Some(b) => b.send_left(ts, &mut left, &self.counters, false)?,
+                    None => send_left(fd, ts, &mut left, &self.counters, false)?,
+                };
                 self.sent = total - left;
                 if r == Moved::Blocked {
                     want_for(&mut self.reg, ts, true)?;
@@ -153,8 +178,18 @@ impl CrrClient {
                 }
             }
         }
+        if !self.asked {
+            self.asked = true;
+            if let Some(b) = self.stamps.as_mut() {
+                b.request_sent(ts.measuring);
+            }
+        }
         want_for(&mut self.reg, ts, false)?;
-        match recv_left(fd, ts, &mut self.left, &self.counters, false)? {
+        let got = match self.stamps.as_mut().filter(|b| b.sampled()) {
+            Some(b) => b.recv_left(ts, &mut self.left, &self.counters, false)?,
+            None => recv_left(fd, ts, &mut self.left, &self.counters, false)?,
+        };
+        match got {
             Moved::Eof => {
                 return Err(io::Error::new(
                     io::ErrorKind::ConnectionReset,
@@ -164,8 +199,13 @@ impl CrrClient {
             Moved::Blocked => return Ok(Status::Active),
             Moved::Done => {}
         }
-        ts.record(self.started, false);
+        let now = Instant::now();
+        ts.record_until(self.started, now, false);
         self.counters.add_transaction();
+        if let Some(b) = self.stamps.as_mut() {
+            b.response_read(now.saturating_duration_since(self.started));
+            b.connection_done();
+        }
         self.close();
         if ts.stopping {
             return Ok(Status::Done);
@@ -181,7 +221,10 @@ impl Flow for CrrClient {
         self.open(ts)
     }
 
-    fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
+    fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
+        if let Some(b) = self.stamps.as_mut() {
+            b.on_error_event(events);
+        }
         match self.step(ts) {
             Ok(s) => Ok(s),
             Err(e) => {
@@ -197,7 +240,9 @@ impl Flow for CrrClient {
     }
 
     fn report(&self) -> Option<FlowEnd> {
-        FlowEnd::tcp(self.id, None)
+        let mut end = FlowEnd::tcp(self.id, None)?;
+        end.stamps = self.stamps.as_ref().map(Stamper::report);
+        Some(end)
     }
 }
 
@@ -211,6 +256,8 @@ pub struct CrrListener {
     /// Out of descriptors: off the epoll set until then, so the worker
     /// does not spin on a listener it cannot accept from.
     paused_until: Option<Instant>,
+    /// `--breakdown`: the server's records, shared by the workers.
+    stamps: Option<Arc<SharedStamps>>,
 }
 
 impl CrrListener {
@@ -230,6 +277,7 @@ impl CrrListener {
             preamble_timeout,
             epoll_token: 0,
             paused_until: None,
+            stamps: None,
         }
     }
 
@@ -256,6 +304,7 @@ impl Flow for CrrListener {
         for _ in 0..64 {
             match self.listener.accept() {
                 Ok((s, _)) => {
+                    let accepted = self.stamps.as_ref().map(|_| now_ns());
                     s.set_nonblocking(true)?;
                     ts.spawned.push(Box::new(CrrConn {
                         sock: s,
@@ -267,6 +316,9 @@ impl Flow for CrrListener {
                         sent: 0,
                         reg: None,
                         preamble_by: Instant::now() + self.preamble_timeout,
+                        shared: self.stamps.clone(),
+                        accepted,
+                        stamper: None,
                     }));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -318,6 +370,12 @@ struct CrrConn {
     reg: Option<Reg>,
     /// When it is dropped if its preamble is not all in.
     preamble_by: Instant,
+    /// `--breakdown`: the server's records, when the test has them.
+    shared: Option<Arc<SharedStamps>>,
+    /// When accept() returned (CLOCK_REALTIME ns), with `--breakdown`.
+    accepted: Option<i64>,
+    /// This connection's timestamps, when its transaction is sampled.
+    stamper: Option<Stamper>,
 }
 
 impl Flow for CrrConn {
@@ -328,12 +386,22 @@ impl Flow for CrrConn {
         Ok(Status::Active)
     }
 
-    fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
-        match self.step(ts) {
+    fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
+        if let Some(b) = self.stamper.as_mut() {
+            b.on_error_event(events);
+        }
+        let r = match self.step(ts) {
             // The client closes with an RST once answered.
             Err(e) if crate::harness::is_peer_gone(&e) => Ok(Status::Done),
             r => r,
+        };
+        if !matches!(r, Ok(Status::Active)) {
+            // Closed: the response's transmit timestamps are all in.
+            if let (Some(sh), Some(st)) = (&self.shared, self.stamper.take()) {
+                sh.done(st);
+            }
         }
+        r
     }
 
     fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
@@ -351,6 +419,22 @@ impl Flow for CrrConn {
 }
 
 impl CrrConn {
+    /// The preamble named flow `id`: when this connection's transaction is
+    /// sampled, timestamping is turned on for it.
+    fn sampled(&mut self, ts: &mut ThreadState, id: u32, resp: u64) {
+        let Some(sh) = &self.shared else { return };
+        match sh.connection(id, self.sock.as_raw_fd(), resp) {
+            Ok(Some(mut b)) => {
+                if let Some(at) = self.accepted {
+                    b.accepted(at);
+                }
+                self.stamper = Some(b);
+            }
+            Ok(None) => {}
+            Err(e) => refused(&e, &mut ts.notes),
+        }
+    }
+
     fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         let fd = self.sock.as_raw_fd();
         let req = ts.spec.request_size as u64;
@@ -364,8 +448,11 @@ impl CrrConn {
             }
             if self.got as usize == DATA_PREAMBLE_LEN {
                 let id = parse_data_preamble(&self.head, &self.token);
-                match id.and_then(|i| self.counters.get(i as usize)) {
-                    Some(c) => self.flow = Some(c.clone()),
+                match id.and_then(|i| self.counters.get(i as usize).map(|c| (i, c))) {
+                    Some((i, c)) => {
+                        self.flow = Some(c.clone());
+                        self.sampled(ts, i, resp);
+                    }
                     // Not this test's connection: drop it.
                     None => return Ok(Status::Done),
                 }
@@ -376,7 +463,10 @@ impl CrrConn {
         };
         let head = DATA_PREAMBLE_LEN as u64;
         let mut left = head + req - self.got;
-        let r = recv_left(fd, ts, &mut left, &c, false)?;
+        let r = match self.stamper.as_mut() {
+            Some(b) if left > 0 => b.recv_left(ts, &mut left, &c, false)?,
+            _ => recv_left(fd, ts, &mut left, &c, false)?,
+        };
         self.got = head + req - left;
         match r {
             Moved::Eof => return Ok(Status::Done),
@@ -384,12 +474,23 @@ impl CrrConn {
             Moved::Done => {}
         }
         if self.sent < resp {
+            if self.sent == 0
+                && let Some(b) = self.stamper.as_mut()
+            {
+                b.request_read();
+            }
             let mut left = resp - self.sent;
-            let r = send_left(fd, ts, &mut left, &c, false)?;
+            let r = match self.stamper.as_mut() {
+                Some(b) => b.send_left(ts, &mut left, &c, false)?,
+                None => send_left(fd, ts, &mut left, &c, false)?,
+            };
             self.sent = resp - left;
             if r == Moved::Blocked {
                 want_for(&mut self.reg, ts, true)?;
                 return Ok(Status::Active);
+            }
+            if let Some(b) = self.stamper.as_mut() {
+                b.response_sent();
             }
             c.add_transaction();
             want_for(&mut self.reg, ts, false)?;

@@ -450,9 +450,20 @@ pub fn send_left(
     c: &Counters,
     wait: bool,
 ) -> io::Result<Moved> {
+    send_left_with(ts, left, c, |b| sys::send_flags(fd, b, false, wait))
+}
+
+/// [`send_left`] with the send call given: `send` writes a prefix of the
+/// slice and returns how much (`--breakdown` asks for timestamps there).
+pub fn send_left_with(
+    ts: &ThreadState,
+    left: &mut u64,
+    c: &Counters,
+    mut send: impl FnMut(&[u8]) -> io::Result<usize>,
+) -> io::Result<Moved> {
     while *left > 0 {
         let n = (*left as usize).min(ts.tx.len());
-        match sys::send_flags(fd, &ts.tx[..n], false, wait) {
+        match send(&ts.tx[..n]) {
             Ok(k) => {
                 c.add_sent(k);
                 *left -= k as u64;
@@ -475,9 +486,21 @@ pub fn recv_left(
     wait: bool,
 ) -> io::Result<Moved> {
     let discard = ts.spec.skip_rx_copy;
+    recv_left_with(ts, left, c, |b| sys::recv_flags(fd, b, discard, wait))
+}
+
+/// [`recv_left`] with the receive call given: `recv` fills a prefix of the
+/// slice and returns how much, 0 at end of stream (`--breakdown` reads
+/// receive timestamps there).
+pub fn recv_left_with(
+    ts: &mut ThreadState,
+    left: &mut u64,
+    c: &Counters,
+    mut recv: impl FnMut(&mut [u8]) -> io::Result<usize>,
+) -> io::Result<Moved> {
     while *left > 0 {
         let n = (*left as usize).min(ts.rx.len());
-        match sys::recv_flags(fd, &mut ts.rx[..n], discard, wait) {
+        match recv(&mut ts.rx[..n]) {
             Ok(0) => return Ok(Moved::Eof),
             Ok(k) => {
                 c.add_received(k);
@@ -501,7 +524,18 @@ pub fn recv_message(
     wait: bool,
     reg: &mut Option<Reg>,
 ) -> io::Result<Option<Status>> {
-    Ok(match recv_left(fd, ts, left, c, wait)? {
+    let moved = recv_left(fd, ts, left, c, wait)?;
+    received_status(moved, ts, reg)
+}
+
+/// What a flow returns after receiving part of a message (see
+/// [`recv_message`]).
+pub fn received_status(
+    moved: Moved,
+    ts: &ThreadState,
+    reg: &mut Option<Reg>,
+) -> io::Result<Option<Status>> {
+    Ok(match moved {
         Moved::Done => None,
         Moved::Eof => Some(Status::Done),
         Moved::Blocked => {
@@ -521,7 +555,18 @@ pub fn send_message(
     wait: bool,
     reg: &mut Option<Reg>,
 ) -> io::Result<Option<Status>> {
-    Ok(match send_left(fd, ts, left, c, wait)? {
+    let moved = send_left(fd, ts, left, c, wait)?;
+    sent_status(moved, ts, reg)
+}
+
+/// What a flow returns after sending part of a message (see
+/// [`send_message`]).
+pub fn sent_status(
+    moved: Moved,
+    ts: &ThreadState,
+    reg: &mut Option<Reg>,
+) -> io::Result<Option<Status>> {
+    Ok(match moved {
         Moved::Blocked => {
             want_for(reg, ts, true)?;
             Some(Status::Active)

@@ -41,7 +41,7 @@ fn client_flow(mut a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
     let probe = a.plan.kind == FlowKind::Probe;
     let s = take_sock(&mut a)?;
     let stamps = (!probe)
-        .then(|| Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, q, a.notes))
+        .then(|| Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, q, false, a.notes))
         .flatten();
     let mut f = RrClient::new(a.plan.id, s, a.counters, q, r, probe);
     f.stamps = stamps;
@@ -52,7 +52,7 @@ fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
     let (q, r) = sizes(&a);
     let s = take_sock(&mut a)?;
     let stamps = (a.plan.kind != FlowKind::Probe)
-        .then(|| Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, r, a.notes))
+        .then(|| Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, r, false, a.notes))
         .flatten();
     let mut f = RrServer::new(a.plan.id, s, a.counters, q, r);
     f.stamps = stamps;
@@ -212,7 +212,10 @@ impl Flow for RrClient {
         Ok(())
     }
 
-    fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
+    fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
+        if let Some(b) = self.stamps.as_mut() {
+            b.on_error_event(events);
+        }
         self.step(ts)
     }
 
@@ -283,7 +286,10 @@ impl Flow for RrServer {
         Ok(())
     }
 
-    fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
+    fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
+        if let Some(b) = self.stamps.as_mut() {
+            b.on_error_event(events);
+        }
         let fd = self.sock.as_raw_fd();
         let solo = self.solo;
         loop {

@@ -128,6 +128,8 @@ pub struct Side {
     roster: Vec<FlowPlan>,
     client: bool,
     notes: Vec<String>,
+    /// A crr server's timestamps (`--breakdown`), kept across connections.
+    shared_stamps: Option<Arc<crate::timestamps::SharedStamps>>,
 }
 
 /// Time between timeline checks.
@@ -176,6 +178,8 @@ impl Side {
             lists[plan.thread as usize].push(flow);
         }
         let listener = workloads::def(spec.workload).listener;
+        let shared_stamps = (spec.breakdown && setup.listener.is_some())
+            .then(|| Arc::new(crate::timestamps::SharedStamps::new(roster.len())));
         if let (Some(l), Some(make)) = (&setup.listener, listener) {
             for list in lists
                 .iter_mut()
@@ -186,6 +190,7 @@ impl Side {
                     token: setup.token,
                     counters: counters.clone(),
                     preamble_timeout: setup.preamble_timeout,
+                    stamps: shared_stamps.clone(),
                 }));
             }
         }
@@ -203,6 +208,7 @@ impl Side {
             roster,
             client: setup.client,
             notes,
+            shared_stamps,
         };
         let who = if setup.client {
             "ws-client"
@@ -403,7 +409,11 @@ impl Side {
             probe_latency: if self.client { summarize(&probe) } else { None },
             notes,
             congestion_control: String::new(),
-            stamps: ends.iter().filter_map(|e| e.stamps.clone()).collect(),
+            stamps: ends
+                .iter()
+                .filter_map(|e| e.stamps.clone())
+                .chain(self.shared_stamps.iter().flat_map(|s| s.report()))
+                .collect(),
         }
     }
 }

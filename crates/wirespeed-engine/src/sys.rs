@@ -212,9 +212,23 @@ pub struct ZcDrain {
     pub copied: u64,
 }
 
-/// Reads every pending MSG_ZEROCOPY completion from the error queue.
-pub fn drain_zerocopy(fd: RawFd) -> io::Result<ZcDrain> {
-    let mut out = ZcDrain::default();
+/// One entry of a socket's error queue, as plain data: its extended error
+/// (IP_RECVERR / IPV6_RECVERR) and, for a transmit timestamp, the three
+/// timespecs of its SCM_TIMESTAMPING (software, legacy, hardware).
+#[derive(Clone, Copy)]
+pub struct ErrEntry {
+    /// The `sock_extended_err`, when the entry has one.
+    pub ee: Option<libc::sock_extended_err>,
+    /// The SCM_TIMESTAMPING timespecs, when the entry has them.
+    pub stamps: Option<[libc::timespec; 3]>,
+}
+
+/// Reads every entry queued on the socket's error queue (MSG_ERRQUEUE,
+/// without blocking) and hands each to `each`: the one error-queue loop of
+/// the crate, for MSG_ZEROCOPY completions and for `--breakdown`'s
+/// transmit timestamps. Entries carry no payload (zerocopy completions
+/// have none; timestamps are asked for with OPT_TSONLY).
+pub fn drain_errqueue(fd: RawFd, mut each: impl FnMut(&ErrEntry)) -> io::Result<()> {
     loop {
         let mut control = [0u64; 16];
         // SAFETY: msghdr is plain data; zeroed is a valid empty header.
@@ -226,36 +240,54 @@ pub fn drain_zerocopy(fd: RawFd) -> io::Result<ZcDrain> {
         if ret < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::WouldBlock {
-                return Ok(out);
+                return Ok(());
             }
             return Err(e);
         }
+        let mut entry = ErrEntry {
+            ee: None,
+            stamps: None,
+        };
         // SAFETY: CMSG_* walk the control buffer the kernel just filled,
-        // bounded by msg_controllen.
+        // bounded by msg_controllen; the payloads are plain-data structs
+        // read unaligned.
         unsafe {
             let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
             while !cmsg.is_null() {
-                let level = (*cmsg).cmsg_level;
-                let kind = (*cmsg).cmsg_type;
-                let is_recverr = (level == libc::SOL_IP && kind == libc::IP_RECVERR)
-                    || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR);
-                if is_recverr {
-                    let ee = std::ptr::read_unaligned(
+                let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
+                if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+                    || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
+                {
+                    entry.ee = Some(std::ptr::read_unaligned(
                         libc::CMSG_DATA(cmsg) as *const libc::sock_extended_err
-                    );
-                    if ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY && ee.ee_errno == 0 {
-                        // ee_info..ee_data is an inclusive range of sends.
-                        let n = ee.ee_data.wrapping_sub(ee.ee_info) as u64 + 1;
-                        out.completions += n;
-                        if ee.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0 {
-                            out.copied += n;
-                        }
-                    }
+                    ));
+                } else if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPING {
+                    entry.stamps = Some(std::ptr::read_unaligned(
+                        libc::CMSG_DATA(cmsg) as *const [libc::timespec; 3]
+                    ));
                 }
                 cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
             }
         }
+        each(&entry);
     }
+}
+
+/// Reads every pending MSG_ZEROCOPY completion from the error queue.
+pub fn drain_zerocopy(fd: RawFd) -> io::Result<ZcDrain> {
+    let mut out = ZcDrain::default();
+    drain_errqueue(fd, |e| {
+        let Some(ee) = e.ee else { return };
+        if ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY && ee.ee_errno == 0 {
+            // ee_info..ee_data is an inclusive range of sends.
+            let n = ee.ee_data.wrapping_sub(ee.ee_info) as u64 + 1;
+            out.completions += n;
+            if ee.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0 {
+                out.copied += n;
+            }
+        }
+    })?;
+    Ok(out)
 }
 
 /// The kernel's `struct tcp_info` (linux/tcp.h) up to `tcpi_snd_wnd`; each

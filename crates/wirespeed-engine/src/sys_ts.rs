@@ -1,12 +1,13 @@
 //! The second module of this crate with `unsafe` (beside [`crate::sys`]):
-//! kernel timestamping of a TCP socket for `--breakdown`. SO_TIMESTAMPING
-//! takes a flag word, receive timestamps come as SCM_TIMESTAMPING control
-//! messages on recvmsg, transmit timestamps come back on the socket's
-//! error queue (MSG_ERRQUEUE); no safe crate covers the error queue's
-//! `sock_extended_err` with timestamps, so the cmsg walk is here. Each
-//! block states why it is sound.
+//! kernel timestamping of a TCP or UDP socket for `--breakdown`.
+//! SO_TIMESTAMPING takes a flag word, receive timestamps come as
+//! SCM_TIMESTAMPING control messages on recvmsg, transmit timestamps are
+//! asked for per send with a control message and come back on the
+//! socket's error queue (read by [`crate::sys::drain_errqueue`], the
+//! crate's one error-queue loop). No safe crate builds these control
+//! messages, so they are here. Each block states why it is sound.
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::os::fd::RawFd;
 
 /// Which transmit timestamp an error-queue entry carries.
@@ -66,10 +67,15 @@ fn set_flags(fd: RawFd, flags: libc::c_uint) -> io::Result<()> {
     }
 }
 
-/// Turns on software timestamping of a connected TCP socket. Keys count
-/// from the bytes written so far (OPT_ID_TCP, kernel 6.2); an older kernel
-/// counts from the bytes acknowledged, the same on an idle connection.
-pub fn enable(fd: RawFd) -> io::Result<()> {
+/// Turns on software timestamping of a socket: a connected (or
+/// connecting) TCP socket, whose keys count from the bytes written so far
+/// (OPT_ID_TCP, kernel 6.2; an older kernel counts from the bytes
+/// acknowledged, the same on an idle connection), or a UDP socket, whose
+/// sends carry their own key ([`send_stamped`]).
+pub fn enable(fd: RawFd, tcp: bool) -> io::Result<()> {
+    if !tcp {
+        return set_flags(fd, FLAGS);
+    }
     match set_flags(fd, FLAGS | libc::SOF_TIMESTAMPING_OPT_ID_TCP) {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => set_flags(fd, FLAGS),
         r => r,
@@ -79,35 +85,64 @@ pub fn enable(fd: RawFd) -> io::Result<()> {
 /// What [`send_stamped`] asks of the kernel for one send: SCHED and SND.
 const TX_FLAGS: u32 = libc::SOF_TIMESTAMPING_TX_SCHED | libc::SOF_TIMESTAMPING_TX_SOFTWARE;
 
-/// Sends like `send`, asking for SCHED and SND timestamps of this send's
-/// last byte (an SO_TIMESTAMPING control message).
-pub fn send_stamped(fd: RawFd, buf: &[u8], wait: bool) -> io::Result<usize> {
+/// `SCM_TS_OPT_ID` (asm-generic/socket.h, Linux 6.13; libc lacks it): the
+/// OPT_ID key of one datagram, set by the sender.
+const SCM_TS_OPT_ID: libc::c_int = 81;
+
+/// Sends like `sendmsg` over `bufs`; with `stamp`, asks for SCHED and SND
+/// timestamps of this send's last byte (an SO_TIMESTAMPING control
+/// message), and with `key` as well (a datagram socket) the timestamps
+/// carry that key (SCM_TS_OPT_ID; a kernel before 6.13 refuses it with
+/// EINVAL).
+pub fn send_stamped(
+    fd: RawFd,
+    bufs: &[IoSlice<'_>],
+    wait: bool,
+    stamp: bool,
+    key: Option<u32>,
+) -> io::Result<usize> {
     let mut flags = libc::MSG_NOSIGNAL;
     if !wait {
         flags |= libc::MSG_DONTWAIT;
     }
-    let mut iov = libc::iovec {
-        iov_base: buf.as_ptr() as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    let mut control = [0u64; 4];
+    // Two headers with a u32 each: 2 x CMSG_SPACE(4) = 48 bytes.
+    let mut control = [0u64; 8];
     // SAFETY: msghdr is plain data; zeroed is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
+    // IoSlice is ABI-compatible with iovec (std guarantees it on unix);
+    // the kernel only reads through it.
+    msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = bufs.len();
     msg.msg_control = control.as_mut_ptr().cast();
-    // SAFETY: CMSG_SPACE is arithmetic; the one header and its u32 fit in
-    // the 32-byte buffer, which CMSG_FIRSTHDR points into; the kernel only
-    // reads `buf` through the iovec.
+    // SAFETY: CMSG_SPACE is arithmetic; one or two headers with a u32
+    // each (2 x 24 bytes) fit in the 64-byte buffer, which CMSG_FIRSTHDR
+    // and CMSG_NXTHDR walk within msg_controllen; the kernel only reads
+    // the payload through the iovecs.
     let ret = unsafe {
-        msg.msg_controllen = libc::CMSG_SPACE(4) as usize;
+        if !stamp {
+            msg.msg_control = std::ptr::null_mut();
+            return cvt_size(libc::sendmsg(fd, &msg, flags));
+        }
+        let space = libc::CMSG_SPACE(4) as usize;
+        msg.msg_controllen = if key.is_some() { 2 * space } else { space };
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
         (*cmsg).cmsg_type = libc::SO_TIMESTAMPING;
         (*cmsg).cmsg_len = libc::CMSG_LEN(4) as usize;
         std::ptr::write_unaligned(libc::CMSG_DATA(cmsg) as *mut u32, TX_FLAGS);
+        if let Some(k) = key {
+            let next = libc::CMSG_NXTHDR(&msg, cmsg);
+            (*next).cmsg_level = libc::SOL_SOCKET;
+            (*next).cmsg_type = SCM_TS_OPT_ID;
+            (*next).cmsg_len = libc::CMSG_LEN(4) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(next) as *mut u32, k);
+        }
         libc::sendmsg(fd, &msg, flags)
     };
+    cvt_size(ret)
+}
+
+fn cvt_size(ret: libc::ssize_t) -> io::Result<usize> {
     if ret < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -175,57 +210,25 @@ fn ns_of(t: &libc::timespec) -> Option<i64> {
 
 /// Reads every pending transmit timestamp from the error queue into `out`.
 pub fn read_tx_stamps(fd: RawFd, out: &mut Vec<TxStamp>) -> io::Result<()> {
-    loop {
-        let mut control = [0u64; 16];
-        // SAFETY: msghdr is plain data; zeroed is a valid empty header.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&control);
-        // SAFETY: msg points at our control buffer, sized above; no iovecs
-        // (OPT_TSONLY: the entries carry no payload).
-        let ret = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
-        if ret < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::WouldBlock {
-                return Ok(());
-            }
-            return Err(e);
+    crate::sys::drain_errqueue(fd, |e| {
+        let (Some(ee), Some(ts)) = (e.ee, e.stamps) else {
+            return;
+        };
+        if ee.ee_origin != libc::SO_EE_ORIGIN_TIMESTAMPING || ee.ee_errno != libc::ENOMSG as u32 {
+            return;
         }
-        let (mut ns, mut what) = (None, None);
-        // SAFETY: as in recv_stamped: a bounded walk of the kernel-filled
-        // control buffer, unaligned reads of plain-data structs.
-        unsafe {
-            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-            while !cmsg.is_null() {
-                let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
-                if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPING {
-                    let ts = std::ptr::read_unaligned(
-                        libc::CMSG_DATA(cmsg) as *const [libc::timespec; 3]
-                    );
-                    ns = ns_of(&ts[0]);
-                } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
-                    || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
-                {
-                    let ee = std::ptr::read_unaligned(
-                        libc::CMSG_DATA(cmsg) as *const libc::sock_extended_err
-                    );
-                    if ee.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING
-                        && ee.ee_errno == libc::ENOMSG as u32
-                    {
-                        what = Some((ee.ee_info, ee.ee_data));
-                    }
-                }
-                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-            }
+        let kind = match ee.ee_info {
+            SCM_TSTAMP_SCHED => TxKind::Sched,
+            SCM_TSTAMP_SND => TxKind::Snd,
+            SCM_TSTAMP_ACK => TxKind::Ack,
+            _ => return,
+        };
+        if let Some(ns) = ns_of(&ts[0]) {
+            out.push(TxStamp {
+                key: ee.ee_data,
+                kind,
+                ns,
+            });
         }
-        if let (Some(ns), Some((info, key))) = (ns, what) {
-            let kind = match info {
-                SCM_TSTAMP_SCHED => TxKind::Sched,
-                SCM_TSTAMP_SND => TxKind::Snd,
-                SCM_TSTAMP_ACK => TxKind::Ack,
-                _ => continue,
-            };
-            out.push(TxStamp { key, kind, ns });
-        }
-    }
+    })
 }

@@ -1,23 +1,29 @@
 //! `--breakdown`: per-transaction timestamps of an rr flow, on one side.
 //!
-//! Each side turns on kernel software timestamping of its connection
+//! Each side turns on kernel software timestamping of its socket
 //! ([`crate::sys_ts`]) and, per transaction, reads the application's send
 //! and receive times (CLOCK_REALTIME, the clock of the kernel's software
 //! timestamps), the receive timestamp of the message's last segment and
-//! the SCHED and SND timestamps of its last byte, tied to it by the byte
-//! key of SOF_TIMESTAMPING_OPT_ID. Each side reduces them to four
-//! segments on its own clock ([`FlowStamps`]); the client joins both
-//! sides' by transaction number ([`crate::breakdown`]). Nothing is added
-//! to the data path: the server's samples travel in its report.
+//! the SCHED and SND timestamps of its last byte, tied to it by the key of
+//! SOF_TIMESTAMPING_OPT_ID: the byte offset on TCP (rr, crr), the
+//! transaction number set per datagram on UDP (udp-rr). crr adds the
+//! client's connect (from the start of the connection to its write) and
+//! the server's accept (when it returned after the request's receive
+//! timestamp). Each side reduces them to five segments on its own clock
+//! ([`FlowStamps`]); the client joins both sides' by transaction number
+//! ([`crate::breakdown`]). Nothing is added to the data path: the
+//! server's samples travel in its report.
 
 use crate::harness::{
-    Counters, Moved, Reg, Status, ThreadState, recv_message, send_message, want_for,
+    Counters, Moved, Reg, Status, ThreadState, received_status, recv_left_with, recv_message,
+    send_left_with, send_message, sent_status,
 };
 use crate::sys_ts::{self, TxKind, TxStamp};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::io;
+use std::io::{self, IoSlice};
 use std::os::fd::RawFd;
+use std::sync::Mutex;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Most records a side keeps per flow: beyond, it keeps every other one
@@ -29,12 +35,13 @@ pub const CAP: usize = 8192;
 /// Transactions whose transmit timestamps may still be outstanding.
 const MAX_PENDING: usize = 64;
 
-/// One transaction at one side: (number, four segments in ns, in the
+/// One transaction at one side: (number, five segments in ns, in the
 /// client's measured window, the client's own monotonic-clock round trip
-/// in ns or 0 at the server). The client's segments are send stack,
-/// queue, SND-to-receive-timestamp and receive stack; the server's are
-/// receive stack, application, send stack and queue.
-pub type Rec = (u64, [i64; 4], bool, i64);
+/// in ns or 0 at the server). The client's segments are connect (crr; 0
+/// otherwise), send stack, queue, SND-to-receive-timestamp and receive
+/// stack; the server's are accept (crr; 0 otherwise), receive stack,
+/// application, send stack and queue.
+pub type Rec = (u64, [i64; 5], bool, i64);
 
 /// One flow's timestamp records, as a side reports them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -82,8 +89,9 @@ struct Pending {
     key: u32,
     /// When the application began writing it.
     wrote: i64,
-    /// Segments known before sending (server: receive stack, app).
-    head: [i64; 2],
+    /// Segments known before sending (client: connect; server: accept,
+    /// receive stack, application).
+    head: [i64; 3],
     window: bool,
     sched: Option<i64>,
     snd: Option<i64>,
@@ -92,11 +100,22 @@ struct Pending {
     answer: Option<(Option<i64>, i64, i64)>,
 }
 
-/// One side's timestamping of one rr connection.
+/// One side's timestamping of one flow: an rr connection, a udp-rr
+/// socket, or the current connection of a crr flow.
 pub struct Stamper {
     fd: RawFd,
     /// Bytes this side sends per message.
     msg: u64,
+    /// A datagram socket: keys are transaction numbers, set per send.
+    datagram: bool,
+    /// crr client: when the sampled connection was begun.
+    opened: Option<i64>,
+    /// crr server: when the sampled connection was accepted.
+    accepted: Option<i64>,
+    /// The server's end (records are kept once transmitted).
+    server: bool,
+    /// crr: keeps the kernel's receive stamping on between connections.
+    _keeper: Option<socket2::Socket>,
     /// Bytes sent since timestamping began.
     sent: u64,
     seq: u64,
@@ -115,12 +134,22 @@ pub struct Stamper {
 
 impl Stamper {
     /// Turns on timestamping of `fd`; `msg` is the size of what this side
-    /// sends per transaction.
-    pub fn new(fd: RawFd, id: u32, msg: u64) -> io::Result<Stamper> {
-        sys_ts::enable(fd)?;
-        Ok(Stamper {
+    /// sends per transaction; `datagram` for a UDP socket.
+    pub fn new(fd: RawFd, id: u32, msg: u64, datagram: bool) -> io::Result<Stamper> {
+        sys_ts::enable(fd, !datagram)?;
+        Ok(Stamper::off(fd, id, msg, datagram))
+    }
+
+    /// A stamper with timestamping not (yet) enabled on any socket.
+    fn off(fd: RawFd, id: u32, msg: u64, datagram: bool) -> Stamper {
+        Stamper {
             fd,
             msg,
+            datagram,
+            opened: None,
+            accepted: None,
+            server: false,
+            _keeper: None,
             sent: 0,
             seq: 0,
             pending: VecDeque::new(),
@@ -134,12 +163,47 @@ impl Stamper {
                 stride: 1,
                 ..FlowStamps::default()
             },
-        })
+        }
+    }
+
+    /// A crr client flow's stamper; each sampled connection is attached
+    /// with [`Stamper::opening`] and [`Stamper::attach`].
+    pub fn for_connections(id: u32, msg: u64) -> Stamper {
+        let mut s = Stamper::off(-1, id, msg, false);
+        s._keeper = keeper();
+        s
     }
 
     /// Whether the current transaction is one of the sample.
-    fn sampled(&self) -> bool {
+    pub fn sampled(&self) -> bool {
         self.seq.is_multiple_of(self.out.stride)
+    }
+
+    /// udp-rr: the current transaction's number (from the datagram's
+    /// header at the server), which may skip lost ones.
+    pub fn set_seq(&mut self, seq: u64) {
+        self.seq = seq;
+        // A datagram that could not be sent left its write open.
+        self.in_write = false;
+    }
+
+    /// crr client: a connection is about to be opened (before its socket
+    /// is made: the client's round trip starts there too).
+    pub fn opening(&mut self) {
+        self.opened = self.sampled().then(now_ns);
+    }
+
+    /// crr: the sampled transaction's connection is `fd` (connecting or
+    /// just accepted): timestamping is turned on for it and its byte keys
+    /// count from here. Timestamps still awaited on the previous one are
+    /// lost with it.
+    pub fn attach(&mut self, fd: RawFd) -> io::Result<()> {
+        sys_ts::enable(fd, true)?;
+        self.fd = fd;
+        self.sent = 0;
+        self.out.incomplete += self.pending.len() as u64;
+        self.pending.clear();
+        Ok(())
     }
 
     /// The application is about to write a message (again, after a
@@ -152,14 +216,19 @@ impl Stamper {
     }
 
     /// The message is all written: queue it for its transmit timestamps.
-    /// `head` is what the server knew before writing (receive stack,
-    /// application); the client passes zeros.
-    fn written(&mut self, head: [i64; 2], window: bool) {
+    /// `head` is what the side knew before writing (client: connect;
+    /// server: accept, receive stack, application).
+    fn written(&mut self, head: [i64; 3], window: bool) {
         self.in_write = false;
         self.sent += self.msg;
+        let key = if self.datagram {
+            self.seq as u32
+        } else {
+            (self.sent - 1) as u32
+        };
         self.pending.push_back(Pending {
             seq: self.seq,
-            key: (self.sent - 1) as u32,
+            key,
             wrote: self.wrote,
             head,
             window,
@@ -207,43 +276,41 @@ impl Stamper {
             return recv_message(self.fd, ts, left, c, wait, reg);
         }
         let moved = self.recv_left(ts, left, c, wait)?;
-        Ok(match moved {
-            Moved::Done => {
-                self.read = now_ns();
-                None
-            }
-            Moved::Eof => Some(Status::Done),
-            Moved::Blocked => {
-                want_for(reg, ts, false)?;
-                Some(Status::Active)
-            }
-        })
+        received_status(moved, ts, reg)
     }
 
-    fn recv_left(
+    /// Receives the rest of a sampled message with
+    /// [`crate::harness::recv_left_with`], keeping the receive timestamp
+    /// of its last segment and, once it is all in, the read time.
+    pub fn recv_left(
         &mut self,
         ts: &mut ThreadState,
         left: &mut u64,
         c: &Counters,
         wait: bool,
     ) -> io::Result<Moved> {
-        let discard = ts.spec.skip_rx_copy;
-        while *left > 0 {
-            let n = (*left as usize).min(ts.rx.len());
-            match sys_ts::recv_stamped(self.fd, &mut ts.rx[..n], discard, wait) {
-                Ok((0, _)) => return Ok(Moved::Eof),
-                Ok((k, stamp)) => {
-                    c.add_received(k);
-                    *left -= k as u64;
-                    if stamp.is_some() {
-                        self.rx = stamp;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Moved::Blocked),
-                Err(e) => return Err(e),
+        let (fd, discard) = (self.fd, ts.spec.skip_rx_copy);
+        let rx = &mut self.rx;
+        let moved = recv_left_with(ts, left, c, |b| {
+            let (k, stamp) = sys_ts::recv_stamped(fd, b, discard, wait)?;
+            if stamp.is_some() {
+                *rx = stamp;
             }
+            Ok(k)
+        })?;
+        if moved == Moved::Done {
+            self.read = now_ns();
         }
-        Ok(Moved::Done)
+        Ok(moved)
+    }
+
+    /// udp-rr: the current transaction's incoming datagram was read, with
+    /// this receive timestamp.
+    pub fn received(&mut self, stamp: Option<i64>) {
+        if self.sampled() {
+            self.read = now_ns();
+            self.rx = stamp;
+        }
     }
 
     /// Sends the rest of a message, asking for its transmit timestamps
@@ -260,21 +327,37 @@ impl Stamper {
         if !self.sampled() {
             return send_message(self.fd, ts, left, c, wait, reg);
         }
-        while *left > 0 {
-            let n = (*left as usize).min(ts.tx.len());
-            match sys_ts::send_stamped(self.fd, &ts.tx[..n], wait) {
-                Ok(k) => {
-                    c.add_sent(k);
-                    *left -= k as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    want_for(reg, ts, true)?;
-                    return Ok(Some(Status::Active));
-                }
-                Err(e) => return Err(e),
-            }
+        let moved = self.send_left(ts, left, c, wait)?;
+        sent_status(moved, ts, reg)
+    }
+
+    /// Sends the rest of a sampled message with
+    /// [`crate::harness::send_left_with`], each send asking for transmit
+    /// timestamps (the one holding the last byte is the one matched).
+    pub fn send_left(
+        &mut self,
+        ts: &ThreadState,
+        left: &mut u64,
+        c: &Counters,
+        wait: bool,
+    ) -> io::Result<Moved> {
+        self.writing();
+        let fd = self.fd;
+        send_left_with(ts, left, c, |b| {
+            sys_ts::send_stamped(fd, &[IoSlice::new(b)], wait, true, None)
+        })
+    }
+
+    /// Sends `bufs` once (a datagram, or crr's first write with the
+    /// preamble), asking for transmit timestamps when the transaction is
+    /// sampled (keyed by its number on a datagram socket).
+    pub fn send(&mut self, bufs: &[IoSlice<'_>], wait: bool) -> io::Result<usize> {
+        let stamp = self.sampled();
+        if stamp {
+            self.writing();
         }
-        Ok(None)
+        let key = (stamp && self.datagram).then_some(self.seq as u32);
+        sys_ts::send_stamped(self.fd, bufs, wait, stamp, key)
     }
 
     /// Client: the request went out (all of it). The timestamps of an
@@ -285,7 +368,8 @@ impl Stamper {
     pub fn request_sent(&mut self, window: bool) {
         let answered = self.pending.iter().any(|p| p.answer.is_some());
         if self.sampled() {
-            self.written([0, 0], window);
+            let connect = self.opened.take().map_or(0, |o| self.wrote - o);
+            self.written([connect, 0, 0], window);
         } else {
             self.sent += self.msg;
         }
@@ -311,6 +395,45 @@ impl Stamper {
         self.seq += 1;
     }
 
+    /// udp-rr client: the current transaction's answer did not come in
+    /// time; its timestamps are given up.
+    pub fn lost(&mut self) {
+        self.out.transactions += 1;
+        if self.sampled() {
+            let seq = self.seq;
+            let before = self.pending.len();
+            self.pending.retain(|p| p.seq != seq);
+            self.out.incomplete += (before - self.pending.len()) as u64;
+            self.rx = None;
+        }
+        self.seq += 1;
+    }
+
+    /// crr client: the connection is answered and about to close: its
+    /// transmit timestamps are in (the response came after them); read
+    /// them now, before the close and outside the round trip.
+    pub fn connection_done(&mut self) {
+        if self.pending.iter().any(|p| p.answer.is_some()) {
+            self.timed(Stamper::collect);
+            self.settle_client();
+        }
+    }
+
+    /// The socket has error-queue entries (epoll reported EPOLLERR): read
+    /// the transmit timestamps now, as a level-triggered epoll would wake
+    /// the thread for them again and again. Only a thread that waits in
+    /// epoll gets here (crr, or more flows than threads); the read falls
+    /// inside the sampled transaction, while it waits for the answer.
+    pub fn on_error_event(&mut self, events: u32) {
+        if events & crate::sys::EV_ERR == 0 {
+            return;
+        }
+        self.timed(Stamper::collect);
+        if self.server {
+            self.settle_server();
+        }
+    }
+
     /// Client: turns the answered transactions into records.
     fn settle_client(&mut self) {
         while let Some(p) = self.pending.front().copied() {
@@ -320,7 +443,7 @@ impl Stamper {
             self.pending.pop_front();
             match (p.sched, p.snd, rx) {
                 (Some(sc), Some(sn), Some(rx)) => {
-                    let segs = [sc - p.wrote, sn - sc, rx - sn, read - rx];
+                    let segs = [p.head[0], sc - p.wrote, sn - sc, rx - sn, read - rx];
                     self.out.keep((p.seq, segs, p.window, rtt));
                 }
                 _ => self.out.incomplete += 1,
@@ -336,7 +459,14 @@ impl Stamper {
 
     /// Server: the request is all read; the response is written next.
     pub fn request_read(&mut self) {
+        self.server = true;
         self.writing();
+    }
+
+    /// crr server: the sampled connection was accepted at `at`
+    /// (CLOCK_REALTIME ns).
+    pub fn accepted(&mut self, at: i64) {
+        self.accepted = Some(at);
     }
 
     /// Server: the response went out (all of it). The responses of earlier
@@ -346,7 +476,10 @@ impl Stamper {
         self.out.transactions += 1;
         match self.rx.take() {
             Some(rx) if self.sampled() => {
-                self.written([self.read - rx, self.wrote - self.read], true)
+                // crr: an accept that returned after the request was
+                // stamped held it up; the receive stack starts after it.
+                let from = self.accepted.take().map_or(rx, |a| a.max(rx));
+                self.written([from - rx, self.read - from, self.wrote - self.read], true)
             }
             rx => {
                 self.out.incomplete += u64::from(self.sampled() && rx.is_none());
@@ -358,6 +491,12 @@ impl Stamper {
         if self.pending.front().is_none_or(|p| p.seq + 1 >= self.seq) {
             return;
         }
+        self.settle_server();
+    }
+
+    /// Server: reads the error queue and turns the transactions with both
+    /// transmit timestamps into records.
+    fn settle_server(&mut self) {
         self.timed(Stamper::collect);
         while let Some(p) = self.pending.front().copied() {
             let (Some(sc), Some(sn)) = (p.sched, p.snd) else {
@@ -366,33 +505,30 @@ impl Stamper {
             self.pending.pop_front();
             self.out.keep((
                 p.seq,
-                [p.head[0], p.head[1], sc - p.wrote, sn - sc],
+                [p.head[0], p.head[1], p.head[2], sc - p.wrote, sn - sc],
                 p.window,
                 0,
             ));
         }
     }
 
-    /// A stamper for an rr flow when the test asks for a breakdown; when
-    /// the kernel refuses timestamping, a note and None.
+    /// A stamper for an rr or udp-rr flow when the test asks for a
+    /// breakdown; when the kernel refuses timestamping, a note and None.
     pub fn for_flow(
         spec: &crate::spec::TestSpec,
         fd: RawFd,
         id: u32,
         msg: u64,
+        datagram: bool,
         notes: &mut Vec<String>,
     ) -> Option<Stamper> {
         if !spec.breakdown {
             return None;
         }
-        match Stamper::new(fd, id, msg) {
+        match Stamper::new(fd, id, msg, datagram) {
             Ok(s) => Some(s),
             Err(e) => {
-                let n =
-                    format!("--breakdown: the kernel refused SO_TIMESTAMPING ({e}); no timestamps");
-                if !notes.contains(&n) {
-                    notes.push(n);
-                }
+                refused(&e, notes);
                 None
             }
         }
@@ -401,5 +537,94 @@ impl Stamper {
     /// The records so far.
     pub fn report(&self) -> FlowStamps {
         self.out.clone()
+    }
+}
+
+/// A UDP socket with receive timestamping on, kept open for a crr test's
+/// life. The kernel stamps received packets only while some socket asks
+/// for it, and turns that on and off in deferred work; crr's short-lived
+/// connections alone would flip it with every connection, and the first
+/// packets of a new one would come without their receive timestamps.
+fn keeper() -> Option<socket2::Socket> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).ok()?;
+    sys_ts::enable(std::os::fd::AsRawFd::as_raw_fd(&s), false).ok()?;
+    Some(s)
+}
+
+/// Notes once that the kernel refused timestamping.
+pub fn refused(e: &io::Error, notes: &mut Vec<String>) {
+    let n = format!("--breakdown: the kernel refused SO_TIMESTAMPING ({e}); no timestamps");
+    if !notes.contains(&n) {
+        notes.push(n);
+    }
+}
+
+/// The server's records of crr flows, shared by its workers: a flow's
+/// connections come one after another, but any worker may accept one.
+/// Transaction numbers count the flow's connections in the order their
+/// preambles are read, as the client counts its connections.
+pub struct SharedStamps {
+    flows: Vec<Mutex<FlowStamps>>,
+    /// Keeps the kernel's receive stamping on between connections.
+    _keeper: Option<socket2::Socket>,
+}
+
+impl SharedStamps {
+    /// Empty records for `flows` roster flows.
+    pub fn new(flows: usize) -> SharedStamps {
+        SharedStamps {
+            flows: (0..flows as u32)
+                .map(|id| {
+                    Mutex::new(FlowStamps {
+                        id,
+                        stride: 1,
+                        ..FlowStamps::default()
+                    })
+                })
+                .collect(),
+            _keeper: keeper(),
+        }
+    }
+
+    /// A connection of flow `id` has sent its preamble: a stamper for it
+    /// when its transaction is sampled (timestamping turned on for `fd`).
+    pub fn connection(&self, id: u32, fd: RawFd, msg: u64) -> io::Result<Option<Stamper>> {
+        let Some(m) = self.flows.get(id as usize) else {
+            return Ok(None);
+        };
+        let mut f = m.lock().unwrap_or_else(|p| p.into_inner());
+        let seq = f.transactions;
+        f.transactions += 1;
+        if !seq.is_multiple_of(f.stride) {
+            return Ok(None);
+        }
+        let mut s = Stamper::new(fd, id, msg, false)?;
+        s.seq = seq;
+        s.out.stride = f.stride;
+        Ok(Some(s))
+    }
+
+    /// The connection is closed: its timestamps are all in; its record
+    /// joins the flow's.
+    pub fn done(&self, mut s: Stamper) {
+        s.settle_server();
+        let Some(m) = self.flows.get(s.out.id as usize) else {
+            return;
+        };
+        let mut f = m.lock().unwrap_or_else(|p| p.into_inner());
+        f.incomplete += s.out.incomplete + s.pending.len() as u64;
+        f.cost_ns += s.out.cost_ns;
+        for r in s.out.recs {
+            f.keep(r);
+        }
+    }
+
+    /// The flows' records, for the server's report.
+    pub fn report(&self) -> Vec<FlowStamps> {
+        self.flows
+            .iter()
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            .filter(|f| f.transactions > 0)
+            .collect()
     }
 }

@@ -12,10 +12,12 @@ use crate::proto::UdpFlowCounts;
 use crate::rr::go_solo;
 use crate::spec::Workload;
 use crate::sys::{self, EV_IN};
+use crate::sys_ts;
+use crate::timestamps::Stamper;
 use crate::udp::{Header, Kind, QuietEnd, is_transient, now_ns};
 use crate::workloads::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
-use std::io;
+use std::io::{self, IoSlice};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,6 +32,8 @@ pub const WORKLOAD: WorkloadDef = WorkloadDef {
 
 fn client_flow(mut a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
     let s = take_sock(&mut a)?;
+    let msg = a.spec.request_size as u64;
+    let stamps = Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, msg, true, a.notes);
     Ok(Box::new(UdpRrClient {
         id: a.plan.id,
         sock: s,
@@ -43,11 +47,14 @@ fn client_flow(mut a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
         solo: false,
         stop_wanted: false,
         counts: UdpFlowCounts::default(),
+        stamps,
     }))
 }
 
 fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
     let s = take_sock(&mut a)?;
+    let msg = a.spec.response_size as u64;
+    let stamps = Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, msg, true, a.notes);
     Ok(Some(Box::new(UdpRrServer {
         id: a.plan.id,
         sock: s,
@@ -56,7 +63,35 @@ fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
         solo: false,
         end: QuietEnd::new(QUIET),
         counts: UdpFlowCounts::default(),
+        stamps,
     })))
+}
+
+/// Receives one datagram; with a stamper, its receive timestamp too.
+fn recv_one(
+    fd: std::os::fd::RawFd,
+    buf: &mut [u8],
+    wait: bool,
+    stamps: &Option<Stamper>,
+) -> io::Result<(usize, Option<i64>)> {
+    match stamps {
+        Some(_) => sys_ts::recv_stamped(fd, buf, false, wait),
+        None => sys::recv_flags(fd, buf, false, wait).map(|n| (n, None)),
+    }
+}
+
+/// Sends one datagram; through the stamper when there is one (it asks
+/// for transmit timestamps of the sampled transactions).
+fn send_one(
+    fd: std::os::fd::RawFd,
+    buf: &[u8],
+    wait: bool,
+    stamps: &mut Option<Stamper>,
+) -> io::Result<usize> {
+    match stamps {
+        Some(b) => b.send(&[IoSlice::new(buf)], wait),
+        None => sys::send_flags(fd, buf, false, wait),
+    }
 }
 
 /// Transactions per readiness event before yielding to other flows.
@@ -77,6 +112,8 @@ pub struct UdpRrClient {
     solo: bool,
     stop_wanted: bool,
     counts: UdpFlowCounts,
+    /// `--breakdown`: the flow's timestamps.
+    stamps: Option<Stamper>,
 }
 
 impl UdpRrClient {
@@ -90,7 +127,10 @@ impl UdpRrClient {
         }
         .write(&mut ts.tx[..n]);
         let started = Instant::now();
-        match sys::send_flags(self.sock.as_raw_fd(), &ts.tx[..n], false, false) {
+        if let Some(b) = self.stamps.as_mut() {
+            b.set_seq(self.seq);
+        }
+        match send_one(self.sock.as_raw_fd(), &ts.tx[..n], false, &mut self.stamps) {
             Ok(_) => {}
             // A full socket buffer or an ICMP error: the request is lost,
             // as if on the wire; its timeout counts it.
@@ -99,6 +139,9 @@ impl UdpRrClient {
         }
         self.counters.add_sent(n);
         self.counts.sent += 1;
+        if let Some(b) = self.stamps.as_mut() {
+            b.request_sent(ts.measuring);
+        }
         self.waiting = Some((self.seq, started));
         self.seq += 1;
         Ok(true)
@@ -120,8 +163,8 @@ impl UdpRrClient {
                 self.send_request(ts)?;
                 continue;
             };
-            match sys::recv_flags(fd, &mut ts.rx, false, self.solo) {
-                Ok(n) => {
+            match recv_one(fd, &mut ts.rx, self.solo, &self.stamps) {
+                Ok((n, stamp)) => {
                     let Some(h) = Header::read(&ts.rx[..n]) else {
                         continue;
                     };
@@ -134,6 +177,10 @@ impl UdpRrClient {
                         continue;
                     }
                     let now = Instant::now();
+                    if let Some(b) = self.stamps.as_mut() {
+                        b.received(stamp);
+                        b.response_read(now.saturating_duration_since(started));
+                    }
                     ts.record_until(started, now, false);
                     self.counters.add_received(n);
                     self.counters.add_transaction();
@@ -151,6 +198,9 @@ impl UdpRrClient {
                     if now >= due {
                         self.counts.timeouts += 1;
                         self.waiting = None;
+                        if let Some(b) = self.stamps.as_mut() {
+                            b.lost();
+                        }
                         continue;
                     }
                     if self.solo {
@@ -182,6 +232,9 @@ impl Flow for UdpRrClient {
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
+        if let Some(b) = self.stamps.as_mut() {
+            b.on_error_event(events);
+        }
         if events & (EV_IN | EV_TIMER) != 0 {
             return self.step(ts);
         }
@@ -204,7 +257,7 @@ impl Flow for UdpRrClient {
         c.timeouts += u64::from(self.waiting.is_some());
         Some(FlowEnd {
             id: self.id,
-            stamps: None,
+            stamps: self.stamps.as_ref().map(Stamper::report),
             rx_zerocopy: None,
             tcp_info: None,
             udp: Some(c),
@@ -224,14 +277,16 @@ pub struct UdpRrServer {
     solo: bool,
     end: QuietEnd,
     counts: UdpFlowCounts,
+    /// `--breakdown`: the flow's timestamps.
+    stamps: Option<Stamper>,
 }
 
 impl UdpRrServer {
     fn answer_some(&mut self, ts: &mut ThreadState) -> io::Result<()> {
         let fd = self.sock.as_raw_fd();
         for _ in 0..BUDGET {
-            let n = match sys::recv_flags(fd, &mut ts.rx, false, self.solo) {
-                Ok(n) => n,
+            let (n, stamp) = match recv_one(fd, &mut ts.rx, self.solo, &self.stamps) {
+                Ok(got) => got,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock || is_transient(&e) => {
                     return Ok(());
                 }
@@ -246,17 +301,25 @@ impl UdpRrServer {
             self.end.heard();
             self.counters.add_received(n);
             self.counts.received += 1;
+            if let Some(b) = self.stamps.as_mut() {
+                b.set_seq(h.seq);
+                b.received(stamp);
+                b.request_read();
+            }
             let m = self.response;
             Header {
                 kind: Kind::Response,
                 ..h
             }
             .write(&mut ts.tx[..m]);
-            match sys::send_flags(fd, &ts.tx[..m], false, self.solo) {
+            match send_one(fd, &ts.tx[..m], self.solo, &mut self.stamps) {
                 Ok(_) => {
                     self.counters.add_sent(m);
                     self.counters.add_transaction();
                     self.counts.sent += 1;
+                    if let Some(b) = self.stamps.as_mut() {
+                        b.response_sent();
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock || is_transient(&e) => {}
                 Err(e) => return Err(e),
@@ -280,6 +343,9 @@ impl Flow for UdpRrServer {
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
+        if let Some(b) = self.stamps.as_mut() {
+            b.on_error_event(events);
+        }
         if events & EV_IN != 0 {
             self.answer_some(ts)?;
         }
@@ -294,7 +360,7 @@ impl Flow for UdpRrServer {
     fn report(&self) -> Option<FlowEnd> {
         Some(FlowEnd {
             id: self.id,
-            stamps: None,
+            stamps: self.stamps.as_ref().map(Stamper::report),
             rx_zerocopy: None,
             tcp_info: None,
             udp: Some(self.counts.clone()),

@@ -60,6 +60,8 @@ pub struct ListenerArgs {
     pub counters: Arc<Vec<Arc<Counters>>>,
     /// How long a new connection may take to send its preamble.
     pub preamble_timeout: Duration,
+    /// `--breakdown`: the server's timestamp records, shared by workers.
+    pub stamps: Option<Arc<crate::timestamps::SharedStamps>>,
 }
 
 /// A client-side flow constructor.

@@ -145,13 +145,14 @@ pub struct BenchArgs {
     #[arg(long)]
     pub rx_zerocopy: bool,
     /// Busy polling for USECS microseconds on every data socket
-    /// (SO_BUSY_POLL, SO_PREFER_BUSY_POLL) and on each worker's epoll
+    /// (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker's epoll
     /// instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs
     /// CAP_NET_ADMIN; it acts only on NICs with NAPI (veth: with GRO on).
     #[arg(long, value_name = "USECS")]
     pub busy_poll: Option<u32>,
-    /// rr: timestamp every transaction on both sides (kernel software
-    /// timestamps) and report where the round trip is spent (docs/latency.md).
+    /// rr, crr, udp-rr: timestamp a sample of transactions on both sides
+    /// (kernel software timestamps) and report where the round trip is
+    /// spent (docs/latency.md).
     #[arg(long)]
     pub breakdown: bool,
     /// IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6).
@@ -596,9 +597,9 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
         busy_poll_us: a.busy_poll,
         ..TestSpec::default()
     };
-    if a.breakdown && workload != Workload::Rr {
+    if a.breakdown && !matches!(workload, Workload::Rr | Workload::Crr | Workload::UdpRr) {
         return Err(format!(
-            "--breakdown covers the rr workload only (not {}) for now",
+            "--breakdown cuts request/response transactions (rr, crr, udp-rr), not {}",
             workload.name()
         ));
     }

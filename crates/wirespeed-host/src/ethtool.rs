@@ -22,6 +22,7 @@ const MSG_PRIVFLAGS_SET: u8 = 14;
 const MSG_RINGS_GET: u8 = 15;
 const MSG_RINGS_SET: u8 = 16;
 const MSG_CHANNELS_GET: u8 = 17;
+const MSG_TSINFO_GET: u8 = 25;
 
 const A_HEADER: u16 = 1;
 const A_HEADER_DEV_NAME: u16 = 2;
@@ -47,6 +48,10 @@ const A_CHANNELS_COMBINED_MAX: u16 = 5;
 const A_CHANNELS_RX: u16 = 6;
 const A_CHANNELS_TX: u16 = 7;
 const A_CHANNELS_COMBINED: u16 = 9;
+const A_TSINFO_TIMESTAMPING: u16 = 2;
+const A_TSINFO_TX_TYPES: u16 = 3;
+const A_TSINFO_RX_FILTERS: u16 = 4;
+const A_TSINFO_PHC_INDEX: u16 = 5;
 
 /// One netlink attribute, possibly nested.
 #[derive(Debug, Clone)]
@@ -206,7 +211,62 @@ pub(crate) fn u32_of(v: &[u8]) -> Option<u32> {
     Some(u32::from_ne_bytes(v.get(..4)?.try_into().ok()?))
 }
 
-pub use wirespeed_types::host::snapshot::{Channels, Feature, Rings};
+pub use wirespeed_types::breakdown::DeviceClock;
+pub use wirespeed_types::host::snapshot::{Channels, Feature, Rings, Timestamping};
+
+/// The timestamping of the device the kernel routes `dst` by (in this
+/// network namespace), as `ethtool -T DEV` shows it: what a breakdown
+/// toward `dst` could use.
+pub fn device_clock(dst: std::net::IpAddr) -> Result<DeviceClock, HostError> {
+    let mut rt = crate::rtnl::Rtnl::open()?;
+    let index = rt.route_get(dst, None)?.ok_or_else(|| HostError::Decode {
+        what: format!("route get {dst}"),
+        detail: "no output device".into(),
+    })?;
+    let device = rt.link_name(index)?;
+    let t = Ethtool::open()?.timestamping(&device)?;
+    Ok(DeviceClock {
+        device,
+        available: t.best().into(),
+        phc_index: t.phc_index,
+        capabilities: t.capabilities,
+    })
+}
+
+/// Adds to a breakdown the timestamping of the client's device toward the
+/// server (`server` is the result's "address:port"), and says which clock
+/// the breakdown used beside which the device offers. A device that
+/// cannot be read is a note, not an error.
+pub fn add_device_clock(b: &mut wirespeed_types::breakdown::Breakdown, server: &str) {
+    let host = server
+        .rsplit_once(':')
+        .map_or(server, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let Ok(dst) = host.parse::<std::net::IpAddr>() else {
+        return;
+    };
+    match device_clock(dst) {
+        Ok(d) => {
+            b.notes.push(match d.available.as_str() {
+                "hardware" => format!(
+                    "{} can timestamp in hardware (PHC {}); this breakdown uses the kernel's software timestamps on both sides",
+                    d.device,
+                    d.phc_index.map_or("none".into(), |i| i.to_string())
+                ),
+                "software" => format!(
+                    "{} has software timestamps only (no hardware clock): the breakdown's clock is software",
+                    d.device
+                ),
+                _ => format!("{} reports no timestamping capabilities", d.device),
+            });
+            b.device = Some(d);
+        }
+        Err(e) => b
+            .notes
+            .push(format!("the device's timestamping could not be read: {e}")),
+    }
+}
 
 /// A connection to the ethtool family.
 /// The id of the generic-netlink family `name` (ethtool, mptcp_pm), asked
@@ -422,6 +482,30 @@ impl Ethtool {
             rx_max: v(A_CHANNELS_RX_MAX),
             tx_max: v(A_CHANNELS_TX_MAX),
             combined_max: v(A_CHANNELS_COMBINED_MAX),
+        })
+    }
+
+    /// Timestamping capabilities, as `ethtool -T` reads them: the bits
+    /// set in each bitset (a bitset the kernel leaves out is empty).
+    pub(crate) fn timestamping(&mut self, dev: &str) -> Result<Timestamping, HostError> {
+        let got = self.call(MSG_TSINFO_GET, dev, vec![], "timestamping")?;
+        let set = |k: u16| -> Result<Vec<String>, HostError> {
+            match got.iter().find(|(kind, _)| *kind == k) {
+                Some((_, v)) => Ok(Self::decode("timestamping", dev, bitset(v))?
+                    .into_iter()
+                    .filter_map(|(name, on)| on.then_some(name))
+                    .collect()),
+                None => Ok(Vec::new()),
+            }
+        };
+        Ok(Timestamping {
+            capabilities: set(A_TSINFO_TIMESTAMPING)?,
+            tx_types: set(A_TSINFO_TX_TYPES)?,
+            rx_filters: set(A_TSINFO_RX_FILTERS)?,
+            phc_index: got
+                .iter()
+                .find(|(k, _)| *k == A_TSINFO_PHC_INDEX)
+                .and_then(|(_, v)| u32_of(v)),
         })
     }
 

@@ -236,8 +236,13 @@ fn link_of(
             link.rings = Known::from_result(e.rings(&name));
             link.channels = Known::from_result(e.channels(&name));
             link.private_flags = Known::from_result(e.private_flags(&name));
+            link.timestamping = Known::from_result(e.timestamping(&name));
         }
-        Some(_) => {}
+        Some(e) => {
+            // Loopback has no speed, rings or features worth reading, but
+            // it stamps in software like any device.
+            link.timestamping = Known::from_result(e.timestamping(&link.name));
+        }
         None => {
             let why = "the ethtool netlink family is not available";
             link.speed_mbps = Known::unknown(why);
@@ -245,6 +250,7 @@ fn link_of(
             link.rings = Known::unknown(why);
             link.channels = Known::unknown(why);
             link.private_flags = Known::unknown(why);
+            link.timestamping = Known::unknown(why);
         }
     }
     link

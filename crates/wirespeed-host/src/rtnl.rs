@@ -82,6 +82,19 @@ impl Rtnl {
             .collect())
     }
 
+    /// The name of the link with `index`.
+    pub(crate) fn link_name(&mut self, index: u32) -> Result<String, HostError> {
+        self.links()?
+            .into_iter()
+            .filter(|l| l.header.index == index)
+            .flat_map(|l| l.attributes)
+            .find_map(|a| match a {
+                LinkAttribute::IfName(n) => Some(n),
+                _ => None,
+            })
+            .ok_or_else(|| HostError::NoSuchLink(format!("index {index}")))
+    }
+
     /// One link by name.
     pub(crate) fn link(&mut self, name: &str) -> Result<LinkMessage, HostError> {
         let mut ask = LinkMessage::default();

@@ -151,3 +151,74 @@ fn changes_in_a_namespace_are_undone_with_their_side_effects() {
     c.undo().unwrap();
     assert_eq!(read_all(&ns.0, &watched), before);
 }
+
+// `ethtool -T` over netlink: veth and loopback stamp in software only (no
+// hardware clock), inspect carries it per device, and the device toward
+// a peer is found by route and read the same way (what --breakdown puts
+// in its JSON).
+#[test]
+fn timestamping_capabilities_read_on_veth_and_loopback() {
+    if !root() {
+        eprintln!("skipping timestamping_capabilities_read: needs root");
+        return;
+    }
+    let ns = Ns(format!("wst-p{}-0", std::process::id()));
+    netns::create(&ns.0).unwrap();
+    let ops = [
+        Op::Veth {
+            ns_a: ns.0.clone(),
+            dev_a: "t0".into(),
+            ns_b: ns.0.clone(),
+            dev_b: "t1".into(),
+        },
+        Op::Addr {
+            ns: ns.0.clone(),
+            dev: "t0".into(),
+            addr: "10.9.7.1".parse().unwrap(),
+            len: 24,
+            nodad: true,
+        },
+        Op::Up {
+            ns: ns.0.clone(),
+            dev: "t0".into(),
+        },
+    ];
+    for op in &ops {
+        op.apply().unwrap_or_else(|e| panic!("{op}: {e}"));
+    }
+    let (snap, clock) = netns::run_in(&ns.0, || {
+        let snap = wirespeed_host::inspect(&Fs::at("/"))?;
+        let clock = wirespeed_host::ethtool::device_clock("10.9.7.2".parse().unwrap())?;
+        Ok((snap, clock))
+    })
+    .unwrap();
+    for name in ["t0", "lo"] {
+        let link = snap.links.iter().find(|l| l.name == name).unwrap();
+        let ts = link
+            .timestamping
+            .get()
+            .unwrap_or_else(|| panic!("{name}: {:?}", link.timestamping));
+        eprintln!("{name}: {ts:?}");
+        for c in [
+            "software-transmit",
+            "software-receive",
+            "software-system-clock",
+        ] {
+            assert!(
+                ts.capabilities.iter().any(|x| x == c),
+                "{name} lacks {c}: {ts:?}"
+            );
+        }
+        assert!(!ts.hardware(), "{name}: {ts:?}");
+        assert_eq!(ts.best(), "software");
+        assert_eq!(ts.phc_index, None, "{name}: {ts:?}");
+    }
+    assert_eq!(clock.device, "t0");
+    assert_eq!(clock.available, "software");
+    // A device that is not there is an error that names it.
+    let e = netns::run_in(&ns.0, || {
+        wirespeed_host::ethtool::device_clock("192.0.2.1".parse().unwrap())
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("192.0.2.1"), "{e}");
+}

@@ -2,7 +2,7 @@
 //! tail's round trip, with what moves it (docs/latency.md).
 
 use crate::bottleneck::{Bottleneck, BottleneckKind, ev};
-use wirespeed_types::breakdown::{Breakdown, PercentileSlice, SEGMENTS};
+use wirespeed_types::breakdown::{Breakdown, PercentileSlice};
 use wirespeed_types::result::TestResult;
 
 /// A segment taking at least this share of the round trip at p99 is named.
@@ -21,6 +21,12 @@ fn remedy(key: &str) -> &'static str {
             "the send path before the qdisc: TCP held the data (congestion window, pacing, TCP Small Queues) or an overlay or netfilter costs time; check --cc and the path's encapsulation"
         }
         "server_app" => "the server application's own time between reading and writing",
+        "client_connect" => {
+            "connection setup: the handshake's round trip, a full accept queue or SYN backlog at the server (net.core.somaxconn, tcp_max_syn_backlog), or SYN retransmits; persistent connections (rr) avoid it"
+        }
+        "server_accept" => {
+            "the server thread's wake-up to accept: pin it away from busy CPUs, more worker threads (--threads) so that one is free to accept"
+        }
         _ => {
             "the wire and what the hosts do outside their timestamps: the links, NIC queues, the far side's receive softirq"
         }
@@ -41,7 +47,7 @@ pub fn latency_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
         .iter()
         .copied()
         .enumerate()
-        .take(SEGMENTS.len())
+        .take(b.segments.len())
         .max_by(|a, b| a.1.total_cmp(&b.1))
     else {
         return;
@@ -49,7 +55,9 @@ pub fn latency_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
     if share < DOMINANT_SHARE {
         return;
     }
-    let (key, label) = SEGMENTS[i];
+    let Some((key, label)) = b.segment(i) else {
+        return;
+    };
     let p50_share = b
         .at(50.0)
         .and_then(|m| m.shares.get(i))
@@ -86,17 +94,17 @@ pub fn latency_rule(r: &TestResult, out: &mut Vec<Bottleneck>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirespeed_types::breakdown::{Joined, summarize};
+    use wirespeed_types::breakdown::{Joined, RR_SEGMENTS, summarize};
 
     fn result(wake: i64) -> TestResult {
         let joined: Vec<Joined> = (0..1000)
             .map(|i| {
                 let w = if i % 50 == 0 { wake } else { 8000 };
-                (0, i, [1500, 500, 2000, w, 50, 1500, 500, 8000], 0)
+                (0, i, [0, 1500, 500, 2000, 0, w, 50, 1500, 500, 8000], 0)
             })
             .collect();
         TestResult {
-            breakdown: summarize(joined),
+            breakdown: summarize(joined, &RR_SEGMENTS),
             ..TestResult::default()
         }
     }

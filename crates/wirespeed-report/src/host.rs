@@ -130,7 +130,7 @@ fn snapshot_links(o: &mut String, s: &Snapshot) {
     let _ = writeln!(o, "\n{t}");
 }
 
-/// Bonds, VXLANs and private flags, a line each.
+/// Bonds, VXLANs, private flags and timestamping, a line each.
 fn snapshot_link_details(o: &mut String, s: &Snapshot) {
     for l in &s.links {
         if let Some(b) = &l.bond {
@@ -176,6 +176,18 @@ fn snapshot_link_details(o: &mut String, s: &Snapshot) {
                 .map(|(k, v)| format!("{k}={}", if *v { "on" } else { "off" }))
                 .collect();
             let _ = writeln!(o, "private flags {}: {}", l.name, list.join(" "));
+        }
+        if let Some(t) = l.timestamping.get().filter(|t| !t.capabilities.is_empty()) {
+            let _ = writeln!(
+                o,
+                "timestamping {}: {} ({}{})",
+                l.name,
+                t.best(),
+                t.capabilities.join(" "),
+                t.phc_index
+                    .map(|i| format!(", PHC {i}"))
+                    .unwrap_or_default()
+            );
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::chart::{CLOSE_SVG, W, color, esc, legend, n, open_svg, plot_rect};
 use crate::figures::{Figure, Table};
 use crate::units::human_us;
 use std::fmt::Write;
-use wirespeed_types::breakdown::{Breakdown, SEGMENTS};
+use wirespeed_types::breakdown::{Breakdown, SEGMENTS, WIRE};
 use wirespeed_types::result::TestResult;
 
 /// Left edge of the bars (after the row labels) and right edge.
@@ -17,12 +17,19 @@ const X1: f64 = W - 96.0;
 const ROW: f64 = 26.0;
 const TOP: f64 = 10.0;
 
-fn segment_legend() -> String {
+/// The breakdown's segments as (index in [`SEGMENTS`], label): colours
+/// follow the catalogue, so a segment has one colour in every chart.
+fn reported(b: &Breakdown) -> Vec<(usize, &'static str)> {
+    (0..b.segments.len())
+        .filter_map(|i| b.catalogue_index(i).map(|c| (c, SEGMENTS[c].1)))
+        .collect()
+}
+
+fn segment_legend(b: &Breakdown) -> String {
     legend(
-        &SEGMENTS
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.1.to_string(), color(i).to_string(), false))
+        &reported(b)
+            .into_iter()
+            .map(|(c, label)| (label.to_string(), color(c).to_string(), false))
             .collect::<Vec<_>>(),
     )
 }
@@ -68,7 +75,8 @@ fn axis_note(o: &mut String, bottom: f64, text: &str) {
 fn stacked(b: &Breakdown) -> Figure {
     let rows = &b.at_percentiles;
     let bottom = TOP + ROW * rows.len() as f64;
-    let marks = rows.len() * SEGMENTS.len();
+    let segs = reported(b);
+    let marks = rows.len() * segs.len();
     let mut o = open_svg(
         "breakdown",
         "where the round trip is spent",
@@ -79,16 +87,16 @@ fn stacked(b: &Breakdown) -> Figure {
     for (r, s) in rows.iter().enumerate() {
         let y = TOP + ROW * r as f64 + 4.0;
         let mut x = X0;
-        for (i, share) in s.shares.iter().enumerate().take(SEGMENTS.len()) {
+        for (i, (share, &(c, label))) in s.shares.iter().zip(&segs).enumerate() {
             let w = share.max(0.0) * (X1 - X0);
             let tip = format!(
                 "p{}: {} {} ({:.0}%)",
                 s.percentile,
-                SEGMENTS[i].1,
-                human_us(s.parts_us[i]),
+                label,
+                human_us(s.parts_us.get(i).copied().unwrap_or(0.0)),
                 share * 100.0
             );
-            rect(&mut o, i, x, y, w, &tip);
+            rect(&mut o, c, x, y, w, &tip);
             x += w;
         }
         row_label(
@@ -109,11 +117,11 @@ fn stacked(b: &Breakdown) -> Figure {
                     "p{}: {:.0}% {}",
                     rows.last().map_or(0.0, |s| s.percentile),
                     sh * 100.0,
-                    SEGMENTS[i].1
+                    b.segment(i).map_or("", |s| s.1)
                 )
             })
             .unwrap_or_default(),
-        legend: segment_legend(),
+        legend: segment_legend(b),
         panels: vec![o],
         note: format!(
             "Each bar is the mean of the transactions ranked at that percentile, cut into segments each timed on one host's clock; {} sampled transactions (1 in {}). docs/latency.md says what each segment covers.",
@@ -131,21 +139,27 @@ fn top_part(shares: &[f64]) -> (usize, f64) {
         .fold((0, f64::MIN), |a, (i, s)| if s > a.1 { (i, s) } else { a })
 }
 
-/// The segments in time order for the waterfall: the wire (both ways) is
-/// drawn half before and half after the server's part.
-fn timeline(parts: &[f64]) -> Vec<(usize, f64)> {
+/// The segments in time order for the waterfall, as (index in
+/// [`SEGMENTS`], microseconds): the wire (both ways) is drawn half before
+/// the server's part and half after it, before the client's receive.
+fn timeline(segs: &[(usize, &str)], parts: &[f64]) -> Vec<(usize, f64)> {
     let p = |i: usize| parts.get(i).copied().unwrap_or(0.0).max(0.0);
-    vec![
-        (0, p(0)),
-        (1, p(1)),
-        (2, p(2) / 2.0),
-        (3, p(3)),
-        (4, p(4)),
-        (5, p(5)),
-        (6, p(6)),
-        (2, p(2) / 2.0),
-        (7, p(7)),
-    ]
+    let wire = segs
+        .iter()
+        .position(|s| s.0 == WIRE)
+        .map_or(0.0, |i| p(i) / 2.0);
+    let mut v = Vec::with_capacity(segs.len() + 1);
+    for (i, &(c, _)) in segs.iter().enumerate() {
+        if c == WIRE {
+            v.push((c, wire));
+            continue;
+        }
+        if SEGMENTS[c].0 == "client_rx_stack" {
+            v.push((WIRE, wire));
+        }
+        v.push((c, p(i)));
+    }
+    v
 }
 
 /// The slowest transactions as waterfalls on one time axis.
@@ -160,13 +174,14 @@ fn waterfall(b: &Breakdown) -> Option<Figure> {
         .fold(0.0, f64::max);
     let scale = if max > 0.0 { (X1 - X0) / max } else { 0.0 };
     let bottom = TOP + ROW * b.slowest.len() as f64;
-    let marks = b.slowest.len() * 9;
+    let segs = reported(b);
+    let marks = b.slowest.len() * (segs.len() + 1);
     let mut o = open_svg("waterfall", "slowest transactions", bottom + 28.0, marks);
     plot_rect(&mut o, X0, X1, TOP, bottom);
     for (r, t) in b.slowest.iter().enumerate() {
         let y = TOP + ROW * r as f64 + 4.0;
         let mut x = X0;
-        for (seg, us) in timeline(&t.parts_us) {
+        for (seg, us) in timeline(&segs, &t.parts_us) {
             let tip = format!("#{} {}: {}", t.seq, SEGMENTS[seg].1, human_us(us));
             rect(&mut o, seg, x, y, us * scale, &tip);
             x += us * scale;
@@ -187,7 +202,7 @@ fn waterfall(b: &Breakdown) -> Option<Figure> {
     Some(Figure {
         title: "The slowest transactions, segment by segment".into(),
         quote: format!("slowest {}", human_us(max)),
-        legend: segment_legend(),
+        legend: segment_legend(b),
         panels: vec![o],
         note: "Each row is one sampled transaction (flow's transaction number on the left), its segments in the order they happen; the wire is drawn half on the way out and half on the way back.".into(),
         table: String::new(),
@@ -197,7 +212,7 @@ fn waterfall(b: &Breakdown) -> Option<Figure> {
 fn segment_table(b: &Breakdown) -> Table {
     let mut t = Table::new(&["segment", "p50", "p90", "p99", "p99.9"], 1);
     for (i, s) in b.segments.iter().chain([&b.round_trip]).enumerate() {
-        let label = SEGMENTS.get(i).map_or("round trip", |s| s.1);
+        let label = b.segment(i).map_or("round trip", |s| s.1);
         t.rows.push(vec![
             label.to_string(),
             human_us(s.p50_us),

@@ -6,19 +6,33 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The segments in the order a transaction passes them, as (JSON key,
-/// label). The wire (both ways) and whatever the far side does outside
-/// its timestamps is what the round trip leaves after the host segments.
-pub const SEGMENTS: [(&str, &str); 8] = [
+/// Every segment a breakdown can have, in the order a transaction passes
+/// them, as (JSON key, label). The wire (both ways) and whatever the far
+/// side does outside its timestamps is what the round trip leaves after
+/// the host segments. A workload reports the ones it measures
+/// ([`RR_SEGMENTS`], [`CRR_SEGMENTS`]), in this order.
+pub const SEGMENTS: [(&str, &str); 10] = [
+    ("client_connect", "client connect and handshake"),
     ("client_send_stack", "client send stack"),
     ("client_queue", "client queue/driver"),
     ("wire", "wire and unaccounted"),
+    ("server_accept", "server accept wake-up"),
     ("server_rx_stack", "server receive stack and wake-up"),
     ("server_app", "server application"),
     ("server_send_stack", "server send stack"),
     ("server_queue", "server queue/driver"),
     ("client_rx_stack", "client receive stack and wake-up"),
 ];
+
+/// The segments of rr and udp-rr (indices into [`SEGMENTS`]): no
+/// connection is set up inside a transaction.
+pub const RR_SEGMENTS: [usize; 8] = [1, 2, 3, 5, 6, 7, 8, 9];
+
+/// The segments of crr: every one, the handshake and the accept included.
+pub const CRR_SEGMENTS: [usize; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+
+/// Index in [`SEGMENTS`] of the wire.
+pub const WIRE: usize = 3;
 
 /// The percentiles a breakdown reports, as fractions.
 pub const PERCENTILES: [f64; 4] = [0.50, 0.90, 0.99, 0.999];
@@ -103,6 +117,25 @@ pub struct Breakdown {
     /// Remarks: missing timestamps, fallbacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The timestamping the client's device toward the server offers
+    /// (`ethtool -T`), when it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceClock>,
+}
+
+/// What the device a flow leaves by can timestamp: whether a hardware
+/// clock was there to use.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceClock {
+    /// The device the kernel routes the server's address by.
+    pub device: String,
+    /// The best timestamps it offers: "hardware", "software" or "none".
+    pub available: String,
+    /// Its PTP hardware clock, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phc_index: Option<u32>,
+    /// Its SOF_TIMESTAMPING capabilities by kernel name.
+    pub capabilities: Vec<String>,
 }
 
 impl Breakdown {
@@ -117,11 +150,30 @@ impl Breakdown {
     pub fn index_of(key: &str) -> Option<usize> {
         SEGMENTS.iter().position(|s| s.0 == key)
     }
+
+    /// Index in [`SEGMENTS`] of this breakdown's `i`-th segment (the
+    /// order of `segments`, `parts_us` and `shares`).
+    pub fn catalogue_index(&self, i: usize) -> Option<usize> {
+        self.segments
+            .get(i)
+            .and_then(|s| Breakdown::index_of(&s.name))
+    }
+
+    /// (JSON key, label) of this breakdown's `i`-th segment.
+    pub fn segment(&self, i: usize) -> Option<(&'static str, &'static str)> {
+        self.catalogue_index(i).map(|c| SEGMENTS[c])
+    }
+
+    /// Where this breakdown's segment `key` is in `parts_us` and `shares`.
+    pub fn position(&self, key: &str) -> Option<usize> {
+        self.segments.iter().position(|s| s.name == key)
+    }
 }
 
-/// One joined transaction: its flow, number, segments and the client's
+/// One joined transaction: its flow, number, segments (in [`SEGMENTS`]
+/// order, 0 where the workload has no such segment) and the client's
 /// monotonic-clock round trip, in nanoseconds.
-pub type Joined = (u32, u64, [i64; 8], i64);
+pub type Joined = (u32, u64, [i64; 10], i64);
 
 /// How many slowest transactions a breakdown keeps.
 pub const SLOWEST: usize = 10;
@@ -159,13 +211,13 @@ fn band(n: usize, q: f64) -> std::ops::Range<usize> {
     center.saturating_sub(half)..(center + half + 1).min(n)
 }
 
-fn slice(sorted: &[Joined], q: f64) -> PercentileSlice {
+fn slice(sorted: &[Joined], which: &[usize], q: f64) -> PercentileSlice {
     let b = band(sorted.len(), q);
     let k = b.len().max(1) as f64;
-    let mut parts = [0f64; 8];
+    let mut parts = vec![0f64; which.len()];
     for t in &sorted[b.clone()] {
-        for (p, v) in parts.iter_mut().zip(t.2) {
-            *p += v as f64;
+        for (p, &i) in parts.iter_mut().zip(which) {
+            *p += t.2[i] as f64;
         }
     }
     let rt: f64 = parts.iter().sum::<f64>() / k;
@@ -181,16 +233,16 @@ fn slice(sorted: &[Joined], q: f64) -> PercentileSlice {
     }
 }
 
-/// Builds the breakdown of joined transactions (empty input: None).
-pub fn summarize(mut joined: Vec<Joined>) -> Option<Breakdown> {
+/// Builds the breakdown of joined transactions over the segments `which`
+/// (indices into [`SEGMENTS`], in order; empty input: None).
+pub fn summarize(mut joined: Vec<Joined>, which: &[usize]) -> Option<Breakdown> {
     if joined.is_empty() {
         return None;
     }
     joined.sort_by_key(total);
-    let segments = SEGMENTS
+    let segments = which
         .iter()
-        .enumerate()
-        .map(|(i, (name, _))| stats(name, joined.iter().map(|t| t.2[i]).collect()))
+        .map(|&i| stats(SEGMENTS[i].0, joined.iter().map(|t| t.2[i]).collect()))
         .collect();
     let round_trip = stats("round_trip", joined.iter().map(total).collect());
     let measured = stats("measured", joined.iter().map(|t| t.3).collect());
@@ -212,7 +264,7 @@ pub fn summarize(mut joined: Vec<Joined>) -> Option<Breakdown> {
             flow: t.0,
             seq: t.1,
             round_trip_us: us(total(t) as f64),
-            parts_us: t.2.iter().map(|&v| us(v as f64)).collect(),
+            parts_us: which.iter().map(|&i| us(t.2[i] as f64)).collect(),
         })
         .collect();
     Some(Breakdown {
@@ -220,7 +272,10 @@ pub fn summarize(mut joined: Vec<Joined>) -> Option<Breakdown> {
         transactions: joined.len() as u64,
         segments,
         round_trip,
-        at_percentiles: PERCENTILES.iter().map(|&q| slice(&joined, q)).collect(),
+        at_percentiles: PERCENTILES
+            .iter()
+            .map(|&q| slice(&joined, which, q))
+            .collect(),
         slowest,
         measured_p50_us: measured.p50_us,
         sum_error_p50,
@@ -236,7 +291,7 @@ mod tests {
         (
             0,
             seq,
-            [1000, 1000, wire, 1000, 0, 1000, 1000, 1000],
+            [0, 1000, 1000, wire, 0, 1000, 0, 1000, 1000, 1000],
             6000 + wire,
         )
     }
@@ -245,7 +300,7 @@ mod tests {
     fn slices_add_up_and_the_tail_shows_its_cause() {
         let mut v: Vec<Joined> = (0..1000).map(|i| t(i, 4000)).collect();
         v[7] = t(7, 1_000_000);
-        let b = summarize(v).expect("breakdown");
+        let b = summarize(v, &RR_SEGMENTS).expect("breakdown");
         assert_eq!(b.transactions, 1000);
         let p50 = b.at(50.0).expect("p50");
         assert!((p50.parts_us.iter().sum::<f64>() - p50.round_trip_us).abs() < 1e-6);
@@ -264,6 +319,6 @@ mod tests {
         assert_eq!(band(1, 0.999), 0..1);
         assert_eq!(band(10_000, 0.5), 4949..5050);
         assert_eq!(band(10_000, 0.999), 9987..9992);
-        assert!(summarize(Vec::new()).is_none());
+        assert!(summarize(Vec::new(), &RR_SEGMENTS).is_none());
     }
 }

@@ -279,6 +279,9 @@ impl Session<'_> {
         }
         shown?;
         let mut r = r.with_context(|| format!("test against {} failed", self.cmd.host))?;
+        if let Some(b) = r.breakdown.as_mut() {
+            wirespeed_host::ethtool::add_device_clock(b, &r.server);
+        }
         if let Some(st) = self.stream.as_mut() {
             self.out.raw(&st.end(&r, &self.cmd.host))?;
         }

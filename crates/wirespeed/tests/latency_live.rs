@@ -20,10 +20,23 @@ fn breakdown(lab: &Lab, dst: &str, args: &[&str]) -> Value {
 
 /// As [`breakdown`], for `secs`.
 fn breakdown_for(lab: &Lab, dst: &str, secs: &str, args: &[&str]) -> Value {
+    breakdown_of(lab, dst, "rr", secs, args)
+}
+
+/// As [`breakdown`], of `workload` (rr, crr, udp-rr) for `secs`.
+fn breakdown_of(lab: &Lab, dst: &str, workload: &str, secs: &str, args: &[&str]) -> Value {
     let mut cmd = lab.command("a", bin());
-    cmd.args(["bench", dst, "--port", "5300", "-w", "rr", "--breakdown"])
-        .args(["--json", "-d", secs, "--warmup", "0.5s"])
-        .args(args);
+    cmd.args([
+        "bench",
+        dst,
+        "--port",
+        "5300",
+        "-w",
+        workload,
+        "--breakdown",
+    ])
+    .args(["--json", "-d", secs, "--warmup", "0.5s"])
+    .args(args);
     let r = first_result(&run(cmd));
     let b = &r["breakdown"];
     assert!(b.is_object(), "no breakdown: {r}");
@@ -81,9 +94,10 @@ fn server_addr(lab: &Lab) -> String {
 
 // Each sampled transaction's segments add up to the round trip the client
 // measured for it on its own monotonic clock: within 2% at p50 (of the
-// per-transaction error, and of the medians), for 1-byte and 80000-byte
-// messages; every host segment is non-negative at p50 (a timestamp tied
-// to the wrong bytes would show as a negative wire).
+// per-transaction error, and of the medians), for rr with 1-byte and
+// 80000-byte messages, crr (with its connect and accept segments) and
+// udp-rr; every host segment is non-negative at p50 (a timestamp tied to
+// the wrong bytes would show as a negative wire).
 #[test]
 fn segments_add_up_to_the_round_trip_at_p50() {
     if !root_or_skip("segments_add_up") {
@@ -92,8 +106,16 @@ fn segments_add_up_to_the_round_trip_at_p50() {
     let _g = heavy();
     let spec = LabSpec::two_hosts(&Lab::unique("t-bdsum"), 1, None);
     let (lab, _server) = lab_spec_with_server(&spec);
-    for size in ["1", "80000"] {
-        let r = breakdown(&lab, &server_addr(&lab), &["--size", size]);
+    let runs = [
+        ("rr", "1"),
+        ("rr", "80000"),
+        ("crr", "1"),
+        // udp-rr's requests carry a 28-byte header.
+        ("udp-rr", "32"),
+        ("udp-rr", "1400"),
+    ];
+    for (w, size) in runs {
+        let r = breakdown_of(&lab, &server_addr(&lab), w, "2s", &["--size", size]);
         let b = &r["breakdown"];
         let measured = f(b, "measured_p50_us");
         let at = &b["at_percentiles"][0];
@@ -105,8 +127,9 @@ fn segments_add_up_to_the_round_trip_at_p50() {
             .map(|v| v.as_f64().unwrap())
             .sum();
         let err = f(b, "sum_error_p50");
+        let size = format!("{w} {size}");
         eprintln!(
-            "size {size}: per-transaction error at p50 {:.3}%; segments at p50 sum to {sum:.2} us, measured p50 {measured:.2} us; all transactions p50 {:.2} us (stamping cost {:.2} us)",
+            "{size}: per-transaction error at p50 {:.3}%; segments at p50 sum to {sum:.2} us, measured p50 {measured:.2} us; all transactions p50 {:.2} us (stamping cost {:.2} us)",
             err * 100.0,
             f(&r["latency"], "p50_us"),
             f(b, "stamping_cost_us")
@@ -118,6 +141,22 @@ fn segments_add_up_to_the_round_trip_at_p50() {
         );
         for n in NAMES {
             assert!(p50(&r, n) >= 0.0, "size {size}: {n} negative at p50");
+        }
+        let names: Vec<&str> = b["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["name"].as_str())
+            .collect();
+        if w == "crr" {
+            // The handshake is its own segment: socket, connect, SYN and
+            // SYN-ACK, the wake-up to write; the accept too.
+            assert_eq!(names.len(), 10, "{names:?}");
+            let connect = p50(&r, "client_connect");
+            assert!(connect > 0.0, "crr: connect {connect} us at p50");
+            assert!(p50(&r, "server_accept") >= 0.0);
+        } else {
+            assert_eq!(names, NAMES, "{w}");
         }
     }
 }
@@ -266,7 +305,11 @@ fn a_vxlan_overlay_grows_the_stack_segments_on_both_sides() {
 fn breakdown_refuses_what_it_does_not_cover() {
     common::assert_clean_failure(
         &["bench", "127.0.0.1", "-w", "stream", "--breakdown"],
-        "--breakdown covers the rr workload only",
+        "--breakdown cuts request/response transactions (rr, crr, udp-rr), not stream",
+    );
+    common::assert_clean_failure(
+        &["bench", "127.0.0.1", "-w", "udp-stream", "--breakdown"],
+        "not udp-stream",
     );
     common::assert_clean_failure(
         &[

@@ -136,6 +136,9 @@ pub struct Link {
     pub channels: Known<Channels>,
     /// Driver private flags (empty when the driver has none).
     pub private_flags: Known<BTreeMap<String, bool>>,
+    /// Timestamping capabilities (`ethtool -T`).
+    #[serde(default = "not_read_yet")]
+    pub timestamping: Known<Timestamping>,
     /// Addresses in CIDR form.
     pub addresses: Vec<String>,
     /// The bond or bridge this device is enslaved to.
@@ -298,6 +301,7 @@ impl Link {
             rings: not_read(),
             channels: not_read(),
             private_flags: not_read(),
+            timestamping: not_read(),
             addresses: Vec::new(),
             master: None,
             slaves: Vec::new(),
@@ -333,6 +337,58 @@ impl Snapshot {
             .split_whitespace()
             .map(|w| w.parse().ok())
             .collect()
+    }
+}
+
+fn not_read_yet<T>() -> Known<T> {
+    Known::unknown("not read")
+}
+
+/// A device's timestamping capabilities, as `ethtool -T` shows them (the
+/// ethtool netlink TSINFO message): kernel names of the bits set.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Timestamping {
+    /// SOF_TIMESTAMPING_* capabilities, e.g. `software-transmit`,
+    /// `software-receive`, `software-system-clock`, `hardware-transmit`,
+    /// `hardware-receive`, `hardware-raw-clock`.
+    pub capabilities: Vec<String>,
+    /// Hardware transmit timestamp modes (HWTSTAMP_TX_*: `off`, `on`...).
+    pub tx_types: Vec<String>,
+    /// Hardware receive filters (HWTSTAMP_FILTER_*: `none`, `all`...).
+    pub rx_filters: Vec<String>,
+    /// The PTP hardware clock (/dev/ptpN), when the device has one.
+    pub phc_index: Option<u32>,
+}
+
+impl Timestamping {
+    /// The device stamps packets in hardware both ways, on a clock of its
+    /// own (what a hardware breakdown would need).
+    pub fn hardware(&self) -> bool {
+        [
+            "hardware-transmit",
+            "hardware-receive",
+            "hardware-raw-clock",
+        ]
+        .iter()
+        .all(|c| self.capabilities.iter().any(|h| h == c))
+    }
+
+    /// The kernel stamps the device's packets in software both ways.
+    pub fn software(&self) -> bool {
+        ["software-transmit", "software-receive"]
+            .iter()
+            .all(|c| self.capabilities.iter().any(|h| h == c))
+    }
+
+    /// "hardware", "software" or "none": the best clock the device offers.
+    pub fn best(&self) -> &'static str {
+        if self.hardware() {
+            "hardware"
+        } else if self.software() {
+            "software"
+        } else {
+            "none"
+        }
     }
 }
 
