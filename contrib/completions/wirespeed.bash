@@ -73,6 +73,9 @@ _wirespeed() {
             wirespeed__subcmd__fleet,help)
                 cmd="wirespeed__subcmd__fleet__subcmd__help"
                 ;;
+            wirespeed__subcmd__fleet,history)
+                cmd="wirespeed__subcmd__fleet__subcmd__history"
+                ;;
             wirespeed__subcmd__fleet,plan)
                 cmd="wirespeed__subcmd__fleet__subcmd__plan"
                 ;;
@@ -82,8 +85,14 @@ _wirespeed() {
             wirespeed__subcmd__fleet,token)
                 cmd="wirespeed__subcmd__fleet__subcmd__token"
                 ;;
+            wirespeed__subcmd__fleet,watch)
+                cmd="wirespeed__subcmd__fleet__subcmd__watch"
+                ;;
             wirespeed__subcmd__fleet__subcmd__help,help)
                 cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__help"
+                ;;
+            wirespeed__subcmd__fleet__subcmd__help,history)
+                cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__history"
                 ;;
             wirespeed__subcmd__fleet__subcmd__help,plan)
                 cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__plan"
@@ -93,6 +102,9 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__fleet__subcmd__help,token)
                 cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__token"
+                ;;
+            wirespeed__subcmd__fleet__subcmd__help,watch)
+                cmd="wirespeed__subcmd__fleet__subcmd__help__subcmd__watch"
                 ;;
             wirespeed__subcmd__help,agent)
                 cmd="wirespeed__subcmd__help__subcmd__agent"
@@ -148,6 +160,9 @@ _wirespeed() {
             wirespeed__subcmd__help,tune)
                 cmd="wirespeed__subcmd__help__subcmd__tune"
                 ;;
+            wirespeed__subcmd__help__subcmd__fleet,history)
+                cmd="wirespeed__subcmd__help__subcmd__fleet__subcmd__history"
+                ;;
             wirespeed__subcmd__help__subcmd__fleet,plan)
                 cmd="wirespeed__subcmd__help__subcmd__fleet__subcmd__plan"
                 ;;
@@ -156,6 +171,9 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__help__subcmd__fleet,token)
                 cmd="wirespeed__subcmd__help__subcmd__fleet__subcmd__token"
+                ;;
+            wirespeed__subcmd__help__subcmd__fleet,watch)
+                cmd="wirespeed__subcmd__help__subcmd__fleet__subcmd__watch"
                 ;;
             wirespeed__subcmd__help__subcmd__k8s,image)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__image"
@@ -429,7 +447,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__bench)
-            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --paths --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --breakdown --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --json-stream --logfile --timestamps --profile --vcpus --nics --instance --nic-cap --flow-cap --vm-cap --encap --path-cap --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --paths --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --rx-zerocopy --busy-poll --breakdown --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --json-stream --logfile --timestamps --profile --vcpus --nics --instance --nic-cap --flow-cap --vm-cap --encap --path-cap --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -592,6 +610,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --cc)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --busy-poll)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -881,7 +903,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet)
-            opts="-h --help run plan token help"
+            opts="-h --help run plan token history watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -895,7 +917,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__help)
-            opts="run plan token help"
+            opts="run plan token history watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -909,6 +931,20 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__fleet__subcmd__help__subcmd__history)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -964,6 +1000,54 @@ _wirespeed() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        wirespeed__subcmd__fleet__subcmd__help__subcmd__watch)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__fleet__subcmd__history)
+            opts="-h --db --pair --since --workload --limit --prune --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --db)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pair)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --workload)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         wirespeed__subcmd__fleet__subcmd__plan)
             opts="-h --agents --synthetic --pattern --concurrent --rounds --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -995,7 +1079,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__run)
-            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --agents --pattern --concurrent --repeats --min --baseline --tolerance --out --html --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --paths --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --breakdown --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --agents --pattern --concurrent --repeats --min --baseline --tolerance --out --html --history --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --paths --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --rx-zerocopy --busy-poll --breakdown --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1034,6 +1118,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --html)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1197,6 +1285,10 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --busy-poll)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tos)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1272,6 +1364,76 @@ _wirespeed() {
             fi
             case "${prev}" in
                 --key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__fleet__subcmd__watch)
+            opts="-h --agents --synthetic --key-file --history --budget --link-rate --probe-period --probes --bandwidth-duration --peers --drift-ratio --for --retain --listen --dry-run --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --agents)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --synthetic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --link-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-period)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bandwidth-duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --peers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --drift-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retain)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --listen)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1395,8 +1557,22 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__fleet)
-            opts="run plan token"
+            opts="run plan token history watch"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__fleet__subcmd__history)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1437,6 +1613,20 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__fleet__subcmd__token)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__fleet__subcmd__watch)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2099,7 +2289,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__run)
-            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --paths --nodes --sample --seed --pairs --min --min-tps --baseline --tolerance --max-gap --csv --junit --html --sweep-sizes --sweep-flows --kubeconfig --namespace --pattern --concurrent --repeat --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --breakdown --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --engine-paths --help"
+            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --paths --nodes --sample --seed --pairs --min --min-tps --baseline --tolerance --max-gap --csv --junit --html --sweep-sizes --sweep-flows --kubeconfig --namespace --pattern --concurrent --repeat --repeats --ready-timeout --keep --reach --out --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --rx-zerocopy --busy-poll --breakdown --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --engine-paths --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2426,6 +2616,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --cc)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --busy-poll)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

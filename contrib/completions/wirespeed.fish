@@ -54,7 +54,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l direction 
 reverse\t''
 bidir\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s d -l duration -l time -d 'Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G; with rr/crr requests and responses both count' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s k -l blocks -l blockcount -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s O -l warmup -l omit -d 'Traffic before measuring, excluded from figures (iperf3\'s -O/--omit)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
@@ -71,6 +71,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l socket-buf
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l sndbuf -d 'SO_SNDBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l busy-poll -d 'Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker\'s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth: with GRO on)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s S -l tos -d 'IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l dscp -d 'DSCP on every flow: a number 0-63 or a name (ef, af11..af43, cs0..cs7)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l pacing -d 'Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit' -r
@@ -103,7 +104,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l nodelay -l
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l no-nodelay -d 'Force TCP_NODELAY off'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l zerocopy -d 'Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l skip-rx-copy -d 'Receive with MSG_TRUNC: the kernel discards data instead of copying it'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l breakdown -d 'rr: timestamp every transaction on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l rx-zerocopy -d 'stream: the receiver maps received pages (TCP_ZEROCOPY_RECEIVE) instead of copying them and reports, per flow, the fraction of bytes mapped. The kernel maps only whole pages: it needs an MSS that is a multiple of 4096 (on a NIC, header split) and, over veth and loopback, a --zerocopy sender (docs/benchmarks.md)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l breakdown -d 'rr, crr, udp-rr: timestamp a sample of transactions on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s m -l mptcp -d 'MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s Z -l sendfile -d 'stream: send with sendfile(2) from an in-memory file (iperf3\'s -Z)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l dont-fragment -d 'UDP: set the IPv4 Don\'t Fragment bit (and IPv6\'s no-fragment option)'
@@ -315,11 +317,13 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l stop-grace
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l data-ports -d 'Ports for the tests\' data connections (LO-HI), so a firewall, NetworkPolicy or Service can admit them [default: any free port]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -l metrics-open -d 'Serve /metrics without the key (it tells the host\'s kernel, NICs and link speeds): for a Prometheus that cannot hold the bearer token of `wirespeed fleet token`'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand agent" -s h -l help -d 'Print help'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token help" -s h -l help -d 'Print help'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token help" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token help" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token help" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "history" -d 'Show stored tests from a history file (`fleet run --history`)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "watch" -d 'Measure the fleet on a schedule under a budget: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l agents -d 'The fleet file (TOML; docs/fleet.md)' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pattern -d 'pairs, ring, all-to-all, one-to-many or many-to-one' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l concurrent -d 'Tests each host takes part in at once (1: never two at once)' -r
@@ -329,6 +333,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l tolerance -d 'Allowed drop against --baseline, percent' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l out -d 'Also write the JSON results here' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l html -d 'Also write the HTML report (matrix heatmap, outliers) here' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l history -d 'Also store every test and each agent\'s facts in this history file (SQLite; created, or migrated, as needed)' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s p -l port -d 'Control port when HOST names none' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s w -l workload -d 'Workload (each is one row of the engine\'s registry)' -r -f -a "stream\t'bulk TCP'
 rr\t'TCP request/response'
@@ -339,7 +344,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 reverse\t''
 bidir\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s d -l duration -l time -d 'Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G; with rr/crr requests and responses both count' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s k -l blocks -l blockcount -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s O -l warmup -l omit -d 'Traffic before measuring, excluded from figures (iperf3\'s -O/--omit)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
@@ -356,6 +361,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l sndbuf -d 'SO_SNDBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l busy-poll -d 'Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker\'s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth: with GRO on)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s S -l tos -d 'IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l dscp -d 'DSCP on every flow: a number 0-63 or a name (ef, af11..af43, cs0..cs7)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pacing -d 'Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit' -r
@@ -377,7 +383,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l no-nodelay -d 'Force TCP_NODELAY off'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l zerocopy -d 'Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l skip-rx-copy -d 'Receive with MSG_TRUNC: the kernel discards data instead of copying it'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l breakdown -d 'rr: timestamp every transaction on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l rx-zerocopy -d 'stream: the receiver maps received pages (TCP_ZEROCOPY_RECEIVE) instead of copying them and reports, per flow, the fraction of bytes mapped. The kernel maps only whole pages: it needs an MSS that is a multiple of 4096 (on a NIC, header split) and, over veth and loopback, a --zerocopy sender (docs/benchmarks.md)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l breakdown -d 'rr, crr, udp-rr: timestamp a sample of transactions on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s m -l mptcp -d 'MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s Z -l sendfile -d 'stream: send with sendfile(2) from an in-memory file (iperf3\'s -Z)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l dont-fragment -d 'UDP: set the IPv4 Don\'t Fragment bit (and IPv6\'s no-fragment option)'
@@ -396,9 +403,35 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from token" -l key-file -d 'The fleet key file (the agents\' --key-file)' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from token" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l db -d 'The history file (SQLite)' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l pair -d 'Only tests between these two agents, either way: A,B' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l since -d 'Only tests of the last DURATION, e.g. 7d, 12h, 30m' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l workload -d 'Only this workload label' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l limit -d 'At most N rows, the newest (0: all)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l prune -d 'Remove the runs older than --since instead of showing anything'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l json -d 'Print JSON'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l agents -d 'The fleet file (TOML; docs/fleet.md)' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l synthetic -d 'Plan for N made-up agents instead (with --dry-run only)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l key-file -d 'The fleet key file (the agents\' --key-file)' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l history -d 'The history file (SQLite; created, or migrated, as needed)' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l budget -d 'Share of each link\'s capacity the watcher may use on average, percent: probes take at most half of it, bandwidth tests the rest' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l link-rate -d 'Each link\'s capacity, e.g. 10gbit, 100mbit (the budget\'s base)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l probe-period -d 'How often each pair is probed (stretched to fit the budget)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l probes -d 'The probes, run together on each pair: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l bandwidth-duration -d 'Length of each bandwidth test of the rotation (per NIC pair)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l peers -d 'Agents each agent probes at most (all of them up to N + 1 agents)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l drift-ratio -d 'A link has moved when its last two tests lie this factor from its baseline\'s median (and outside its range)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l for -d 'Stop after this long (default: run until killed)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l retain -d 'Prune history older than this, at start and hourly' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l listen -d 'Serve the live page (/), /metrics and /v1/watch here, e.g. 127.0.0.1:5390' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l dry-run -d 'Print the schedule (pairs, probe period, bandwidth rotation) and how long planning took, then exit'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "history" -d 'Show stored tests from a history file (`fleet run --history`)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "watch" -d 'Measure the fleet on a schedule under a budget: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s l -l label -d 'A name for each file, in order (repeat the flag: `--label cubic --label bbr`); unnamed files are labelled by their test\'s own description' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s o -l output -d 'Write here instead of stdout' -r -F
@@ -487,7 +520,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 reverse\t''
 bidir\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s d -l duration -l time -d 'Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G; with rr/crr requests and responses both count' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s k -l blocks -l blockcount -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s O -l warmup -l omit -d 'Traffic before measuring, excluded from figures (iperf3\'s -O/--omit)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
@@ -503,6 +536,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l sndbuf -d 'SO_SNDBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l busy-poll -d 'Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker\'s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth: with GRO on)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s S -l tos -d 'IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l dscp -d 'DSCP on every flow: a number 0-63 or a name (ef, af11..af43, cs0..cs7)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l pacing -d 'Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit' -r
@@ -530,7 +564,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l no-nodelay -d 'Force TCP_NODELAY off'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l zerocopy -d 'Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l skip-rx-copy -d 'Receive with MSG_TRUNC: the kernel discards data instead of copying it'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l breakdown -d 'rr: timestamp every transaction on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l rx-zerocopy -d 'stream: the receiver maps received pages (TCP_ZEROCOPY_RECEIVE) instead of copying them and reports, per flow, the fraction of bytes mapped. The kernel maps only whole pages: it needs an MSS that is a multiple of 4096 (on a NIC, header split) and, over veth and loopback, a --zerocopy sender (docs/benchmarks.md)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l breakdown -d 'rr, crr, udp-rr: timestamp a sample of transactions on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s m -l mptcp -d 'MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s Z -l sendfile -d 'stream: send with sendfile(2) from an in-memory file (iperf3\'s -Z)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l dont-fragment -d 'UDP: set the IPv4 Don\'t Fragment bit (and IPv6\'s no-fragment option)'
@@ -581,6 +616,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_see
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "history" -d 'Show stored tests from a history file (`fleet run --history`)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "watch" -d 'Measure the fleet on a schedule under a budget: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from k8s" -f -a "manifests" -d 'Print the objects that run agents (YAML, or JSON with --output json)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from k8s" -f -a "run" -d 'Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from k8s" -f -a "image" -d 'The agent image: built from a wirespeed binary, without Docker or a base image'

@@ -46,8 +46,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '-d+[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
 '--duration=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
 '--time=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
-'(-d --duration -k --blocks)-n+[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
-'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
+'(-d --duration -k --blocks)-n+[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G; with rr/crr requests and responses both count]:BYTES:_default' \
+'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G; with rr/crr requests and responses both count]:BYTES:_default' \
 '(-d --duration)-k+[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blocks=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blockcount=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
@@ -78,6 +78,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'--busy-poll=[Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker'\''s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth\: with GRO on)]:USECS:_default' \
 '(--dscp)-S+[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '(--dscp)--tos=[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '--dscp=[DSCP on every flow\: a number 0-63 or a name (ef, af11..af43, cs0..cs7)]:DSCP:_default' \
@@ -116,7 +117,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
-'--breakdown[rr\: timestamp every transaction on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)]' \
+'--rx-zerocopy[stream\: the receiver maps received pages (TCP_ZEROCOPY_RECEIVE) instead of copying them and reports, per flow, the fraction of bytes mapped. The kernel maps only whole pages\: it needs an MSS that is a multiple of 4096 (on a NIC, header split) and, over veth and loopback, a --zerocopy sender (docs/benchmarks.md)]' \
+'--breakdown[rr, crr, udp-rr\: timestamp a sample of transactions on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)]' \
 '-m[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '--mptcp[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '-Z[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
@@ -558,6 +560,7 @@ _arguments "${_arguments_options[@]}" : \
 '--tolerance=[Allowed drop against --baseline, percent]:TOLERANCE:_default' \
 '--out=[Also write the JSON results here]:OUT:_files' \
 '--html=[Also write the HTML report (matrix heatmap, outliers) here]:HTML:_files' \
+'--history=[Also store every test and each agent'\''s facts in this history file (SQLite; created, or migrated, as needed)]:HISTORY:_files' \
 '-p+[Control port when HOST names none]:PORT:_default' \
 '--port=[Control port when HOST names none]:PORT:_default' \
 '-w+[Workload (each is one row of the engine'\''s registry)]:WORKLOAD:((stream\:"bulk TCP"
@@ -574,8 +577,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '-d+[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
 '--duration=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
 '--time=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
-'(-d --duration -k --blocks)-n+[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
-'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
+'(-d --duration -k --blocks)-n+[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G; with rr/crr requests and responses both count]:BYTES:_default' \
+'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G; with rr/crr requests and responses both count]:BYTES:_default' \
 '(-d --duration)-k+[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blocks=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blockcount=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
@@ -606,6 +609,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'--busy-poll=[Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker'\''s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth\: with GRO on)]:USECS:_default' \
 '(--dscp)-S+[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '(--dscp)--tos=[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '--dscp=[DSCP on every flow\: a number 0-63 or a name (ef, af11..af43, cs0..cs7)]:DSCP:_default' \
@@ -633,7 +637,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
-'--breakdown[rr\: timestamp every transaction on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)]' \
+'--rx-zerocopy[stream\: the receiver maps received pages (TCP_ZEROCOPY_RECEIVE) instead of copying them and reports, per flow, the fraction of bytes mapped. The kernel maps only whole pages\: it needs an MSS that is a multiple of 4096 (on a NIC, header split) and, over veth and loopback, a --zerocopy sender (docs/benchmarks.md)]' \
+'--breakdown[rr, crr, udp-rr\: timestamp a sample of transactions on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)]' \
 '-m[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '--mptcp[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '-Z[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
@@ -671,6 +676,40 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help]' \
 && ret=0
 ;;
+(history)
+_arguments "${_arguments_options[@]}" : \
+'--db=[The history file (SQLite)]:DB:_files' \
+'--pair=[Only tests between these two agents, either way\: A,B]:PAIR:_default' \
+'--since=[Only tests of the last DURATION, e.g. 7d, 12h, 30m]:SINCE:_default' \
+'--workload=[Only this workload label]:WORKLOAD:_default' \
+'--limit=[At most N rows, the newest (0\: all)]:LIMIT:_default' \
+'--prune[Remove the runs older than --since instead of showing anything]' \
+'--json[Print JSON]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(watch)
+_arguments "${_arguments_options[@]}" : \
+'--agents=[The fleet file (TOML; docs/fleet.md)]:AGENTS:_files' \
+'(--agents)--synthetic=[Plan for N made-up agents instead (with --dry-run only)]:SYNTHETIC:_default' \
+'--key-file=[The fleet key file (the agents'\'' --key-file)]:KEY_FILE:_files' \
+'--history=[The history file (SQLite; created, or migrated, as needed)]:HISTORY:_files' \
+'--budget=[Share of each link'\''s capacity the watcher may use on average, percent\: probes take at most half of it, bandwidth tests the rest]:BUDGET:_default' \
+'--link-rate=[Each link'\''s capacity, e.g. 10gbit, 100mbit (the budget'\''s base)]:LINK_RATE:_default' \
+'--probe-period=[How often each pair is probed (stretched to fit the budget)]:PROBE_PERIOD:_default' \
+'*--probes=[The probes, run together on each pair\: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)]:PROBES:_default' \
+'--bandwidth-duration=[Length of each bandwidth test of the rotation (per NIC pair)]:BANDWIDTH_DURATION:_default' \
+'--peers=[Agents each agent probes at most (all of them up to N + 1 agents)]:PEERS:_default' \
+'--drift-ratio=[A link has moved when its last two tests lie this factor from its baseline'\''s median (and outside its range)]:DRIFT_RATIO:_default' \
+'--for=[Stop after this long (default\: run until killed)]:RUN_FOR:_default' \
+'--retain=[Prune history older than this, at start and hourly]:RETAIN:_default' \
+'--listen=[Serve the live page (/), /metrics and /v1/watch here, e.g. 127.0.0.1\:5390]:LISTEN:_default' \
+'--dry-run[Print the schedule (pairs, probe period, bandwidth rotation) and how long planning took, then exit]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_wirespeed__subcmd__fleet__subcmd__help_commands" \
@@ -692,6 +731,14 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (token)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(history)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(watch)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -827,8 +874,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '-d+[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
 '--duration=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
 '--time=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
-'(-d --duration -k --blocks)-n+[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
-'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G]:BYTES:_default' \
+'(-d --duration -k --blocks)-n+[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G; with rr/crr requests and responses both count]:BYTES:_default' \
+'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G; with rr/crr requests and responses both count]:BYTES:_default' \
 '(-d --duration)-k+[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blocks=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blockcount=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
@@ -858,6 +905,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--rcvbuf=[SO_RCVBUF]:RCVBUF:_default' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
+'--busy-poll=[Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker'\''s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth\: with GRO on)]:USECS:_default' \
 '(--dscp)-S+[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '(--dscp)--tos=[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '--dscp=[DSCP on every flow\: a number 0-63 or a name (ef, af11..af43, cs0..cs7)]:DSCP:_default' \
@@ -891,7 +939,8 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--no-nodelay[Force TCP_NODELAY off]' \
 '--zerocopy[Send with MSG_ZEROCOPY (the kernel copies anyway over loopback and veth)]' \
 '--skip-rx-copy[Receive with MSG_TRUNC\: the kernel discards data instead of copying it]' \
-'--breakdown[rr\: timestamp every transaction on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)]' \
+'--rx-zerocopy[stream\: the receiver maps received pages (TCP_ZEROCOPY_RECEIVE) instead of copying them and reports, per flow, the fraction of bytes mapped. The kernel maps only whole pages\: it needs an MSS that is a multiple of 4096 (on a NIC, header split) and, over veth and loopback, a --zerocopy sender (docs/benchmarks.md)]' \
+'--breakdown[rr, crr, udp-rr\: timestamp a sample of transactions on both sides (kernel software timestamps) and report where the round trip is spent (docs/latency.md)]' \
 '-m[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '--mptcp[MPTCP sockets (IPPROTO_MPTCP) on both sides; needs net.mptcp.enabled=1]' \
 '-Z[stream\: send with sendfile(2) from an in-memory file (iperf3'\''s -Z)]' \
@@ -1179,6 +1228,14 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(history)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(watch)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
         esac
     ;;
 esac
@@ -1317,6 +1374,8 @@ _wirespeed__subcmd__fleet_commands() {
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
 'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
+'history:Show stored tests from a history file (\`fleet run --history\`)' \
+'watch:Measure the fleet on a schedule under a budget\: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed fleet commands' commands "$@"
@@ -1327,6 +1386,8 @@ _wirespeed__subcmd__fleet__subcmd__help_commands() {
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
 'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
+'history:Show stored tests from a history file (\`fleet run --history\`)' \
+'watch:Measure the fleet on a schedule under a budget\: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed fleet help commands' commands "$@"
@@ -1335,6 +1396,11 @@ _wirespeed__subcmd__fleet__subcmd__help_commands() {
 _wirespeed__subcmd__fleet__subcmd__help__subcmd__help_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed fleet help help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__help__subcmd__history_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__help__subcmd__history_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet help history commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__fleet__subcmd__help__subcmd__plan_commands] )) ||
 _wirespeed__subcmd__fleet__subcmd__help__subcmd__plan_commands() {
@@ -1351,6 +1417,16 @@ _wirespeed__subcmd__fleet__subcmd__help__subcmd__token_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed fleet help token commands' commands "$@"
 }
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__help__subcmd__watch_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__help__subcmd__watch_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet help watch commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__history_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__history_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet history commands' commands "$@"
+}
 (( $+functions[_wirespeed__subcmd__fleet__subcmd__plan_commands] )) ||
 _wirespeed__subcmd__fleet__subcmd__plan_commands() {
     local commands; commands=()
@@ -1365,6 +1441,11 @@ _wirespeed__subcmd__fleet__subcmd__run_commands() {
 _wirespeed__subcmd__fleet__subcmd__token_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed fleet token commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__fleet__subcmd__watch_commands] )) ||
+_wirespeed__subcmd__fleet__subcmd__watch_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed fleet watch commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help_commands] )) ||
 _wirespeed__subcmd__help_commands() {
@@ -1431,8 +1512,15 @@ _wirespeed__subcmd__help__subcmd__fleet_commands() {
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
 'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
+'history:Show stored tests from a history file (\`fleet run --history\`)' \
+'watch:Measure the fleet on a schedule under a budget\: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen' \
     )
     _describe -t commands 'wirespeed help fleet commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__fleet__subcmd__history_commands] )) ||
+_wirespeed__subcmd__help__subcmd__fleet__subcmd__history_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help fleet history commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help__subcmd__fleet__subcmd__plan_commands] )) ||
 _wirespeed__subcmd__help__subcmd__fleet__subcmd__plan_commands() {
@@ -1448,6 +1536,11 @@ _wirespeed__subcmd__help__subcmd__fleet__subcmd__run_commands() {
 _wirespeed__subcmd__help__subcmd__fleet__subcmd__token_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed help fleet token commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__fleet__subcmd__watch_commands] )) ||
+_wirespeed__subcmd__help__subcmd__fleet__subcmd__watch_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help fleet watch commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help__subcmd__help_commands] )) ||
 _wirespeed__subcmd__help__subcmd__help_commands() {

@@ -13,8 +13,8 @@
 //! - A host is named when at least two of its pairs, and at least half
 //!   of the pairs it is probed in, moved the same way. A moved pair whose
 //!   hosts are not named becomes a pair event once it has stayed moved
-//!   for a probe period after it was found (time for its hosts' other
-//!   pairs to show, and one more test that agrees).
+//!   for a while after it was found (the caller's `settled_before`: time
+//!   for its hosts' other pairs to show, and more tests that agree).
 
 use std::collections::BTreeMap;
 use wirespeed_types::fleet::{HistoryRow, HostFacts};

@@ -87,7 +87,17 @@ struct Loop {
     opts: WatchOptions,
     /// Tests that measured something since start.
     ok_tests: u64,
+    /// Agents in a test now: one test per host at a time, probes too (a
+    /// probe beside another test on the same link measures the other).
+    busy: Vec<bool>,
+    /// Due tests waiting for their hosts, with when they were due.
+    waiting: std::collections::VecDeque<(f64, Kind, Job)>,
+    /// Tests started and not yet back.
+    in_flight: usize,
 }
+
+/// A finished job: what it was, and its tests.
+type Done = (Job, Vec<LinkTest>);
 
 /// Runs the watch (blocking; builds its own runtime), serving its HTTP
 /// face on `http` (a bound listener and the page renderer) meanwhile.
@@ -159,6 +169,9 @@ pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Resul
         live,
         opts: opts.clone(),
         ok_tests: 0,
+        busy: vec![false; fleet.agents.len()],
+        waiting: Default::default(),
+        in_flight: 0,
     };
     lp.resume()?;
     lp.setup().await;
@@ -239,15 +252,14 @@ impl Loop {
     async fn run(mut self) -> Result<WatchState> {
         let start = now_unix();
         let end = self.opts.duration.map(|d| start + d.as_secs_f64());
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<LinkTest>>();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
         let mut cursor = start;
         let mut next_facts = start;
         let mut next_prune = start + 3600.0;
-        let mut in_flight = 0usize;
         loop {
             let now = now_unix();
             let stopping = end.is_some_and(|e| now >= e);
-            if stopping && in_flight == 0 {
+            if stopping && self.in_flight == 0 {
                 break;
             }
             if !stopping {
@@ -262,17 +274,14 @@ impl Loop {
                     next_facts = now + self.schedule.probe_period_s();
                 }
                 for d in self.schedule.due(cursor, now) {
-                    in_flight += 1;
-                    self.launch(
-                        d.kind,
-                        Job {
-                            client: d.client,
-                            server: d.server,
-                        },
-                        tx.clone(),
-                    );
+                    let job = Job {
+                        client: d.client,
+                        server: d.server,
+                    };
+                    self.waiting.push_back((d.at, d.kind, job));
                 }
                 cursor = now;
+                self.start_ready(now, &tx);
                 if now >= next_prune {
                     if let Some(keep) = self.opts.retain {
                         self.history.prune(now - keep.as_secs_f64())?;
@@ -281,12 +290,13 @@ impl Loop {
                 }
             }
             // Results as they come, or the next look at the clock.
-            match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
-                Ok(Some(tests)) => {
-                    in_flight -= 1;
-                    self.store(tests)?;
-                }
-                Ok(None) | Err(_) => {}
+            if let Ok(Some((job, tests))) =
+                tokio::time::timeout(Duration::from_millis(200), rx.recv()).await
+            {
+                self.in_flight -= 1;
+                self.busy[job.client] = false;
+                self.busy[job.server] = false;
+                self.store(tests).await?;
             }
         }
         if self.ok_tests == 0 {
@@ -298,8 +308,29 @@ impl Loop {
         Ok(st.clone())
     }
 
+    /// Starts the waiting tests whose hosts are free, in the order they
+    /// fell due; one that waited a whole probe period is dropped (its
+    /// next turn comes).
+    fn start_ready(&mut self, now: f64, tx: &tokio::sync::mpsc::UnboundedSender<Done>) {
+        let period = self.schedule.probe_period_s();
+        self.waiting.retain(|(at, _, _)| now - at < period);
+        let mut i = 0;
+        while i < self.waiting.len() {
+            let (_, kind, job) = self.waiting[i];
+            if self.busy[job.client] || self.busy[job.server] {
+                i += 1;
+                continue;
+            }
+            self.waiting.remove(i);
+            self.busy[job.client] = true;
+            self.busy[job.server] = true;
+            self.in_flight += 1;
+            self.launch(kind, job, tx.clone());
+        }
+    }
+
     /// Starts one due test in its own task; its tests come back on `tx`.
-    fn launch(&self, kind: Kind, job: Job, tx: tokio::sync::mpsc::UnboundedSender<Vec<LinkTest>>) {
+    fn launch(&self, kind: Kind, job: Job, tx: tokio::sync::mpsc::UnboundedSender<Done>) {
         let mut opts = self.opts.run.clone();
         opts.workloads = match kind {
             Kind::Probe => self.opts.probes.clone(),
@@ -308,23 +339,31 @@ impl Loop {
         let (fleet, clients) = (self.fleet.clone(), self.clients.clone());
         tokio::spawn(async move {
             let tests = run_job_now(&fleet, clients, &opts, job).await;
-            let _ = tx.send(tests);
+            let _ = tx.send((job, tests));
         });
     }
 
     /// Reads every agent's facts; stores those that changed. How many
     /// agents answered.
     async fn read_facts(&mut self, now: f64) -> Result<usize> {
+        let all: Vec<usize> = (0..self.clients.len()).collect();
+        self.read_facts_of(now, &all).await
+    }
+
+    /// Reads the facts of agents `which` (indices); stores those that
+    /// changed. How many answered.
+    async fn read_facts_of(&mut self, now: f64, which: &[usize]) -> Result<usize> {
         let got = futures_join_bounded(
             crate::run::SETUP_AT_ONCE,
-            self.clients
-                .iter()
-                .map(|c| async move { c.facts().await.ok() }),
+            which.iter().map(|&i| {
+                let c = &self.clients[i];
+                async move { c.facts().await.ok() }
+            }),
         )
         .await;
         let mut agents = Vec::new();
         let answered = got.iter().filter(|s| s.is_some()).count();
-        for (i, snap) in got.into_iter().enumerate() {
+        for (&i, snap) in which.iter().zip(got) {
             let Some(snap) = snap else { continue };
             let f = crate::analyze::host_facts(&self.fleet.agents[i], &snap);
             if self.facts[i].as_ref() != Some(&f) {
@@ -345,7 +384,7 @@ impl Loop {
     }
 
     /// Stores a job's tests, updates the series and looks for drift.
-    fn store(&mut self, tests: Vec<LinkTest>) -> Result<()> {
+    async fn store(&mut self, tests: Vec<LinkTest>) -> Result<()> {
         let now = now_unix();
         self.ok_tests += tests.iter().filter(|t| t.error.is_none()).count() as u64;
         self.live.metrics.tests(&tests);
@@ -368,7 +407,7 @@ impl Loop {
         for r in rows.iter().filter(|r| r.error.is_none()) {
             self.check_series(r, now)?;
         }
-        self.raise(now)
+        self.raise(now).await
     }
 
     /// Re-judges the series `r` belongs to.
@@ -405,12 +444,53 @@ impl Loop {
     }
 
     /// Raises an event for each subject that moved and is not quiet.
-    fn raise(&mut self, now: f64) -> Result<()> {
+    async fn raise(&mut self, now: f64) -> Result<()> {
+        let fresh = self.fresh_subjects(now);
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        // The facts of the hosts named, read now: the event says what
+        // changed up to this moment, not up to the last facts round.
+        let mut hosts: Vec<usize> = Vec::new();
+        for (s, _) in &fresh {
+            let names = match s {
+                Subject::Host(h) => vec![h],
+                Subject::Pair(a, b) => vec![a, b],
+            };
+            hosts.extend(
+                names
+                    .iter()
+                    .filter_map(|n| self.fleet.agents.iter().position(|a| &a.name == *n)),
+            );
+        }
+        hosts.sort_unstable();
+        hosts.dedup();
+        self.read_facts_of(now, &hosts).await?;
+        for (subject, cs) in fresh {
+            let cs: Vec<&Change> = cs.iter().collect();
+            let e = self.event(&subject, &cs, now)?;
+            self.history.record_event(&e)?;
+            self.live.metrics.event(&e);
+            if let Some(f) = &self.opts.on_event {
+                f(&e);
+            }
+            let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.events.push(e);
+        }
+        Ok(())
+    }
+
+    /// The subjects that moved and are not quiet (marked raised now),
+    /// each with its changes.
+    fn fresh_subjects(&mut self, now: f64) -> Vec<(Subject, Vec<Change>)> {
         let changes: Vec<(Change, f64)> = self.changes.values().cloned().collect();
         let pairs_of = |h: &str| self.pairs_of.get(h).copied().unwrap_or(0);
-        // A pair event waits one and a half periods after its change was
-        // found: its next test has had time to agree (three in a row).
-        let settled = now - 1.5 * self.schedule.probe_period_s();
+        // A pair event waits three periods after its change was found:
+        // one series is its only witness, so it must hold for five tests
+        // in a row (on the CI machine a pair's crr floor tripled for
+        // three probes with nothing changed). A host's event has its
+        // other pairs as witnesses and goes at once.
+        let settled = now - 3.0 * self.schedule.probe_period_s();
         let found = drift::attribute(&changes, pairs_of, settled);
         // A host named now, or raised and not yet quiet, explains the
         // moves of its pairs (in any workload).
@@ -439,19 +519,10 @@ impl Loop {
             let fresh = self.raised.get(&key).is_none_or(|&until| until < now);
             self.raised.insert(key, now + quiet);
             if fresh {
-                new.push(self.event(&subject, &cs, now)?);
+                new.push((subject, cs.into_iter().cloned().collect()));
             }
         }
-        for e in new {
-            self.history.record_event(&e)?;
-            self.live.metrics.event(&e);
-            if let Some(f) = &self.opts.on_event {
-                f(&e);
-            }
-            let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
-            st.events.push(e);
-        }
-        Ok(())
+        new
     }
 
     /// The event for `subject`: what moved, how far, since when, and the
