@@ -184,11 +184,11 @@ impl Subject {
 /// (`pairs_of(h)`: pairs host h is probed in), then the moved pairs of no
 /// named host found before `settled_before` (Unix seconds). Each with its
 /// changes.
-pub fn attribute<'c>(
-    changes: &'c [(Change, f64)],
+pub fn attribute(
+    changes: &[(Change, f64)],
     pairs_of: impl Fn(&str) -> usize,
     settled_before: f64,
-) -> Vec<(Subject, Vec<&'c Change>)> {
+) -> Vec<(Subject, Vec<&Change>)> {
     let mut by_host: BTreeMap<(&str, i8, &str), Vec<&Change>> = BTreeMap::new();
     for (c, _) in changes {
         for h in [c.pair.0.as_str(), c.pair.1.as_str()] {

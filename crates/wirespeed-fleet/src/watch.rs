@@ -36,6 +36,9 @@ use wirespeed_types::host::tune::now_unix;
 /// Rows of recent history the live state keeps.
 const RECENT: usize = 2000;
 
+/// Called with each drift event as it is raised.
+pub type EventFn = Arc<dyn Fn(&DriftEvent) + Send + Sync>;
+
 /// How the watcher runs.
 #[derive(Clone)]
 pub struct WatchOptions {
@@ -57,7 +60,7 @@ pub struct WatchOptions {
     /// Prune history older than this at start and hourly.
     pub retain: Option<Duration>,
     /// Called with each drift event as it is raised.
-    pub on_event: Option<Arc<dyn Fn(&DriftEvent) + Send + Sync>>,
+    pub on_event: Option<EventFn>,
 }
 
 /// The watcher's shared state: what the live page and `/metrics` serve.
@@ -510,10 +513,10 @@ impl Loop {
         let quiet = self.quiet_s();
         let mut new = Vec::new();
         for (subject, cs) in found {
-            if let Subject::Pair(a, b) = &subject {
-                if hosts.contains(a) || hosts.contains(b) {
-                    continue;
-                }
+            if let Subject::Pair(a, b) = &subject
+                && (hosts.contains(a) || hosts.contains(b))
+            {
+                continue;
             }
             let key = (subject.clone(), cs[0].workload.clone());
             let fresh = self.raised.get(&key).is_none_or(|&until| until < now);
