@@ -22,7 +22,6 @@ fn senseless_iperf3_combinations_are_refused_with_a_reason() {
         (&["-4", "-6"], "cannot be used with"),
         (&["--tos", "0x10", "--dscp", "ef"], "cannot be used with"),
         (&["-B", "10.0.0.1", "--path", "a=b"], "cannot be used with"),
-        (&["-n", "1G", "-w", "rr"], "bulk tests"),
         (&["-Z", "-u"], "sendfile"),
         (&["-Z", "--zerocopy"], "either -z/--sendfile or --zerocopy"),
         (&["-m", "-u"], "mptcp runs tcp"),
