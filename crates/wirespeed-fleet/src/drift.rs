@@ -94,7 +94,8 @@ pub fn series_key(r: &HistoryRow) -> (String, String) {
     (link, r.workload.clone())
 }
 
-fn median(v: &[f64]) -> f64 {
+/// The median of `v` (0 when empty).
+pub(crate) fn median(v: &[f64]) -> f64 {
     wirespeed_types::stats::median(v).unwrap_or(0.0)
 }
 

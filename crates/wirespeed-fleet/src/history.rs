@@ -8,15 +8,36 @@ use crate::error::{FleetError, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 use wirespeed_types::TestResult;
-use wirespeed_types::fleet::{DriftEvent, FleetResults, HistoryRow as Row, HostFacts};
+use wirespeed_types::fleet::{DriftEvent, FleetResults, HistoryRow as Row, HostFacts, LinkTest};
 
-/// A test's fastest transaction, microseconds (rr, crr).
-pub fn min_us(t: &wirespeed_types::fleet::LinkTest) -> Option<f64> {
-    t.result
-        .as_ref()
-        .and_then(|r| r.latency.as_ref())
-        .map(|l| l.min_us)
-        .filter(|&m| m > 0.0)
+/// A test as a history row, as [`History::record`] stores it: at the
+/// start of its measured window (else `run_started`), with its costs
+/// and latency floor.
+pub fn row(t: &LinkTest, run_started: f64) -> Row {
+    let r = t.result.as_ref();
+    let (cpu_per_gbps, loss_ratio) = r.map(costs).unwrap_or_default();
+    Row {
+        at_unix: r
+            .map(|x| x.started_unix)
+            .filter(|&x| x > 0.0)
+            .unwrap_or(run_started),
+        workload: t.workload.clone(),
+        client: t.client.clone(),
+        server: t.server.clone(),
+        client_nic: t.client_nic.clone(),
+        server_nic: t.server_nic.clone(),
+        throughput_bps: t.throughput_bps,
+        transactions_per_s: t.transactions_per_s,
+        p50_us: t.p50_us,
+        p99_us: t.p99_us,
+        error: t.error.clone(),
+        cpu_per_gbps,
+        loss_ratio,
+        min_us: r
+            .and_then(|x| x.latency.as_ref())
+            .map(|l| l.min_us)
+            .filter(|&m| m > 0.0),
+    }
 }
 
 /// A test's CPU per Gbit/s (both sides, cores) and TCP loss ratio
@@ -175,29 +196,23 @@ impl History {
                 )
                 .map_err(|e| sql("prepare", e))?;
             for t in &r.tests {
-                let at = t
-                    .result
-                    .as_ref()
-                    .map(|x| x.started_unix)
-                    .filter(|&x| x > 0.0)
-                    .unwrap_or(r.started_unix);
-                let (cpu, loss) = t.result.as_ref().map(costs).unwrap_or_default();
+                let x = row(t, r.started_unix);
                 ins.execute(params![
                     run,
-                    at,
-                    t.workload,
-                    t.client,
-                    t.server,
-                    t.client_nic,
-                    t.server_nic,
-                    t.throughput_bps,
-                    t.transactions_per_s,
-                    t.p50_us,
-                    t.p99_us,
-                    t.error,
-                    cpu,
-                    loss,
-                    min_us(t)
+                    x.at_unix,
+                    x.workload,
+                    x.client,
+                    x.server,
+                    x.client_nic,
+                    x.server_nic,
+                    x.throughput_bps,
+                    x.transactions_per_s,
+                    x.p50_us,
+                    x.p99_us,
+                    x.error,
+                    x.cpu_per_gbps,
+                    x.loss_ratio,
+                    x.min_us
                 ])
                 .map_err(|e| sql("store a test", e))?;
             }
@@ -324,7 +339,7 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirespeed_types::fleet::{AgentStatus, LinkTest};
+    use wirespeed_types::fleet::AgentStatus;
 
     fn run(at: f64, tput: f64, mtu: &str) -> FleetResults {
         let facts = HostFacts {

@@ -393,7 +393,7 @@ impl Loop {
         self.live.metrics.tests(&tests);
         self.history
             .record("watch", &results(now, Vec::new(), tests.clone()))?;
-        let rows: Vec<HistoryRow> = tests.iter().map(|t| row_of(t, now)).collect();
+        let rows: Vec<HistoryRow> = tests.iter().map(|t| crate::history::row(t, now)).collect();
         {
             let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
             st.now_unix = now;
@@ -552,8 +552,8 @@ impl Loop {
                 changed.extend(drift::facts_changed(h, &before, &after));
             }
         }
-        let before = median(cs.iter().map(|c| c.before));
-        let after = median(cs.iter().map(|c| c.after));
+        let before = drift::median(&cs.iter().map(|c| c.before).collect::<Vec<_>>());
+        let after = drift::median(&cs.iter().map(|c| c.after).collect::<Vec<_>>());
         let mut pairs: Vec<String> = cs
             .iter()
             .map(|c| format!("{},{}", c.pair.0, c.pair.1))
@@ -591,11 +591,6 @@ impl Loop {
             Subject::Pair(..) => 1,
         }
     }
-}
-
-fn median(v: impl Iterator<Item = f64>) -> f64 {
-    let v: Vec<f64> = v.collect();
-    wirespeed_types::stats::median(&v).unwrap_or(0.0)
 }
 
 /// "the latency floor (fastest transaction) of rr-64k rose 1.8x (6200
@@ -649,35 +644,5 @@ fn results(now: f64, agents: Vec<AgentStatus>, tests: Vec<LinkTest>) -> FleetRes
         agents,
         tests,
         ..FleetResults::default()
-    }
-}
-
-/// A test as a history row (as [`History::record`] stores it).
-fn row_of(t: &LinkTest, now: f64) -> HistoryRow {
-    let (cpu, loss) = t
-        .result
-        .as_ref()
-        .map(crate::history::costs)
-        .unwrap_or_default();
-    HistoryRow {
-        at_unix: t
-            .result
-            .as_ref()
-            .map(|r| r.started_unix)
-            .filter(|&x| x > 0.0)
-            .unwrap_or(now),
-        workload: t.workload.clone(),
-        client: t.client.clone(),
-        server: t.server.clone(),
-        client_nic: t.client_nic.clone(),
-        server_nic: t.server_nic.clone(),
-        throughput_bps: t.throughput_bps,
-        transactions_per_s: t.transactions_per_s,
-        p50_us: t.p50_us,
-        p99_us: t.p99_us,
-        error: t.error.clone(),
-        cpu_per_gbps: cpu,
-        loss_ratio: loss,
-        min_us: crate::history::min_us(t),
     }
 }
