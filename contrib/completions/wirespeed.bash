@@ -184,8 +184,26 @@ _wirespeed() {
             wirespeed__subcmd__help__subcmd__k8s,run)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__run"
                 ;;
+            wirespeed__subcmd__help__subcmd__k8s,watch)
+                cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__watch"
+                ;;
             wirespeed__subcmd__help__subcmd__k8s__subcmd__image,build)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__image__subcmd__build"
+                ;;
+            wirespeed__subcmd__help__subcmd__k8s__subcmd__watch,apply)
+                cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__apply"
+                ;;
+            wirespeed__subcmd__help__subcmd__k8s__subcmd__watch,delete)
+                cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__delete"
+                ;;
+            wirespeed__subcmd__help__subcmd__k8s__subcmd__watch,in-cluster)
+                cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__in__subcmd__cluster"
+                ;;
+            wirespeed__subcmd__help__subcmd__k8s__subcmd__watch,manifests)
+                cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__manifests"
+                ;;
+            wirespeed__subcmd__help__subcmd__k8s__subcmd__watch,status)
+                cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__status"
                 ;;
             wirespeed__subcmd__help__subcmd__lab,demo)
                 cmd="wirespeed__subcmd__help__subcmd__lab__subcmd__demo"
@@ -229,6 +247,9 @@ _wirespeed() {
             wirespeed__subcmd__k8s,run)
                 cmd="wirespeed__subcmd__k8s__subcmd__run"
                 ;;
+            wirespeed__subcmd__k8s,watch)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch"
+                ;;
             wirespeed__subcmd__k8s__subcmd__help,help)
                 cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__help"
                 ;;
@@ -241,8 +262,26 @@ _wirespeed() {
             wirespeed__subcmd__k8s__subcmd__help,run)
                 cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__run"
                 ;;
+            wirespeed__subcmd__k8s__subcmd__help,watch)
+                cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__watch"
+                ;;
             wirespeed__subcmd__k8s__subcmd__help__subcmd__image,build)
                 cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__image__subcmd__build"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__help__subcmd__watch,apply)
+                cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__apply"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__help__subcmd__watch,delete)
+                cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__delete"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__help__subcmd__watch,in-cluster)
+                cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__in__subcmd__cluster"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__help__subcmd__watch,manifests)
+                cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__manifests"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__help__subcmd__watch,status)
+                cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__status"
                 ;;
             wirespeed__subcmd__k8s__subcmd__image,build)
                 cmd="wirespeed__subcmd__k8s__subcmd__image__subcmd__build"
@@ -255,6 +294,42 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__k8s__subcmd__image__subcmd__help,help)
                 cmd="wirespeed__subcmd__k8s__subcmd__image__subcmd__help__subcmd__help"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch,apply)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__apply"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch,delete)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__delete"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch,help)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__help"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch,in-cluster)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__in__subcmd__cluster"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch,manifests)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__manifests"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch,status)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__status"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch__subcmd__help,apply)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__apply"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch__subcmd__help,delete)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__delete"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch__subcmd__help,help)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__help"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch__subcmd__help,in-cluster)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__in__subcmd__cluster"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch__subcmd__help,manifests)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__manifests"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__watch__subcmd__help,status)
+                cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__status"
                 ;;
             wirespeed__subcmd__lab,demo)
                 cmd="wirespeed__subcmd__lab__subcmd__demo"
@@ -1669,7 +1744,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__k8s)
-            opts="manifests run image"
+            opts="manifests run image watch"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1727,6 +1802,90 @@ _wirespeed() {
         wirespeed__subcmd__help__subcmd__k8s__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__k8s__subcmd__watch)
+            opts="apply manifests status delete in-cluster"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__apply)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__delete)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__in__subcmd__cluster)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__manifests)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1999,7 +2158,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s)
-            opts="-h --help manifests run image help"
+            opts="-h --help manifests run image watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2013,7 +2172,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__help)
-            opts="manifests run image help"
+            opts="manifests run image watch help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2085,6 +2244,90 @@ _wirespeed() {
         wirespeed__subcmd__k8s__subcmd__help__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__help__subcmd__watch)
+            opts="apply manifests status delete in-cluster"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__apply)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__delete)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__in__subcmd__cluster)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__manifests)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2684,6 +2927,492 @@ _wirespeed() {
                     return 0
                     ;;
                 --engine-paths)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch)
+            opts="-h --help apply manifests status delete in-cluster help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__apply)
+            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --namespace --port --key-file --history-claim --rediscover --ready-timeout --kubeconfig --output --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http-port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network-prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ifname-prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nic-cel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dra-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --device-class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --toleration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limits)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --priority-class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-ports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-source)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history-claim)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rediscover)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__delete)
+            opts="-h --namespace --kubeconfig --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__help)
+            opts="apply manifests status delete in-cluster help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__apply)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__delete)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__in__subcmd__cluster)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__manifests)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__in__subcmd__cluster)
+            opts="-h --namespace --network --port --http-port --rediscover --ready-timeout --agents --synthetic --key-file --history --budget --link-rate --probe-period --probes --bandwidth-duration --peers --drift-ratio --for --retain --listen --dry-run --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http-port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rediscover)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agents)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --synthetic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --link-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probe-period)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --probes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bandwidth-duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --peers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --drift-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retain)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__manifests)
+            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --namespace --port --key-file --history-claim --rediscover --ready-timeout --kubeconfig --output --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --network)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http-port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --profile)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --network-prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ifname-prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nic-cel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dra-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --device-class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --toleration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limits)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --priority-class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-ports)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-source)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --history-claim)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rediscover)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__watch__subcmd__status)
+            opts="-h --namespace --kubeconfig --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --json)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

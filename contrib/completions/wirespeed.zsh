@@ -1014,6 +1014,181 @@ esac
     ;;
 esac
 ;;
+(watch)
+_arguments "${_arguments_options[@]}" : \
+'-h[Print help]' \
+'--help[Print help]' \
+":: :_wirespeed__subcmd__k8s__subcmd__watch_commands" \
+"*::: :->watch" \
+&& ret=0
+
+    case $state in
+    (watch)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-k8s-watch-command-$line[1]:"
+        case $line[1] in
+            (apply)
+_arguments "${_arguments_options[@]}" : \
+'--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
+'--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
+'--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
+'--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
+'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1) \[default\: NICs DraNet does not call virtual\]]:NETWORK_PREFIX:_default' \
+'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name (dra.net/ifName) starts with this]:IFNAME_PREFIX:_default' \
+'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--dra-selector=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--device-class=[dra\: the claims'\'' DeviceClass, yours (it must exist; none is made) \[default\: wirespeed-dranet, shared by every run, created when missing and never deleted\]]:NAME:_default' \
+'--nics=[dra\: NICs per agent]:NICS:_default' \
+'*--node-selector=[Run agents only on nodes with this label (KEY=VALUE, repeatable)]:KEY=VALUE:_default' \
+'*--toleration=[Let agents run on nodes with this taint (KEY\[=VALUE\]\[\:EFFECT\], repeatable), e.g. google.com/tpu=present\:NoSchedule]:KEY[=VALUE][:EFFECT]:_default' \
+'--requests=[The agent container'\''s resource requests (KEY=QUANTITY, comma-separated), e.g. cpu=1,memory=256Mi]:KEY=QTY,..:_default' \
+'--limits=[The agent container'\''s resource limits (KEY=QUANTITY, comma-separated)]:KEY=QTY,..:_default' \
+'--priority-class=[The agents'\'' PriorityClass]:NAME:_default' \
+'--data-ports=[The agents'\'' data ports (LO-HI)\: a firewall or NetworkPolicy can admit them, and each agent'\''s Service (service paths) forwards them]:LO-HI:_default' \
+'*--api-source=[Where the API server'\''s pod-proxy connections come from (CIDR, repeatable), admitted to the agents'\'' HTTP port; \`k8s run\` adds the API server'\''s own addresses when none is given]:CIDR:_default' \
+'--namespace=[The namespace (made by apply, deleted by delete)]:NAMESPACE:_default' \
+'--port=[The agents'\'' engine port]:PORT:_default' \
+'--key-file=[The fleet key file \[default\: the namespace'\''s key when it has one, else a fresh one\]]:KEY_FILE:_files' \
+'--history-claim=[Keep the history on this PersistentVolumeClaim (yours, in the namespace) \[default\: an emptyDir, lost when the pod goes\]]:CLAIM:_default' \
+'--rediscover=[How often the watcher lists its agents again]:REDISCOVER:_default' \
+'--ready-timeout=[Longest wait for the agents and then the watcher]:READY_TIMEOUT:_default' \
+'--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
+'--output=[manifests\: yaml (multi-document) or json (a v1 List)]:OUTPUT:_default' \
+'--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
+'--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
+'--privileged-namespace[Allow host-network agents (--network host)\: their namespace is labelled Pod Security \`privileged\` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused]' \
+'--no-network-policy[Make no NetworkPolicy (by default one admits the agents'\'' ports only from the run'\''s own pods and the API server)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::watch_args -- `fleet watch` flags for the watcher (after `--`):_default' \
+&& ret=0
+;;
+(manifests)
+_arguments "${_arguments_options[@]}" : \
+'--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
+'--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
+'--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
+'--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
+'(--ifname-prefix --nic-cel)--network-prefix=[dra\: claim NICs whose GCE network name starts with this (report 1) \[default\: NICs DraNet does not call virtual\]]:NETWORK_PREFIX:_default' \
+'(--nic-cel)--ifname-prefix=[dra\: claim NICs whose interface name (dra.net/ifName) starts with this]:IFNAME_PREFIX:_default' \
+'--nic-cel=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--dra-selector=[dra\: claim NICs matching this CEL expression over \`device\`, e.g. '\''device.attributes\["dra.net"\].rdma'\'']:CEL:_default' \
+'--device-class=[dra\: the claims'\'' DeviceClass, yours (it must exist; none is made) \[default\: wirespeed-dranet, shared by every run, created when missing and never deleted\]]:NAME:_default' \
+'--nics=[dra\: NICs per agent]:NICS:_default' \
+'*--node-selector=[Run agents only on nodes with this label (KEY=VALUE, repeatable)]:KEY=VALUE:_default' \
+'*--toleration=[Let agents run on nodes with this taint (KEY\[=VALUE\]\[\:EFFECT\], repeatable), e.g. google.com/tpu=present\:NoSchedule]:KEY[=VALUE][:EFFECT]:_default' \
+'--requests=[The agent container'\''s resource requests (KEY=QUANTITY, comma-separated), e.g. cpu=1,memory=256Mi]:KEY=QTY,..:_default' \
+'--limits=[The agent container'\''s resource limits (KEY=QUANTITY, comma-separated)]:KEY=QTY,..:_default' \
+'--priority-class=[The agents'\'' PriorityClass]:NAME:_default' \
+'--data-ports=[The agents'\'' data ports (LO-HI)\: a firewall or NetworkPolicy can admit them, and each agent'\''s Service (service paths) forwards them]:LO-HI:_default' \
+'*--api-source=[Where the API server'\''s pod-proxy connections come from (CIDR, repeatable), admitted to the agents'\'' HTTP port; \`k8s run\` adds the API server'\''s own addresses when none is given]:CIDR:_default' \
+'--namespace=[The namespace (made by apply, deleted by delete)]:NAMESPACE:_default' \
+'--port=[The agents'\'' engine port]:PORT:_default' \
+'--key-file=[The fleet key file \[default\: the namespace'\''s key when it has one, else a fresh one\]]:KEY_FILE:_files' \
+'--history-claim=[Keep the history on this PersistentVolumeClaim (yours, in the namespace) \[default\: an emptyDir, lost when the pod goes\]]:CLAIM:_default' \
+'--rediscover=[How often the watcher lists its agents again]:REDISCOVER:_default' \
+'--ready-timeout=[Longest wait for the agents and then the watcher]:READY_TIMEOUT:_default' \
+'--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
+'--output=[manifests\: yaml (multi-document) or json (a v1 List)]:OUTPUT:_default' \
+'--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
+'--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
+'--privileged-namespace[Allow host-network agents (--network host)\: their namespace is labelled Pod Security \`privileged\` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused]' \
+'--no-network-policy[Make no NetworkPolicy (by default one admits the agents'\'' ports only from the run'\''s own pods and the API server)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::watch_args -- `fleet watch` flags for the watcher (after `--`):_default' \
+&& ret=0
+;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+'--namespace=[The namespace]:NAMESPACE:_default' \
+'--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
+'--json=[status\: also print the state as JSON here]:JSON:_files' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(delete)
+_arguments "${_arguments_options[@]}" : \
+'--namespace=[The namespace]:NAMESPACE:_default' \
+'--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
+'--json=[status\: also print the state as JSON here]:JSON:_files' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(in-cluster)
+_arguments "${_arguments_options[@]}" : \
+'--namespace=[The agents'\'' namespace (the pod'\''s own)]:NAMESPACE:_default' \
+'--network=[The agents'\'' network mode\: host or pod]:NETWORK:_default' \
+'--port=[The agents'\'' engine port]:PORT:_default' \
+'--http-port=[The agents'\'' HTTP port]:HTTP_PORT:_default' \
+'--rediscover=[How often the agents are listed again]:REDISCOVER:_default' \
+'--ready-timeout=[Longest wait for the agents to be Ready]:READY_TIMEOUT:_default' \
+'--agents=[The fleet file (TOML; docs/fleet.md)]:AGENTS:_files' \
+'(--agents)--synthetic=[Plan for N made-up agents instead (with --dry-run only)]:SYNTHETIC:_default' \
+'--key-file=[The fleet key file (the agents'\'' --key-file)]:KEY_FILE:_files' \
+'--history=[The history file (SQLite; created, or migrated, as needed)]:HISTORY:_files' \
+'--budget=[Share of each link'\''s capacity the watcher may use on average, percent\: probes take at most half of it, bandwidth tests the rest]:BUDGET:_default' \
+'--link-rate=[Each link'\''s capacity, e.g. 10gbit, 100mbit (the budget'\''s base)]:LINK_RATE:_default' \
+'--probe-period=[How often each pair is probed (stretched to fit the budget)]:PROBE_PERIOD:_default' \
+'*--probes=[The probes, run together on each pair\: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)]:PROBES:_default' \
+'--bandwidth-duration=[Length of each bandwidth test of the rotation (per NIC pair)]:BANDWIDTH_DURATION:_default' \
+'--peers=[Agents each agent probes at most (all of them up to N + 1 agents)]:PEERS:_default' \
+'--drift-ratio=[A link has moved when its last two tests lie this factor from its baseline'\''s median (and outside its range)]:DRIFT_RATIO:_default' \
+'--for=[Stop after this long (default\: run until killed)]:RUN_FOR:_default' \
+'--retain=[Prune history older than this, at start and hourly]:RETAIN:_default' \
+'--listen=[Serve the live page (/), /metrics and /v1/watch here, e.g. 127.0.0.1\:5390]:LISTEN:_default' \
+'--dry-run[Print the schedule (pairs, probe period, bandwidth rotation) and how long planning took, then exit]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-k8s-watch-help-command-$line[1]:"
+        case $line[1] in
+            (apply)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(manifests)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(delete)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(in-cluster)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_wirespeed__subcmd__k8s__subcmd__help_commands" \
@@ -1047,6 +1222,42 @@ _arguments "${_arguments_options[@]}" : \
         curcontext="${curcontext%:*:*}:wirespeed-k8s-help-image-command-$line[1]:"
         case $line[1] in
             (build)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(watch)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch_commands" \
+"*::: :->watch" \
+&& ret=0
+
+    case $state in
+    (watch)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-k8s-help-watch-command-$line[1]:"
+        case $line[1] in
+            (apply)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(manifests)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(delete)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(in-cluster)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -1277,6 +1488,42 @@ _arguments "${_arguments_options[@]}" : \
         curcontext="${curcontext%:*:*}:wirespeed-help-k8s-image-command-$line[1]:"
         case $line[1] in
             (build)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+(watch)
+_arguments "${_arguments_options[@]}" : \
+":: :_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch_commands" \
+"*::: :->watch" \
+&& ret=0
+
+    case $state in
+    (watch)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:wirespeed-help-k8s-watch-command-$line[1]:"
+        case $line[1] in
+            (apply)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(manifests)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(status)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(delete)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(in-cluster)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -1558,6 +1805,7 @@ _wirespeed__subcmd__help__subcmd__k8s_commands() {
 'manifests:Print the objects that run agents (YAML, or JSON with --output json)' \
 'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
 'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
+'watch:\`fleet watch\` on the cluster\: agents and a watcher Deployment that probes every pair on a schedule, keeps history and raises drift events (docs/k8s.md)' \
     )
     _describe -t commands 'wirespeed help k8s commands' commands "$@"
 }
@@ -1582,6 +1830,42 @@ _wirespeed__subcmd__help__subcmd__k8s__subcmd__manifests_commands() {
 _wirespeed__subcmd__help__subcmd__k8s__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed help k8s run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch_commands() {
+    local commands; commands=(
+'apply:Apply the agents (a DaemonSet) and the watcher (a Deployment and its Service) in a namespace of their own, or change them when applied again; wait until the watcher watches every agent. Flags after \`--\` go to \`fleet watch\` (e.g. -- --probe-period 10s)' \
+'manifests:Print what \`apply\` would apply (YAML, or JSON with --output json)' \
+'status:The watcher'\''s state through the API server\: its agents, the newest test of each link, its drift events' \
+'delete:Delete the namespace \`apply\` made\: agents, watcher and history (unless it is on --history-claim'\''s volume)' \
+'in-cluster:What the watcher'\''s pod runs\: find the agents through the API server and watch them, again whenever they change' \
+    )
+    _describe -t commands 'wirespeed help k8s watch commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__apply_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__apply_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help k8s watch apply commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__delete_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__delete_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help k8s watch delete commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__in-cluster_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__in-cluster_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help k8s watch in-cluster commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__manifests_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__manifests_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help k8s watch manifests commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__status_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help k8s watch status commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help__subcmd__lab_commands] )) ||
 _wirespeed__subcmd__help__subcmd__lab_commands() {
@@ -1691,6 +1975,7 @@ _wirespeed__subcmd__k8s_commands() {
 'manifests:Print the objects that run agents (YAML, or JSON with --output json)' \
 'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
 'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
+'watch:\`fleet watch\` on the cluster\: agents and a watcher Deployment that probes every pair on a schedule, keeps history and raises drift events (docs/k8s.md)' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed k8s commands' commands "$@"
@@ -1701,6 +1986,7 @@ _wirespeed__subcmd__k8s__subcmd__help_commands() {
 'manifests:Print the objects that run agents (YAML, or JSON with --output json)' \
 'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
 'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
+'watch:\`fleet watch\` on the cluster\: agents and a watcher Deployment that probes every pair on a schedule, keeps history and raises drift events (docs/k8s.md)' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed k8s help commands' commands "$@"
@@ -1731,6 +2017,42 @@ _wirespeed__subcmd__k8s__subcmd__help__subcmd__manifests_commands() {
 _wirespeed__subcmd__k8s__subcmd__help__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed k8s help run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch_commands() {
+    local commands; commands=(
+'apply:Apply the agents (a DaemonSet) and the watcher (a Deployment and its Service) in a namespace of their own, or change them when applied again; wait until the watcher watches every agent. Flags after \`--\` go to \`fleet watch\` (e.g. -- --probe-period 10s)' \
+'manifests:Print what \`apply\` would apply (YAML, or JSON with --output json)' \
+'status:The watcher'\''s state through the API server\: its agents, the newest test of each link, its drift events' \
+'delete:Delete the namespace \`apply\` made\: agents, watcher and history (unless it is on --history-claim'\''s volume)' \
+'in-cluster:What the watcher'\''s pod runs\: find the agents through the API server and watch them, again whenever they change' \
+    )
+    _describe -t commands 'wirespeed k8s help watch commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__apply_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__apply_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help watch apply commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__delete_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__delete_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help watch delete commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__in-cluster_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__in-cluster_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help watch in-cluster commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__manifests_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__manifests_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help watch manifests commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__status_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__watch__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help watch status commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__k8s__subcmd__image_commands] )) ||
 _wirespeed__subcmd__k8s__subcmd__image_commands() {
@@ -1772,6 +2094,85 @@ _wirespeed__subcmd__k8s__subcmd__manifests_commands() {
 _wirespeed__subcmd__k8s__subcmd__run_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed k8s run commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch_commands() {
+    local commands; commands=(
+'apply:Apply the agents (a DaemonSet) and the watcher (a Deployment and its Service) in a namespace of their own, or change them when applied again; wait until the watcher watches every agent. Flags after \`--\` go to \`fleet watch\` (e.g. -- --probe-period 10s)' \
+'manifests:Print what \`apply\` would apply (YAML, or JSON with --output json)' \
+'status:The watcher'\''s state through the API server\: its agents, the newest test of each link, its drift events' \
+'delete:Delete the namespace \`apply\` made\: agents, watcher and history (unless it is on --history-claim'\''s volume)' \
+'in-cluster:What the watcher'\''s pod runs\: find the agents through the API server and watch them, again whenever they change' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed k8s watch commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__apply_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__apply_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch apply commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__delete_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__delete_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch delete commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help_commands() {
+    local commands; commands=(
+'apply:Apply the agents (a DaemonSet) and the watcher (a Deployment and its Service) in a namespace of their own, or change them when applied again; wait until the watcher watches every agent. Flags after \`--\` go to \`fleet watch\` (e.g. -- --probe-period 10s)' \
+'manifests:Print what \`apply\` would apply (YAML, or JSON with --output json)' \
+'status:The watcher'\''s state through the API server\: its agents, the newest test of each link, its drift events' \
+'delete:Delete the namespace \`apply\` made\: agents, watcher and history (unless it is on --history-claim'\''s volume)' \
+'in-cluster:What the watcher'\''s pod runs\: find the agents through the API server and watch them, again whenever they change' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'wirespeed k8s watch help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__apply_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__apply_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch help apply commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__delete_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__delete_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch help delete commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__help_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch help help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__in-cluster_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__in-cluster_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch help in-cluster commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__manifests_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__manifests_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch help manifests commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__status_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch help status commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__in-cluster_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__in-cluster_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch in-cluster commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__manifests_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__manifests_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch manifests commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__watch__subcmd__status_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__watch__subcmd__status_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s watch status commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__lab_commands] )) ||
 _wirespeed__subcmd__lab_commands() {

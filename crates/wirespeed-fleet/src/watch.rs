@@ -61,6 +61,10 @@ pub struct WatchOptions {
     pub retain: Option<Duration>,
     /// Called with each drift event as it is raised.
     pub on_event: Option<EventFn>,
+    /// Set to end the watch: no new test starts, those in flight finish
+    /// and are stored (the Kubernetes watcher sets it when its agents
+    /// change, then watches the new set on the same history).
+    pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// The watcher's shared state: what the live page and `/metrics` serve.
@@ -261,7 +265,12 @@ impl Loop {
         let mut next_prune = start + 3600.0;
         loop {
             let now = now_unix();
-            let stopping = end.is_some_and(|e| now >= e);
+            let stopping = end.is_some_and(|e| now >= e)
+                || self
+                    .opts
+                    .stop
+                    .as_ref()
+                    .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
             if stopping && self.in_flight == 0 {
                 break;
             }

@@ -155,6 +155,7 @@ fn watch_sets_the_fleet(fleet: &Fleet) {
         duration: Some(Duration::from_secs(6)),
         retain: None,
         on_event: None,
+        stop: None,
     };
     let t = Instant::now();
     let st = wirespeed_fleet::watch::run_blocking(fleet, &opts, None).unwrap();

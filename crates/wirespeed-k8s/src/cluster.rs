@@ -111,8 +111,26 @@ macro_rules! with_api {
                 let $api = namespaced($client, $o);
                 $body
             }
+            Object::Deployment($o) => {
+                let $o = &**$o;
+                let $api = namespaced($client, $o);
+                $body
+            }
         }
     };
+}
+
+/// The runtime a blocking entry point (`run_blocking`, the watcher's)
+/// runs its calls on: two workers.
+pub fn runtime() -> Result<tokio::runtime::Runtime, K8sError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| K8sError::Io {
+            what: "start the runtime".into(),
+            error: e,
+        })
 }
 
 /// Server-side applies `obj` (field manager "wirespeed", strict field

@@ -18,6 +18,8 @@
 //!   node's kernel and kubelet, and what each pod had in force.
 //! - [`run`]: the whole run, and the paths compared; [`gates`]: pass or
 //!   fail per case (floors, a baseline, the gap to the host network).
+//! - [`watch`]: `fleet watch` as a Deployment beside the agents, finding
+//!   them through the API server (`k8s watch`).
 //! - `testkit` (feature `testkit`, which only the tests' dev-dependencies
 //!   enable): a real apiserver for tests and the controllers it lacks.
 //!
@@ -42,6 +44,7 @@ pub mod runner;
 pub mod sysctls;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+pub mod watch;
 
 pub use deploy::Deployment;
 pub use discover::{Agent, AgentNic, discover, discover_with};

@@ -465,6 +465,8 @@ pub enum Object {
     EndpointSlice(Box<EndpointSlice>),
     /// Who may reach the pod-network agents.
     NetworkPolicy(Box<NetworkPolicy>),
+    /// The watcher of `k8s watch`.
+    Deployment(Box<k8s_openapi::api::apps::v1::Deployment>),
 }
 
 impl Object {
@@ -482,6 +484,7 @@ impl Object {
             Object::Service(_) => "Service",
             Object::EndpointSlice(_) => "EndpointSlice",
             Object::NetworkPolicy(_) => "NetworkPolicy",
+            Object::Deployment(_) => "Deployment",
         }
     }
 
@@ -499,6 +502,7 @@ impl Object {
             Object::Service(o) => &o.metadata,
             Object::EndpointSlice(o) => &o.metadata,
             Object::NetworkPolicy(o) => &o.metadata,
+            Object::Deployment(o) => &o.metadata,
         }
     }
 
@@ -780,15 +784,8 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
         tolerations: tolerations(o),
         priority_class_name: o.priority_class.clone(),
         security_context: Some(PodSecurityContext {
-            run_as_user: Some(65532),
-            run_as_group: Some(65532),
-            fs_group: Some(65532),
-            seccomp_profile: Some(SeccompProfile {
-                type_: "RuntimeDefault".into(),
-                ..SeccompProfile::default()
-            }),
             sysctls,
-            ..PodSecurityContext::default()
+            ..image_user()
         }),
         containers: vec![agent],
         resource_claims: (n == Network::Dra).then(|| {
@@ -798,20 +795,7 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
                 ..PodResourceClaim::default()
             }]
         }),
-        volumes: Some(vec![Volume {
-            name: "key".into(),
-            secret: Some(SecretVolumeSource {
-                secret_name: Some(KEY_SECRET.into()),
-                default_mode: Some(0o440),
-                items: Some(vec![KeyToPath {
-                    key: KEY_ENTRY.into(),
-                    path: KEY_ENTRY.into(),
-                    ..KeyToPath::default()
-                }]),
-                ..SecretVolumeSource::default()
-            }),
-            ..Volume::default()
-        }]),
+        volumes: Some(vec![key_volume()]),
         ..PodSpec::default()
     };
     DaemonSet {
@@ -831,6 +815,40 @@ fn daemonset(o: &Options, n: Network) -> DaemonSet {
             ..DaemonSetSpec::default()
         }),
         ..DaemonSet::default()
+    }
+}
+
+/// The pod security context of every wirespeed pod: the image's user
+/// and group (65532), which also owns its volumes, and RuntimeDefault
+/// seccomp.
+pub(crate) fn image_user() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_user: Some(65532),
+        run_as_group: Some(65532),
+        fs_group: Some(65532),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            ..SeccompProfile::default()
+        }),
+        ..PodSecurityContext::default()
+    }
+}
+
+/// The volume `key`: the key's Secret, readable by the pod's group only.
+pub(crate) fn key_volume() -> Volume {
+    Volume {
+        name: "key".into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(KEY_SECRET.into()),
+            default_mode: Some(0o440),
+            items: Some(vec![KeyToPath {
+                key: KEY_ENTRY.into(),
+                path: KEY_ENTRY.into(),
+                ..KeyToPath::default()
+            }]),
+            ..SecretVolumeSource::default()
+        }),
+        ..Volume::default()
     }
 }
 

@@ -211,7 +211,7 @@ fn container_state(cs: &ContainerStatus) -> Option<Result<(String, String, bool)
 }
 
 /// A pod's trouble and, when it is not Ready, what it waits for.
-fn pod_state(p: &Pod) -> (Vec<Problem>, Option<String>) {
+pub(crate) fn pod_state(p: &Pod) -> (Vec<Problem>, Option<String>) {
     let (name, node) = (pod_name(p), pod_node(p));
     let problem = |reason: String, message: String, terminal: bool| Problem {
         pod: Some(name.clone()),

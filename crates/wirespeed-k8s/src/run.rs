@@ -492,28 +492,7 @@ impl Endpoints<'_> {
         if network == Network::PodPeer {
             name += "_peer";
         }
-        let http = SocketAddr::new(a.control, self.o.http_port).to_string();
-        let mut spec = AgentSpec {
-            name: name.clone(),
-            agent_name: Some(a.pod.clone()),
-            control: SocketAddr::new(a.control, self.o.port).to_string(),
-            http,
-            nics: a
-                .nics
-                .iter()
-                .enumerate()
-                .map(|(i, n)| NicSpec {
-                    name: n.name.clone().unwrap_or_else(|| format!("nic{i}")),
-                    address: n.addr,
-                })
-                .collect(),
-            labels: [
-                ("node".to_string(), a.node.clone()),
-                ("network".to_string(), network.to_string()),
-                ("pod".to_string(), a.pod.clone()),
-            ]
-            .into(),
-        };
+        let mut spec = agent_spec(&name, a, self.o.port, self.o.http_port);
         if via_service {
             let ip = self.services.get(&(network, node.to_string()))?;
             spec.name = name + "_svc";
@@ -521,6 +500,32 @@ impl Endpoints<'_> {
             spec.nics.clear();
         }
         Some((spec, a.clone()))
+    }
+}
+
+/// The fleet entry named `name` for agent `a` (engine on `port`, API on
+/// `http_port`), labelled with its node, network and pod.
+pub(crate) fn agent_spec(name: &str, a: &Agent, port: u16, http_port: u16) -> AgentSpec {
+    AgentSpec {
+        name: name.to_string(),
+        agent_name: Some(a.pod.clone()),
+        control: SocketAddr::new(a.control, port).to_string(),
+        http: SocketAddr::new(a.control, http_port).to_string(),
+        nics: a
+            .nics
+            .iter()
+            .enumerate()
+            .map(|(i, n)| NicSpec {
+                name: n.name.clone().unwrap_or_else(|| format!("nic{i}")),
+                address: n.addr,
+            })
+            .collect(),
+        labels: [
+            ("node".to_string(), a.node.clone()),
+            ("network".to_string(), a.network.to_string()),
+            ("pod".to_string(), a.pod.clone()),
+        ]
+        .into(),
     }
 }
 
@@ -700,15 +705,7 @@ fn or_dash(s: &str) -> &str {
 /// `keep` is set; an error in the run wins over one in cleanup, which is
 /// then logged.
 pub fn run_blocking(cfg: &RunConfig, log: &(dyn Fn(&str) + Sync)) -> Result<RunOutcome, K8sError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| K8sError::Io {
-            what: "start the runtime".into(),
-            error: e,
-        })?;
-    rt.block_on(async {
+    cluster::runtime()?.block_on(async {
         let client = cluster::client(cfg.kubeconfig.as_deref()).await?;
         let mut dep = Deployment::new();
         let r = tokio::select! {

@@ -21,6 +21,11 @@ pub enum K8sCmd {
     /// base image.
     #[command(subcommand)]
     Image(ImageCmd),
+    /// `fleet watch` on the cluster: agents and a watcher Deployment that
+    /// probes every pair on a schedule, keeps history and raises drift
+    /// events (docs/k8s.md).
+    #[command(subcommand)]
+    Watch(crate::k8s_watch_cmd::WatchCmd),
 }
 
 /// `k8s image` subcommands.
@@ -287,7 +292,17 @@ pub struct RunArgs {
 impl ObjectArgs {
     /// The library's options for `namespace`, the engine `port` and the
     /// key from `key_file` (a fresh one when none).
-    fn options(&self, namespace: &str, port: u16, key_file: Option<&Path>) -> Result<Options> {
+    /// Whether `--image` was left out.
+    pub(crate) fn image_missing(&self) -> bool {
+        self.image.is_none()
+    }
+
+    pub(crate) fn options(
+        &self,
+        namespace: &str,
+        port: u16,
+        key_file: Option<&Path>,
+    ) -> Result<Options> {
         let networks = Network::parse_list(&self.network)?;
         let key = match key_file {
             Some(p) => crate::read_key(p)?,
@@ -384,11 +399,12 @@ pub fn run(c: K8sCmd) -> Result<()> {
         }
         K8sCmd::Run(a) => run_matrix(*a),
         K8sCmd::Image(ImageCmd::Build(a)) => build_image(*a),
+        K8sCmd::Watch(c) => crate::k8s_watch_cmd::run(c),
     }
 }
 
 /// How to get an image a cluster can pull.
-const IMAGE_HINT: &str = "build and push one with `wirespeed k8s image build --push \
+pub(crate) const IMAGE_HINT: &str = "build and push one with `wirespeed k8s image build --push \
     REGISTRY/wirespeed:TAG` (--plain-http for a registry without TLS) and pass the \
     REF@sha256:... it prints as --image";
 
@@ -708,7 +724,7 @@ fn print_runner(a: &ManifestArgs) -> Result<()> {
 
 /// Prints `objs` as `output` says: yaml (multi-document) or json (a v1
 /// List).
-fn print_objects<T: serde::Serialize>(objs: &[T], output: &str) -> Result<()> {
+pub(crate) fn print_objects<T: serde::Serialize>(objs: &[T], output: &str) -> Result<()> {
     let text = match output {
         "yaml" => manifests::to_yaml(objs)?,
         "json" => manifests::to_json(objs)? + "\n",

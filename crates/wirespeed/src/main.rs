@@ -11,6 +11,7 @@ mod experiment;
 mod fleet_cmd;
 mod host_cmd;
 mod k8s_cmd;
+mod k8s_watch_cmd;
 mod lab;
 mod model_cmd;
 mod optimize;

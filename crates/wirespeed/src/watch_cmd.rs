@@ -163,8 +163,8 @@ fn dry_run(n: usize, nics: usize, b: &Budget) -> Result<()> {
     Ok(())
 }
 
-/// Runs `wirespeed fleet watch`.
-pub fn run(a: WatchArgs) -> Result<()> {
+/// The probes and the budget from the flags.
+fn plan_inputs(a: &WatchArgs) -> Result<(Vec<WorkloadSpec>, f64, Budget)> {
     let probes = a
         .probes
         .iter()
@@ -174,32 +174,44 @@ pub fn run(a: WatchArgs) -> Result<()> {
         bail!("--probes: give at least one probe");
     }
     let bw_s = parse_duration(&a.bandwidth_duration).context("--bandwidth-duration")?;
-    let b = budget(&a, &probes, bw_s + 0.2)?;
-    if a.dry_run {
-        return match (&a.agents, a.synthetic) {
-            (Some(p), _) => {
-                let f = Fleet::load(p)?;
-                let nics = f
-                    .agents
-                    .iter()
-                    .map(|x| x.nics.len().max(1))
-                    .max()
-                    .unwrap_or(1);
-                dry_run(f.agents.len(), nics, &b)
-            }
-            (None, Some(n)) => dry_run(n, 1, &b),
-            (None, None) => bail!("give --agents FILE or --synthetic N"),
-        };
+    let b = budget(a, &probes, bw_s + 0.2)?;
+    Ok((probes, bw_s, b))
+}
+
+/// `--dry-run`: the schedule of the fleet file's agents, or of N made up.
+fn dry_run_of(a: &WatchArgs, b: &Budget) -> Result<()> {
+    match (&a.agents, a.synthetic) {
+        (Some(p), _) => {
+            let f = Fleet::load(p)?;
+            let nics = f
+                .agents
+                .iter()
+                .map(|x| x.nics.len().max(1))
+                .max()
+                .unwrap_or(1);
+            dry_run(f.agents.len(), nics, b)
+        }
+        (None, Some(n)) => dry_run(n, 1, b),
+        (None, None) => bail!("give --agents FILE or --synthetic N"),
     }
-    let Some(agents) = &a.agents else {
-        bail!("fleet watch needs --agents FILE");
-    };
-    let fleet = Fleet::load(agents)?;
+}
+
+/// The live page's listener and renderer, when `--listen` is given.
+pub type Http = Option<(std::net::TcpListener, wirespeed_fleet::watch_http::PageFn)>;
+
+/// The watcher's options and HTTP face from the flags (all but the
+/// fleet, which comes from `--agents` or, on Kubernetes, from the API
+/// server).
+pub fn prepare(a: &WatchArgs) -> Result<(WatchOptions, Http)> {
+    let (probes, bw_s, b) = plan_inputs(a)?;
     let Some(kf) = &a.key_file else {
         bail!(
             "fleet watch needs --key-file: the agents start tests only for requests signed with the fleet key"
         );
     };
+    if !(a.drift_ratio > 1.0 && a.drift_ratio.is_finite()) {
+        bail!("--drift-ratio {}: give a factor above 1", a.drift_ratio);
+    }
     let bandwidth = WorkloadSpec {
         label: "stream".into(),
         spec: TestSpec {
@@ -231,10 +243,8 @@ pub fn run(a: WatchArgs) -> Result<()> {
         on_event: Some(Arc::new(|e| {
             let _ = writeln!(std::io::stdout().lock(), "drift: {}", e.message);
         })),
+        stop: None,
     };
-    if !(a.drift_ratio > 1.0 && a.drift_ratio.is_finite()) {
-        bail!("--drift-ratio {}: give a factor above 1", a.drift_ratio);
-    }
     let http = match a.listen {
         Some(addr) => {
             let l =
@@ -246,13 +256,38 @@ pub fn run(a: WatchArgs) -> Result<()> {
         }
         None => None,
     };
-    let st = wirespeed_fleet::watch::run_blocking(&fleet, &opts, http)?;
-    println!(
+    Ok((opts, http))
+}
+
+/// Whether the flags name a fleet of their own (`--agents`,
+/// `--synthetic`, `--dry-run`), which a watcher on Kubernetes does not take.
+pub fn names_a_fleet(a: &WatchArgs) -> bool {
+    a.agents.is_some() || a.synthetic.is_some() || a.dry_run
+}
+
+/// The line a finished watch prints.
+pub fn summary(st: &wirespeed_types::fleet::WatchState, history: &std::path::Path) -> String {
+    format!(
         "watched {} agents: {} tests stored in {}, {} drift event(s)",
         st.agents.len(),
         st.tests_stored,
-        opts.history.display(),
+        history.display(),
         st.events.len()
-    );
+    )
+}
+
+/// Runs `wirespeed fleet watch`.
+pub fn run(a: WatchArgs) -> Result<()> {
+    if a.dry_run {
+        let (_, _, b) = plan_inputs(&a)?;
+        return dry_run_of(&a, &b);
+    }
+    let Some(agents) = &a.agents else {
+        bail!("fleet watch needs --agents FILE");
+    };
+    let fleet = Fleet::load(agents)?;
+    let (opts, http) = prepare(&a)?;
+    let st = wirespeed_fleet::watch::run_blocking(&fleet, &opts, http)?;
+    println!("{}", summary(&st, &opts.history));
     Ok(())
 }

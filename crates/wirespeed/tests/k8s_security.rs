@@ -10,11 +10,11 @@
 
 mod common;
 
-use common::cluster::{Cluster, can_run, check_nodes, nothing_left, text, unique};
+use common::cluster::{Cluster, can_run, check_nodes, nothing_left, text, unique, wait_for};
 use common::{Proc, bin, heavy};
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A profile with a safe sysctl, an unsafe one the test kubelets allow,
 /// an unsafe one they do not, and a host-wide one.
@@ -28,21 +28,6 @@ const PROFILE: &str = r#"description = "k8s_security test profile"
 
 /// The one unsafe sysctl the test cluster's kubelets allow.
 const ALLOWED: &str = "net.ipv4.tcp_slow_start_after_idle";
-
-/// Polls `f` every 200 ms until it returns Some, for at most `secs`.
-fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let end = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < end,
-            "timed out after {secs} s waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
 
 /// `k8s run` in the runner namespace, started in the background.
 fn spawn_run(c: &Cluster, args: &[&str]) -> Proc {

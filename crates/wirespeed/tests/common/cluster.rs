@@ -165,13 +165,15 @@ impl Cluster {
     }
 
     /// `wirespeed ARGS` in the runner's namespace, which reaches the API
-    /// server and nothing else.
+    /// server and nothing else (`--kubeconfig` goes before a `--`).
     pub fn runner(&self, args: &[&str]) -> (Output, Duration) {
         let t = Instant::now();
+        let cut = args.iter().position(|a| *a == "--").unwrap_or(args.len());
         let out = Command::new("ip")
             .args(["netns", "exec", self.get("RUNNER_NETNS"), bin()])
-            .args(args)
+            .args(&args[..cut])
             .args(["--kubeconfig", self.get("RUNNER_KUBECONFIG")])
+            .args(&args[cut..])
             .stdin(Stdio::null())
             .output()
             .expect("run wirespeed in the runner namespace");
@@ -300,5 +302,20 @@ impl Scratch {
     /// The key file's path.
     pub fn key(&self) -> String {
         self.file("key")
+    }
+}
+
+/// Polls `f` every 200 ms until it returns Some, for at most `secs`.
+pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            Instant::now() < end,
+            "timed out after {secs} s waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
