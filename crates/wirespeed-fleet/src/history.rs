@@ -122,6 +122,37 @@ pub struct History {
     db: Connection,
 }
 
+/// Held by the one watcher that writes a history file: an exclusive
+/// advisory lock on `FILE.watch.lock`, released when dropped (or when the
+/// process dies). `fleet history` reads without it.
+#[derive(Debug)]
+pub struct WatchLock(#[allow(dead_code)] std::fs::File);
+
+/// Takes the watcher's lock on the history at `path`; a second watcher
+/// on the same file is refused with the lock file's name.
+pub fn lock_for_watch(path: &Path) -> Result<WatchLock> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".watch.lock");
+    let lock = std::path::PathBuf::from(name);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .map_err(|e| FleetError::io(format!("open {}", lock.display()), e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(WatchLock(f)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(FleetError::Fleet(format!(
+            "another watcher writes {} (it holds {}): one watcher per history file",
+            path.display(),
+            lock.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(FleetError::io(format!("lock {}", lock.display()), e))
+        }
+    }
+}
+
 fn sql(what: &str, e: rusqlite::Error) -> FleetError {
     FleetError::Fleet(format!("history: {what}: {e}"))
 }
@@ -339,6 +370,23 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_watcher_per_history_file() {
+        let dir = std::env::temp_dir().join(format!("ws-hlock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("h.db");
+        let first = lock_for_watch(&db).unwrap();
+        let e = lock_for_watch(&db).unwrap_err().to_string();
+        assert!(
+            e.contains("another watcher") && e.contains("h.db.watch.lock"),
+            "{e}"
+        );
+        drop(first);
+        let again = lock_for_watch(&db);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(again.is_ok(), "taken again once released");
+    }
     use wirespeed_types::fleet::AgentStatus;
 
     fn run(at: f64, tput: f64, mtu: &str) -> FleetResults {

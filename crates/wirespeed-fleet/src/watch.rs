@@ -150,6 +150,7 @@ pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Resul
         .max()
         .unwrap_or(1);
     let schedule = Schedule::new(fleet.agents.len(), &budget)?;
+    let _lock = crate::history::lock_for_watch(&opts.history)?;
     let mut history = History::open(&opts.history)?;
     if let Some(keep) = opts.retain {
         history.prune(now_unix() - keep.as_secs_f64())?;
