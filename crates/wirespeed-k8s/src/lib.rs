@@ -16,7 +16,7 @@
 //!   host network, DRA NICs).
 //! - [`sysctls`]: which of a profile's sysctls the pods may set, per
 //!   node's kernel and kubelet, and what each pod had in force.
-//! - [`run`]: the whole run, and the paths compared; [`gates`]: pass or
+//! - [`run`]: the whole run; [`compare`]: the paths side by side; [`gates`]: pass or
 //!   fail per case (floors, a baseline, the gap to the host network).
 //! - [`watch`]: `fleet watch` as a Deployment beside the agents, finding
 //!   them through the API server (`k8s watch`).
@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 pub mod cluster;
+pub mod compare;
 pub mod deploy;
 pub mod discover;
 pub mod dra;
@@ -46,12 +47,11 @@ pub mod sysctls;
 pub mod testkit;
 pub mod watch;
 
+pub use compare::{Comparison, compare, render_comparison};
 pub use deploy::Deployment;
 pub use discover::{Agent, AgentNic, discover, discover_with};
 pub use error::K8sError;
 pub use manifests::{Network, NicSelector, Object, Options};
 pub use paths::PathKind;
 pub use proxy::Reach;
-pub use run::{
-    Comparison, PathRun, RunConfig, RunOutcome, compare, render_comparison, run_blocking,
-};
+pub use run::{PathRun, RunConfig, RunOutcome, run_blocking};

@@ -6,6 +6,7 @@
 use wirespeed_types::Report;
 pub use wirespeed_types::experiment::*;
 use wirespeed_types::result::finite;
+use wirespeed_types::stats::median;
 
 /// Turns a plain `wirespeed bench --json` report into experiment results:
 /// an rr/crr size sweep becomes one cell with a point per size, anything
@@ -108,7 +109,58 @@ pub fn summary_table(res: &ExperimentResults) -> String {
         }
         t.add_row(row);
     }
-    format!("{t}\n")
+    match breakdown_table(res) {
+        Some(b) => format!("{t}\n{b}"),
+        None => format!("{t}\n"),
+    }
+}
+
+/// Where the round trip is spent in each cell (`--breakdown`): each
+/// segment's mean in the transactions at the round trip's median, the
+/// median over the runs of the cell's last point, µs; None when no run
+/// has a breakdown.
+pub fn breakdown_table(res: &ExperimentResults) -> Option<String> {
+    use wirespeed_types::breakdown::SEGMENTS;
+    let rows: Vec<(&str, Vec<Option<f64>>)> = res
+        .cells
+        .iter()
+        .map(|c| {
+            let bs: Vec<_> = c
+                .points
+                .last()
+                .map(|p| p.runs.iter().filter_map(|r| r.breakdown.as_ref()).collect())
+                .unwrap_or_default();
+            let v = SEGMENTS
+                .iter()
+                .map(|(k, _)| {
+                    median(
+                        &bs.iter()
+                            .filter_map(|b| b.part_at(50.0, k))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .collect();
+            (c.name.as_str(), v)
+        })
+        .collect();
+    let used: Vec<usize> = (0..SEGMENTS.len())
+        .filter(|&i| rows.iter().any(|(_, v)| v[i].is_some()))
+        .collect();
+    if used.is_empty() {
+        return None;
+    }
+    let mut head = vec!["where p50 is spent, us"];
+    head.extend(used.iter().map(|&i| SEGMENTS[i].0));
+    let mut t = crate::table::new_table(&head, 1);
+    for (name, v) in rows {
+        let mut row = vec![name.to_string()];
+        row.extend(
+            used.iter()
+                .map(|&i| v[i].map_or("-".into(), |x| format!("{x:.2}"))),
+        );
+        t.add_row(row);
+    }
+    Some(format!("{t}\n"))
 }
 
 #[cfg(test)]
@@ -220,5 +272,45 @@ mod tests {
         let res = from_report(&report, "two");
         assert_eq!(res.cells.len(), 2);
         assert_eq!(res.cells[1].vs_baseline_pct, Some(100.0));
+    }
+
+    #[test]
+    fn a_breakdown_table_per_cell_only_with_breakdowns() {
+        use wirespeed_types::breakdown::{Breakdown, PercentileSlice, SegmentStats};
+        let bd = Breakdown {
+            segments: ["client_send_stack", "server_rx_stack"]
+                .iter()
+                .map(|n| SegmentStats {
+                    name: n.to_string(),
+                    ..SegmentStats::default()
+                })
+                .collect(),
+            at_percentiles: vec![PercentileSlice {
+                percentile: 50.0,
+                parts_us: vec![1.5, 7.25],
+                ..PercentileSlice::default()
+            }],
+            ..Breakdown::default()
+        };
+        let run = wirespeed_types::TestResult {
+            breakdown: Some(bd),
+            ..Default::default()
+        };
+        let mut res = ExperimentResults {
+            cells: vec![CellResult {
+                name: "vxlan".into(),
+                points: vec![Point {
+                    runs: vec![run],
+                    ..Point::default()
+                }],
+                ..CellResult::default()
+            }],
+            ..ExperimentResults::default()
+        };
+        let t = breakdown_table(&res).expect("a table");
+        assert!(t.contains("server_rx_stack") && t.contains("7.25"), "{t}");
+        assert!(!t.contains("client_connect"), "{t}");
+        res.cells[0].points[0].runs[0].breakdown = None;
+        assert!(breakdown_table(&res).is_none());
     }
 }

@@ -146,6 +146,13 @@ impl Breakdown {
             .find(|s| (s.percentile - percentile).abs() < 1e-9)
     }
 
+    /// Segment `key`'s mean in the transactions at `percentile` of the
+    /// round trip (e.g. 50.0), µs, when this breakdown has both.
+    pub fn part_at(&self, percentile: f64, key: &str) -> Option<f64> {
+        let i = self.segments.iter().position(|s| s.name == key)?;
+        self.at(percentile)?.parts_us.get(i).copied()
+    }
+
     /// Index of a segment key in [`SEGMENTS`].
     pub fn index_of(key: &str) -> Option<usize> {
         SEGMENTS.iter().position(|s| s.0 == key)

@@ -98,6 +98,73 @@ fn run_host_and_pod(c: &Cluster, nodes: usize) {
     println!("{stdout}");
 }
 
+/// rr with `--breakdown` on the host and the pod network: each mode's
+/// tests carry a breakdown whose segments add up to the round trip, and
+/// the side-by-side table has each segment at p50 and p99 per mode, with
+/// the pod path's gap to the host's (issue 28's question per mode).
+fn breakdown_host_and_pod(c: &Cluster) {
+    let outfile = std::env::temp_dir().join(format!("{}-bd.json", c.name));
+    let (out, took) = c.runner(&[
+        "k8s",
+        "run",
+        "--network",
+        "host,pod",
+        "--privileged-namespace",
+        "--image",
+        c.get("IMAGE"),
+        "-w",
+        "rr",
+        "--breakdown",
+        "-d",
+        "2s",
+        "--warmup",
+        "0",
+        "--out",
+        outfile.to_str().unwrap(),
+    ]);
+    let all = text(&out);
+    assert!(
+        out.status.success(),
+        "k8s run --breakdown failed after {took:?}:\n{all}"
+    );
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&outfile).expect("--out written")).unwrap();
+    let _ = std::fs::remove_file(&outfile);
+    for run in doc["runs"].as_array().expect("runs") {
+        for t in run["results"]["tests"].as_array().unwrap() {
+            let b = &t["result"]["breakdown"];
+            assert!(b["transactions"].as_u64().unwrap_or(0) > 0, "{t}");
+            let err = b["sum_error_p50"].as_f64().unwrap_or(1.0);
+            assert!(err < 0.02, "segments add up within 2% at p50: {err} in {b}");
+        }
+    }
+    let modes = doc["comparison"][0]["modes"].as_array().expect("modes");
+    assert_eq!(modes.len(), 2, "{modes:?}");
+    for m in modes {
+        let segs: Vec<&str> = m["segments"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g["segment"].as_str())
+            .collect();
+        for k in [
+            "client_send_stack",
+            "wire",
+            "server_rx_stack",
+            "client_rx_stack",
+        ] {
+            assert!(segs.contains(&k), "{k} in {m}");
+        }
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("p99 server_rx_stack (us)"))
+        .unwrap_or_else(|| panic!("no segment row: {all}"));
+    assert!(row.contains('%'), "the pod path's gap to the host's: {row}");
+    println!("{stdout}");
+}
+
 /// An image that does not exist: non-zero within 60 s, naming the pull
 /// failure and the pod.
 fn missing_image(c: &Cluster) {
@@ -204,12 +271,27 @@ fn in_cluster_job(c: &Cluster) {
     let job = items.iter().find(|o| o["kind"] == "Job").expect("a Job");
     let jname = job["metadata"]["name"].as_str().unwrap();
     let deadline = Instant::now() + Duration::from_secs(180);
+    // The log is read while the Job runs and once it is done, the longest
+    // kept: the kubelet may collect a finished pod's container, and its
+    // log with it, before a read after the end.
+    let mut log = String::new();
     let status = loop {
         let j = c.api(
             "GET",
             &format!("/apis/batch/v1/namespaces/{ns}/jobs/{jname}"),
             None,
         );
+        let pods = c.api(
+            "GET",
+            &format!("/api/v1/namespaces/{ns}/pods?labelSelector=job-name%3D{jname}"),
+            None,
+        );
+        if let Some(pod) = pods["items"][0]["metadata"]["name"].as_str() {
+            let now = logs(c, &ns, pod);
+            if now.contains("k8s: ") && now.len() > log.len() {
+                log = now;
+            }
+        }
         let st = &j["status"];
         if st["succeeded"].as_u64() == Some(1) || st["failed"].as_u64().unwrap_or(0) > 0 {
             break st.clone();
@@ -217,13 +299,6 @@ fn in_cluster_job(c: &Cluster) {
         assert!(Instant::now() < deadline, "Job not done in 180 s: {j}");
         std::thread::sleep(Duration::from_millis(500));
     };
-    let pods = c.api(
-        "GET",
-        &format!("/api/v1/namespaces/{ns}/pods?labelSelector=job-name%3D{jname}"),
-        None,
-    );
-    let pod = pods["items"][0]["metadata"]["name"].as_str().unwrap_or("?");
-    let log = logs(c, &ns, pod);
     for o in items.iter().rev() {
         let name = o["metadata"]["name"].as_str().unwrap_or("");
         if o["kind"] != "ServiceAccount" && o["kind"] != "Job" {
@@ -251,6 +326,7 @@ fn real_cluster_runs_agents_and_fails_loudly() {
         let c = Cluster::up(&name, &["--nodes", "3"]);
         check_nodes(&c, 3);
         run_host_and_pod(&c, 3);
+        breakdown_host_and_pod(&c);
         missing_image(&c);
         tainted_node(&c);
         in_cluster_job(&c);

@@ -124,6 +124,23 @@ fn overlay_cost_vxlan_costs_throughput() {
             assert!(pts.iter().all(|p| p["vs_baseline_pct"].is_f64()), "{c}");
         }
     }
+    // Where the round trip goes on each network: every run of every
+    // cell carries a breakdown whose segments add up within 2% at p50.
+    let bd = experiment("overlay-cost", "breakdown.toml", 1, "1s");
+    for c in bd["cells"].as_array().unwrap() {
+        let runs = c["points"][0]["runs"].as_array().unwrap();
+        assert!(!runs.is_empty(), "{}", c["name"]);
+        for r in runs {
+            let b = &r["breakdown"];
+            assert!(
+                b["transactions"].as_u64().unwrap_or(0) > 0,
+                "{}: {b}",
+                c["name"]
+            );
+            let err = b["sum_error_p50"].as_f64().unwrap_or(1.0);
+            assert!(err < 0.02, "{}: sum error {err}", c["name"]);
+        }
+    }
 }
 
 /// Whether `wirespeed doctor` in `ns` reports finding `id`.
