@@ -812,32 +812,7 @@ fn run_test(
         .iter()
         .filter(|p| p.kind != FlowKind::Crr)
         .count();
-    let (listener, registration, port) = open_data_port(stream, cfg, &spec, persistent)?;
-    write_msg_until(
-        fd,
-        &Msg::Accepted {
-            token: hex(&token),
-            data_port: port,
-        },
-        answer_by(),
-    )?;
-    // Accept while the client connects: it sends Start once all are up.
-    let deadline = answer_by() + Duration::from_millis(persistent as u64);
-    let flows = match (&listener, &registration) {
-        (Some(l), _) => accept_flows(l, &token, &spec, persistent, deadline, fd, cfg),
-        (_, Some(r)) => register_udp_flows(r, &token, &spec, persistent, deadline, fd),
-        _ => unreachable!("a listener or a registration socket was opened"),
-    };
-    drop(registration);
-    let socks = match flows {
-        Ok(s) => s,
-        Err(FlowsError::ClientGone(got)) => {
-            return Err(EngineError::Protocol(format!(
-                "the client went away with {got} of {persistent} data flows connected"
-            )));
-        }
-        Err(FlowsError::Fail(code, msg)) => return Err(fail(stream, code, msg)),
-    };
+    let (listener, socks) = take_flows(stream, cfg, &spec, &token, persistent)?;
     let mut frames = FrameReader::new(MAX_FRAME);
     read_start(stream, cfg, &mut frames)?;
     let spec = Arc::new(spec);
@@ -906,6 +881,45 @@ fn run_test(
     )?;
     emit(cfg, ServerEvent::Finished { id, peer, bytes });
     Ok(())
+}
+
+/// Opens the test's data port, tells the client, and takes its
+/// `persistent` flows (accepted, or registered for UDP) by the idle
+/// timeout plus a millisecond a flow; returns the TCP listener, kept for
+/// the test, and the flows' sockets.
+fn take_flows(
+    stream: &TcpStream,
+    cfg: &ServerConfig,
+    spec: &TestSpec,
+    token: &[u8; 16],
+    persistent: usize,
+) -> Result<(Option<Socket>, Vec<Option<Socket>>), EngineError> {
+    let fd = stream.as_raw_fd();
+    let answer_by = || Instant::now() + cfg.idle_timeout;
+    let (listener, registration, port) = open_data_port(stream, cfg, spec, persistent)?;
+    write_msg_until(
+        fd,
+        &Msg::Accepted {
+            token: hex(token),
+            data_port: port,
+        },
+        answer_by(),
+    )?;
+    // Accept while the client connects: it sends Start once all are up.
+    let deadline = answer_by() + Duration::from_millis(persistent as u64);
+    let flows = match (&listener, &registration) {
+        (Some(l), _) => accept_flows(l, token, spec, persistent, deadline, fd, cfg),
+        (_, Some(r)) => register_udp_flows(r, token, spec, persistent, deadline, fd),
+        _ => unreachable!("a listener or a registration socket was opened"),
+    };
+    drop(registration);
+    match flows {
+        Ok(s) => Ok((listener, s)),
+        Err(FlowsError::ClientGone(got)) => Err(EngineError::Protocol(format!(
+            "the client went away with {got} of {persistent} data flows connected"
+        ))),
+        Err(FlowsError::Fail(code, msg)) => Err(fail(stream, code, msg)),
+    }
 }
 
 /// Opens a test's data port: a listener for TCP, a registration socket
