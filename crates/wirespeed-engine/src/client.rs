@@ -319,30 +319,7 @@ pub fn run_test_via(
         .iter()
         .map(|p| resolve_path(p, port))
         .collect::<Result<_, _>>()?;
-    let roster = spec.roster();
-    // One deadline for all flows (the server's accept deadline is as
-    // long): a data port that drops SYNs must not cost a timeout per flow.
-    let connect_wait = cfg.timeout + Duration::from_millis(roster.len() as u64);
-    let connect_by = Instant::now() + connect_wait;
-    let (socks, cc) = if workloads::def(spec.workload).socket() == SocketType::Udp {
-        match register_flows(&roster, &paths, port, &token, &spec, connect_by) {
-            Ok(s) => (s, String::new()),
-            Err(e) => {
-                if let Some(m) = ctrl.pending_answer() {
-                    return Err(expect_error(m, "nothing while flows register"));
-                }
-                return Err(e);
-            }
-        }
-    } else {
-        let flows = Flows {
-            roster: &roster,
-            paths: &paths,
-            token: &token,
-            spec: &spec,
-        };
-        flows.connect(&mut ctrl, reach, connect_by, connect_wait)?
-    };
+    let (socks, cc, connect_wait) = open_flows(cfg, reach, &mut ctrl, &spec, &paths, port, &token)?;
     ctrl.send(&Msg::Start)?;
     match ctrl.recv_within(connect_wait, "the server's started")? {
         Msg::Started => {}
@@ -393,6 +370,45 @@ pub fn run_test_via(
     }
     annotate(&mut res, &spec, &mine, &theirs);
     Ok(res)
+}
+
+/// Connects the test's data flows (registers them, for UDP), by one
+/// deadline for all; returns their sockets, the first TCP flow's
+/// congestion control, and the time they were given.
+fn open_flows(
+    cfg: &ClientConfig,
+    reach: &Reach,
+    ctrl: &mut Control,
+    spec: &TestSpec,
+    paths: &[ResolvedPath],
+    port: u16,
+    token: &[u8; 16],
+) -> Result<(Vec<Option<Socket>>, String, Duration), EngineError> {
+    let roster = spec.roster();
+    // One deadline for all flows (the server's accept deadline is as
+    // long): a data port that drops SYNs must not cost a timeout per flow.
+    let connect_wait = cfg.timeout + Duration::from_millis(roster.len() as u64);
+    let connect_by = Instant::now() + connect_wait;
+    let (socks, cc) = if workloads::def(spec.workload).socket() == SocketType::Udp {
+        match register_flows(&roster, paths, port, token, spec, connect_by) {
+            Ok(s) => (s, String::new()),
+            Err(e) => {
+                if let Some(m) = ctrl.pending_answer() {
+                    return Err(expect_error(m, "nothing while flows register"));
+                }
+                return Err(e);
+            }
+        }
+    } else {
+        let flows = Flows {
+            roster: &roster,
+            paths,
+            token,
+            spec,
+        };
+        flows.connect(ctrl, reach, connect_by, connect_wait)?
+    };
+    Ok((socks, cc, connect_wait))
 }
 
 /// The spec as sent: a default path when it names none, a test ended by
