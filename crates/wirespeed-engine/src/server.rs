@@ -862,7 +862,22 @@ fn run_test(
     } else {
         await_stop(side, stream, &mut frames, hard_end, grace)?
     };
-    let mut report: SideReport = side.finish(&window);
+    send_report(side, &window, joins, admission, fd, cfg, peer)
+}
+
+/// Ends the test: the side's report (the MPTCP listener closed and the
+/// admission released once it is made) to the client, then the log's
+/// event.
+fn send_report(
+    side: Side,
+    window: &crate::side::Window,
+    joins: Option<Socket>,
+    admission: Admission<'_>,
+    fd: RawFd,
+    cfg: &ServerConfig,
+    peer: SocketAddr,
+) -> Result<(), EngineError> {
+    let mut report: SideReport = side.finish(window);
     drop(joins);
     report.concurrent_tests = admission.peak();
     let id = admission.id;
@@ -877,7 +892,7 @@ fn run_test(
         &Msg::Report {
             report: Box::new(report),
         },
-        answer_by(),
+        Instant::now() + cfg.idle_timeout,
     )?;
     emit(cfg, ServerEvent::Finished { id, peer, bytes });
     Ok(())
