@@ -550,14 +550,7 @@ fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
         paths.extend(parse_paths(p).map_err(msg)?);
     }
     let buf = opt_size(&a.socket_buffer)?;
-    let bytes = byte_count(a, msg_size)?;
-    let warmup_s = parse_duration(&a.warmup).map_err(msg)?;
-    let duration_s = match bytes {
-        // Ended by bytes: the duration is the bound (the client lowers it
-        // to the server's limit).
-        Some(_) => wirespeed_engine::Limits::default().max_duration_s - warmup_s,
-        None => parse_duration(&a.duration).map_err(msg)?,
-    };
+    let (bytes, warmup_s, duration_s) = test_end(a, msg_size)?;
     let tos = match (&a.tos, &a.dscp) {
         (Some(t), _) => Some(parse_tos(t)?),
         (_, Some(d)) => Some(parse_dscp(d)?),
@@ -621,6 +614,20 @@ fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
         busy_poll_us: a.busy_poll,
         ..TestSpec::default()
     })
+}
+
+/// How the test ends: by a byte count (the duration then only its
+/// bound), or after its duration; and its warm-up.
+fn test_end(a: &BenchArgs, msg_size: u32) -> Result<(Option<u64>, f64, f64)> {
+    let bytes = byte_count(a, msg_size)?;
+    let warmup_s = parse_duration(&a.warmup).map_err(msg)?;
+    let duration_s = match bytes {
+        // Ended by bytes: the duration is the bound (the client lowers it
+        // to the server's limit).
+        Some(_) => wirespeed_engine::Limits::default().max_duration_s - warmup_s,
+        None => parse_duration(&a.duration).map_err(msg)?,
+    };
+    Ok((bytes, warmup_s, duration_s))
 }
 
 /// The CPUs a `--pin` list names; none without one.
