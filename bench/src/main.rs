@@ -298,39 +298,99 @@ fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
-/// Every group's contenders on `bed` for `d` seconds a run.
-fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
-    let b0 = bed.addr(0);
-    let ds = format!("{d}s");
-    let dn = d.to_string();
-    let ws = bed.ws.as_str();
-    let wsb_to = |dst: &str, extra: &[&str]| -> Vec<String> {
-        let mut v = strings(&[ws, "bench", dst, "-d", &ds, "--warmup", "1s", "--json"]);
-        v.extend(strings(extra));
-        v
-    };
-    let wsb = |extra: &[&str]| wsb_to(&b0, extra);
-    let one = |label: &str, argv: Vec<String>, parse, server| Contender {
+/// A contender of one process.
+fn one(
+    label: &str,
+    argv: Vec<String>,
+    parse: fn(&str) -> Result<Figures, String>,
+    server: &'static str,
+) -> Contender {
+    Contender {
         label: label.into(),
         procs: vec![(argv, server)],
         parse,
-    };
-    let w = |label: &str, extra: &[&str]| one(label, wsb(extra), parse_wirespeed, "wirespeed");
-    let i3_to = |dst: &str, port: &str, extra: &[&str]| {
-        let mut v = strings(&["iperf3", "-c", dst, "-p", port, "-t", &dn, "-O", "1", "-J"]);
+    }
+}
+
+/// A group's table and settings, what it measures, and its contenders.
+type GroupRow = ((Table, String), Kind, Vec<Contender>);
+
+/// The settings line of a row in the equal-settings table.
+fn eq(settings: &str) -> (Table, String) {
+    (Table::Equal, settings.to_string())
+}
+
+/// The command lines of each tool on one testbed for `d` seconds a run.
+struct Cmds<'a> {
+    bed: &'a Bed,
+    /// The peer's address on link 0.
+    b0: String,
+    /// The duration as wirespeed takes it (`5s`).
+    ds: String,
+    /// The duration in seconds as the peers take it (`5`).
+    dn: String,
+}
+
+impl<'a> Cmds<'a> {
+    fn new(bed: &'a Bed, d: u32) -> Self {
+        Cmds {
+            bed,
+            b0: bed.addr(0),
+            ds: format!("{d}s"),
+            dn: d.to_string(),
+        }
+    }
+
+    fn wsb_to(&self, dst: &str, extra: &[&str]) -> Vec<String> {
+        let ws = self.bed.ws.as_str();
+        let mut v = strings(&[ws, "bench", dst, "-d", &self.ds, "--warmup", "1s", "--json"]);
         v.extend(strings(extra));
         v
-    };
-    let i3 =
-        |label: &str, extra: &[&str]| one(label, i3_to(&b0, "5201", extra), parse_iperf3, "iperf3");
-    let i2_to = |dst: &str, port: &str, extra: &[&str]| {
-        let mut v = strings(&["iperf", "-c", dst, "-p", port, "-t", &dn, "-y", "C"]);
+    }
+
+    fn w(&self, label: &str, extra: &[&str]) -> Contender {
+        one(
+            label,
+            self.wsb_to(&self.b0, extra),
+            parse_wirespeed,
+            "wirespeed",
+        )
+    }
+
+    fn i3_to(&self, dst: &str, port: &str, extra: &[&str]) -> Vec<String> {
+        let mut v = strings(&[
+            "iperf3", "-c", dst, "-p", port, "-t", &self.dn, "-O", "1", "-J",
+        ]);
         v.extend(strings(extra));
         v
-    };
-    let i2 =
-        |label: &str, extra: &[&str]| one(label, i2_to(&b0, "5001", extra), parse_iperf2, "iperf2");
-    let sp = |label: &str, pin: bool, extra: &[&str]| {
+    }
+
+    fn i3(&self, label: &str, extra: &[&str]) -> Contender {
+        one(
+            label,
+            self.i3_to(&self.b0, "5201", extra),
+            parse_iperf3,
+            "iperf3",
+        )
+    }
+
+    fn i2_to(&self, dst: &str, port: &str, extra: &[&str]) -> Vec<String> {
+        let mut v = strings(&["iperf", "-c", dst, "-p", port, "-t", &self.dn, "-y", "C"]);
+        v.extend(strings(extra));
+        v
+    }
+
+    fn i2(&self, label: &str, extra: &[&str]) -> Contender {
+        one(
+            label,
+            self.i2_to(&self.b0, "5001", extra),
+            parse_iperf2,
+            "iperf2",
+        )
+    }
+
+    /// sockperf ping-pong over TCP; `pin`: on core 0 against the pinned server.
+    fn sp(&self, label: &str, pin: bool, extra: &[&str]) -> Contender {
         let (port, server) = if pin {
             ("11112", "sockperf-pinned")
         } else {
@@ -346,40 +406,42 @@ fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
             "ping-pong",
             "--tcp",
             "-i",
-            &b0,
+            &self.b0,
             "-p",
             port,
             "-t",
-            &dn,
+            &self.dn,
             "--full-rtt",
         ]));
         v.extend(strings(extra));
         one(label, v, parse_sockperf, server)
-    };
-    // One process per NIC (links `l1` and `l2`) for the peers; one
-    // wirespeed test over both.
-    let two_nics = |l1: usize, l2: usize| -> Vec<Contender> {
+    }
+
+    /// One process per NIC (links `l1` and `l2`) for the peers; one
+    /// wirespeed test over both.
+    fn two_nics(&self, l1: usize, l2: usize) -> Vec<Contender> {
+        let bed = self.bed;
         let (a1, b1, a2, b2) = (bed.local(l1), bed.addr(l1), bed.local(l2), bed.addr(l2));
         let paths = format!("{a1}={b1},{a2}={b2}");
         let per_nic = |tool: &str| -> Contender {
             let procs = match tool {
                 "iperf3" => vec![
                     (
-                        i3_to(&b1, "5201", &["-B", &a1, "-P", "2", "-l", MSG]),
+                        self.i3_to(&b1, "5201", &["-B", &a1, "-P", "2", "-l", MSG]),
                         "iperf3",
                     ),
                     (
-                        i3_to(&b2, "5202", &["-B", &a2, "-P", "2", "-l", MSG]),
+                        self.i3_to(&b2, "5202", &["-B", &a2, "-P", "2", "-l", MSG]),
                         "iperf3b",
                     ),
                 ],
                 _ => vec![
                     (
-                        i2_to(&b1, "5001", &["-B", &a1, "-P", "2", "-l", MSG]),
+                        self.i2_to(&b1, "5001", &["-B", &a1, "-P", "2", "-l", MSG]),
                         "iperf2",
                     ),
                     (
-                        i2_to(&b2, "5001", &["-B", &a2, "-P", "2", "-l", MSG]),
+                        self.i2_to(&b2, "5001", &["-B", &a2, "-P", "2", "-l", MSG]),
                         "iperf2",
                     ),
                 ],
@@ -396,27 +458,30 @@ fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
         };
         let (x, y) = (per_nic("iperf3"), per_nic("iperf2"));
         vec![
-            w(
+            self.w(
                 "wirespeed, one test over both NICs, -F 4 -T 2",
                 &["--paths", &paths, "-F", "4", "-T", "2", "-l", MSG],
             ),
             x,
             y,
         ]
-    };
-    let eq_stream = |cc: &str, flows: &str| -> Vec<Contender> {
+    }
+
+    /// Each tool at `MSG` per call with congestion control `cc`, one flow
+    /// or four.
+    fn eq_stream(&self, cc: &str, flows: &str) -> Vec<Contender> {
         let l = ["-l", MSG];
         if flows == "1" {
             vec![
-                w(
+                self.w(
                     &format!("wirespeed -l {MSG} --cc {cc}"),
                     &[&l[..], &["--cc", cc]].concat(),
                 ),
-                i3(
+                self.i3(
                     &format!("iperf3 -l {MSG} -C {cc}"),
                     &[&l[..], &["-C", cc]].concat(),
                 ),
-                i2(
+                self.i2(
                     &format!("iperf2 -l {MSG} -Z {cc}"),
                     &[&l[..], &["-Z", cc]].concat(),
                 ),
@@ -425,224 +490,270 @@ fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
             vec![
                 // First, the row the ratio uses: one worker per side, as
                 // iperf3 3.12 runs (both ends share this testbed's cores).
-                w(
+                self.w(
                     &format!("wirespeed -F 4 -T 1 -l {MSG} --cc {cc}"),
                     &[&l[..], &["-F", "4", "-T", "1", "--cc", cc]].concat(),
                 ),
-                w(
+                self.w(
                     &format!("wirespeed -F 4 -T 2 -l {MSG} --cc {cc}"),
                     &[&l[..], &["-F", "4", "-T", "2", "--cc", cc]].concat(),
                 ),
-                i3(
+                self.i3(
                     &format!("iperf3 -P 4 -l {MSG} -C {cc}"),
                     &[&l[..], &["-P", "4", "-C", cc]].concat(),
                 ),
-                i2(
+                self.i2(
                     &format!("iperf2 -P 4 -l {MSG} -Z {cc}"),
                     &[&l[..], &["-P", "4", "-Z", cc]].concat(),
                 ),
             ]
         }
-    };
-    let eq = |settings: &str| (Table::Equal, settings.to_string());
-    let ((table, settings), kind, contenders) = match name {
-        "d-stream1" => (
-            (Table::Defaults, "each tool's plain command".into()),
-            Kind::Stream,
-            vec![w("wirespeed", &[]), i3("iperf3", &[]), i2("iperf2", &[])],
-        ),
-        "d-stream4" => (
-            (Table::Defaults, "four flows, otherwise defaults".into()),
-            Kind::Stream,
-            vec![
-                w("wirespeed -F 4", &["-F", "4"]),
-                i3("iperf3 -P 4", &["-P", "4"]),
-                i2("iperf2 -P 4", &["-P", "4"]),
-            ],
-        ),
-        "d-rr" => (
-            (Table::Defaults, "each tool's plain request/response".into()),
-            Kind::Rr,
-            vec![
-                w("wirespeed -w rr", &["-w", "rr"]),
-                sp("sockperf ping-pong --tcp", false, &[]),
-            ],
-        ),
-        "s1-bbr" => (
-            eq(&format!("1 flow, {MSG} per call, bbr, 1 thread")),
-            Kind::Stream,
-            eq_stream("bbr", "1"),
-        ),
-        "s1-cubic" => (
-            eq(&format!("1 flow, {MSG} per call, cubic, 1 thread")),
-            Kind::Stream,
-            eq_stream("cubic", "1"),
-        ),
-        "s4-bbr" => (
-            eq(&format!(
-                "4 flows, {MSG} per call, bbr; threads: wirespeed -T 1 as iperf3 3.12 has 1 (-T 2 shown), iperf2 one per flow"
-            )),
-            Kind::Stream,
-            eq_stream("bbr", "4"),
-        ),
-        "s4-cubic" => (
-            eq(&format!(
-                "4 flows, {MSG} per call, cubic; threads: wirespeed -T 1 as iperf3 3.12 has 1 (-T 2 shown), iperf2 one per flow"
-            )),
-            Kind::Stream,
-            eq_stream("cubic", "4"),
-        ),
-        "skip-rx" => (
-            eq(&format!(
-                "1 flow, {MSG} per call, default cc; the peers have no way to skip the receive copy"
-            )),
-            Kind::Stream,
-            vec![
-                w(
-                    &format!("wirespeed --skip-rx-copy -l {MSG}"),
-                    &["--skip-rx-copy", "-l", MSG],
-                ),
-                i3(&format!("iperf3 -l {MSG}"), &["-l", MSG]),
-                i2(&format!("iperf2 -l {MSG}"), &["-l", MSG]),
-            ],
-        ),
-        "nics2" => (
-            eq(&format!(
-                "2 uncapped NICs, 4 flows, 2 threads or processes, {MSG} per call"
-            )),
-            Kind::Stream,
-            two_nics(3, 4),
-        ),
-        "caps" => (
-            eq(&format!(
-                "2 NICs capped at 2 Gbit/s each, 4 flows, 2 threads or processes, {MSG} per call"
-            )),
-            Kind::Stream,
-            two_nics(1, 2),
-        ),
-        "rr14" => (
-            eq("14 B each way (sockperf's smallest message), 1 flow, unpinned"),
-            Kind::Rr,
-            vec![
-                w("wirespeed -w rr --size 14", &["-w", "rr", "--size", "14"]),
-                sp("sockperf ping-pong --tcp -m 14", false, &["-m", "14"]),
-            ],
-        ),
-        "rr14-pinned" => (
-            eq("14 B each way, 1 flow, client and server on core 0"),
-            Kind::Rr,
-            vec![
-                w(
-                    "wirespeed -w rr --size 14 --pin 0 --remote-pin 0",
-                    &[
-                        "-w",
-                        "rr",
-                        "--size",
-                        "14",
-                        "--pin",
-                        "0",
-                        "--remote-pin",
-                        "0",
-                    ],
-                ),
-                sp(
-                    "sockperf ping-pong --tcp -m 14 (taskset 0)",
-                    true,
-                    &["-m", "14"],
-                ),
-            ],
-        ),
-        "rr64k" => (
-            eq("64000 B each way, 1 flow, unpinned"),
-            Kind::Rr,
-            vec![
-                w(
-                    "wirespeed -w rr --size 64000",
-                    &["-w", "rr", "--size", "64000"],
-                ),
-                sp("sockperf ping-pong --tcp -m 64000", false, &["-m", "64000"]),
-            ],
-        ),
-        "crr" => (
-            eq("1 B connect/request/response; no peer here (netperf and neper are not packaged)"),
-            Kind::Rr,
-            vec![w("wirespeed -w crr", &["-w", "crr"])],
-        ),
-        "rr80k" => (
-            eq("80000 B each way; no peer here (sockperf's largest message is 65506 B)"),
-            Kind::Rr,
-            vec![w(
-                "wirespeed -w rr --size 80000",
-                &["-w", "rr", "--size", "80000"],
-            )],
-        ),
-        // UDP at the same datagram size (1400 bytes), unpaced, one flow,
-        // one datagram per system call on both sides as iperf3 3.12 and
-        // iperf2 have (iperf3 3.12 has no --gsro): iperf3's receiver-side
-        // rate against wirespeed's goodput without UDP GSO/GRO.
-        "udp" => (
-            eq("UDP, 1400 B datagrams, unpaced, 1 flow, no GSO/GRO (iperf3 3.12 has none)"),
-            Kind::Stream,
-            vec![
-                w(
-                    "wirespeed -w udp-stream -l 1400 --no-gso --no-gro",
-                    &["-w", "udp-stream", "-l", "1400", "--no-gso", "--no-gro"],
-                ),
-                i3("iperf3 -u -b 0 -l 1400", &["-u", "-b", "0", "-l", "1400"]),
-            ],
-        ),
-        // The same with UDP GSO on send and GRO on receive on both sides:
-        // wirespeed against bench/probe/udpgso.c, a bare C program that
-        // makes only the system calls (no packaged peer here has GSO/GRO:
-        // iperf3 3.19's --gsro is newer than Debian's 3.12).
-        "udp-gso" => {
-            let mut v = vec![w(
-                "wirespeed -w udp-stream -l 1400",
-                &["-w", "udp-stream", "-l", "1400"],
-            )];
-            if let Some(u) = &bed.udpgso {
-                v.push(one(
-                    "C floor udpgso (UDP_SEGMENT + UDP_GRO)",
-                    strings(&[u, "src", &b0, "5400", &dn, "1400", "1"]),
-                    parse_udpgso,
-                    "udpgso",
-                ));
-            }
-            (
-                eq("UDP, 1400 B datagrams, unpaced, 1 flow, GSO and GRO on both sides"),
+    }
+
+    /// The defaults table: each tool's plain command.
+    fn defaults_row(&self, name: &str) -> GroupRow {
+        match name {
+            "d-stream1" => (
+                (Table::Defaults, "each tool's plain command".into()),
                 Kind::Stream,
-                v,
-            )
+                vec![
+                    self.w("wirespeed", &[]),
+                    self.i3("iperf3", &[]),
+                    self.i2("iperf2", &[]),
+                ],
+            ),
+            "d-stream4" => (
+                (Table::Defaults, "four flows, otherwise defaults".into()),
+                Kind::Stream,
+                vec![
+                    self.w("wirespeed -F 4", &["-F", "4"]),
+                    self.i3("iperf3 -P 4", &["-P", "4"]),
+                    self.i2("iperf2 -P 4", &["-P", "4"]),
+                ],
+            ),
+            "d-rr" => (
+                (Table::Defaults, "each tool's plain request/response".into()),
+                Kind::Rr,
+                vec![
+                    self.w("wirespeed -w rr", &["-w", "rr"]),
+                    self.sp("sockperf ping-pong --tcp", false, &[]),
+                ],
+            ),
+            _ => unreachable!("group sends only the defaults here"),
         }
-        // UDP request/response, 64-byte messages both ways.
-        "udp-rr" => (
-            eq("UDP request/response, 64 B each way, 1 flow"),
-            Kind::Rr,
-            vec![
-                w(
-                    "wirespeed -w udp-rr --size 64",
-                    &["-w", "udp-rr", "--size", "64"],
+    }
+
+    /// The TCP stream rows at equal settings.
+    fn stream_row(&self, name: &str) -> GroupRow {
+        match name {
+            "s1-bbr" => (
+                eq(&format!("1 flow, {MSG} per call, bbr, 1 thread")),
+                Kind::Stream,
+                self.eq_stream("bbr", "1"),
+            ),
+            "s1-cubic" => (
+                eq(&format!("1 flow, {MSG} per call, cubic, 1 thread")),
+                Kind::Stream,
+                self.eq_stream("cubic", "1"),
+            ),
+            "s4-bbr" => (
+                eq(&format!(
+                    "4 flows, {MSG} per call, bbr; threads: wirespeed -T 1 as iperf3 3.12 has 1 (-T 2 shown), iperf2 one per flow"
+                )),
+                Kind::Stream,
+                self.eq_stream("bbr", "4"),
+            ),
+            "s4-cubic" => (
+                eq(&format!(
+                    "4 flows, {MSG} per call, cubic; threads: wirespeed -T 1 as iperf3 3.12 has 1 (-T 2 shown), iperf2 one per flow"
+                )),
+                Kind::Stream,
+                self.eq_stream("cubic", "4"),
+            ),
+            "skip-rx" => (
+                eq(&format!(
+                    "1 flow, {MSG} per call, default cc; the peers have no way to skip the receive copy"
+                )),
+                Kind::Stream,
+                vec![
+                    self.w(
+                        &format!("wirespeed --skip-rx-copy -l {MSG}"),
+                        &["--skip-rx-copy", "-l", MSG],
+                    ),
+                    self.i3(&format!("iperf3 -l {MSG}"), &["-l", MSG]),
+                    self.i2(&format!("iperf2 -l {MSG}"), &["-l", MSG]),
+                ],
+            ),
+            "nics2" => (
+                eq(&format!(
+                    "2 uncapped NICs, 4 flows, 2 threads or processes, {MSG} per call"
+                )),
+                Kind::Stream,
+                self.two_nics(3, 4),
+            ),
+            "caps" => (
+                eq(&format!(
+                    "2 NICs capped at 2 Gbit/s each, 4 flows, 2 threads or processes, {MSG} per call"
+                )),
+                Kind::Stream,
+                self.two_nics(1, 2),
+            ),
+            _ => unreachable!("group sends only the stream rows here"),
+        }
+    }
+
+    /// The TCP request/response rows at equal settings.
+    fn rr_row(&self, name: &str) -> GroupRow {
+        match name {
+            "rr14" => (
+                eq("14 B each way (sockperf's smallest message), 1 flow, unpinned"),
+                Kind::Rr,
+                vec![
+                    self.w("wirespeed -w rr --size 14", &["-w", "rr", "--size", "14"]),
+                    self.sp("sockperf ping-pong --tcp -m 14", false, &["-m", "14"]),
+                ],
+            ),
+            "rr14-pinned" => (
+                eq("14 B each way, 1 flow, client and server on core 0"),
+                Kind::Rr,
+                vec![
+                    self.w(
+                        "wirespeed -w rr --size 14 --pin 0 --remote-pin 0",
+                        &[
+                            "-w",
+                            "rr",
+                            "--size",
+                            "14",
+                            "--pin",
+                            "0",
+                            "--remote-pin",
+                            "0",
+                        ],
+                    ),
+                    self.sp(
+                        "sockperf ping-pong --tcp -m 14 (taskset 0)",
+                        true,
+                        &["-m", "14"],
+                    ),
+                ],
+            ),
+            "rr64k" => (
+                eq("64000 B each way, 1 flow, unpinned"),
+                Kind::Rr,
+                vec![
+                    self.w(
+                        "wirespeed -w rr --size 64000",
+                        &["-w", "rr", "--size", "64000"],
+                    ),
+                    self.sp("sockperf ping-pong --tcp -m 64000", false, &["-m", "64000"]),
+                ],
+            ),
+            "crr" => (
+                eq(
+                    "1 B connect/request/response; no peer here (netperf and neper are not packaged)",
                 ),
-                one(
-                    "sockperf ping-pong (UDP) -m 64",
-                    strings(&[
-                        "sockperf",
-                        "ping-pong",
-                        "-i",
-                        &b0,
-                        "-p",
-                        "11113",
-                        "-m",
-                        "64",
-                        "-t",
-                        &dn,
-                        "--full-rtt",
-                    ]),
-                    parse_sockperf,
-                    "sockperf-udp",
-                ),
-            ],
-        ),
+                Kind::Rr,
+                vec![self.w("wirespeed -w crr", &["-w", "crr"])],
+            ),
+            "rr80k" => (
+                eq("80000 B each way; no peer here (sockperf's largest message is 65506 B)"),
+                Kind::Rr,
+                vec![self.w(
+                    "wirespeed -w rr --size 80000",
+                    &["-w", "rr", "--size", "80000"],
+                )],
+            ),
+            _ => unreachable!("group sends only the request/response rows here"),
+        }
+    }
+
+    /// The UDP rows at equal settings.
+    fn udp_row(&self, name: &str) -> GroupRow {
+        match name {
+            // UDP at the same datagram size (1400 bytes), unpaced, one flow,
+            // one datagram per system call on both sides as iperf3 3.12 and
+            // iperf2 have (iperf3 3.12 has no --gsro): iperf3's receiver-side
+            // rate against wirespeed's goodput without UDP GSO/GRO.
+            "udp" => (
+                eq("UDP, 1400 B datagrams, unpaced, 1 flow, no GSO/GRO (iperf3 3.12 has none)"),
+                Kind::Stream,
+                vec![
+                    self.w(
+                        "wirespeed -w udp-stream -l 1400 --no-gso --no-gro",
+                        &["-w", "udp-stream", "-l", "1400", "--no-gso", "--no-gro"],
+                    ),
+                    self.i3("iperf3 -u -b 0 -l 1400", &["-u", "-b", "0", "-l", "1400"]),
+                ],
+            ),
+            "udp-gso" => self.udp_gso_row(),
+            // UDP request/response, 64-byte messages both ways.
+            "udp-rr" => (
+                eq("UDP request/response, 64 B each way, 1 flow"),
+                Kind::Rr,
+                vec![
+                    self.w(
+                        "wirespeed -w udp-rr --size 64",
+                        &["-w", "udp-rr", "--size", "64"],
+                    ),
+                    one(
+                        "sockperf ping-pong (UDP) -m 64",
+                        strings(&[
+                            "sockperf",
+                            "ping-pong",
+                            "-i",
+                            &self.b0,
+                            "-p",
+                            "11113",
+                            "-m",
+                            "64",
+                            "-t",
+                            &self.dn,
+                            "--full-rtt",
+                        ]),
+                        parse_sockperf,
+                        "sockperf-udp",
+                    ),
+                ],
+            ),
+            _ => unreachable!("group sends only the UDP rows here"),
+        }
+    }
+
+    /// UDP with GSO on send and GRO on receive on both sides: wirespeed
+    /// against bench/probe/udpgso.c, a bare C program that makes only the
+    /// system calls (no packaged peer here has GSO/GRO: iperf3 3.19's
+    /// --gsro is newer than Debian's 3.12).
+    fn udp_gso_row(&self) -> GroupRow {
+        let mut v = vec![self.w(
+            "wirespeed -w udp-stream -l 1400",
+            &["-w", "udp-stream", "-l", "1400"],
+        )];
+        if let Some(u) = &self.bed.udpgso {
+            v.push(one(
+                "C floor udpgso (UDP_SEGMENT + UDP_GRO)",
+                strings(&[u, "src", &self.b0, "5400", &self.dn, "1400", "1"]),
+                parse_udpgso,
+                "udpgso",
+            ));
+        }
+        (
+            eq("UDP, 1400 B datagrams, unpaced, 1 flow, GSO and GRO on both sides"),
+            Kind::Stream,
+            v,
+        )
+    }
+}
+
+/// Every group's contenders on `bed` for `d` seconds a run.
+fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
+    let c = Cmds::new(bed, d);
+    let ((table, settings), kind, contenders) = match name {
+        "d-stream1" | "d-stream4" | "d-rr" => c.defaults_row(name),
+        "s1-bbr" | "s1-cubic" | "s4-bbr" | "s4-cubic" | "skip-rx" | "nics2" | "caps" => {
+            c.stream_row(name)
+        }
+        "rr14" | "rr14-pinned" | "rr64k" | "crr" | "rr80k" => c.rr_row(name),
+        "udp" | "udp-gso" | "udp-rr" => c.udp_row(name),
         _ => unreachable!("parse_opts checks group names"),
     };
     Group {
@@ -742,6 +853,16 @@ struct Row {
 /// Measures `g` `runs` times, tools rotated run by run; appends its
 /// detail to `report` and returns its summary row and JSON.
 fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serde_json::Value) {
+    let (samples, errors) = sample(bed, g, runs);
+    write_detail(g, &samples, report);
+    let (row, ratio) = summary_row(g, &samples, &errors);
+    let json = group_json(g, &samples, ratio, &errors);
+    (row, json)
+}
+
+/// Runs each of `g`'s contenders `runs` times, the order rotated run by
+/// run; returns their samples and the runs that failed.
+fn sample(bed: &Bed, g: &Group, runs: usize) -> (Vec<Samples>, Vec<String>) {
     let list = &g.contenders;
     let mut samples: Vec<Samples> = vec![Samples::default(); list.len()];
     let mut errors = Vec::new();
@@ -760,8 +881,13 @@ fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serd
             }
         }
     }
+    (samples, errors)
+}
+
+/// Appends `g`'s detail, a line per contender, to `report`.
+fn write_detail(g: &Group, samples: &[Samples], report: &mut String) {
     let _ = writeln!(report, "\n== {} ({})", g.name, g.settings);
-    for (ct, s) in list.iter().zip(&samples) {
+    for (ct, s) in g.contenders.iter().zip(samples) {
         match g.kind {
             Kind::Rr => {
                 let (lo, hi) = s.spread(tps);
@@ -796,11 +922,17 @@ fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serd
             }
         }
     }
+}
+
+/// `g`'s summary row: wirespeed against the best peer, and the ratio
+/// between them.
+fn summary_row(g: &Group, samples: &[Samples], errors: &[String]) -> (Row, Option<f64>) {
+    let list = &g.contenders;
     let ws = &samples[0];
     let pick: fn(&Figures) -> f64 = if g.kind == Kind::Rr { tps } else { gbps };
     let best = list
         .iter()
-        .zip(&samples)
+        .zip(samples)
         .filter(|(c, _)| !c.is_wirespeed())
         .max_by(|a, b| a.1.med(pick).total_cmp(&b.1.med(pick)));
     let fmt = |s: &Samples| match g.kind {
@@ -833,9 +965,20 @@ fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serd
         ratio,
         target,
     };
-    let json: serde_json::Map<String, serde_json::Value> = list
+    (row, ratio)
+}
+
+/// `g`'s JSON: every contender's figures run by run.
+fn group_json(
+    g: &Group,
+    samples: &[Samples],
+    ratio: Option<f64>,
+    errors: &[String],
+) -> serde_json::Value {
+    let json: serde_json::Map<String, serde_json::Value> = g
+        .contenders
         .iter()
-        .zip(&samples)
+        .zip(samples)
         .map(|(ct, s)| {
             (
                 ct.label.clone(),
@@ -853,18 +996,17 @@ fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serd
             )
         })
         .collect();
-    let json = serde_json::json!({
+    serde_json::json!({
         "table": if g.table == Table::Equal { "equal" } else { "defaults" },
         "settings": g.settings,
         "ratio_vs_best_peer": ratio,
         "errors": errors,
         "contenders": json,
-    });
-    (row, json)
+    })
 }
 
-fn main() {
-    let o = parse_opts();
+/// The testbed, with `--perf`'s moment set; exits when it cannot be had.
+fn bed_for(o: &Opts) -> Bed {
     if !wirespeed_lab::is_root() {
         eprintln!("bench/compare builds network namespaces: run it as root");
         std::process::exit(1);
@@ -888,56 +1030,50 @@ fn main() {
             (o.duration as f64 / 2.0 - 0.5).max(0.2),
         ));
     }
-    let mut report = String::new();
-    let mut json = serde_json::Map::new();
-    let mut rows = Vec::new();
-    let mut extra_targets: Vec<(String, bool)> = Vec::new();
-    for name in &o.groups {
-        let name = GROUPS.iter().find(|g| *g == name).copied().unwrap_or("");
-        let g = group(&bed, name, o.duration);
-        let (row, j) = measure(&bed, &g, o.runs, &mut report);
-        if name == "s1-bbr" {
+    bed
+}
+
+/// The median of contender `label`'s figure `key` in a group's JSON `j`.
+fn json_median(j: &serde_json::Value, label: &str, key: &str) -> f64 {
+    j["contenders"][label][key]
+        .as_array()
+        .map(|v| median(v.iter().filter_map(|x| x.as_f64()).collect()))
+        .unwrap_or(0.0)
+}
+
+/// The target beyond the tables that group `name` (`g`, JSON `j`) is
+/// measured for, if any.
+fn extra_target(name: &str, g: &Group, j: &serde_json::Value) -> Option<(String, bool)> {
+    match name {
+        "s1-bbr" => {
             // Sender CPU per Gbit/s below iperf3's, at equal settings.
-            let c = |k: &str| {
-                j["contenders"][k]["client_cpu_pct_per_gbps"]
-                    .as_array()
-                    .map(|v| median(v.iter().filter_map(|x| x.as_f64()).collect()))
-                    .unwrap_or(0.0)
-            };
+            let c = |k: &str| json_median(j, k, "client_cpu_pct_per_gbps");
             let (wc, ic) = (
                 c(&g.contenders[0].label),
                 c(&format!("iperf3 -l {MSG} -C bbr")),
             );
-            extra_targets.push((
+            Some((
                 format!("sender cpu: wirespeed {wc:.1} <= iperf3 {ic:.1} %/Gbit/s (s1-bbr)"),
                 wc <= ic,
-            ));
+            ))
         }
-        if name == "caps" {
+        "caps" => {
             let ceiling = 2.0 * CAP_BPS * GOODPUT_RATIO / 1e9;
-            let w = j["contenders"][&g.contenders[0].label]["gbps"]
-                .as_array()
-                .map(|v| median(v.iter().filter_map(|x| x.as_f64()).collect()))
-                .unwrap_or(0.0);
+            let w = json_median(j, &g.contenders[0].label, "gbps");
             let pct = w / ceiling * 100.0;
-            extra_targets.push((
+            Some((
                 format!(
                     "caps: wirespeed {pct:.1}% >= 98% of the goodput ceiling {ceiling:.3} Gbit/s"
                 ),
                 pct >= 98.0,
-            ));
+            ))
         }
-        json.insert(name.to_string(), j);
-        rows.push(row);
+        _ => None,
     }
-    let cc =
-        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap_or_default();
-    println!(
-        "wirespeed bench/compare: median of {} runs of {} s each, tools alternating; default congestion control {}",
-        o.runs,
-        o.duration,
-        cc.trim()
-    );
+}
+
+/// Prints the two summary tables; true when a row's runs failed.
+fn print_tables(rows: &[Row]) -> bool {
     let mut failed = false;
     for (table, title) in [
         (
@@ -970,6 +1106,33 @@ fn main() {
             );
         }
     }
+    failed
+}
+
+fn main() {
+    let o = parse_opts();
+    let bed = bed_for(&o);
+    let mut report = String::new();
+    let mut json = serde_json::Map::new();
+    let mut rows = Vec::new();
+    let mut extra_targets: Vec<(String, bool)> = Vec::new();
+    for name in &o.groups {
+        let name = GROUPS.iter().find(|g| *g == name).copied().unwrap_or("");
+        let g = group(&bed, name, o.duration);
+        let (row, j) = measure(&bed, &g, o.runs, &mut report);
+        extra_targets.extend(extra_target(name, &g, &j));
+        json.insert(name.to_string(), j);
+        rows.push(row);
+    }
+    let cc =
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap_or_default();
+    println!(
+        "wirespeed bench/compare: median of {} runs of {} s each, tools alternating; default congestion control {}",
+        o.runs,
+        o.duration,
+        cc.trim()
+    );
+    let failed = print_tables(&rows);
     println!("\n## other targets\n");
     for (t, ok) in &extra_targets {
         println!("- [{}] {t}", if *ok { "met" } else { "MISS" });

@@ -303,18 +303,7 @@ pub fn run_test_via(
 ) -> Result<TestResult, EngineError> {
     sys::raise_fd_limit();
     let mut ctrl = Control::connect_via(cfg, reach)?;
-    let mut spec = spec.clone();
-    if spec.paths.is_empty() {
-        spec.paths.push(default_path(reach, &ctrl)?);
-    }
-    if spec.bytes.is_some() {
-        // Ended by bytes: the duration is only the bound, the server's.
-        let most = ctrl.limits.max_duration_s - spec.warmup_s;
-        if most > 0.0 {
-            spec.duration_s = spec.duration_s.min(most);
-        }
-    }
-    spec.validate(&ctrl.limits)?;
+    let spec = spec_for(spec, reach, &ctrl)?;
     ctrl.send(&Msg::Spec {
         spec: Box::new(spec.clone()),
     })?;
@@ -330,76 +319,7 @@ pub fn run_test_via(
         .iter()
         .map(|p| resolve_path(p, port))
         .collect::<Result<_, _>>()?;
-    let roster = spec.roster();
-    let def = workloads::def(spec.workload);
-    let mut socks = Vec::with_capacity(roster.len());
-    let mut cc = String::new();
-    // One deadline for all flows (the server's accept deadline is as
-    // long): a data port that drops SYNs must not cost a timeout per flow.
-    let connect_wait = cfg.timeout + Duration::from_millis(roster.len() as u64);
-    let connect_by = Instant::now() + connect_wait;
-    if def.socket() == SocketType::Udp {
-        socks = match register_flows(&roster, &paths, port, &token, &spec, connect_by) {
-            Ok(s) => s,
-            Err(e) => {
-                if let Some(m) = ctrl.pending_answer() {
-                    return Err(expect_error(m, "nothing while flows register"));
-                }
-                return Err(e);
-            }
-        };
-    }
-    for plan in &roster {
-        if def.socket() == SocketType::Udp {
-            break;
-        }
-        if !workloads::def_for(spec.workload, plan).connects_up_front() {
-            socks.push(None);
-            continue;
-        }
-        let path = &paths[plan.path as usize];
-        let left = connect_by.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(EngineError::Timeout(format!(
-                "connecting data flows: {} of {} connected within {}",
-                socks.len(),
-                roster.len(),
-                secs(connect_wait)
-            )));
-        }
-        let wait = reach.connect_timeout.map_or(left, |c| c.min(left));
-        let s = match connect_flow(path, &spec, plan.id, &data_preamble(&token, plan.id), wait) {
-            Ok(s) => s,
-            Err(e) => {
-                // The server may have given up on the test (out of
-                // descriptors, say) and closed its data port: its answer
-                // on the control connection is the news.
-                if let Some(m) = ctrl.pending_answer() {
-                    return Err(expect_error(m, "nothing while flows connect"));
-                }
-                let on = format!(
-                    "flow {} over path {}",
-                    plan.id,
-                    spec.paths[plan.path as usize].label()
-                );
-                return Err(match e {
-                    EngineError::Io { what, error } => EngineError::Io {
-                        what: format!("{on}: {what}"),
-                        error,
-                    },
-                    EngineError::Timeout(what) => EngineError::Timeout(format!("{on}: {what}")),
-                    e => EngineError::Spec(format!("{on}: {e}")),
-                });
-            }
-        };
-        if plan.kind == FlowKind::Probe {
-            s.set_tcp_nodelay(true).ok();
-        }
-        if cc.is_empty() {
-            cc = congestion_of(&s);
-        }
-        socks.push(Some(s));
-    }
+    let (socks, cc, connect_wait) = open_flows(cfg, reach, &mut ctrl, &spec, &paths, port, &token)?;
     ctrl.send(&Msg::Start)?;
     match ctrl.recv_within(connect_wait, "the server's started")? {
         Msg::Started => {}
@@ -416,56 +336,13 @@ pub fn run_test_via(
         preamble_timeout: Duration::ZERO,
     };
     let side = Side::start(setup, drain_time(&spec))?;
-    let ctl_fd = ctrl.stream.as_raw_fd();
-    let mut intervals = Vec::new();
-    let mut last = side.mark();
-    let begin = last.at;
-    let every = spec.interval_s;
-    let mut server_error: Option<EngineError> = None;
-    let mut frames = FrameReader::new(MAX_FRAME);
-    let window = side.run_window(&spec, |s, now| {
-        // The server only speaks mid-test to report a failure; read it
-        // without blocking, however it is spaced.
-        let m = match frames.poll(ctl_fd, "the server's message") {
-            Ok(None) => None,
-            Ok(Some(m)) => Some(m),
-            Err(e) => Some(Msg::error("protocol", e.to_string())),
-        };
-        if let Some(m) = m {
-            server_error = Some(expect_error(m, "nothing during the test"));
-            return Err(EngineError::Protocol(
-                "the server ended the test early".into(),
-            ));
-        }
-        if every > 0.0 && now.duration_since(last.at).as_secs_f64() >= every {
-            let mark = s.mark();
-            let sample = mark.since(&last, begin, spec.warmup_s);
-            on_interval(&sample);
-            intervals.push(sample);
-            last = mark;
-        }
-        Ok(Tick::Continue)
-    });
-    let window = match window {
+    let (window, intervals) = match watch_window(&side, &spec, &ctrl, on_interval) {
         Ok(w) => w,
         Err(e) => {
             drop(side);
-            return Err(server_error.unwrap_or(e));
+            return Err(e);
         }
     };
-    if frames.partial() > 0 {
-        drop(side);
-        return Err(EngineError::Protocol(
-            "the server sent part of a message during the test".into(),
-        ));
-    }
-    // The window's last part, unless it is a sliver of an interval.
-    if every > 0.0 && last.at.elapsed().as_secs_f64() >= every / 2.0 {
-        let mark = side.mark();
-        let sample = mark.since(&last, begin, spec.warmup_s);
-        on_interval(&sample);
-        intervals.push(sample);
-    }
     ctrl.send(&Msg::Stop)?;
     let mut mine = side.finish(&window);
     mine.congestion_control = cc;
@@ -491,6 +368,212 @@ pub fn run_test_via(
     if let Ok(a) = ctrl.stream.local_addr() {
         res.client = a.ip().to_string();
     }
+    annotate(&mut res, &spec, &mine, &theirs);
+    Ok(res)
+}
+
+/// Connects the test's data flows (registers them, for UDP), by one
+/// deadline for all; returns their sockets, the first TCP flow's
+/// congestion control, and the time they were given.
+fn open_flows(
+    cfg: &ClientConfig,
+    reach: &Reach,
+    ctrl: &mut Control,
+    spec: &TestSpec,
+    paths: &[ResolvedPath],
+    port: u16,
+    token: &[u8; 16],
+) -> Result<(Vec<Option<Socket>>, String, Duration), EngineError> {
+    let roster = spec.roster();
+    // One deadline for all flows (the server's accept deadline is as
+    // long): a data port that drops SYNs must not cost a timeout per flow.
+    let connect_wait = cfg.timeout + Duration::from_millis(roster.len() as u64);
+    let connect_by = Instant::now() + connect_wait;
+    let (socks, cc) = if workloads::def(spec.workload).socket() == SocketType::Udp {
+        match register_flows(&roster, paths, port, token, spec, connect_by) {
+            Ok(s) => (s, String::new()),
+            Err(e) => {
+                if let Some(m) = ctrl.pending_answer() {
+                    return Err(expect_error(m, "nothing while flows register"));
+                }
+                return Err(e);
+            }
+        }
+    } else {
+        let flows = Flows {
+            roster: &roster,
+            paths,
+            token,
+            spec,
+        };
+        flows.connect(ctrl, reach, connect_by, connect_wait)?
+    };
+    Ok((socks, cc, connect_wait))
+}
+
+/// The spec as sent: a default path when it names none, a test ended by
+/// bytes bounded by the server's longest; checked against its limits.
+fn spec_for(spec: &TestSpec, reach: &Reach, ctrl: &Control) -> Result<TestSpec, EngineError> {
+    let mut spec = spec.clone();
+    if spec.paths.is_empty() {
+        spec.paths.push(default_path(reach, ctrl)?);
+    }
+    if spec.bytes.is_some() {
+        // Ended by bytes: the duration is only the bound, the server's.
+        let most = ctrl.limits.max_duration_s - spec.warmup_s;
+        if most > 0.0 {
+            spec.duration_s = spec.duration_s.min(most);
+        }
+    }
+    spec.validate(&ctrl.limits)?;
+    Ok(spec)
+}
+
+/// A TCP test's data flows to connect.
+struct Flows<'a> {
+    roster: &'a [crate::spec::FlowPlan],
+    paths: &'a [ResolvedPath],
+    token: &'a [u8; 16],
+    spec: &'a TestSpec,
+}
+
+impl Flows<'_> {
+    /// Connects every flow that connects up front by `connect_by`; returns
+    /// the sockets (None for the others) and the congestion control of
+    /// the first.
+    fn connect(
+        &self,
+        ctrl: &mut Control,
+        reach: &Reach,
+        connect_by: Instant,
+        connect_wait: Duration,
+    ) -> Result<(Vec<Option<Socket>>, String), EngineError> {
+        let (roster, spec) = (self.roster, self.spec);
+        let mut socks = Vec::with_capacity(roster.len());
+        let mut cc = String::new();
+        for plan in roster {
+            if !workloads::def_for(spec.workload, plan).connects_up_front() {
+                socks.push(None);
+                continue;
+            }
+            let path = &self.paths[plan.path as usize];
+            let left = connect_by.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(EngineError::Timeout(format!(
+                    "connecting data flows: {} of {} connected within {}",
+                    socks.len(),
+                    roster.len(),
+                    secs(connect_wait)
+                )));
+            }
+            let wait = reach.connect_timeout.map_or(left, |c| c.min(left));
+            let preamble = data_preamble(self.token, plan.id);
+            let s = match connect_flow(path, spec, plan.id, &preamble, wait) {
+                Ok(s) => s,
+                Err(e) => return Err(self.flow_error(ctrl, plan, e)),
+            };
+            if plan.kind == FlowKind::Probe {
+                s.set_tcp_nodelay(true).ok();
+            }
+            if cc.is_empty() {
+                cc = congestion_of(&s);
+            }
+            socks.push(Some(s));
+        }
+        Ok((socks, cc))
+    }
+
+    /// Why flow `plan` did not connect: the server's answer if it gave up
+    /// on the test, else `e` naming the flow and its path.
+    fn flow_error(
+        &self,
+        ctrl: &mut Control,
+        plan: &crate::spec::FlowPlan,
+        e: EngineError,
+    ) -> EngineError {
+        // The server may have given up on the test (out of
+        // descriptors, say) and closed its data port: its answer
+        // on the control connection is the news.
+        if let Some(m) = ctrl.pending_answer() {
+            return expect_error(m, "nothing while flows connect");
+        }
+        let on = format!(
+            "flow {} over path {}",
+            plan.id,
+            self.spec.paths[plan.path as usize].label()
+        );
+        match e {
+            EngineError::Io { what, error } => EngineError::Io {
+                what: format!("{on}: {what}"),
+                error,
+            },
+            EngineError::Timeout(what) => EngineError::Timeout(format!("{on}: {what}")),
+            e => EngineError::Spec(format!("{on}: {e}")),
+        }
+    }
+}
+
+/// Runs the test's window, sampling intervals for `on_interval` and
+/// watching the control connection for the server's news; returns the
+/// window and the intervals.
+fn watch_window(
+    side: &Side,
+    spec: &TestSpec,
+    ctrl: &Control,
+    on_interval: &mut dyn FnMut(&IntervalSample),
+) -> Result<(crate::side::Window, Vec<IntervalSample>), EngineError> {
+    let ctl_fd = ctrl.stream.as_raw_fd();
+    let mut intervals = Vec::new();
+    let mut last = side.mark();
+    let begin = last.at;
+    let every = spec.interval_s;
+    let mut server_error: Option<EngineError> = None;
+    let mut frames = FrameReader::new(MAX_FRAME);
+    let window = side.run_window(spec, |s, now| {
+        // The server only speaks mid-test to report a failure; read it
+        // without blocking, however it is spaced.
+        let m = match frames.poll(ctl_fd, "the server's message") {
+            Ok(None) => None,
+            Ok(Some(m)) => Some(m),
+            Err(e) => Some(Msg::error("protocol", e.to_string())),
+        };
+        if let Some(m) = m {
+            server_error = Some(expect_error(m, "nothing during the test"));
+            return Err(EngineError::Protocol(
+                "the server ended the test early".into(),
+            ));
+        }
+        if every > 0.0 && now.duration_since(last.at).as_secs_f64() >= every {
+            let mark = s.mark();
+            let sample = mark.since(&last, begin, spec.warmup_s);
+            on_interval(&sample);
+            intervals.push(sample);
+            last = mark;
+        }
+        Ok(Tick::Continue)
+    });
+    let window = match window {
+        Ok(w) => w,
+        Err(e) => return Err(server_error.unwrap_or(e)),
+    };
+    if frames.partial() > 0 {
+        return Err(EngineError::Protocol(
+            "the server sent part of a message during the test".into(),
+        ));
+    }
+    // The window's last part, unless it is a sliver of an interval.
+    if every > 0.0 && last.at.elapsed().as_secs_f64() >= every / 2.0 {
+        let mark = side.mark();
+        let sample = mark.since(&last, begin, spec.warmup_s);
+        on_interval(&sample);
+        intervals.push(sample);
+    }
+    Ok((window, intervals))
+}
+
+/// Adds to a merged result what needs both sides' reports: the latency
+/// breakdown, and a note on MPTCP with bbr.
+fn annotate(res: &mut TestResult, spec: &TestSpec, mine: &SideReport, theirs: &SideReport) {
     if spec.breakdown {
         let p50 = res.latency.as_ref().map(|l| l.p50_us);
         let which: &[usize] = if spec.workload == crate::spec::Workload::Crr {
@@ -508,7 +591,6 @@ pub fn run_test_via(
             "MPTCP with bbr: subflows may be paced far below the link (0.2 against 48 Gbit/s with cubic on kernel 6.18); try --cc cubic".into(),
         );
     }
-    Ok(res)
 }
 
 /// The one path of a test that names none: to the server's name, or,

@@ -666,6 +666,192 @@ pub fn spawn_worker(
         })
 }
 
+/// A worker's flows: a slab indexed by epoll token, its free slots, how
+/// many flows are live, and what the finished ones handed back.
+struct Slab {
+    slots: Vec<Option<Box<dyn Flow>>>,
+    free: Vec<usize>,
+    active: usize,
+    ends: Vec<FlowEnd>,
+}
+
+impl Slab {
+    fn with_capacity(n: usize) -> Self {
+        Slab {
+            slots: Vec::with_capacity(n),
+            free: Vec::new(),
+            active: 0,
+            ends: Vec::new(),
+        }
+    }
+
+    /// Registers `f` with the thread's epoll in a free slot; counts it live.
+    fn insert(&mut self, ts: &mut ThreadState, mut f: Box<dyn Flow>) {
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        match f.register(ts, idx as u64) {
+            Ok(()) => {
+                self.slots[idx] = Some(f);
+                self.active += 1;
+            }
+            Err(e) => {
+                ts.note(format!("could not register a flow with epoll: {e}"));
+                self.free.push(idx);
+            }
+        }
+    }
+
+    /// Ends the live flow in slot `idx`.
+    fn done(&mut self, idx: usize) {
+        finish(&mut self.slots, &mut self.free, idx, &mut self.ends);
+        self.active -= 1;
+    }
+
+    /// Hands the flow at `token` its events `bits`; ends it when done.
+    fn step(&mut self, ts: &mut ThreadState, token: usize, bits: u32) -> Status {
+        let Some(f) = self.slots.get_mut(token).and_then(|s| s.as_mut()) else {
+            return Status::Done;
+        };
+        let st = f.on_event(ts, bits).unwrap_or_else(|e| {
+            if !ts.stopping && !is_peer_gone(&e) {
+                ts.note(format!("flow error: {e}"));
+            } else if !ts.stopping {
+                ts.note("the peer closed a flow before the test ended".to_string());
+            }
+            Status::Done
+        });
+        if st == Status::Done {
+            self.done(token);
+        }
+        st
+    }
+
+    /// Hands each of `events` to its flow; then flows that can move more
+    /// take turns, one call each per pass (docs/benchmarks.md, "Fifth
+    /// follow-up"). `again` and `pass` are scratch lists kept between calls.
+    fn run_events(
+        &mut self,
+        ts: &mut ThreadState,
+        events: &[libc::epoll_event],
+        again: &mut Vec<(usize, u32)>,
+        pass: &mut Vec<(usize, u32)>,
+    ) {
+        again.clear();
+        for ev in events.iter() {
+            let (bits, token) = (ev.events, ev.u64 as usize);
+            if self.step(ts, token, bits) == Status::Again {
+                again.push((token, bits));
+            }
+        }
+        for _ in 1..ts.turn(PASSES) {
+            if again.is_empty() {
+                break;
+            }
+            std::mem::swap(again, pass);
+            again.clear();
+            for &(token, bits) in pass.iter() {
+                if self.step(ts, token, bits) == Status::Again {
+                    again.push((token, bits));
+                }
+            }
+        }
+    }
+
+    /// Fires the timers due by `now`.
+    fn fire_timers(&mut self, ts: &mut ThreadState, now: Instant) {
+        while let Some(&Reverse((at, token))) = ts.timers.peek() {
+            if at > now {
+                break;
+            }
+            ts.timers.pop();
+            self.step(ts, token as usize, EV_TIMER);
+        }
+    }
+
+    /// Tells every flow the test is stopping; ends those that are done.
+    fn stop_all(&mut self, ts: &mut ThreadState) {
+        for idx in 0..self.slots.len() {
+            let Some(f) = self.slots[idx].as_mut() else {
+                continue;
+            };
+            let st = f.on_stop(ts).unwrap_or(Status::Done);
+            if st == Status::Done {
+                self.done(idx);
+            }
+        }
+    }
+
+    /// Calls every flow's [`Flow::on_tick`]; ends those that are done.
+    fn tick_all(&mut self, ts: &mut ThreadState, now: Instant) {
+        for idx in 0..self.slots.len() {
+            let Some(f) = self.slots[idx].as_mut() else {
+                continue;
+            };
+            if f.on_tick(ts, now).unwrap_or(Status::Done) == Status::Done {
+                self.done(idx);
+            }
+        }
+    }
+
+    /// Takes in the flows spawned this pass (stopped at once when the test
+    /// is stopping).
+    fn adopt_spawned(&mut self, ts: &mut ThreadState) {
+        for f in std::mem::take(&mut ts.spawned) {
+            let mut f = f;
+            if ts.stopping {
+                let _ = f.on_stop(ts);
+                continue;
+            }
+            self.insert(ts, f);
+        }
+    }
+
+    /// Ends every flow still in the slab.
+    fn finish_all(&mut self) {
+        for idx in 0..self.slots.len() {
+            if self.slots[idx].is_some() {
+                finish(&mut self.slots, &mut self.free, idx, &mut self.ends);
+            }
+        }
+    }
+}
+
+/// Asks `epoll` to busy poll as `spec` says; a note in `notes` when the
+/// kernel cannot.
+fn set_busy_poll(epoll: &Epoll, spec: &TestSpec, notes: &mut Vec<String>) {
+    if let Some(us) = spec.busy_poll_us {
+        // The epoll wait busy polls the NAPI context of its sockets too;
+        // budget 8 is the kernel's default (BUSY_POLL_BUDGET).
+        if let Err(e) = epoll.set_busy_poll(us, 8, false) {
+            let why = match e.raw_os_error() {
+                Some(libc::ENOTTY) | Some(libc::EINVAL) => {
+                    "this kernel has no EPIOCSPARAMS (Linux 6.9+)".to_string()
+                }
+                _ => e.to_string(),
+            };
+            let n =
+                format!("busy-poll: the epoll instance does not busy poll ({why}); the sockets do");
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+}
+
+/// The size of a worker's send and receive buffers.
+fn io_len(spec: &TestSpec) -> usize {
+    let scratch = if spec.workload.is_udp() {
+        crate::udp::SCRATCH
+    } else {
+        0
+    };
+    (spec.msg_size.max(spec.request_size).max(spec.response_size) as usize)
+        .max(scratch)
+        .clamp(4096, MAX_IO)
+}
+
 fn worker_main(
     flows: Vec<Box<dyn Flow>>,
     spec: &TestSpec,
@@ -697,31 +883,8 @@ fn worker_main(
             return out;
         }
     };
-    if let Some(us) = spec.busy_poll_us {
-        // The epoll wait busy polls the NAPI context of its sockets too;
-        // budget 8 is the kernel's default (BUSY_POLL_BUDGET).
-        if let Err(e) = epoll.set_busy_poll(us, 8, false) {
-            let why = match e.raw_os_error() {
-                Some(libc::ENOTTY) | Some(libc::EINVAL) => {
-                    "this kernel has no EPIOCSPARAMS (Linux 6.9+)".to_string()
-                }
-                _ => e.to_string(),
-            };
-            let n =
-                format!("busy-poll: the epoll instance does not busy poll ({why}); the sockets do");
-            if !out.notes.contains(&n) {
-                out.notes.push(n);
-            }
-        }
-    }
-    let scratch = if spec.workload.is_udp() {
-        crate::udp::SCRATCH
-    } else {
-        0
-    };
-    let io_len = (spec.msg_size.max(spec.request_size).max(spec.response_size) as usize)
-        .max(scratch)
-        .clamp(4096, MAX_IO);
+    set_busy_poll(&epoll, spec, &mut out.notes);
+    let io_len = io_len(spec);
     let mut ts = ThreadState {
         epoll: &epoll,
         ctl,
@@ -741,80 +904,55 @@ fn worker_main(
         flows: 0,
         timers: BinaryHeap::new(),
     };
-    let mut slab: Vec<Option<Box<dyn Flow>>> = Vec::with_capacity(flows.len());
-    let mut free: Vec<usize> = Vec::new();
-    let mut active = 0usize;
-    let mut ends = Vec::new();
-
-    let insert = |slab: &mut Vec<Option<Box<dyn Flow>>>,
-                  free: &mut Vec<usize>,
-                  ts: &mut ThreadState,
-                  mut f: Box<dyn Flow>|
-     -> bool {
-        let idx = free.pop().unwrap_or_else(|| {
-            slab.push(None);
-            slab.len() - 1
-        });
-        match f.register(ts, idx as u64) {
-            Ok(()) => {
-                slab[idx] = Some(f);
-                true
-            }
-            Err(e) => {
-                ts.note(format!("could not register a flow with epoll: {e}"));
-                free.push(idx);
-                false
-            }
-        }
-    };
+    let mut slab = Slab::with_capacity(flows.len());
     for f in flows {
-        if insert(&mut slab, &mut free, &mut ts, f) {
-            active += 1;
-        }
+        slab.insert(&mut ts, f);
     }
+    let measure_start = event_loop(&mut slab, &mut ts, &epoll, ctl, &mut out);
+    if !ts.stopping
+        && let Some((t0, c0)) = measure_start
+    {
+        out.window_s = t0.elapsed().as_secs_f64();
+        out.cpu_window_us = sys::thread_cpu_us().saturating_sub(c0);
+    }
+    slab.finish_all();
+    out.ends = slab.ends;
+    out.hist = ts.hist;
+    out.probe = ts.probe;
+    out.zc = ts.zc;
+    out.notes = ts.notes;
+    out
+}
 
+/// When the measured window opened: the time and the thread's CPU
+/// microseconds then.
+type WindowStart = Option<(Instant, u64)>;
+
+/// Runs the worker's flows until the test stops, aborts or they all
+/// end; returns when its measured window opened.
+fn event_loop(
+    slab: &mut Slab,
+    ts: &mut ThreadState,
+    epoll: &Epoll,
+    ctl: &Control,
+    out: &mut WorkerOut,
+) -> WindowStart {
     let mut events: Vec<libc::epoll_event> = Vec::with_capacity(256);
     // Flows that answered Again this pass, as (token, events), and the last pass's.
     let mut again: Vec<(usize, u32)> = Vec::new();
     let mut pass: Vec<(usize, u32)> = Vec::new();
-    let mut measure_start: Option<(Instant, u64)> = None;
+    let mut measure_start: WindowStart = None;
     let mut deadline: Option<Instant> = None;
     let mut next_tick = Instant::now() + TICK;
     loop {
-        let phase = ctl.phase.load(Ordering::Acquire);
-        let abort = ctl.abort.load(Ordering::Acquire);
-        ts.seen_phase = phase;
-        ts.flows = active;
-        if phase >= PHASE_MEASURE && measure_start.is_none() && !ts.stopping {
-            ts.measuring = true;
-            measure_start = Some((Instant::now(), sys::thread_cpu_us()));
-        }
-        if (phase >= PHASE_STOP || abort) && !ts.stopping {
-            ts.stopping = true;
-            ts.measuring = false;
-            if let Some((t0, c0)) = measure_start {
-                out.window_s = t0.elapsed().as_secs_f64();
-                out.cpu_window_us = sys::thread_cpu_us().saturating_sub(c0);
-            }
-            deadline = Some(Instant::now() + ctl.drain_timeout);
-            for idx in 0..slab.len() {
-                let Some(f) = slab[idx].as_mut() else {
-                    continue;
-                };
-                let st = f.on_stop(&mut ts).unwrap_or(Status::Done);
-                if st == Status::Done {
-                    finish(&mut slab, &mut free, idx, &mut ends);
-                    active -= 1;
-                }
-            }
-        }
-        if abort || active == 0 {
+        let abort = follow_phase(slab, ts, ctl, out, &mut measure_start, &mut deadline);
+        if abort || slab.active == 0 {
             break;
         }
         if let Some(d) = deadline
             && Instant::now() >= d
         {
-            out.forced = active;
+            out.forced = slab.active;
             break;
         }
         let waited = match ts.timers.peek() {
@@ -830,93 +968,48 @@ fn worker_main(
             ts.note(format!("epoll_wait failed: {e}"));
             break;
         }
-        let mut step = |ts: &mut ThreadState, token: usize, bits: u32| -> Status {
-            let Some(f) = slab.get_mut(token).and_then(|s| s.as_mut()) else {
-                return Status::Done;
-            };
-            let st = f.on_event(ts, bits).unwrap_or_else(|e| {
-                if !ts.stopping && !is_peer_gone(&e) {
-                    ts.note(format!("flow error: {e}"));
-                } else if !ts.stopping {
-                    ts.note("the peer closed a flow before the test ended".to_string());
-                }
-                Status::Done
-            });
-            if st == Status::Done {
-                finish(&mut slab, &mut free, token, &mut ends);
-                active -= 1;
-            }
-            st
-        };
-        again.clear();
-        for ev in events.iter() {
-            let (bits, token) = (ev.events, ev.u64 as usize);
-            if step(&mut ts, token, bits) == Status::Again {
-                again.push((token, bits));
-            }
-        }
-        // Flows that can move more take turns, one call each per pass
-        // (docs/benchmarks.md, "Fifth follow-up").
-        for _ in 1..ts.turn(PASSES) {
-            if again.is_empty() {
-                break;
-            }
-            std::mem::swap(&mut again, &mut pass);
-            again.clear();
-            for &(token, bits) in pass.iter() {
-                if step(&mut ts, token, bits) == Status::Again {
-                    again.push((token, bits));
-                }
-            }
-        }
+        slab.run_events(ts, &events, &mut again, &mut pass);
         let now = Instant::now();
-        while let Some(&Reverse((at, token))) = ts.timers.peek() {
-            if at > now {
-                break;
-            }
-            ts.timers.pop();
-            step(&mut ts, token as usize, EV_TIMER);
-        }
+        slab.fire_timers(ts, now);
         if now >= next_tick {
             next_tick = now + TICK;
-            for idx in 0..slab.len() {
-                let Some(f) = slab[idx].as_mut() else {
-                    continue;
-                };
-                if f.on_tick(&mut ts, now).unwrap_or(Status::Done) == Status::Done {
-                    finish(&mut slab, &mut free, idx, &mut ends);
-                    active -= 1;
-                }
-            }
+            slab.tick_all(ts, now);
         }
-        for f in std::mem::take(&mut ts.spawned) {
-            let mut f = f;
-            if ts.stopping {
-                let _ = f.on_stop(&mut ts);
-                continue;
-            }
-            if insert(&mut slab, &mut free, &mut ts, f) {
-                active += 1;
-            }
+        slab.adopt_spawned(ts);
+    }
+    measure_start
+}
+
+/// Follows the test's phase: opens the measured window, or on stop (or
+/// abort) closes it, sets the drain `deadline` and stops the flows.
+/// Returns whether the test was aborted.
+fn follow_phase(
+    slab: &mut Slab,
+    ts: &mut ThreadState,
+    ctl: &Control,
+    out: &mut WorkerOut,
+    measure_start: &mut WindowStart,
+    deadline: &mut Option<Instant>,
+) -> bool {
+    let phase = ctl.phase.load(Ordering::Acquire);
+    let abort = ctl.abort.load(Ordering::Acquire);
+    ts.seen_phase = phase;
+    ts.flows = slab.active;
+    if phase >= PHASE_MEASURE && measure_start.is_none() && !ts.stopping {
+        ts.measuring = true;
+        *measure_start = Some((Instant::now(), sys::thread_cpu_us()));
+    }
+    if (phase >= PHASE_STOP || abort) && !ts.stopping {
+        ts.stopping = true;
+        ts.measuring = false;
+        if let Some((t0, c0)) = *measure_start {
+            out.window_s = t0.elapsed().as_secs_f64();
+            out.cpu_window_us = sys::thread_cpu_us().saturating_sub(c0);
         }
+        *deadline = Some(Instant::now() + ctl.drain_timeout);
+        slab.stop_all(ts);
     }
-    if !ts.stopping
-        && let Some((t0, c0)) = measure_start
-    {
-        out.window_s = t0.elapsed().as_secs_f64();
-        out.cpu_window_us = sys::thread_cpu_us().saturating_sub(c0);
-    }
-    for idx in 0..slab.len() {
-        if slab[idx].is_some() {
-            finish(&mut slab, &mut free, idx, &mut ends);
-        }
-    }
-    out.ends = ends;
-    out.hist = ts.hist;
-    out.probe = ts.probe;
-    out.zc = ts.zc;
-    out.notes = ts.notes;
-    out
+    abort
 }
 
 fn finish(

@@ -69,117 +69,24 @@ pub fn merge(
     intervals: Vec<IntervalSample>,
     started_unix: f64,
 ) -> TestResult {
-    let roster = spec.roster();
-    let (lw, rw) = (client.window_s, remote.window_s);
-    let mut flows = Vec::with_capacity(roster.len());
-    for plan in &roster {
-        let c = client
-            .flows
-            .get(plan.id as usize)
-            .cloned()
-            .unwrap_or_default();
-        let s = remote
-            .flows
-            .iter()
-            .find(|f| f.id == plan.id)
-            .cloned()
-            .unwrap_or_default();
-        let (local_bytes, remote_bytes, goodput_local, info) = match plan.kind {
-            FlowKind::Forward => (c.window_sent, s.window_received, false, c.tcp_info.clone()),
-            FlowKind::Reverse => (c.window_received, s.window_sent, true, s.tcp_info.clone()),
-            _ => (
-                c.window_sent + c.window_received,
-                s.window_sent + s.window_received,
-                true,
-                c.tcp_info.clone(),
-            ),
-        };
-        let (local_bps, remote_bps) = (bps(local_bytes, lw), bps(remote_bytes, rw));
-        flows.push(FlowResult {
-            id: plan.id,
-            path: plan.path,
-            thread: plan.thread,
-            kind: Some(plan.kind),
-            local_bytes,
-            remote_bytes,
-            local_bps,
-            remote_bps,
-            throughput_bps: if goodput_local { local_bps } else { remote_bps },
-            transactions: c.transactions,
-            client_sent_total: c.total_sent,
-            client_received_total: c.total_received,
-            server_sent_total: s.total_sent,
-            server_received_total: s.total_received,
-            tcp_info: info,
-            udp: if spec.workload.is_udp() {
-                udp_stats(plan.kind, &c, &s)
-            } else {
-                None
-            },
-            rx_zerocopy: s.rx_zerocopy.clone().or_else(|| c.rx_zerocopy.clone()),
-        });
-    }
+    let lw = client.window_s;
+    let flows: Vec<FlowResult> = spec
+        .roster()
+        .iter()
+        .map(|plan| flow_result(spec, plan, client, remote))
+        .collect();
     let main: Vec<&FlowResult> = flows
         .iter()
         .filter(|f| f.kind != Some(FlowKind::Probe))
         .collect();
     let sum = |f: &dyn Fn(&FlowResult) -> f64| main.iter().map(|x| f(x)).sum::<f64>();
-    let npaths = spec.paths.len().max(1);
-    let mut paths: Vec<PathResult> = (0..npaths)
-        .map(|i| PathResult {
-            index: i as u32,
-            label: spec
-                .paths
-                .get(i)
-                .map(|p| p.label())
-                .unwrap_or_else(|| server.to_string()),
-            ..PathResult::default()
-        })
-        .collect();
-    for f in &main {
-        let p = &mut paths[f.path as usize % npaths];
-        p.flows += 1;
-        p.throughput_bps += f.throughput_bps;
-        match f.kind {
-            Some(FlowKind::Reverse) => p.reverse_bps += f.throughput_bps,
-            _ => p.forward_bps += f.throughput_bps,
-        }
-    }
     let total = sum(&|f| f.throughput_bps);
-    for p in &mut paths {
-        p.share = finite(p.throughput_bps / total);
-        p.udp = udp_sum(main.iter().copied().filter(|f| f.path == p.index));
-    }
-    let mut directions = Vec::new();
-    if spec.workload.is_bulk() {
-        for (kind, name) in [
-            (FlowKind::Forward, "forward"),
-            (FlowKind::Reverse, "reverse"),
-        ] {
-            let fl: Vec<&&FlowResult> = main.iter().filter(|f| f.kind == Some(kind)).collect();
-            if fl.is_empty() {
-                continue;
-            }
-            let (sent, recv) = if kind == FlowKind::Forward {
-                (
-                    fl.iter().map(|f| f.local_bps).sum(),
-                    fl.iter().map(|f| f.remote_bps).sum(),
-                )
-            } else {
-                (
-                    fl.iter().map(|f| f.remote_bps).sum(),
-                    fl.iter().map(|f| f.local_bps).sum(),
-                )
-            };
-            directions.push(DirectionResult {
-                direction: name.into(),
-                sent_bps: sent,
-                received_bps: recv,
-                flows: fl.len() as u32,
-                udp: udp_sum(fl.iter().map(|f| **f)),
-            });
-        }
-    }
+    let paths = path_results(spec, server, &main, total);
+    let directions = if spec.workload.is_bulk() {
+        direction_results(&main)
+    } else {
+        Vec::new()
+    };
     let goodputs: Vec<f64> = main.iter().map(|f| f.throughput_bps).collect();
     let path_tp: Vec<f64> = paths.iter().map(|p| p.throughput_bps).collect();
     let transactions: u64 = main.iter().map(|f| f.transactions).sum();
@@ -219,6 +126,130 @@ pub fn merge(
         udp_offload: spec.workload.is_udp().then(|| offload(client, remote)),
         breakdown: None,
     }
+}
+
+/// Flow `plan` from both sides' counts: its goodput is what the receiver
+/// counted (both ways for request/response).
+fn flow_result(
+    spec: &TestSpec,
+    plan: &crate::spec::FlowPlan,
+    client: &SideReport,
+    remote: &SideReport,
+) -> FlowResult {
+    let (lw, rw) = (client.window_s, remote.window_s);
+    let c = client
+        .flows
+        .get(plan.id as usize)
+        .cloned()
+        .unwrap_or_default();
+    let s = remote
+        .flows
+        .iter()
+        .find(|f| f.id == plan.id)
+        .cloned()
+        .unwrap_or_default();
+    let (local_bytes, remote_bytes, goodput_local, info) = match plan.kind {
+        FlowKind::Forward => (c.window_sent, s.window_received, false, c.tcp_info.clone()),
+        FlowKind::Reverse => (c.window_received, s.window_sent, true, s.tcp_info.clone()),
+        _ => (
+            c.window_sent + c.window_received,
+            s.window_sent + s.window_received,
+            true,
+            c.tcp_info.clone(),
+        ),
+    };
+    let (local_bps, remote_bps) = (bps(local_bytes, lw), bps(remote_bytes, rw));
+    FlowResult {
+        id: plan.id,
+        path: plan.path,
+        thread: plan.thread,
+        kind: Some(plan.kind),
+        local_bytes,
+        remote_bytes,
+        local_bps,
+        remote_bps,
+        throughput_bps: if goodput_local { local_bps } else { remote_bps },
+        transactions: c.transactions,
+        client_sent_total: c.total_sent,
+        client_received_total: c.total_received,
+        server_sent_total: s.total_sent,
+        server_received_total: s.total_received,
+        tcp_info: info,
+        udp: if spec.workload.is_udp() {
+            udp_stats(plan.kind, &c, &s)
+        } else {
+            None
+        },
+        rx_zerocopy: s.rx_zerocopy.clone().or_else(|| c.rx_zerocopy.clone()),
+    }
+}
+
+/// Each path's flows and goodput, each way, and its share of `total`.
+fn path_results(
+    spec: &TestSpec,
+    server: &str,
+    main: &[&FlowResult],
+    total: f64,
+) -> Vec<PathResult> {
+    let npaths = spec.paths.len().max(1);
+    let mut paths: Vec<PathResult> = (0..npaths)
+        .map(|i| PathResult {
+            index: i as u32,
+            label: spec
+                .paths
+                .get(i)
+                .map(|p| p.label())
+                .unwrap_or_else(|| server.to_string()),
+            ..PathResult::default()
+        })
+        .collect();
+    for f in main {
+        let p = &mut paths[f.path as usize % npaths];
+        p.flows += 1;
+        p.throughput_bps += f.throughput_bps;
+        match f.kind {
+            Some(FlowKind::Reverse) => p.reverse_bps += f.throughput_bps,
+            _ => p.forward_bps += f.throughput_bps,
+        }
+    }
+    for p in &mut paths {
+        p.share = finite(p.throughput_bps / total);
+        p.udp = udp_sum(main.iter().copied().filter(|f| f.path == p.index));
+    }
+    paths
+}
+
+/// A bulk test's figures each way that had flows.
+fn direction_results(main: &[&FlowResult]) -> Vec<DirectionResult> {
+    let mut directions = Vec::new();
+    for (kind, name) in [
+        (FlowKind::Forward, "forward"),
+        (FlowKind::Reverse, "reverse"),
+    ] {
+        let fl: Vec<&&FlowResult> = main.iter().filter(|f| f.kind == Some(kind)).collect();
+        if fl.is_empty() {
+            continue;
+        }
+        let (sent, recv) = if kind == FlowKind::Forward {
+            (
+                fl.iter().map(|f| f.local_bps).sum(),
+                fl.iter().map(|f| f.remote_bps).sum(),
+            )
+        } else {
+            (
+                fl.iter().map(|f| f.remote_bps).sum(),
+                fl.iter().map(|f| f.local_bps).sum(),
+            )
+        };
+        directions.push(DirectionResult {
+            direction: name.into(),
+            sent_bps: sent,
+            received_bps: recv,
+            flows: fl.len() as u32,
+            udp: udp_sum(fl.iter().map(|f| **f)),
+        });
+    }
+    directions
 }
 
 /// Which UDP offloads each side's flows used.

@@ -603,6 +603,15 @@ fn secs(d: Duration) -> String {
     format!("{} s", d.as_secs_f64())
 }
 
+/// What a handshake deadline error says: `what` was due by the end of
+/// the handshake.
+fn within(cfg: &ServerConfig, what: &str) -> String {
+    format!(
+        "{what} (the handshake must end within {})",
+        secs(cfg.handshake_timeout)
+    )
+}
+
 fn handle_control(
     stream: TcpStream,
     peer: SocketAddr,
@@ -611,56 +620,77 @@ fn handle_control(
     ticket: &mut Ticket,
 ) -> Result<(), EngineError> {
     stream.set_nodelay(true).ok();
-    let fd = stream.as_raw_fd();
     let hs = Instant::now() + cfg.handshake_timeout;
-    let within = |what: &str| {
-        format!(
-            "{what} (the handshake must end within {})",
-            secs(cfg.handshake_timeout)
-        )
+    let Some(client) = read_hello(&stream, cfg, hs, ticket)? else {
+        return Ok(());
     };
+    authenticate(&stream, cfg, hs, ticket)?;
+    serve_specs(&stream, peer, &client, cfg, reg)
+}
+
+/// Reads the client's preamble and hello by `hs`; returns its name, or
+/// None for a connection that closed at once.
+fn read_hello(
+    stream: &TcpStream,
+    cfg: &ServerConfig,
+    hs: Instant,
+    ticket: &Ticket,
+) -> Result<Option<String>, EngineError> {
+    let fd = stream.as_raw_fd();
     let mut magic = [0u8; 4];
-    match read_exact_until(fd, &mut magic, hs, &within("the client's preamble")) {
+    match read_exact_until(fd, &mut magic, hs, &within(cfg, "the client's preamble")) {
         Ok(()) => {}
         // A port probe (a health check, a scan) that closes at once is
         // not worth a log line.
         Err(EngineError::Io { error, .. })
             if error.kind() == std::io::ErrorKind::UnexpectedEof && !ticket.displaced() =>
         {
-            return Ok(());
+            return Ok(None);
         }
-        Err(e) => return Err(fail_read(&stream, e, ticket.displaced())),
+        Err(e) => return Err(fail_read(stream, e, ticket.displaced())),
     }
     if magic != CONTROL_MAGIC {
         return Err(fail(
-            &stream,
+            stream,
             "protocol",
             "not a wirespeed control connection (bad preamble)".into(),
         ));
     }
-    let hello = read_msg_until(fd, MAX_HANDSHAKE_FRAME, hs, &within("the client's hello"))
-        .map_err(|e| fail_read(&stream, e, ticket.displaced()))?;
-    let client = match hello {
+    let hello = read_msg_until(
+        fd,
+        MAX_HANDSHAKE_FRAME,
+        hs,
+        &within(cfg, "the client's hello"),
+    )
+    .map_err(|e| fail_read(stream, e, ticket.displaced()))?;
+    match hello {
         Msg::Hello { version, client } if version == PROTOCOL_VERSION => {
-            printable(&client, MAX_CLIENT_NAME)
+            Ok(Some(printable(&client, MAX_CLIENT_NAME)))
         }
-        Msg::Hello { version, .. } => {
-            return Err(fail(
-                &stream,
-                "version",
-                format!(
-                    "server speaks protocol {PROTOCOL_VERSION}, client {version}: run the same wirespeed version on both ends"
-                ),
-            ));
-        }
-        other => {
-            return Err(fail(
-                &stream,
-                "protocol",
-                format!("expected hello, got {}", other.kind()),
-            ));
-        }
-    };
+        Msg::Hello { version, .. } => Err(fail(
+            stream,
+            "version",
+            format!(
+                "server speaks protocol {PROTOCOL_VERSION}, client {version}: run the same wirespeed version on both ends"
+            ),
+        )),
+        other => Err(fail(
+            stream,
+            "protocol",
+            format!("expected hello, got {}", other.kind()),
+        )),
+    }
+}
+
+/// Challenges the client, checks its answer against the key and takes a
+/// connection slot, by `hs`; then welcomes it.
+fn authenticate(
+    stream: &TcpStream,
+    cfg: &ServerConfig,
+    hs: Instant,
+    ticket: &mut Ticket,
+) -> Result<(), EngineError> {
+    let fd = stream.as_raw_fd();
     let nonce: [u8; 32] = random_bytes()?;
     write_msg_until(
         fd,
@@ -670,29 +700,34 @@ fn handle_control(
         },
         hs,
     )?;
-    let mac = match read_msg_until(fd, MAX_HANDSHAKE_FRAME, hs, &within("the client's auth")) {
+    let mac = match read_msg_until(
+        fd,
+        MAX_HANDSHAKE_FRAME,
+        hs,
+        &within(cfg, "the client's auth"),
+    ) {
         Ok(Msg::Auth { mac }) => mac,
         Ok(other) => {
             return Err(fail(
-                &stream,
+                stream,
                 "protocol",
                 format!("expected auth, got {}", other.kind()),
             ));
         }
-        Err(e) => return Err(fail_read(&stream, e, ticket.displaced())),
+        Err(e) => return Err(fail_read(stream, e, ticket.displaced())),
     };
     if let Some(key) = &cfg.key {
         let ok = mac.as_deref().is_some_and(|m| auth_verify(key, &nonce, m));
         if !ok {
             return Err(fail(
-                &stream,
+                stream,
                 "auth",
                 "wrong or missing key: use the server's --key-file".into(),
             ));
         }
     }
     if let Err(why) = ticket.authenticate(cfg.max_connections) {
-        return Err(fail(&stream, "busy", why));
+        return Err(fail(stream, "busy", why));
     }
     write_msg_until(
         fd,
@@ -700,14 +735,25 @@ fn handle_control(
             limits: cfg.limits.clone(),
         },
         hs,
-    )?;
+    )
+}
+
+/// Runs each test the client specifies until it closes the connection.
+fn serve_specs(
+    stream: &TcpStream,
+    peer: SocketAddr,
+    client: &str,
+    cfg: &ServerConfig,
+    reg: &Registry,
+) -> Result<(), EngineError> {
+    let fd = stream.as_raw_fd();
     loop {
         let what = format!(
             "the client's next spec (--idle-timeout {})",
             secs(cfg.idle_timeout)
         );
         let m = read_msg_until(fd, MAX_FRAME, Instant::now() + cfg.idle_timeout, &what)
-            .map_err(|e| fail_read(&stream, e, false));
+            .map_err(|e| fail_read(stream, e, false));
         let m = match m {
             Ok(m) => m,
             Err(EngineError::Io { error, .. })
@@ -718,10 +764,10 @@ fn handle_control(
             Err(e) => return Err(e),
         };
         match m {
-            Msg::Spec { spec } => run_test(&stream, peer, &client, *spec, cfg, reg)?,
+            Msg::Spec { spec } => run_test(stream, peer, client, *spec, cfg, reg)?,
             other => {
                 return Err(fail(
-                    &stream,
+                    stream,
                     "protocol",
                     format!("expected spec, got {}", other.kind()),
                 ));
@@ -761,8 +807,145 @@ fn run_test(
         ));
     };
     let token: [u8; 16] = random_bytes()?;
-    let roster = spec.roster();
-    let persistent = roster.iter().filter(|p| p.kind != FlowKind::Crr).count();
+    let persistent = spec
+        .roster()
+        .iter()
+        .filter(|p| p.kind != FlowKind::Crr)
+        .count();
+    let (listener, socks) = take_flows(stream, cfg, &spec, &token, persistent)?;
+    let mut frames = FrameReader::new(MAX_FRAME);
+    read_start(stream, cfg, &mut frames)?;
+    let spec = Arc::new(spec);
+    let (listener, joins) = keep_listener(listener, &spec)?;
+    let setup = SideSetup {
+        spec: spec.clone(),
+        client: false,
+        socks,
+        paths: Vec::new(),
+        listener,
+        token,
+        preamble_timeout: cfg.preamble_timeout,
+    };
+    let side = Side::start(setup, drain_time(&spec))
+        .map_err(|e| fail(stream, "internal", e.to_string()))?;
+    write_msg_until(fd, &Msg::Started, answer_by())?;
+    // The server's own end of the test: a client that never sends (or
+    // trickles) its stop does not keep the workers going past it. The
+    // grace grows by 0.1 ms a flow (2 s at 20,000): the client builds its
+    // flows after our start, so its window ends that much later.
+    let grace = stop_grace(cfg, &spec);
+    let hard_end =
+        Instant::now() + Duration::from_secs_f64(spec.warmup_s + spec.duration_s) + grace;
+    emit(
+        cfg,
+        ServerEvent::Started {
+            id: admission.id,
+            peer,
+            client: client.to_string(),
+            summary: spec.summary(),
+        },
+    );
+    let (window, stop_seen) = match watch_window(&side, &spec, &mut frames, fd) {
+        Ok(w) => w,
+        Err(e) => {
+            drop(side);
+            let _ = write_msg_until(
+                fd,
+                &Msg::error("aborted", e.to_string()),
+                Instant::now() + ERROR_WRITE,
+            );
+            return Err(e);
+        }
+    };
+    let side = if stop_seen {
+        side
+    } else {
+        await_stop(side, stream, &mut frames, hard_end, grace)?
+    };
+    send_report(side, &window, joins, admission, fd, cfg, peer)
+}
+
+/// Ends the test: the side's report (the MPTCP listener closed and the
+/// admission released once it is made) to the client, then the log's
+/// event.
+fn send_report(
+    side: Side,
+    window: &crate::side::Window,
+    joins: Option<Socket>,
+    admission: Admission<'_>,
+    fd: RawFd,
+    cfg: &ServerConfig,
+    peer: SocketAddr,
+) -> Result<(), EngineError> {
+    let mut report: SideReport = side.finish(window);
+    drop(joins);
+    report.concurrent_tests = admission.peak();
+    let id = admission.id;
+    drop(admission);
+    let bytes = report
+        .flows
+        .iter()
+        .map(|f| f.window_sent + f.window_received)
+        .sum();
+    write_msg_until(
+        fd,
+        &Msg::Report {
+            report: Box::new(report),
+        },
+        Instant::now() + cfg.idle_timeout,
+    )?;
+    emit(cfg, ServerEvent::Finished { id, peer, bytes });
+    Ok(())
+}
+
+/// Opens the test's data port, tells the client, and takes its
+/// `persistent` flows (accepted, or registered for UDP) by the idle
+/// timeout plus a millisecond a flow; returns the TCP listener, kept for
+/// the test, and the flows' sockets.
+fn take_flows(
+    stream: &TcpStream,
+    cfg: &ServerConfig,
+    spec: &TestSpec,
+    token: &[u8; 16],
+    persistent: usize,
+) -> Result<(Option<Socket>, Vec<Option<Socket>>), EngineError> {
+    let fd = stream.as_raw_fd();
+    let answer_by = || Instant::now() + cfg.idle_timeout;
+    let (listener, registration, port) = open_data_port(stream, cfg, spec, persistent)?;
+    write_msg_until(
+        fd,
+        &Msg::Accepted {
+            token: hex(token),
+            data_port: port,
+        },
+        answer_by(),
+    )?;
+    // Accept while the client connects: it sends Start once all are up.
+    let deadline = answer_by() + Duration::from_millis(persistent as u64);
+    let flows = match (&listener, &registration) {
+        (Some(l), _) => accept_flows(l, token, spec, persistent, deadline, fd, cfg),
+        (_, Some(r)) => register_udp_flows(r, token, spec, persistent, deadline, fd),
+        _ => unreachable!("a listener or a registration socket was opened"),
+    };
+    drop(registration);
+    match flows {
+        Ok(s) => Ok((listener, s)),
+        Err(FlowsError::ClientGone(got)) => Err(EngineError::Protocol(format!(
+            "the client went away with {got} of {persistent} data flows connected"
+        ))),
+        Err(FlowsError::Fail(code, msg)) => Err(fail(stream, code, msg)),
+    }
+}
+
+/// Opens a test's data port: a listener for TCP, a registration socket
+/// for UDP, on the control connection's address (or the bound one);
+/// returns them and the port.
+fn open_data_port(
+    stream: &TcpStream,
+    cfg: &ServerConfig,
+    spec: &TestSpec,
+    persistent: usize,
+) -> Result<(Option<Socket>, Option<Socket>, u16), EngineError> {
     let local = stream
         .local_addr()
         .map_err(|e| EngineError::io("read control address", e))?;
@@ -793,8 +976,8 @@ fn run_test(
         (None, Some(r))
     } else {
         let l = on_data_port(cfg, |p| {
-            listen_data(SocketAddr::new(any, p), backlog, &spec)
-                .or_else(|_| listen_data(SocketAddr::new(v4_any.ip(), p), backlog, &spec))
+            listen_data(SocketAddr::new(any, p), backlog, spec)
+                .or_else(|_| listen_data(SocketAddr::new(v4_any.ip(), p), backlog, spec))
         })
         .map_err(|e| open_fail(e, "a data listener"))?;
         (Some(l), None)
@@ -806,50 +989,39 @@ fn run_test(
         .and_then(|a| a.as_socket())
         .map(|a| a.port())
         .unwrap_or(0);
-    write_msg_until(
-        fd,
-        &Msg::Accepted {
-            token: hex(&token),
-            data_port: port,
-        },
-        answer_by(),
-    )?;
-    // Accept while the client connects: it sends Start once all are up.
-    let deadline = answer_by() + Duration::from_millis(persistent as u64);
-    let flows = match (&listener, &registration) {
-        (Some(l), _) => accept_flows(l, &token, &spec, persistent, deadline, fd, cfg),
-        (_, Some(r)) => register_udp_flows(r, &token, &spec, persistent, deadline, fd),
-        _ => unreachable!("a listener or a registration socket was opened"),
-    };
-    drop(registration);
-    let socks = match flows {
-        Ok(s) => s,
-        Err(FlowsError::ClientGone(got)) => {
-            return Err(EngineError::Protocol(format!(
-                "the client went away with {got} of {persistent} data flows connected"
-            )));
-        }
-        Err(FlowsError::Fail(code, msg)) => return Err(fail(stream, code, msg)),
-    };
-    let mut frames = FrameReader::new(MAX_FRAME);
+    Ok((listener, registration, port))
+}
+
+/// Reads the client's start, due within the idle timeout.
+fn read_start(
+    stream: &TcpStream,
+    cfg: &ServerConfig,
+    frames: &mut FrameReader,
+) -> Result<(), EngineError> {
     let what = format!(
         "the client's start (--idle-timeout {})",
         secs(cfg.idle_timeout)
     );
     match frames
-        .read_until(fd, answer_by(), &what)
+        .read_until(stream.as_raw_fd(), Instant::now() + cfg.idle_timeout, &what)
         .map_err(|e| fail_read(stream, e, false))?
     {
-        Msg::Start => {}
-        other => {
-            return Err(fail(
-                stream,
-                "protocol",
-                format!("expected start, got {}", other.kind()),
-            ));
-        }
+        Msg::Start => Ok(()),
+        other => Err(fail(
+            stream,
+            "protocol",
+            format!("expected start, got {}", other.kind()),
+        )),
     }
-    let spec = Arc::new(spec);
+}
+
+/// What becomes of the data listener once every flow is in: the
+/// workers' (nonblocking) when the workload accepts mid-test, else kept
+/// open for an MPTCP test's joins (the second), else closed.
+fn keep_listener(
+    listener: Option<Socket>,
+    spec: &TestSpec,
+) -> Result<(Option<Arc<Socket>>, Option<Socket>), EngineError> {
     // An MPTCP test's extra subflows join (MP_JOIN) through the listener
     // for as long as the test runs: it stays open, never accepted from.
     let mut joins = None;
@@ -870,37 +1042,20 @@ fn run_test(
             None
         }
     };
-    let setup = SideSetup {
-        spec: spec.clone(),
-        client: false,
-        socks,
-        paths: Vec::new(),
-        listener,
-        token,
-        preamble_timeout: cfg.preamble_timeout,
-    };
-    let side = Side::start(setup, drain_time(&spec))
-        .map_err(|e| fail(stream, "internal", e.to_string()))?;
-    write_msg_until(fd, &Msg::Started, answer_by())?;
-    // The server's own end of the test: a client that never sends (or
-    // trickles) its stop does not keep the workers going past it. The
-    // grace grows by 0.1 ms a flow (2 s at 20,000): the client builds its
-    // flows after our start, so its window ends that much later.
-    let grace = stop_grace(cfg, &spec);
-    let hard_end =
-        Instant::now() + Duration::from_secs_f64(spec.warmup_s + spec.duration_s) + grace;
-    emit(
-        cfg,
-        ServerEvent::Started {
-            id: admission.id,
-            peer,
-            client: client.to_string(),
-            summary: spec.summary(),
-        },
-    );
+    Ok((listener, joins))
+}
+
+/// Runs the test's window while watching the control connection for the
+/// client's stop; returns the window and whether the stop came in it.
+fn watch_window(
+    side: &Side,
+    spec: &TestSpec,
+    frames: &mut FrameReader,
+    fd: RawFd,
+) -> Result<(crate::side::Window, bool), EngineError> {
     let mut stop_seen = false;
     let mut control_error: Option<EngineError> = None;
-    let window = side.run_window(&spec, |_, _| {
+    let window = side.run_window(spec, |_, _| {
         match frames.poll(fd, "the client's stop") {
             Ok(None) => return Ok(Tick::Continue),
             Ok(Some(Msg::Stop)) => {
@@ -923,70 +1078,51 @@ fn run_test(
             "the client went away mid-test".into(),
         ))
     });
-    let window = match window {
-        Ok(w) => w,
+    match window {
+        Ok(w) => Ok((w, stop_seen)),
+        Err(e) => Err(control_error.unwrap_or(e)),
+    }
+}
+
+/// Waits until `hard_end` for the client's stop after the window; on
+/// anything else ends the test (`side` dropped first) and tells the client.
+fn await_stop(
+    side: Side,
+    stream: &TcpStream,
+    frames: &mut FrameReader,
+    hard_end: Instant,
+    grace: Duration,
+) -> Result<Side, EngineError> {
+    let what = format!(
+        "the client's stop (due within {} of the test's end)",
+        secs(grace)
+    );
+    match frames.read_until(stream.as_raw_fd(), hard_end, &what) {
+        Ok(Msg::Stop) => Ok(side),
+        Ok(other) => {
+            drop(side);
+            Err(fail(
+                stream,
+                "protocol",
+                format!("expected stop, got {}", other.kind()),
+            ))
+        }
+        Err(EngineError::Timeout(_)) => {
+            drop(side);
+            Err(fail(
+                stream,
+                "aborted",
+                format!(
+                    "no stop from the client within {} of the test's end: the server ended the test",
+                    secs(grace)
+                ),
+            ))
+        }
         Err(e) => {
             drop(side);
-            let e = control_error.unwrap_or(e);
-            let _ = write_msg_until(
-                fd,
-                &Msg::error("aborted", e.to_string()),
-                Instant::now() + ERROR_WRITE,
-            );
-            return Err(e);
-        }
-    };
-    if !stop_seen {
-        let what = format!(
-            "the client's stop (due within {} of the test's end)",
-            secs(grace)
-        );
-        match frames.read_until(fd, hard_end, &what) {
-            Ok(Msg::Stop) => {}
-            Ok(other) => {
-                drop(side);
-                return Err(fail(
-                    stream,
-                    "protocol",
-                    format!("expected stop, got {}", other.kind()),
-                ));
-            }
-            Err(EngineError::Timeout(_)) => {
-                drop(side);
-                return Err(fail(
-                    stream,
-                    "aborted",
-                    format!(
-                        "no stop from the client within {} of the test's end: the server ended the test",
-                        secs(grace)
-                    ),
-                ));
-            }
-            Err(e) => {
-                drop(side);
-                return Err(fail_read(stream, e, false));
-            }
+            Err(fail_read(stream, e, false))
         }
     }
-    let mut report: SideReport = side.finish(&window);
-    drop(joins);
-    report.concurrent_tests = admission.peak();
-    let id = admission.id;
-    drop(admission);
-    let bytes = report
-        .flows
-        .iter()
-        .map(|f| f.window_sent + f.window_received)
-        .sum();
-    write_msg_until(
-        fd,
-        &Msg::Report {
-            report: Box::new(report),
-        },
-        answer_by(),
-    )?;
-    emit(cfg, ServerEvent::Finished { id, peer, bytes });
-    Ok(())
 }
 
 /// How long after warm-up plus duration the server waits for the stop.

@@ -482,19 +482,55 @@ fn size32(s: &str) -> Result<u32> {
     u32::try_from(v).map_err(|_| format!("size {s} must be below 4 GiB"))
 }
 
+/// An error's text.
+fn msg(x: impl ToString) -> String {
+    x.to_string()
+}
+
 /// Builds the spec (and a size sweep's sizes) from the flags.
 pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
-    fn e(x: impl ToString) -> String {
-        x.to_string()
+    let mut spec = base_spec(a)?;
+    let workload = spec.workload;
+    if a.breakdown && !matches!(workload, Workload::Rr | Workload::Crr | Workload::UdpRr) {
+        return Err(format!(
+            "--breakdown cuts request/response transactions (rr, crr, udp-rr), not {}",
+            workload.name()
+        ));
     }
+    if a.breakdown && a.zerocopy {
+        return Err(
+            "--breakdown and --zerocopy both use the socket's error queue; choose one".into(),
+        );
+    }
+    if a.probe_rr && workload != Workload::Stream {
+        return Err(
+            "--probe-rr measures latency beside a stream test; rr and crr measure latency already"
+                .into(),
+        );
+    }
+    let sizes = rr_sizes(a, workload)?;
+    spec.request_size = sizes[0].0;
+    spec.response_size = sizes[0].1;
+    spec.validate(&wirespeed_engine::Limits::default())
+        .map_err(msg)?;
+    Ok((spec, sizes))
+}
+
+/// The workload the flags name (`--udp` is udp-stream).
+fn workload_of(a: &BenchArgs) -> Result<Workload> {
     let name = if a.udp { "udp-stream" } else { &a.workload };
-    let workload = Workload::from_name(name).ok_or_else(|| {
+    Workload::from_name(name).ok_or_else(|| {
         format!(
             "unknown workload {:?}: use one of {}",
             a.workload,
             Workload::names().join(", ")
         )
-    })?;
+    })
+}
+
+/// The spec the flags give, but for the request and response sizes.
+fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
+    let workload = workload_of(a)?;
     let udp = workload.is_udp();
     let msg_size = match &a.msg_size {
         Some(s) => size32(s)?,
@@ -508,26 +544,19 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
     };
     let mut paths = Vec::new();
     for p in &a.path {
-        paths.extend(parse_paths(p).map_err(e)?);
+        paths.extend(parse_paths(p).map_err(msg)?);
     }
     if let Some(p) = &a.paths {
-        paths.extend(parse_paths(p).map_err(e)?);
+        paths.extend(parse_paths(p).map_err(msg)?);
     }
     let buf = opt_size(&a.socket_buffer)?;
-    let bytes = byte_count(a, msg_size)?;
-    let warmup_s = parse_duration(&a.warmup).map_err(e)?;
-    let duration_s = match bytes {
-        // Ended by bytes: the duration is the bound (the client lowers it
-        // to the server's limit).
-        Some(_) => wirespeed_engine::Limits::default().max_duration_s - warmup_s,
-        None => parse_duration(&a.duration).map_err(e)?,
-    };
+    let (bytes, warmup_s, duration_s) = test_end(a, msg_size)?;
     let tos = match (&a.tos, &a.dscp) {
         (Some(t), _) => Some(parse_tos(t)?),
         (_, Some(d)) => Some(parse_dscp(d)?),
         _ => None,
     };
-    let mut spec = TestSpec {
+    Ok(TestSpec {
         workload,
         direction,
         duration_s,
@@ -570,50 +599,48 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
             .map(parse_rate)
             .transpose()
             .map_err(|e| format!("--pacing: {e}"))?,
-        client_cpus: a
-            .pin
-            .as_deref()
-            .map(parse_cpus)
-            .transpose()
-            .map_err(e)?
-            .unwrap_or_default(),
-        server_cpus: a
-            .remote_pin
-            .as_deref()
-            .map(parse_cpus)
-            .transpose()
-            .map_err(e)?
-            .unwrap_or_default(),
+        client_cpus: opt_cpus(a.pin.as_deref())?,
+        server_cpus: opt_cpus(a.remote_pin.as_deref())?,
         interval_s: a
             .interval
             .as_deref()
             .map(parse_duration)
             .transpose()
-            .map_err(e)?
+            .map_err(msg)?
             .unwrap_or(0.0),
         probe_rr: a.probe_rr,
         breakdown: a.breakdown,
         rx_zerocopy: a.rx_zerocopy,
         busy_poll_us: a.busy_poll,
         ..TestSpec::default()
+    })
+}
+
+/// How the test ends: by a byte count (the duration then only its
+/// bound), or after its duration; and its warm-up.
+fn test_end(a: &BenchArgs, msg_size: u32) -> Result<(Option<u64>, f64, f64)> {
+    let bytes = byte_count(a, msg_size)?;
+    let warmup_s = parse_duration(&a.warmup).map_err(msg)?;
+    let duration_s = match bytes {
+        // Ended by bytes: the duration is the bound (the client lowers it
+        // to the server's limit).
+        Some(_) => wirespeed_engine::Limits::default().max_duration_s - warmup_s,
+        None => parse_duration(&a.duration).map_err(msg)?,
     };
-    if a.breakdown && !matches!(workload, Workload::Rr | Workload::Crr | Workload::UdpRr) {
-        return Err(format!(
-            "--breakdown cuts request/response transactions (rr, crr, udp-rr), not {}",
-            workload.name()
-        ));
-    }
-    if a.breakdown && a.zerocopy {
-        return Err(
-            "--breakdown and --zerocopy both use the socket's error queue; choose one".into(),
-        );
-    }
-    if a.probe_rr && workload != Workload::Stream {
-        return Err(
-            "--probe-rr measures latency beside a stream test; rr and crr measure latency already"
-                .into(),
-        );
-    }
+    Ok((bytes, warmup_s, duration_s))
+}
+
+/// The CPUs a `--pin` list names; none without one.
+fn opt_cpus(s: Option<&str>) -> Result<Vec<usize>> {
+    Ok(s.map(parse_cpus)
+        .transpose()
+        .map_err(msg)?
+        .unwrap_or_default())
+}
+
+/// The request and response sizes: a `--size` sweep's, or `--request`
+/// and `--response` (each at least wirespeed's UDP header for UDP).
+fn rr_sizes(a: &BenchArgs, workload: Workload) -> Result<Vec<(u32, u32)>> {
     let mut sizes = Vec::new();
     if let Some(s) = &a.size {
         if workload.is_bulk() {
@@ -628,7 +655,7 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
                 workload.name()
             ));
         }
-        for v in parse_sizes(s).map_err(e)? {
+        for v in parse_sizes(s).map_err(msg)? {
             let v = u32::try_from(v).map_err(|_| "size must be below 4 GiB".to_string())?;
             sizes.push((v, v));
         }
@@ -637,16 +664,12 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
     let resp = opt_size(&a.response)?;
     if sizes.is_empty() {
         // UDP requests carry wirespeed's header: their smallest size.
-        let least = if udp { UDP_HEADER_LEN } else { 1 };
+        let least = if workload.is_udp() { UDP_HEADER_LEN } else { 1 };
         sizes.push((req.unwrap_or(least), resp.unwrap_or(least)));
     } else if req.is_some() || resp.is_some() {
         return Err("use either --size or --request/--response".into());
     }
-    spec.request_size = sizes[0].0;
-    spec.response_size = sizes[0].1;
-    spec.validate(&wirespeed_engine::Limits::default())
-        .map_err(e)?;
-    Ok((spec, sizes))
+    Ok(sizes)
 }
 
 #[cfg(test)]

@@ -362,33 +362,103 @@ enum Files {
     None,
 }
 
-/// The checks behind [`load`] and [`parse_str`].
-fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
-    let shown = path.display().to_string();
-    let file: ExperimentFile = toml::from_str(text).map_err(|e| {
-        ExperimentError::File(format!(
-            "in {shown}: {}",
-            e.to_string()
-                .trim_end()
-                .replace("TOML parse error", "experiment file")
-        ))
-    })?;
-    let at = |table: Option<(&str, usize)>, field: &str, msg: String| {
+/// Where in an experiment file an error points: a `[table]` (or the nth
+/// `[[table]]`), or the top level.
+type Place<'a> = Option<(&'a str, usize)>;
+
+/// A cell definition and where it is in the file.
+type Layer<'a> = (Place<'a>, &'a CellDef);
+
+/// Makes [`parse`]'s errors: each names the file, the line and the field.
+struct Errs<'a> {
+    text: &'a str,
+    shown: String,
+}
+
+impl Errs<'_> {
+    fn at(&self, table: Place<'_>, field: &str, msg: String) -> ExperimentError {
+        let shown = &self.shown;
         let what = match table {
             Some((t, _)) if t == "baseline" => format!("[{t}] field `{field}`"),
             Some((t, i)) => format!("[[{t}]] #{} field `{field}`", i + 1),
             None => format!("field `{field}`"),
         };
-        ExperimentError::File(match locate(text, table, field) {
+        ExperimentError::File(match locate(self.text, table, field) {
             Some(l) => format!("in {shown}: line {l}, {what}: {msg}"),
             None => format!("in {shown}: {what}: {msg}"),
         })
+    }
+}
+
+/// The checks behind [`load`] and [`parse_str`].
+fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
+    let er = Errs {
+        text,
+        shown: path.display().to_string(),
     };
-    let mut base = match &file.lab {
+    let file: ExperimentFile = toml::from_str(text).map_err(|e| {
+        ExperimentError::File(format!(
+            "in {}: {}",
+            er.shown,
+            e.to_string()
+                .trim_end()
+                .replace("TOML parse error", "experiment file")
+        ))
+    })?;
+    let mut base = base_lab(&file, path, files, &er)?;
+    base.subnet_base = Some(base.base());
+    for (field, h) in [("server", &file.server), ("client", &file.client)] {
+        if !base.hosts.iter().any(|x| x.name == *h) {
+            return Err(er.at(None, field, format!("the lab has no host {h:?}")));
+        }
+    }
+    if file.server == file.client {
+        return Err(er.at(
+            None,
+            "client",
+            "client and server must be different hosts".into(),
+        ));
+    }
+    let (kind, defs) = cell_defs(&file, &er)?;
+    let (repeats, duration, warmup) = run_settings(&file, a, &er)?;
+    if defs.len() > MAX_CELLS {
+        return Err(er.at(
+            Some((kind, MAX_CELLS)),
+            "name",
+            format!(
+                "{} [[{kind}]]s: an experiment has at most {MAX_CELLS} besides the baseline",
+                defs.len()
+            ),
+        ));
+    }
+    let all: Vec<Layer<'_>> = std::iter::once((Some(("baseline", 0)), &file.baseline))
+        .chain(defs.iter().enumerate().map(|(i, d)| (Some((kind, i)), d)))
+        .collect();
+    let plan0 = address(&base).map_err(|e| er.at(None, "lab", e))?;
+    let tunes = plan_tunes(&file, path, files, &base, &plan0, &er)?;
+    let reference = runner_args(&duration, &warmup);
+    let cells = plan_cells(&file, &all, &base, &reference, &er)?;
+    Ok(Plan {
+        name: file.name,
+        mode: file.mode,
+        server: file.server,
+        client: file.client,
+        repeats,
+        duration,
+        warmup,
+        tunes,
+        cells,
+    })
+}
+
+/// The experiment's lab before any cell changes it: read from its file
+/// (with [`Files::Read`]) or inline.
+fn base_lab(file: &ExperimentFile, path: &Path, files: Files, er: &Errs) -> Result<LabSpec> {
+    Ok(match &file.lab {
         LabRef::Path(p) => {
             let lp = path.parent().unwrap_or(Path::new(".")).join(p);
             if files == Files::None {
-                return Err(at(
+                return Err(er.at(
                     None,
                     "lab",
                     format!(
@@ -398,7 +468,7 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
                 ));
             }
             let lt = wirespeed_host::fsroot::read_text_file(&lp)
-                .map_err(|e| at(None, "lab", format!("read {}: {e}", lp.display())))?;
+                .map_err(|e| er.at(None, "lab", format!("read {}: {e}", lp.display())))?;
             LabSpec::from_toml_str(&lt).ctx(|| format!("in lab file {}", lp.display()))?
         }
         LabRef::Inline(t) => {
@@ -407,57 +477,52 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
                 .or_insert_with(|| toml::Value::String("exp".into()));
             let spec: LabSpec = toml::Value::Table(t)
                 .try_into()
-                .map_err(|e| at(None, "lab", format!("in the inline [lab]: {e}")))?;
+                .map_err(|e| er.at(None, "lab", format!("in the inline [lab]: {e}")))?;
             spec.validate()
-                .map_err(|e| at(None, "lab", format!("in the inline [lab]: {e}")))?;
+                .map_err(|e| er.at(None, "lab", format!("in the inline [lab]: {e}")))?;
             spec
         }
-    };
-    base.subnet_base = Some(base.base());
-    for (field, h) in [("server", &file.server), ("client", &file.client)] {
-        if !base.hosts.iter().any(|x| x.name == *h) {
-            return Err(at(None, field, format!("the lab has no host {h:?}")));
-        }
-    }
-    if file.server == file.client {
-        return Err(at(
-            None,
-            "client",
-            "client and server must be different hosts".into(),
-        ));
-    }
-    let (kind, defs) = match (file.mode, file.cells.is_empty(), file.steps.is_empty()) {
-        (_, false, false) => {
-            return Err(at(
-                Some(("step", 0)),
-                "name",
-                "use either [[cell]] or [[step]], not both".into(),
-            ));
-        }
-        (Mode::Ladder, true, _) => ("step", &file.steps),
-        (Mode::OneAtATime, _, true) => ("cell", &file.cells),
-        (Mode::Ladder, false, true) => {
-            return Err(at(
-                Some(("cell", 0)),
-                "name",
-                "a ladder has [[step]]s; use mode = \"one-at-a-time\" for [[cell]]s".into(),
-            ));
-        }
-        (Mode::OneAtATime, true, false) => {
-            return Err(at(
-                Some(("step", 0)),
-                "name",
-                "[[step]]s make a ladder: add mode = \"ladder\"".into(),
-            ));
-        }
-    };
+    })
+}
+
+/// Which table the cells are in (`cell` or `step`) and the cells, as
+/// the mode asks.
+fn cell_defs<'f>(file: &'f ExperimentFile, er: &Errs) -> Result<(&'static str, &'f Vec<CellDef>)> {
+    Ok(
+        match (file.mode, file.cells.is_empty(), file.steps.is_empty()) {
+            (_, false, false) => {
+                return Err(er.at(
+                    Some(("step", 0)),
+                    "name",
+                    "use either [[cell]] or [[step]], not both".into(),
+                ));
+            }
+            (Mode::Ladder, true, _) => ("step", &file.steps),
+            (Mode::OneAtATime, _, true) => ("cell", &file.cells),
+            (Mode::Ladder, false, true) => {
+                return Err(er.at(
+                    Some(("cell", 0)),
+                    "name",
+                    "a ladder has [[step]]s; use mode = \"one-at-a-time\" for [[cell]]s".into(),
+                ));
+            }
+            (Mode::OneAtATime, true, false) => {
+                return Err(er.at(
+                    Some(("step", 0)),
+                    "name",
+                    "[[step]]s make a ladder: add mode = \"ladder\"".into(),
+                ));
+            }
+        },
+    )
+}
+
+/// Repeats, duration and warm-up: the command line's, else the file's,
+/// else the defaults; checked.
+fn run_settings(file: &ExperimentFile, a: &Overrides, er: &Errs) -> Result<(u32, String, String)> {
     let repeats = a.repeats.or(file.repeats).unwrap_or(3);
     if !(1..=100).contains(&repeats) {
-        return Err(at(
-            None,
-            "repeats",
-            format!("{repeats} repeats: use 1 to 100"),
-        ));
+        return Err(er.at(None, "repeats", format!("{repeats} repeats: use 1 to 100")));
     }
     let duration = a
         .duration
@@ -470,32 +535,26 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
         .or(file.warmup.clone())
         .unwrap_or_else(|| "0.5s".into());
     for (field, v) in [("duration", &duration), ("warmup", &warmup)] {
-        parse_duration(v).map_err(|e| at(None, field, e.to_string()))?;
+        parse_duration(v).map_err(|e| er.at(None, field, e.to_string()))?;
     }
-    if defs.len() > MAX_CELLS {
-        return Err(at(
-            Some((kind, MAX_CELLS)),
-            "name",
-            format!(
-                "{} [[{kind}]]s: an experiment has at most {MAX_CELLS} besides the baseline",
-                defs.len()
-            ),
-        ));
-    }
-    let all: Vec<(Option<(&str, usize)>, &CellDef)> =
-        std::iter::once((Some(("baseline", 0)), &file.baseline))
-            .chain(defs.iter().enumerate().map(|(i, d)| (Some((kind, i)), d)))
-            .collect();
-    let plan0 = address(&base).map_err(|e| at(None, "lab", e))?;
+    Ok((repeats, duration, warmup))
+}
+
+/// The `[[tune]]`s checked, their profile paths anchored at the file and
+/// their devices resolved in the base lab's addressing `plan0`.
+fn plan_tunes(
+    file: &ExperimentFile,
+    path: &Path,
+    files: Files,
+    base: &LabSpec,
+    plan0: &Addressing,
+    er: &Errs,
+) -> Result<Vec<TuneDef>> {
     let mut tunes = Vec::new();
     for (i, t) in file.tunes.iter().enumerate() {
         let here = Some(("tune", i));
         if !base.hosts.iter().any(|x| x.name == t.host) {
-            return Err(at(
-                here,
-                "host",
-                format!("the lab has no host {:?}", t.host),
-            ));
+            return Err(er.at(here, "host", format!("the lab has no host {:?}", t.host)));
         }
         let mut t = t.clone();
         if t.profile.contains('/') || t.profile.ends_with(".toml") {
@@ -503,123 +562,71 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
             if files == Files::Read {
                 p = p
                     .canonicalize()
-                    .map_err(|e| at(here, "profile", format!("{}: {e}", p.display())))?;
+                    .map_err(|e| er.at(here, "profile", format!("{}: {e}", p.display())))?;
             }
             t.profile = p.display().to_string();
         }
         for d in &mut t.devs {
-            *d = resolve(d, &plan0).map_err(|e| at(here, "devs", e))?;
+            *d = resolve(d, plan0).map_err(|e| er.at(here, "devs", e))?;
         }
         tunes.push(t);
     }
+    Ok(tunes)
+}
+
+/// Every cell (`all`, the baseline first) merged with the cells it builds
+/// on, resolved and checked.
+fn plan_cells(
+    file: &ExperimentFile,
+    all: &[Layer<'_>],
+    base: &LabSpec,
+    reference: &BenchArgs,
+    er: &Errs,
+) -> Result<Vec<Planned>> {
     let mut names = std::collections::HashSet::new();
     let mut cells: Vec<Planned> = Vec::new();
-    let reference = runner_args(&duration, &warmup);
     let mut configurations = 0;
     // The addressing the previous cell's bench arguments were resolved in.
     let mut prev_plan: Option<Addressing> = None;
     for (idx, (table, def)) in all.iter().enumerate() {
         if def.name.trim().is_empty() || !names.insert(def.name.as_str()) {
-            return Err(at(
+            return Err(er.at(
                 *table,
                 "name",
                 format!("cell names must be unique and not empty: {:?}", def.name),
             ));
         }
-        let chain: Vec<&(Option<(&str, usize)>, &CellDef)> = match file.mode {
+        let chain: Vec<&Layer<'_>> = match file.mode {
             Mode::Ladder => all[..=idx].iter().collect(),
             Mode::OneAtATime if idx == 0 => vec![&all[0]],
             Mode::OneAtATime => vec![&all[0], &all[idx]],
         };
-        let mut lab_v = toml::Value::try_from(&base).ctx(|| "encode lab".into())?;
-        for (t, d) in &chain {
-            if let Some(p) = &d.lab {
-                if p.contains_key("name") || p.contains_key("subnet_base") {
-                    return Err(at(
-                        *t,
-                        "lab",
-                        "a cell's lab change may not rename the lab".into(),
-                    ));
-                }
-                merge_toml(&mut lab_v, &toml::Value::Table(p.clone()));
-            }
-        }
-        let lab: LabSpec = lab_v
-            .try_into()
-            .map_err(|e| at(*table, "lab", format!("the changed lab is invalid: {e}")))?;
-        lab.validate()
-            .map_err(|e| at(*table, "lab", format!("the changed lab is invalid: {e}")))?;
-        let plan = address(&lab).map_err(|e| at(*table, "lab", e))?;
-        let mut settings = BTreeMap::new();
-        for (t, d) in &chain {
-            if let Some(s) = &d.lab_set {
-                for (k, v) in settings_of(s, &lab).map_err(|e| at(*t, "lab_set", e))? {
-                    settings.insert(k, v);
-                }
-            }
-        }
+        let lab = cell_lab(base, &chain, *table, er)?;
+        let plan = address(&lab).map_err(|e| er.at(*table, "lab", e))?;
+        let settings = cell_settings(&chain, &lab, er)?;
         // Bench's defaults, the runner's duration and warm-up, then each
         // layer of the chain, placeholders resolved, through bench's parser.
         // A ladder step in the same addressing as the step before starts
         // from that step's arguments (the same layers, resolved alike), so
         // a long ladder costs linear, not quadratic, time.
-        let (mut bench, layers) = match (file.mode, cells.last()) {
+        let (start, layers) = match (file.mode, cells.last()) {
             (Mode::Ladder, Some(prev)) if prev_plan.as_ref() == Some(&plan) => {
                 (prev.bench.clone(), &chain[chain.len() - 1..])
             }
             _ => (reference.clone(), &chain[..]),
         };
-        for (t, d) in layers {
-            let args = d
-                .bench
-                .iter()
-                .map(|x| resolve(x, &plan))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| at(*t, "bench", e))?;
-            let named = bench.layer(&args).map_err(|e| at(*t, "bench", e))?;
-            if let Some(f) = named.iter().find(|f| RUNNER_FLAGS.contains(&f.as_str())) {
-                return Err(at(
-                    *t,
-                    "bench",
-                    format!("{f} is set by the experiment runner"),
-                ));
-            }
-        }
-        crate::cell::spec_from(&bench).map_err(|e| at(*table, "bench", e))?;
-        let sweep = match chain.iter().rev().find_map(|(_, d)| d.sweep.clone()) {
-            Some(mut s) => {
-                for v in &mut s.values {
-                    *v = resolve(v, &plan).map_err(|e| at(*table, "sweep", e))?;
-                }
-                Some(s)
-            }
-            None => None,
-        };
+        let bench = cell_bench(start, layers, &plan, er)?;
+        crate::cell::spec_from(&bench).map_err(|e| er.at(*table, "bench", e))?;
+        let sweep = cell_sweep(&chain, &plan, *table, er)?;
         configurations += sweep.as_ref().map_or(1, |s| s.values.len().max(1));
-        if configurations > MAX_CONFIGURATIONS {
-            return Err(at(
-                *table,
-                "sweep",
-                format!(
-                    "more than {MAX_CONFIGURATIONS} configurations (cells times sweep values) up to this cell: split the experiment"
-                ),
-            ));
-        }
-        if let Some(s) = &sweep {
-            if s.values.is_empty() || !BenchArgs::takes_value(&s.arg) {
-                return Err(at(*table, "sweep", "a sweep needs a flag that takes a value (e.g. \"--size\") and at least one value".into()));
-            }
-            for v in &s.values {
-                sweep_point(&bench, s, v).map_err(|e| at(*table, "sweep", e))?;
-            }
-        }
+        check_sweep(&bench, sweep.as_ref(), configurations, *table, er)?;
         let target_t = chain
             .iter()
             .rev()
             .find_map(|(_, d)| d.target.clone())
             .or(file.target.clone())
             .unwrap_or_else(|| format!("{{{}.0}}", file.server));
-        let target = resolve(&target_t, &plan).map_err(|e| at(*table, "target", e))?;
+        let target = resolve(&target_t, &plan).map_err(|e| er.at(*table, "target", e))?;
         let change = if idx == 0 {
             def.change.clone().unwrap_or_else(|| "baseline".into())
         } else {
@@ -631,23 +638,130 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
             change,
             lab,
             settings,
-            args: bench.argv_from(&reference),
+            args: bench.argv_from(reference),
             bench,
             target,
             sweep,
         });
     }
-    Ok(Plan {
-        name: file.name,
-        mode: file.mode,
-        server: file.server,
-        client: file.client,
-        repeats,
-        duration,
-        warmup,
-        tunes,
-        cells,
-    })
+    Ok(cells)
+}
+
+/// The base lab with each of `chain`'s lab changes merged in, checked.
+fn cell_lab(base: &LabSpec, chain: &[&Layer<'_>], table: Place<'_>, er: &Errs) -> Result<LabSpec> {
+    let mut lab_v = toml::Value::try_from(base).ctx(|| "encode lab".into())?;
+    for (t, d) in chain {
+        if let Some(p) = &d.lab {
+            if p.contains_key("name") || p.contains_key("subnet_base") {
+                return Err(er.at(
+                    *t,
+                    "lab",
+                    "a cell's lab change may not rename the lab".into(),
+                ));
+            }
+            merge_toml(&mut lab_v, &toml::Value::Table(p.clone()));
+        }
+    }
+    let lab: LabSpec = lab_v
+        .try_into()
+        .map_err(|e| er.at(table, "lab", format!("the changed lab is invalid: {e}")))?;
+    lab.validate()
+        .map_err(|e| er.at(table, "lab", format!("the changed lab is invalid: {e}")))?;
+    Ok(lab)
+}
+
+/// The in-place settings of `chain`'s `lab_set`s, later ones winning.
+fn cell_settings(
+    chain: &[&Layer<'_>],
+    lab: &LabSpec,
+    er: &Errs,
+) -> Result<BTreeMap<Setting, String>> {
+    let mut settings = BTreeMap::new();
+    for (t, d) in chain {
+        if let Some(s) = &d.lab_set {
+            for (k, v) in settings_of(s, lab).map_err(|e| er.at(*t, "lab_set", e))? {
+                settings.insert(k, v);
+            }
+        }
+    }
+    Ok(settings)
+}
+
+/// `bench` with each of `layers`' bench arguments, resolved in `plan`,
+/// applied through bench's parser; none may set a runner's flag.
+fn cell_bench(
+    mut bench: BenchArgs,
+    layers: &[&Layer<'_>],
+    plan: &Addressing,
+    er: &Errs,
+) -> Result<BenchArgs> {
+    for (t, d) in layers {
+        let args = d
+            .bench
+            .iter()
+            .map(|x| resolve(x, plan))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| er.at(*t, "bench", e))?;
+        let named = bench.layer(&args).map_err(|e| er.at(*t, "bench", e))?;
+        if let Some(f) = named.iter().find(|f| RUNNER_FLAGS.contains(&f.as_str())) {
+            return Err(er.at(*t, "bench", format!("{f} is set by the experiment runner")));
+        }
+    }
+    Ok(bench)
+}
+
+/// The last sweep in `chain`, its values resolved in `plan`.
+fn cell_sweep(
+    chain: &[&Layer<'_>],
+    plan: &Addressing,
+    table: Place<'_>,
+    er: &Errs,
+) -> Result<Option<Sweep>> {
+    Ok(
+        match chain.iter().rev().find_map(|(_, d)| d.sweep.clone()) {
+            Some(mut s) => {
+                for v in &mut s.values {
+                    *v = resolve(v, plan).map_err(|e| er.at(table, "sweep", e))?;
+                }
+                Some(s)
+            }
+            None => None,
+        },
+    )
+}
+
+/// Checks the count of `configurations` up to this cell and that each
+/// value of its `sweep` makes valid bench arguments with `bench`.
+fn check_sweep(
+    bench: &BenchArgs,
+    sweep: Option<&Sweep>,
+    configurations: usize,
+    table: Place<'_>,
+    er: &Errs,
+) -> Result<()> {
+    if configurations > MAX_CONFIGURATIONS {
+        return Err(er.at(
+            table,
+            "sweep",
+            format!(
+                "more than {MAX_CONFIGURATIONS} configurations (cells times sweep values) up to this cell: split the experiment"
+            ),
+        ));
+    }
+    if let Some(s) = sweep {
+        if s.values.is_empty() || !BenchArgs::takes_value(&s.arg) {
+            return Err(er.at(
+                table,
+                "sweep",
+                "a sweep needs a flag that takes a value (e.g. \"--size\") and at least one value"
+                    .into(),
+            ));
+        }
+        for v in &s.values {
+            sweep_point(bench, s, v).map_err(|e| er.at(table, "sweep", e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Most `[[cell]]`s or `[[step]]`s besides the baseline.

@@ -568,42 +568,9 @@ fn snapshot(fs: &Fs) -> Result<Snapshot> {
 /// The caller settles an overdue tune journal first.
 pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
     crate::sys::catch_stop_signals();
-    let goal = match a.goal.as_str() {
-        "bidir" => Goal::Bidir,
-        "rr" => Goal::Rr,
-        _ => Goal::Throughput,
-    };
-    let rules = Rules::new(
-        a.repeats,
-        a.max_repeats,
-        parse_pct(&a.noise)?,
-        goal.better(),
-    );
-    let mut ctx = Ctx {
-        devs: Vec::new(),
-        goal,
-        rr_size: u32::try_from(parse_size(&a.size)?)
-            .map_err(|_| ExperimentError::Bench("--size must be below 4 GiB".into()))?,
-        paths: a
-            .paths
-            .as_deref()
-            .map(parse_paths)
-            .transpose()?
-            .unwrap_or_default(),
-        duration_s: parse_duration(&a.step_duration)?,
-        warmup_s: parse_duration(&a.warmup)?,
-    };
-    let mut cfg = ClientConfig::new(&a.host);
-    cfg.port = a.port;
-    cfg.timeout = Duration::from_secs_f64(parse_duration(&a.timeout)?.max(0.1));
-    if let Some(p) = &a.key_file {
-        let k = wirespeed_engine::server::read_key_file(p)?;
-        if let Some(w) = &k.warning {
-            crate::progress::say(format!("warning: {w}"));
-        }
-        cfg.key = Some(k.key);
-    }
-    let mut best = Config {
+    let (mut ctx, rules) = ctx_of(a)?;
+    let cfg = client_config(a)?;
+    let best = Config {
         npaths: ctx.paths.len().min(1),
         flows_per_path: 1,
         threads: 1,
@@ -612,12 +579,12 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
         zerocopy: false,
     };
     ctx.spec(&best)?;
-    let mut budget = Budget::new(
+    let budget = Budget::new(
         parse_duration(&a.budget)?,
         ctx.duration_s + ctx.warmup_s + 0.2,
     );
     let mut notes = Vec::new();
-    let mut host = if a.no_host {
+    let host = if a.no_host {
         None
     } else {
         open_host_side(a, &fs, &mut notes)?
@@ -634,133 +601,181 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
                 .collect();
         }
     }
-
-    let mut search = Search::new(rules);
-    // Per ladder entry: the runs, the bench config and the host changes in force.
-    let mut ladder_runs: Vec<(Vec<TestResult>, Config, Vec<String>)> = Vec::new();
-    let mut host_changes: Vec<String> = Vec::new();
+    let mut climb = Climb {
+        a,
+        ctx,
+        cfg,
+        rules,
+        budget,
+        notes,
+        host,
+        search: Search::new(rules),
+        ladder_runs: Vec::new(),
+        host_changes: Vec::new(),
+        best,
+    };
     let started = Instant::now();
-    let base_spec = ctx.spec(&best)?;
-    let (vals, runs, err) = measure(&cfg, &base_spec, goal, &rules, &mut budget);
-    if let Some(e) = err {
-        return Err(failed(format!("the baseline test against {}", a.host), e));
+    climb.baseline()?;
+    let mut bench_i = 0usize;
+    let mut host_vars: Option<Vec<Variable>> = None;
+    while let Some(var) = climb.next_variable(&mut bench_i, &mut host_vars, &fs, &routes) {
+        climb.try_variable(var);
     }
-    if !search
-        .judge("baseline", "1 path, 1 flow", &vals)
-        .on_ladder()
-    {
-        return Err(failed(
-            format!("the baseline against {}", a.host),
-            "it measured nothing usable",
-        ));
+    let elapsed = started.elapsed().as_secs_f64();
+    climb.finish(elapsed)
+}
+
+/// The search's goal and test settings from the arguments, and the
+/// rules it judges by.
+fn ctx_of(a: &OptimizeArgs) -> Result<(Ctx, Rules)> {
+    let goal = match a.goal.as_str() {
+        "bidir" => Goal::Bidir,
+        "rr" => Goal::Rr,
+        _ => Goal::Throughput,
+    };
+    let rules = Rules::new(
+        a.repeats,
+        a.max_repeats,
+        parse_pct(&a.noise)?,
+        goal.better(),
+    );
+    let ctx = Ctx {
+        devs: Vec::new(),
+        goal,
+        rr_size: u32::try_from(parse_size(&a.size)?)
+            .map_err(|_| ExperimentError::Bench("--size must be below 4 GiB".into()))?,
+        paths: a
+            .paths
+            .as_deref()
+            .map(parse_paths)
+            .transpose()?
+            .unwrap_or_default(),
+        duration_s: parse_duration(&a.step_duration)?,
+        warmup_s: parse_duration(&a.warmup)?,
+    };
+    Ok((ctx, rules))
+}
+
+/// How the search reaches the server: port, timeout and key.
+fn client_config(a: &OptimizeArgs) -> Result<ClientConfig> {
+    let mut cfg = ClientConfig::new(&a.host);
+    cfg.port = a.port;
+    cfg.timeout = Duration::from_secs_f64(parse_duration(&a.timeout)?.max(0.1));
+    if let Some(p) = &a.key_file {
+        let k = wirespeed_engine::server::read_key_file(p)?;
+        if let Some(w) = &k.warning {
+            crate::progress::say(format!("warning: {w}"));
+        }
+        cfg.key = Some(k.key);
     }
-    ladder_runs.push((runs, best.clone(), vec![]));
-    if !a.json {
-        crate::progress::say(format!(
-            "baseline: {}",
-            goal.human(search.baseline_median())
-        ));
+    Ok(cfg)
+}
+
+/// A search under way: what it measures with, and what it has found.
+struct Climb<'a> {
+    a: &'a OptimizeArgs,
+    ctx: Ctx,
+    cfg: ClientConfig,
+    rules: Rules,
+    budget: Budget,
+    notes: Vec<String>,
+    host: Option<HostSide>,
+    search: Search,
+    /// Per ladder entry: the runs, the bench config and the host changes in force.
+    ladder_runs: Vec<(Vec<TestResult>, Config, Vec<String>)>,
+    host_changes: Vec<String>,
+    best: Config,
+}
+
+impl Climb<'_> {
+    /// Measures the starting configuration: the ladder's first rung.
+    fn baseline(&mut self) -> Result<()> {
+        let (a, goal) = (self.a, self.ctx.goal);
+        let base_spec = self.ctx.spec(&self.best)?;
+        let (vals, runs, err) = measure(&self.cfg, &base_spec, goal, &self.rules, &mut self.budget);
+        if let Some(e) = err {
+            return Err(failed(format!("the baseline test against {}", a.host), e));
+        }
+        if !self
+            .search
+            .judge("baseline", "1 path, 1 flow", &vals)
+            .on_ladder()
+        {
+            return Err(failed(
+                format!("the baseline against {}", a.host),
+                "it measured nothing usable",
+            ));
+        }
+        self.ladder_runs.push((runs, self.best.clone(), vec![]));
+        if !a.json {
+            crate::progress::say(format!(
+                "baseline: {}",
+                goal.human(self.search.baseline_median())
+            ));
+        }
+        Ok(())
     }
 
-    let mut host_vars: Option<Vec<Variable>> = None;
-    let mut bench_i = 0usize;
-    loop {
-        let var = if let Some(v) = bench_variable(&ctx, bench_i, &best, &routes) {
-            bench_i += 1;
-            v
-        } else if bench_i < 6 {
-            bench_i += 1;
-            continue;
-        } else {
-            let hv = host_vars.get_or_insert_with(|| match &host {
-                Some(_) => host_snapshot_vars(&ctx, &fs, &best, &mut notes),
+    /// The next variable to try: the bench ones in turn (built from the
+    /// best configuration so far), then the host ones (read once, when
+    /// the bench ones are done); None when all are tried.
+    fn next_variable(
+        &mut self,
+        bench_i: &mut usize,
+        host_vars: &mut Option<Vec<Variable>>,
+        fs: &Fs,
+        routes: &[Action],
+    ) -> Option<Variable> {
+        loop {
+            if let Some(v) = bench_variable(&self.ctx, *bench_i, &self.best, routes) {
+                *bench_i += 1;
+                return Some(v);
+            }
+            if *bench_i < 6 {
+                *bench_i += 1;
+                continue;
+            }
+            let hv = host_vars.get_or_insert_with(|| match &self.host {
+                Some(_) => host_snapshot_vars(&self.ctx, fs, &self.best, &mut self.notes),
                 None => Vec::new(),
             });
             if hv.is_empty() {
-                break;
+                return None;
             }
-            hv.remove(0)
-        };
+            return Some(hv.remove(0));
+        }
+    }
+
+    /// Tries `var`'s candidates on top of the best configuration; a kept
+    /// one becomes the best, a rejected one's host changes are undone.
+    fn try_variable(&mut self, var: Variable) {
         for (setting, change) in var.candidates {
-            if stopped() {
-                search.skip(var.name, &setting, "interrupted");
-                continue;
-            }
-            if !budget.covers_step(&rules) {
-                search.skip(
-                    var.name,
-                    &setting,
-                    &format!(
-                        "budget: {:.1} s left, a step needs {:.1} s",
-                        budget.left_s(),
-                        budget.per_measurement_s() * rules.min_repeats as f64
-                    ),
-                );
-                continue;
-            }
             let conf = change.conf.clone();
-            let mut applied = None;
-            if !change.actions.is_empty() {
-                let t = Instant::now();
-                let r = match host.as_mut() {
-                    Some(h) => h.apply(&format!("optimize {}", var.name), change.actions.clone()),
-                    None => Err(ExperimentError::Bench(
-                        "host settings are off (--no-host or no rights)".into(),
-                    )),
-                };
-                budget.spend(t.elapsed().as_secs_f64());
-                match r {
-                    Ok(x) => applied = Some(x),
-                    // A pure host step is pointless without its settings.
-                    Err(e) if conf == best => {
-                        search.skip(var.name, &setting, &format!("not applied: {e}"));
-                        continue;
-                    }
-                    Err(e) => notes.push(format!(
-                        "{} {setting}: measured without its host settings: {e}",
-                        var.name
-                    )),
-                }
-            }
-            let verdict = match ctx.spec(&conf) {
-                Err(e) => search.skip(var.name, &setting, &format!("{e:#}")),
-                Ok(spec) => {
-                    let (vals, runs, err) = measure(&cfg, &spec, goal, &rules, &mut budget);
-                    if let Some(e) = err {
-                        search.skip(var.name, &setting, &format!("test failed: {e}"))
-                    } else {
-                        let v = search.judge(var.name, &setting, &vals);
-                        if v == Verdict::Kept {
-                            let mut changes = host_changes.clone();
-                            if let Some((cmds, _)) = &applied {
-                                changes.extend(cmds.iter().cloned());
-                            }
-                            ladder_runs.push((runs, conf.clone(), changes));
-                        }
-                        v
-                    }
-                }
+            let Some(applied) = self.apply_host(var.name, &setting, change) else {
+                continue;
             };
-            if !a.json {
-                let s = search.steps.last().expect("a step was just recorded");
+            let verdict = self.judge(var.name, &setting, &conf, applied.as_ref());
+            if !self.a.json {
+                let s = self.search.steps.last().expect("a step was just recorded");
                 crate::progress::say(format!(
                     "{} {}: {} {}",
                     s.variable,
                     s.setting,
-                    goal.human(s.median),
+                    self.ctx.goal.human(s.median),
                     verdict_text(&s.verdict)
                 ));
             }
             if verdict == Verdict::Kept {
-                best = conf;
+                self.best = conf;
                 if let Some((cmds, _)) = applied {
-                    host_changes.extend(cmds);
+                    self.host_changes.extend(cmds);
                 }
             } else {
-                if let (Some((_, undo)), Some(h)) = (applied, host.as_mut())
+                if let (Some((_, undo)), Some(h)) = (applied, self.host.as_mut())
                     && let Err(e) = h.apply("optimize undo", undo)
                 {
-                    notes.push(format!("undoing {} failed: {e:#}", var.name));
+                    self.notes
+                        .push(format!("undoing {} failed: {e:#}", var.name));
                 }
                 if var.monotonic {
                     break;
@@ -768,44 +783,141 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
             }
         }
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    let rolled_back = match host.as_mut() {
-        Some(h) => h.finish()?,
-        None => vec![],
-    };
-    if stopped() {
-        notes.push("interrupted: remaining steps skipped".into());
+
+    /// Applies `change`'s host actions, if any: Some(what was applied and
+    /// its undo), or None when the step is skipped (interrupted, out of
+    /// budget, or a pure host step whose settings did not apply).
+    fn apply_host(
+        &mut self,
+        name: &'static str,
+        setting: &str,
+        change: Change,
+    ) -> Option<Option<(Vec<String>, Vec<Action>)>> {
+        if stopped() {
+            self.search.skip(name, setting, "interrupted");
+            return None;
+        }
+        if !self.budget.covers_step(&self.rules) {
+            self.search.skip(
+                name,
+                setting,
+                &format!(
+                    "budget: {:.1} s left, a step needs {:.1} s",
+                    self.budget.left_s(),
+                    self.budget.per_measurement_s() * self.rules.min_repeats as f64
+                ),
+            );
+            return None;
+        }
+        let mut applied = None;
+        if !change.actions.is_empty() {
+            let t = Instant::now();
+            let r = match self.host.as_mut() {
+                Some(h) => h.apply(&format!("optimize {name}"), change.actions.clone()),
+                None => Err(ExperimentError::Bench(
+                    "host settings are off (--no-host or no rights)".into(),
+                )),
+            };
+            self.budget.spend(t.elapsed().as_secs_f64());
+            match r {
+                Ok(x) => applied = Some(x),
+                // A pure host step is pointless without its settings.
+                Err(e) if change.conf == self.best => {
+                    self.search
+                        .skip(name, setting, &format!("not applied: {e}"));
+                    return None;
+                }
+                Err(e) => self.notes.push(format!(
+                    "{name} {setting}: measured without its host settings: {e}"
+                )),
+            }
+        }
+        Some(applied)
     }
-    let results = ladder_results(a, &ctx, &search, ladder_runs, &rules);
-    let summary = Summary {
-        goal,
-        rules,
-        budget,
-        best_median: search.best().and_then(|b| b.median),
-        bench_command: format!(
-            "wirespeed bench {} {}",
-            a.host,
-            ctx.bench_args(&best).join(" ")
-        ),
-        host_changes,
-        host_changes_kept: a.keep,
-        state_dir: host.as_ref().map(|h| h.state.dir().display().to_string()),
-        rolled_back,
-        notes,
-        steps: search.steps.clone(),
-    };
-    let text = serde_json::to_string_pretty(&Output {
-        results: &results,
-        optimize: &summary,
-    })
-    .ctx(|| "encode the results".into())?;
-    if let Some(p) = &a.out {
-        std::fs::write(p, format!("{text}\n")).ctx(|| format!("write {}", p.display()))?;
+
+    /// Measures `conf` and judges it against the best; a kept step joins
+    /// the ladder with the host changes in force (`applied`'s too).
+    fn judge(
+        &mut self,
+        name: &'static str,
+        setting: &str,
+        conf: &Config,
+        applied: Option<&(Vec<String>, Vec<Action>)>,
+    ) -> Verdict {
+        match self.ctx.spec(conf) {
+            Err(e) => self.search.skip(name, setting, &format!("{e:#}")),
+            Ok(spec) => {
+                let (vals, runs, err) = measure(
+                    &self.cfg,
+                    &spec,
+                    self.ctx.goal,
+                    &self.rules,
+                    &mut self.budget,
+                );
+                if let Some(e) = err {
+                    self.search
+                        .skip(name, setting, &format!("test failed: {e}"))
+                } else {
+                    let v = self.search.judge(name, setting, &vals);
+                    if v == Verdict::Kept {
+                        let mut changes = self.host_changes.clone();
+                        if let Some((cmds, _)) = applied {
+                            changes.extend(cmds.iter().cloned());
+                        }
+                        self.ladder_runs.push((runs, conf.clone(), changes));
+                    }
+                    v
+                }
+            }
+        }
     }
-    Ok(Finished {
-        text: render(&summary, elapsed, a.out.as_deref()),
-        json: text,
-    })
+
+    /// Rolls the host back (unless `--keep`), writes the results file and
+    /// renders the summary; the search took `elapsed` seconds.
+    fn finish(mut self, elapsed: f64) -> Result<Finished> {
+        let a = self.a;
+        let rolled_back = match self.host.as_mut() {
+            Some(h) => h.finish()?,
+            None => vec![],
+        };
+        if stopped() {
+            self.notes
+                .push("interrupted: remaining steps skipped".into());
+        }
+        let results = ladder_results(a, &self.ctx, &self.search, self.ladder_runs, &self.rules);
+        let summary = Summary {
+            goal: self.ctx.goal,
+            rules: self.rules,
+            budget: self.budget,
+            best_median: self.search.best().and_then(|b| b.median),
+            bench_command: format!(
+                "wirespeed bench {} {}",
+                a.host,
+                self.ctx.bench_args(&self.best).join(" ")
+            ),
+            host_changes: self.host_changes,
+            host_changes_kept: a.keep,
+            state_dir: self
+                .host
+                .as_ref()
+                .map(|h| h.state.dir().display().to_string()),
+            rolled_back,
+            notes: self.notes,
+            steps: self.search.steps.clone(),
+        };
+        let text = serde_json::to_string_pretty(&Output {
+            results: &results,
+            optimize: &summary,
+        })
+        .ctx(|| "encode the results".into())?;
+        if let Some(p) = &a.out {
+            std::fs::write(p, format!("{text}\n")).ctx(|| format!("write {}", p.display()))?;
+        }
+        Ok(Finished {
+            text: render(&summary, elapsed, a.out.as_deref()),
+            json: text,
+        })
+    }
 }
 
 fn open_host_side(a: &OptimizeArgs, fs: &Fs, notes: &mut Vec<String>) -> Result<Option<HostSide>> {

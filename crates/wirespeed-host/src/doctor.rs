@@ -273,31 +273,12 @@ pub fn tcp_payload(mtu: u32) -> u32 {
 
 fn jumbo_frames(s: &Snapshot, paths: &[PathMtu], out: &mut Vec<Finding>) {
     for l in used_links(s) {
-        let lower = l.lower.as_deref().and_then(|n| s.link(n));
         let target = jumbo_target(s, l, 0);
         let via: Vec<&PathMtu> = paths
             .iter()
             .filter(|p| p.dev.as_deref() == Some(l.name.as_str()))
             .collect();
-        let mut evidence = vec![ev(format!("{} mtu", l.name), l.mtu)];
-        if let Some(m) = l.max_mtu {
-            evidence.push(ev(format!("{} max_mtu", l.name), m));
-        }
-        if let Some(lo) = lower {
-            evidence.push(ev(format!("{} (lower) mtu", lo.name), lo.mtu));
-        }
-        for p in &via {
-            evidence.push(ev(
-                format!(
-                    "path MTU toward {} ({}, {} probe{})",
-                    p.target,
-                    p.role,
-                    p.probes,
-                    if p.probes == 1 { "" } else { "s" }
-                ),
-                p.summary(),
-            ));
-        }
+        let evidence = mtu_evidence(s, l, &via);
         // A path measured below the device's own MTU: large packets
         // depend on ICMP reaching this host (or are lost); no larger MTU.
         let low = via
@@ -307,26 +288,7 @@ fn jumbo_frames(s: &Snapshot, paths: &[PathMtu], out: &mut Vec<Finding>) {
             .filter(|(m, _)| *m < l.mtu)
             .min_by_key(|(m, _)| *m);
         if let Some((m, p)) = low {
-            out.push(Finding {
-                id: "path-mtu".into(),
-                severity: Severity::Warn,
-                title: format!(
-                    "the path from {} toward {} ({}) carries {m} bytes, less than {}'s MTU {}: no larger MTU",
-                    l.name, p.target, p.role, l.name, l.mtu
-                ),
-                evidence,
-                why: format!(
-                    "Packets above {m} bytes get through only while the hop's ICMP \"fragmentation needed\" reaches this host and the kernel lowers its path MTU; where that ICMP is filtered they are lost (a black hole for bulk TCP). A TCP segment carries {} bytes at {m} against {} at {}. Raising {}'s MTU would lose more, not gain: fix the narrow hop, or set {}'s MTU to {m}.",
-                    tcp_payload(m),
-                    tcp_payload(l.mtu),
-                    l.mtu,
-                    l.name,
-                    l.name
-                ),
-                actions: vec![],
-                bench_flags: None,
-                unverified: None,
-            });
+            out.push(narrow_path(l, m, p, evidence));
             continue;
         }
         if l.mtu >= target || target < 2000 {
@@ -335,65 +297,131 @@ fn jumbo_frames(s: &Snapshot, paths: &[PathMtu], out: &mut Vec<Finding>) {
         // An MTU below Ethernet's 1500 is what a cloud or tunnel network
         // hands out (DHCP option 26) when it carries no more; probes
         // cannot go above it, so nothing here can show it is wrong.
-        let answered: Vec<String> = via
-            .iter()
-            .filter(|p| p.mtu == Some(l.mtu) && !p.exact)
-            .map(|p| format!("{} {}", p.role, p.target))
-            .collect();
         if l.mtu < 1500 && l.kind != "vxlan" {
-            out.push(Finding {
-                id: "jumbo-frames".into(),
-                severity: Severity::Info,
-                title: format!(
-                    "{} runs MTU {} (max_mtu allows {target}); the network it is on was measured only up to {}: no change advised",
-                    l.name, l.mtu, l.mtu
-                ),
-                evidence,
-                why: format!(
-                    "An MTU below Ethernet's 1500 is set for a network that carries no more (a cloud overlay or a tunnel, often by DHCP); {}a probe cannot be larger than {}'s own MTU, so nothing on this host can show that {target} bytes would get through, and a larger MTU on such a network loses every large packet, your own SSH session's included. At MTU {} a TCP segment carries {} bytes. Raise it only where the provider documents a larger MTU (then: wirespeed tune apply --profile FILE --peer PEER --force, which checks a full-size packet and rolls back if it is lost).",
-                    if answered.is_empty() {
-                        String::new()
-                    } else {
-                        format!("{} answered at that size, but ", answered.join(" and "))
-                    },
-                    l.name,
-                    l.mtu,
-                    tcp_payload(l.mtu)
-                ),
-                actions: vec![],
-                bench_flags: None,
-                unverified: None,
-            });
+            out.push(small_network(l, target, &via, evidence));
             continue;
         }
-        let doubt = mtu_doubt(&l.name, target, paths);
-        out.push(Finding {
-            id: "jumbo-frames".into(),
-            severity: Severity::Warn,
-            title: format!(
-                "{} runs MTU {} where {} is allowed{}",
-                l.name,
-                l.mtu,
-                target,
-                if doubt.is_some() {
-                    " (unverified: the path beyond may not carry it)"
-                } else {
-                    ""
-                }
+        out.push(jumbo_advice(l, target, paths, evidence));
+    }
+}
+
+/// Link `l`'s MTUs (its own, its maximum, its lower device's) and the
+/// path MTUs measured through it (`via`).
+fn mtu_evidence(s: &Snapshot, l: &Link, via: &[&PathMtu]) -> Vec<Evidence> {
+    let lower = l.lower.as_deref().and_then(|n| s.link(n));
+    let mut evidence = vec![ev(format!("{} mtu", l.name), l.mtu)];
+    if let Some(m) = l.max_mtu {
+        evidence.push(ev(format!("{} max_mtu", l.name), m));
+    }
+    if let Some(lo) = lower {
+        evidence.push(ev(format!("{} (lower) mtu", lo.name), lo.mtu));
+    }
+    for p in via {
+        evidence.push(ev(
+            format!(
+                "path MTU toward {} ({}, {} probe{})",
+                p.target,
+                p.role,
+                p.probes,
+                if p.probes == 1 { "" } else { "s" }
             ),
-            evidence,
-            why: format!(
-                "Each packet costs per-packet work on both sides; at MTU {} a TCP segment carries {} bytes ({:.1}% of the frame), at {target} it carries {} ({:.1}%) in a sixth of the packets (report 2: 18.4 -> 19.9 Gbit/s). Every link on the path, and the peer, must take the larger MTU.",
-                l.mtu,
-                tcp_payload(l.mtu),
-                100.0 * tcp_payload(l.mtu) as f64 / (l.mtu + 14) as f64,
-                tcp_payload(target),
-                100.0 * tcp_payload(target) as f64 / (target + 14) as f64
-            ),
-            actions: vec![set(Setting::Mtu { dev: l.name.clone() }, target)],
-            bench_flags: None,
-            unverified: doubt,
-        });
+            p.summary(),
+        ));
+    }
+    evidence
+}
+
+/// The path through `l` toward `p` carries only `m` bytes, below `l`'s MTU.
+fn narrow_path(l: &Link, m: u32, p: &PathMtu, evidence: Vec<Evidence>) -> Finding {
+    Finding {
+        id: "path-mtu".into(),
+        severity: Severity::Warn,
+        title: format!(
+            "the path from {} toward {} ({}) carries {m} bytes, less than {}'s MTU {}: no larger MTU",
+            l.name, p.target, p.role, l.name, l.mtu
+        ),
+        evidence,
+        why: format!(
+            "Packets above {m} bytes get through only while the hop's ICMP \"fragmentation needed\" reaches this host and the kernel lowers its path MTU; where that ICMP is filtered they are lost (a black hole for bulk TCP). A TCP segment carries {} bytes at {m} against {} at {}. Raising {}'s MTU would lose more, not gain: fix the narrow hop, or set {}'s MTU to {m}.",
+            tcp_payload(m),
+            tcp_payload(l.mtu),
+            l.mtu,
+            l.name,
+            l.name
+        ),
+        actions: vec![],
+        bench_flags: None,
+        unverified: None,
+    }
+}
+
+/// `l` runs an MTU below 1500 as its network hands out: no change advised.
+fn small_network(l: &Link, target: u32, via: &[&PathMtu], evidence: Vec<Evidence>) -> Finding {
+    let answered: Vec<String> = via
+        .iter()
+        .filter(|p| p.mtu == Some(l.mtu) && !p.exact)
+        .map(|p| format!("{} {}", p.role, p.target))
+        .collect();
+    Finding {
+        id: "jumbo-frames".into(),
+        severity: Severity::Info,
+        title: format!(
+            "{} runs MTU {} (max_mtu allows {target}); the network it is on was measured only up to {}: no change advised",
+            l.name, l.mtu, l.mtu
+        ),
+        evidence,
+        why: format!(
+            "An MTU below Ethernet's 1500 is set for a network that carries no more (a cloud overlay or a tunnel, often by DHCP); {}a probe cannot be larger than {}'s own MTU, so nothing on this host can show that {target} bytes would get through, and a larger MTU on such a network loses every large packet, your own SSH session's included. At MTU {} a TCP segment carries {} bytes. Raise it only where the provider documents a larger MTU (then: wirespeed tune apply --profile FILE --peer PEER --force, which checks a full-size packet and rolls back if it is lost).",
+            if answered.is_empty() {
+                String::new()
+            } else {
+                format!("{} answered at that size, but ", answered.join(" and "))
+            },
+            l.name,
+            l.mtu,
+            tcp_payload(l.mtu)
+        ),
+        actions: vec![],
+        bench_flags: None,
+        unverified: None,
+    }
+}
+
+/// `l` could run MTU `target`: the advice to raise it (unverified when
+/// the measured `paths` doubt it).
+fn jumbo_advice(l: &Link, target: u32, paths: &[PathMtu], evidence: Vec<Evidence>) -> Finding {
+    let doubt = mtu_doubt(&l.name, target, paths);
+    Finding {
+        id: "jumbo-frames".into(),
+        severity: Severity::Warn,
+        title: format!(
+            "{} runs MTU {} where {} is allowed{}",
+            l.name,
+            l.mtu,
+            target,
+            if doubt.is_some() {
+                " (unverified: the path beyond may not carry it)"
+            } else {
+                ""
+            }
+        ),
+        evidence,
+        why: format!(
+            "Each packet costs per-packet work on both sides; at MTU {} a TCP segment carries {} bytes ({:.1}% of the frame), at {target} it carries {} ({:.1}%) in a sixth of the packets (report 2: 18.4 -> 19.9 Gbit/s). Every link on the path, and the peer, must take the larger MTU.",
+            l.mtu,
+            tcp_payload(l.mtu),
+            100.0 * tcp_payload(l.mtu) as f64 / (l.mtu + 14) as f64,
+            tcp_payload(target),
+            100.0 * tcp_payload(target) as f64 / (target + 14) as f64
+        ),
+        actions: vec![set(
+            Setting::Mtu {
+                dev: l.name.clone(),
+            },
+            target,
+        )],
+        bench_flags: None,
+        unverified: doubt,
     }
 }
 

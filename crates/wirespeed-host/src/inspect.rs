@@ -146,6 +146,23 @@ fn link_of(
     };
     let mut link = Link::new(l.header.index, "", kind);
     link.up = l.header.flags.contains(LinkFlags::Up);
+    read_attributes(&mut link, l, all);
+    link.addresses = addresses_of(l, addrs);
+    link.driver = match fs.driver(&link.name) {
+        Some(d) => Known::Value(d),
+        None if link.kind != "physical" => Known::Value(link.kind.clone()),
+        None => Known::unknown("no device/driver link in sysfs"),
+    };
+    if link.kind == "bond" {
+        link.bond = crate::fsroot::read_bond(fs, &link.name).ok();
+    }
+    read_ethtool(&mut link, eth);
+    link
+}
+
+/// The link's netlink attributes: name, sizes, queues, state, kind, its
+/// controller and the device below it.
+fn read_attributes(link: &mut Link, l: &LinkMessage, all: &[LinkMessage]) {
     for a in &l.attributes {
         match a {
             LinkAttribute::IfName(n) => link.name = n.clone(),
@@ -193,7 +210,12 @@ fn link_of(
     {
         link.lower = v.underlay.clone();
     }
-    link.addresses = addrs
+}
+
+/// The link's addresses with their prefix lengths (the local address, or
+/// the address when there is none).
+fn addresses_of(l: &LinkMessage, addrs: &[AddressMessage]) -> Vec<String> {
+    addrs
         .iter()
         .filter(|a| a.header.index == l.header.index)
         .filter_map(|a| {
@@ -212,15 +234,13 @@ fn link_of(
             })?;
             Some(format!("{ip}/{}", a.header.prefix_len))
         })
-        .collect();
-    link.driver = match fs.driver(&link.name) {
-        Some(d) => Known::Value(d),
-        None if link.kind != "physical" => Known::Value(link.kind.clone()),
-        None => Known::unknown("no device/driver link in sysfs"),
-    };
-    if link.kind == "bond" {
-        link.bond = crate::fsroot::read_bond(fs, &link.name).ok();
-    }
+        .collect()
+}
+
+/// What ethtool tells of the link: speed, features, rings, channels,
+/// flags and timestamping (only timestamping on loopback); unknown
+/// without ethtool.
+fn read_ethtool(link: &mut Link, eth: Option<&mut Ethtool>) {
     match eth {
         Some(e) if link.kind != "loopback" => {
             let name = link.name.clone();
@@ -253,7 +273,6 @@ fn link_of(
             link.timestamping = Known::unknown(why);
         }
     }
-    link
 }
 
 fn kind_name(k: &InfoKind) -> String {

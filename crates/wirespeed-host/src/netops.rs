@@ -408,32 +408,10 @@ impl Op {
                 };
                 Host::open(Fs::at("/"))?.set(&s, if *on { "on" } else { "off" })
             }
-            Op::MptcpLimits { limits, .. } => {
-                let mut pm = PathManager::open()?;
-                pm.set_limits(*limits)?;
-                let got = pm.limits()?;
-                if got != *limits {
-                    return Err(HostError::Command {
-                        cmd: what,
-                        stderr: format!("the kernel kept {got:?}"),
-                    });
-                }
-                Ok(())
-            }
+            Op::MptcpLimits { limits, .. } => set_mptcp_limits(limits, what),
             Op::MptcpEndpoint {
                 addr, dev, kind, ..
-            } => {
-                let i = index(&mut Rtnl::open()?, dev)?;
-                let mut pm = PathManager::open()?;
-                pm.add_endpoint(*addr, i, *kind)?;
-                if !pm.endpoints()?.iter().any(|e| e.addr == *addr) {
-                    return Err(HostError::Command {
-                        cmd: what,
-                        stderr: "the endpoint is not listed after adding it".into(),
-                    });
-                }
-                Ok(())
-            }
+            } => add_mptcp_endpoint(*addr, dev, *kind, what),
             Op::Up { dev, .. } => {
                 let mut rt = Rtnl::open()?;
                 let i = index(&mut rt, dev)?;
@@ -445,26 +423,7 @@ impl Op {
                 len,
                 nodad,
                 ..
-            } => {
-                let mut rt = Rtnl::open()?;
-                let mut m = AddressMessage::default();
-                m.header.family = family(addr);
-                m.header.prefix_len = *len;
-                m.header.index = index(&mut rt, dev)?;
-                m.header.scope = if addr.is_loopback() {
-                    AddressScope::Host
-                } else {
-                    AddressScope::Universe
-                };
-                m.attributes.push(AddressAttribute::Local(*addr));
-                m.attributes.push(AddressAttribute::Address(*addr));
-                if *nodad {
-                    m.header.flags = AddressHeaderFlags::Nodad;
-                    m.attributes
-                        .push(AddressAttribute::Flags(AddressFlags::Nodad));
-                }
-                rt.create(RouteNetlinkMessage::NewAddress(m), &what)
-            }
+            } => add_addr(dev, *addr, *len, *nodad, &what),
             Op::Vxlan {
                 dev,
                 id,
@@ -473,23 +432,7 @@ impl Op {
                 port,
                 under,
                 ..
-            } => {
-                let mut rt = Rtnl::open()?;
-                let link = index(&mut rt, under)?;
-                let mut msg = LinkMessage::default();
-                msg.attributes.push(LinkAttribute::IfName(dev.clone()));
-                msg.attributes.push(LinkAttribute::LinkInfo(vec![
-                    LinkInfo::Kind(InfoKind::Vxlan),
-                    LinkInfo::Data(InfoData::Vxlan(vec![
-                        InfoVxlan::Id(*id),
-                        InfoVxlan::Local(*local),
-                        InfoVxlan::Group(*remote),
-                        InfoVxlan::Port(*port),
-                        InfoVxlan::Link(link),
-                    ])),
-                ]));
-                rt.create(RouteNetlinkMessage::NewLink(msg), &what)
-            }
+            } => add_vxlan(dev, *id, *local, *remote, *port, under, &what),
             Op::Rule {
                 from,
                 table,
@@ -511,6 +454,89 @@ impl Op {
             )),
         }
     }
+}
+
+/// `ip link add DEV type vxlan id ID local LOCAL remote REMOTE dstport
+/// PORT dev UNDER`.
+fn add_vxlan(
+    dev: &str,
+    id: u32,
+    local: Ipv4Addr,
+    remote: Ipv4Addr,
+    port: u16,
+    under: &str,
+    what: &str,
+) -> Result<(), HostError> {
+    let mut rt = Rtnl::open()?;
+    let link = index(&mut rt, under)?;
+    let mut msg = LinkMessage::default();
+    msg.attributes.push(LinkAttribute::IfName(dev.to_string()));
+    msg.attributes.push(LinkAttribute::LinkInfo(vec![
+        LinkInfo::Kind(InfoKind::Vxlan),
+        LinkInfo::Data(InfoData::Vxlan(vec![
+            InfoVxlan::Id(id),
+            InfoVxlan::Local(local),
+            InfoVxlan::Group(remote),
+            InfoVxlan::Port(port),
+            InfoVxlan::Link(link),
+        ])),
+    ]));
+    rt.create(RouteNetlinkMessage::NewLink(msg), what)
+}
+
+/// Sets the MPTCP path manager's limits and checks the kernel kept them.
+fn set_mptcp_limits(limits: &Limits, what: String) -> Result<(), HostError> {
+    let mut pm = PathManager::open()?;
+    pm.set_limits(*limits)?;
+    let got = pm.limits()?;
+    if got != *limits {
+        return Err(HostError::Command {
+            cmd: what,
+            stderr: format!("the kernel kept {got:?}"),
+        });
+    }
+    Ok(())
+}
+
+/// Adds an MPTCP endpoint on `dev` and checks it is listed.
+fn add_mptcp_endpoint(
+    addr: IpAddr,
+    dev: &str,
+    kind: EndpointKind,
+    what: String,
+) -> Result<(), HostError> {
+    let i = index(&mut Rtnl::open()?, dev)?;
+    let mut pm = PathManager::open()?;
+    pm.add_endpoint(addr, i, kind)?;
+    if !pm.endpoints()?.iter().any(|e| e.addr == addr) {
+        return Err(HostError::Command {
+            cmd: what,
+            stderr: "the endpoint is not listed after adding it".into(),
+        });
+    }
+    Ok(())
+}
+
+/// `ip addr add ADDR/LEN dev DEV [nodad]`: host scope on loopback.
+fn add_addr(dev: &str, addr: IpAddr, len: u8, nodad: bool, what: &str) -> Result<(), HostError> {
+    let mut rt = Rtnl::open()?;
+    let mut m = AddressMessage::default();
+    m.header.family = family(&addr);
+    m.header.prefix_len = len;
+    m.header.index = index(&mut rt, dev)?;
+    m.header.scope = if addr.is_loopback() {
+        AddressScope::Host
+    } else {
+        AddressScope::Universe
+    };
+    m.attributes.push(AddressAttribute::Local(addr));
+    m.attributes.push(AddressAttribute::Address(addr));
+    if nodad {
+        m.header.flags = AddressHeaderFlags::Nodad;
+        m.attributes
+            .push(AddressAttribute::Flags(AddressFlags::Nodad));
+    }
+    rt.create(RouteNetlinkMessage::NewAddress(m), what)
 }
 
 /// The RTM_NEWROUTE message of `ip route add` with these arguments, with

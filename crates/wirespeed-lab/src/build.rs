@@ -8,7 +8,9 @@
 
 use crate::error::LabError;
 use crate::plan::{Addressing, Nic, address};
-use crate::spec::{CapKind, DEFAULT_FLOW_BUCKETS, LabSpec, parse_prefix, parse_rate};
+use crate::spec::{
+    CapKind, DEFAULT_FLOW_BUCKETS, HostSpec, LabSpec, LinkSpec, RouteSpec, parse_prefix, parse_rate,
+};
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
@@ -45,37 +47,24 @@ pub fn tbf_sizes(bps: u64) -> (u64, u64) {
 pub fn build_ops(spec: &LabSpec, plan: &Addressing) -> Vec<Op> {
     let ns = |h: &str| ns_name(&spec.name, h);
     let mut out: Vec<Op> = Vec::new();
-    let sysctl = |n: &str, key: &str, value: &str| Op::Sysctl {
-        ns: n.into(),
-        key: key.into(),
-        value: value.into(),
-    };
-    let up = |n: &str, dev: &str| Op::Up {
-        ns: n.into(),
-        dev: dev.into(),
-    };
     for h in &spec.hosts {
         out.push(Op::NetnsAdd { ns: ns(&h.name) });
-        out.push(up(&ns(&h.name), "lo"));
+        out.push(up_op(&ns(&h.name), "lo"));
         // Deterministic reverse-path filtering: off, so ECMP and source
         // routing never drop packets that arrive on the "other" NIC.
         for k in ["all", "default"] {
-            out.push(sysctl(
+            out.push(sysctl_op(
                 &ns(&h.name),
                 &format!("net.ipv4.conf.{k}.rp_filter"),
                 "0",
             ));
         }
     }
-    let dev_sysctl = |k: &str| {
-        plan.links
-            .iter()
-            .chain(&plan.vxlans)
-            .any(|p| k.contains(&format!(".{}.", p.a.dev)) || k.contains(&format!(".{}.", p.b.dev)))
-    };
+    // Host sysctls, but those of the lab's own devices, which exist only
+    // once the links do.
     for h in &spec.hosts {
-        for (k, v) in h.sysctl.iter().filter(|(k, _)| !dev_sysctl(k)) {
-            out.push(sysctl(&ns(&h.name), k, v));
+        for (k, v) in h.sysctl.iter().filter(|(k, _)| !dev_sysctl(plan, k)) {
+            out.push(sysctl_op(&ns(&h.name), k, v));
         }
     }
     for (l, p) in spec.links.iter().zip(&plan.links) {
@@ -86,68 +75,115 @@ pub fn build_ops(spec: &LabSpec, plan: &Addressing) -> Vec<Op> {
             dev_b: p.b.dev.clone(),
         });
         for (host, nic) in [(&p.host_a, &p.a), (&p.host_b, &p.b)] {
-            let n = ns(host);
-            // MTU and IPv6 sizes first: setting those at or below 64 KiB
-            // overwrites the IPv4 ones.
-            let groups: [&[(LinkSize, Option<u32>)]; 2] = [
-                &[
-                    (LinkSize::Mtu, l.mtu),
-                    (LinkSize::GsoMaxSize, l.gso_max_size),
-                    (LinkSize::GroMaxSize, l.gro_max_size),
-                    (LinkSize::GsoMaxSegs, l.gso_max_segs),
-                ],
-                &[
-                    (LinkSize::GsoIpv4MaxSize, l.gso_ipv4_max_size),
-                    (LinkSize::GroIpv4MaxSize, l.gro_ipv4_max_size),
-                ],
-            ];
-            for group in groups {
-                let sizes: Vec<(LinkSize, u32)> = group
-                    .iter()
-                    .filter_map(|(k, v)| v.map(|v| (*k, v)))
-                    .collect();
-                if !sizes.is_empty() {
-                    out.push(Op::LinkSet {
-                        ns: n.clone(),
-                        dev: nic.dev.clone(),
-                        sizes,
-                    });
-                }
-            }
-            if let Some(g) = l.gro {
-                out.push(Op::Feature {
-                    ns: n.clone(),
-                    dev: nic.dev.clone(),
-                    name: "gro".into(),
-                    on: g,
-                });
-            }
-            out.extend(addr_ops(&n, nic));
-            let rate = l.rate.as_deref().and_then(parse_rate);
-            match l.flow_rate.as_deref().and_then(parse_rate) {
-                Some(per_flow) => out.extend(flow_cap_ops(
-                    &n,
-                    &nic.dev,
-                    rate,
-                    per_flow,
-                    l.flows.unwrap_or(DEFAULT_FLOW_BUCKETS),
-                    l.packet_overhead,
-                )),
-                None => {
-                    if let Some(bps) = rate {
-                        out.extend(cap_ops(&n, &nic.dev, bps, l.cap, l.packet_overhead));
-                    }
-                }
-            }
-            out.push(up(&n, &nic.dev));
+            link_end_ops(&ns(host), nic, l, &mut out);
         }
     }
+    vxlan_ops(spec, plan, &mut out);
+    for h in &spec.hosts {
+        host_route_ops(&ns(&h.name), h, plan, &mut out);
+    }
+    for r in &spec.routes {
+        out.extend(route_op(&ns(&r.host), r, plan));
+    }
+    for h in &spec.hosts {
+        for (k, v) in h.sysctl.iter().filter(|(k, _)| dev_sysctl(plan, k)) {
+            out.push(sysctl_op(&ns(&h.name), k, v));
+        }
+    }
+    out.extend(mptcp_ops(spec, plan));
+    out
+}
+
+fn sysctl_op(n: &str, key: &str, value: &str) -> Op {
+    Op::Sysctl {
+        ns: n.into(),
+        key: key.into(),
+        value: value.into(),
+    }
+}
+
+fn up_op(n: &str, dev: &str) -> Op {
+    Op::Up {
+        ns: n.into(),
+        dev: dev.into(),
+    }
+}
+
+/// Whether sysctl `k` names one of the lab's own devices.
+fn dev_sysctl(plan: &Addressing, k: &str) -> bool {
+    plan.links
+        .iter()
+        .chain(&plan.vxlans)
+        .any(|p| k.contains(&format!(".{}.", p.a.dev)) || k.contains(&format!(".{}.", p.b.dev)))
+}
+
+/// One end (`nic` in namespace `n`) of link `l`: its sizes, GRO,
+/// addresses and caps, then up.
+fn link_end_ops(n: &str, nic: &Nic, l: &LinkSpec, out: &mut Vec<Op>) {
+    // MTU and IPv6 sizes first: setting those at or below 64 KiB
+    // overwrites the IPv4 ones.
+    let groups: [&[(LinkSize, Option<u32>)]; 2] = [
+        &[
+            (LinkSize::Mtu, l.mtu),
+            (LinkSize::GsoMaxSize, l.gso_max_size),
+            (LinkSize::GroMaxSize, l.gro_max_size),
+            (LinkSize::GsoMaxSegs, l.gso_max_segs),
+        ],
+        &[
+            (LinkSize::GsoIpv4MaxSize, l.gso_ipv4_max_size),
+            (LinkSize::GroIpv4MaxSize, l.gro_ipv4_max_size),
+        ],
+    ];
+    for group in groups {
+        let sizes: Vec<(LinkSize, u32)> = group
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| (*k, v)))
+            .collect();
+        if !sizes.is_empty() {
+            out.push(Op::LinkSet {
+                ns: n.into(),
+                dev: nic.dev.clone(),
+                sizes,
+            });
+        }
+    }
+    if let Some(g) = l.gro {
+        out.push(Op::Feature {
+            ns: n.into(),
+            dev: nic.dev.clone(),
+            name: "gro".into(),
+            on: g,
+        });
+    }
+    out.extend(addr_ops(n, nic));
+    let rate = l.rate.as_deref().and_then(parse_rate);
+    match l.flow_rate.as_deref().and_then(parse_rate) {
+        Some(per_flow) => out.extend(flow_cap_ops(
+            n,
+            &nic.dev,
+            rate,
+            per_flow,
+            l.flows.unwrap_or(DEFAULT_FLOW_BUCKETS),
+            l.packet_overhead,
+        )),
+        None => {
+            if let Some(bps) = rate {
+                out.extend(cap_ops(n, &nic.dev, bps, l.cap, l.packet_overhead));
+            }
+        }
+    }
+    out.push(up_op(n, &nic.dev));
+}
+
+/// Each overlay's two ends over the link under it: the device, its MTU
+/// (50 bytes below the link's unless set), addresses, up.
+fn vxlan_ops(spec: &LabSpec, plan: &Addressing, out: &mut Vec<Op>) {
     for (v, p) in spec.vxlans.iter().zip(&plan.vxlans) {
         let under = &plan.links[v.link];
         let umtu = spec.links[v.link].mtu.unwrap_or(1500);
         let mtu = v.mtu.unwrap_or(umtu.saturating_sub(50).max(68));
         for (host, nic) in [(&p.host_a, &p.a), (&p.host_b, &p.b)] {
-            let n = ns(host);
+            let n = ns_name(&spec.name, host);
             let (Some(me), Some(peer)) = (under.end(host), under.peer_of(host)) else {
                 continue;
             };
@@ -166,84 +202,79 @@ pub fn build_ops(spec: &LabSpec, plan: &Addressing) -> Vec<Op> {
                 sizes: vec![(LinkSize::Mtu, mtu)],
             });
             out.extend(addr_ops(&n, nic));
-            out.push(up(&n, &nic.dev));
+            out.push(up_op(&n, &nic.dev));
         }
     }
-    for h in &spec.hosts {
-        let n = ns(&h.name);
-        for a in &h.loopback {
-            // Validated by the spec; a bad one is left out here.
-            if let Some((addr, len)) = parse_prefix(a) {
-                out.push(Op::Addr {
-                    ns: n.clone(),
-                    dev: "lo".into(),
-                    addr,
-                    len,
-                    nodad: addr.is_ipv6(),
-                });
-            }
-        }
-        if h.source_routing {
-            let mine = plan.links.iter().filter_map(|p| p.end(&h.name));
-            for (k, nic) in mine.enumerate() {
-                let table = 100 + k as u32;
-                let priority = 1000 + k as u32;
-                let v4 = (IpAddr::from(nic.addr4), nic.subnet4.into(), nic.len4);
-                let v6 = (IpAddr::from(nic.addr6), nic.net6().into(), 64);
-                for (from, dst, len) in [v4, v6] {
-                    out.push(Op::Rule {
-                        ns: n.clone(),
-                        from,
-                        table,
-                        priority,
-                    });
-                    out.push(Op::Route(Route {
-                        ns: n.clone(),
-                        dst,
-                        len,
-                        via: Vec::new(),
-                        dev: Some(nic.dev.clone()),
-                        src: from.is_ipv4().then_some(from),
-                        table: Some(table),
-                    }));
-                }
-            }
-        }
-    }
-    for r in &spec.routes {
-        let n = ns(&r.host);
+}
+
+/// Host `h`'s loopback addresses and, with source routing, a rule and a
+/// table per NIC (IPv4 and IPv6) so replies leave by the NIC they came to.
+fn host_route_ops(n: &str, h: &HostSpec, plan: &Addressing, out: &mut Vec<Op>) {
+    for a in &h.loopback {
         // Validated by the spec; a bad one is left out here.
-        let Some((dst, len)) = parse_prefix(&r.dst) else {
-            continue;
-        };
-        let hop = |k: usize| -> Option<(IpAddr, String)> {
-            let p = plan.links.get(k)?;
-            let dev = p.end(&r.host)?.dev.clone();
-            let peer = p.peer_of(&r.host)?;
-            let gw = if dst.is_ipv6() {
-                IpAddr::from(peer.addr6)
-            } else {
-                IpAddr::from(peer.addr4)
-            };
-            Some((gw, dev))
-        };
-        out.push(Op::Route(Route {
-            ns: n,
-            dst,
-            len,
-            via: r.links.iter().filter_map(|&k| hop(k)).collect(),
-            dev: None,
-            src: None,
-            table: None,
-        }));
-    }
-    for h in &spec.hosts {
-        for (k, v) in h.sysctl.iter().filter(|(k, _)| dev_sysctl(k)) {
-            out.push(sysctl(&ns(&h.name), k, v));
+        if let Some((addr, len)) = parse_prefix(a) {
+            out.push(Op::Addr {
+                ns: n.into(),
+                dev: "lo".into(),
+                addr,
+                len,
+                nodad: addr.is_ipv6(),
+            });
         }
     }
-    out.extend(mptcp_ops(spec, plan));
-    out
+    if h.source_routing {
+        let mine = plan.links.iter().filter_map(|p| p.end(&h.name));
+        for (k, nic) in mine.enumerate() {
+            let table = 100 + k as u32;
+            let priority = 1000 + k as u32;
+            let v4 = (IpAddr::from(nic.addr4), nic.subnet4.into(), nic.len4);
+            let v6 = (IpAddr::from(nic.addr6), nic.net6().into(), 64);
+            for (from, dst, len) in [v4, v6] {
+                out.push(Op::Rule {
+                    ns: n.into(),
+                    from,
+                    table,
+                    priority,
+                });
+                out.push(Op::Route(Route {
+                    ns: n.into(),
+                    dst,
+                    len,
+                    via: Vec::new(),
+                    dev: Some(nic.dev.clone()),
+                    src: from.is_ipv4().then_some(from),
+                    table: Some(table),
+                }));
+            }
+        }
+    }
+}
+
+/// Route `r` in namespace `n`, over the peers of its links; None for a
+/// bad destination (the spec rejects those).
+fn route_op(n: &str, r: &RouteSpec, plan: &Addressing) -> Option<Op> {
+    // Validated by the spec; a bad one is left out here.
+    let (dst, len) = parse_prefix(&r.dst)?;
+    let hop = |k: usize| -> Option<(IpAddr, String)> {
+        let p = plan.links.get(k)?;
+        let dev = p.end(&r.host)?.dev.clone();
+        let peer = p.peer_of(&r.host)?;
+        let gw = if dst.is_ipv6() {
+            IpAddr::from(peer.addr6)
+        } else {
+            IpAddr::from(peer.addr4)
+        };
+        Some((gw, dev))
+    };
+    Some(Op::Route(Route {
+        ns: n.into(),
+        dst,
+        len,
+        via: r.links.iter().filter_map(|&k| hop(k)).collect(),
+        dev: None,
+        src: None,
+        table: None,
+    }))
 }
 
 /// Each `[[mptcp]]` host's limits, then its endpoints: its address on

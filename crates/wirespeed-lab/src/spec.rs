@@ -324,6 +324,58 @@ struct At<'a> {
     field: &'a str,
 }
 
+/// A field at the top level of a lab file.
+fn top(field: &'static str) -> At<'static> {
+    At { table: None, field }
+}
+
+/// Link `i`'s segmentation limits and the per-packet overhead its caps
+/// charge.
+fn check_link_offloads(i: usize, l: &LinkSpec) -> Result<(), (At<'static>, String)> {
+    let at = |field| At {
+        table: Some(("link", i)),
+        field,
+    };
+    if let Some(n) = l.gso_max_segs
+        && !(1..=65535).contains(&n)
+    {
+        return Err((
+            at("gso_max_segs"),
+            format!("{n} must be between 1 and 65535"),
+        ));
+    }
+    if let Some(o) = l.packet_overhead {
+        if l.rate.is_none() && l.flow_rate.is_none() {
+            return Err((
+                at("packet_overhead"),
+                "`packet_overhead` is charged by the cap: give a rate or flow_rate too".into(),
+            ));
+        }
+        if o > 65535 {
+            return Err((
+                at("packet_overhead"),
+                format!("{o} bytes per packet: at most 65535"),
+            ));
+        }
+    }
+    for (field, v) in [
+        ("gso_max_size", l.gso_max_size),
+        ("gro_max_size", l.gro_max_size),
+        ("gso_ipv4_max_size", l.gso_ipv4_max_size),
+        ("gro_ipv4_max_size", l.gro_ipv4_max_size),
+    ] {
+        if let Some(v) = v
+            && !(1024..=524_280).contains(&v)
+        {
+            return Err((
+                at(field),
+                format!("{v} must be between 1024 and 524280 (veth's tso_max_size)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl LabSpec {
     /// Parses and validates a lab file; errors name the line and the field.
     pub fn from_toml_str(text: &str) -> Result<LabSpec, LabError> {
@@ -359,7 +411,22 @@ impl LabSpec {
     }
 
     fn check(&self) -> Result<(), (At<'static>, String)> {
-        let top = |field| At { table: None, field };
+        self.check_counts()?;
+        self.check_hosts()?;
+        if self.links.len() > 200 {
+            return Err((top("link"), "at most 200 links".into()));
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            self.check_link(i, l)?;
+            check_link_offloads(i, l)?;
+        }
+        self.check_vxlans()?;
+        self.check_routes()?;
+        self.check_mptcp()
+    }
+
+    /// The lab's name, and how many hosts, overlays and routes it has.
+    fn check_counts(&self) -> Result<(), (At<'static>, String)> {
         if !valid_name(&self.name, 40) {
             return Err((
                 top("name"),
@@ -387,6 +454,12 @@ impl LabSpec {
         if self.routes.len() > 1000 {
             return Err((top("route"), "at most 1000 routes".into()));
         }
+        Ok(())
+    }
+
+    /// The `[[host]]` tables: unique valid names, sysctls the lab may
+    /// set, loopback addresses with prefixes.
+    fn check_hosts(&self) -> Result<(), (At<'static>, String)> {
         let mut seen = std::collections::HashSet::new();
         for (i, h) in self.hosts.iter().enumerate() {
             let at = |field| At {
@@ -425,100 +498,71 @@ impl LabSpec {
                 }
             }
         }
-        let host_ok = |n: &str| self.hosts.iter().any(|h| h.name == n);
-        if self.links.len() > 200 {
-            return Err((top("link"), "at most 200 links".into()));
+        Ok(())
+    }
+
+    fn host_ok(&self, n: &str) -> bool {
+        self.hosts.iter().any(|h| h.name == n)
+    }
+
+    /// Link `i`'s ends, MTU, caps and subnet.
+    fn check_link(&self, i: usize, l: &LinkSpec) -> Result<(), (At<'static>, String)> {
+        let at = |field| At {
+            table: Some(("link", i)),
+            field,
+        };
+        for (field, h) in [("a", &l.a), ("b", &l.b)] {
+            if !self.host_ok(h) {
+                return Err((at(field), format!("no host named {h:?}")));
+            }
         }
-        for (i, l) in self.links.iter().enumerate() {
-            let at = |field| At {
-                table: Some(("link", i)),
-                field,
-            };
-            for (field, h) in [("a", &l.a), ("b", &l.b)] {
-                if !host_ok(h) {
-                    return Err((at(field), format!("no host named {h:?}")));
-                }
-            }
-            if l.a == l.b {
-                return Err((at("b"), "a link joins two different hosts".into()));
-            }
-            if let Some(m) = l.mtu
-                && !(68..=65535).contains(&m)
-            {
-                return Err((at("mtu"), format!("MTU {m} must be between 68 and 65535")));
-            }
-            if let Some(Err(e)) = l.rate.as_deref().map(cap_rate) {
-                return Err((at("rate"), e));
-            }
-            if let Some(s) = &l.subnet {
-                match parse_v4_prefix(s) {
-                    Some((_, len)) if (8..=30).contains(&len) => {}
-                    _ => {
-                        return Err((
-                            at("subnet"),
-                            format!(
-                                "bad subnet {s:?}: use an IPv4 prefix from /8 to /30, e.g. 10.61.0.0/24"
-                            ),
-                        ));
-                    }
-                }
-            }
-            if let Some(Err(e)) = l.flow_rate.as_deref().map(cap_rate) {
-                return Err((at("flow_rate"), e));
-            }
-            if let Some(n) = l.flows {
-                if l.flow_rate.is_none() {
+        if l.a == l.b {
+            return Err((at("b"), "a link joins two different hosts".into()));
+        }
+        if let Some(m) = l.mtu
+            && !(68..=65535).contains(&m)
+        {
+            return Err((at("mtu"), format!("MTU {m} must be between 68 and 65535")));
+        }
+        if let Some(Err(e)) = l.rate.as_deref().map(cap_rate) {
+            return Err((at("rate"), e));
+        }
+        if let Some(s) = &l.subnet {
+            match parse_v4_prefix(s) {
+                Some((_, len)) if (8..=30).contains(&len) => {}
+                _ => {
                     return Err((
-                        at("flows"),
-                        "`flows` sets the buckets of `flow_rate`: give a flow_rate too".into(),
-                    ));
-                }
-                if !(2..=256).contains(&n) || !n.is_power_of_two() {
-                    return Err((
-                        at("flows"),
-                        format!("{n} buckets: use a power of two from 2 to 256"),
+                        at("subnet"),
+                        format!(
+                            "bad subnet {s:?}: use an IPv4 prefix from /8 to /30, e.g. 10.61.0.0/24"
+                        ),
                     ));
                 }
             }
-            if let Some(n) = l.gso_max_segs
-                && !(1..=65535).contains(&n)
-            {
+        }
+        if let Some(Err(e)) = l.flow_rate.as_deref().map(cap_rate) {
+            return Err((at("flow_rate"), e));
+        }
+        if let Some(n) = l.flows {
+            if l.flow_rate.is_none() {
                 return Err((
-                    at("gso_max_segs"),
-                    format!("{n} must be between 1 and 65535"),
+                    at("flows"),
+                    "`flows` sets the buckets of `flow_rate`: give a flow_rate too".into(),
                 ));
             }
-            if let Some(o) = l.packet_overhead {
-                if l.rate.is_none() && l.flow_rate.is_none() {
-                    return Err((
-                        at("packet_overhead"),
-                        "`packet_overhead` is charged by the cap: give a rate or flow_rate too"
-                            .into(),
-                    ));
-                }
-                if o > 65535 {
-                    return Err((
-                        at("packet_overhead"),
-                        format!("{o} bytes per packet: at most 65535"),
-                    ));
-                }
-            }
-            for (field, v) in [
-                ("gso_max_size", l.gso_max_size),
-                ("gro_max_size", l.gro_max_size),
-                ("gso_ipv4_max_size", l.gso_ipv4_max_size),
-                ("gro_ipv4_max_size", l.gro_ipv4_max_size),
-            ] {
-                if let Some(v) = v
-                    && !(1024..=524_280).contains(&v)
-                {
-                    return Err((
-                        at(field),
-                        format!("{v} must be between 1024 and 524280 (veth's tso_max_size)"),
-                    ));
-                }
+            if !(2..=256).contains(&n) || !n.is_power_of_two() {
+                return Err((
+                    at("flows"),
+                    format!("{n} buckets: use a power of two from 2 to 256"),
+                ));
             }
         }
+        Ok(())
+    }
+
+    /// The `[[vxlan]]` tables: an existing link under each, a valid name,
+    /// VNI, MTU and subnet, and no VNI and port twice on one host.
+    fn check_vxlans(&self) -> Result<(), (At<'static>, String)> {
         for (i, v) in self.vxlans.iter().enumerate() {
             let at = |field| At {
                 table: Some(("vxlan", i)),
@@ -572,12 +616,18 @@ impl LabSpec {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The `[[route]]` tables: a host of the lab, a destination prefix,
+    /// existing links that touch the host.
+    fn check_routes(&self) -> Result<(), (At<'static>, String)> {
         for (i, r) in self.routes.iter().enumerate() {
             let at = |field| At {
                 table: Some(("route", i)),
                 field,
             };
-            if !host_ok(&r.host) {
+            if !self.host_ok(&r.host) {
                 return Err((at("host"), format!("no host named {:?}", r.host)));
             }
             if parse_prefix(&r.dst).is_none() {
@@ -598,7 +648,7 @@ impl LabSpec {
                 }
             }
         }
-        self.check_mptcp()
+        Ok(())
     }
 
     /// The `[[mptcp]]` tables: a host of the lab, at most one table per

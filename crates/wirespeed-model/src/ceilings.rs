@@ -2,7 +2,7 @@
 //! given size, and how many flows it takes to reach them.
 
 use crate::error::ModelError;
-use crate::profile::{Profile, SCHEMA_VERSION};
+use crate::profile::{Instance, Profile, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -94,6 +94,13 @@ fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// How each figure was reached, by name.
+type Basis = BTreeMap<String, String>;
+
+fn note(basis: &mut Basis, k: &str, v: String) {
+    basis.insert(k.to_string(), v);
+}
+
 /// Computes the ceilings of a machine under a profile.
 ///
 /// VM total = vCPUs x per-vCPU rate, capped by the VM cap (or the
@@ -105,6 +112,87 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
     let nic_flag = flag_rate("--nic-cap", q.nic_cap_bps)?;
     let flow_flag = flag_rate("--flow-cap", q.flow_cap_bps)?;
     let vm_flag = flag_rate("--vm-cap", q.vm_cap_bps)?;
+    let inst = instance_of(p, q)?;
+    let (vcpus, nics) = machine_of(p, q, inst)?;
+    if p.caps_from_flags && nic_flag.is_none() && flow_flag.is_none() && vm_flag.is_none() {
+        return Err(ModelError::Query(format!(
+            "profile {} takes its caps from the command line: give at least one of --nic-cap, --flow-cap, --vm-cap (e.g. --nic-cap 1gbit)",
+            p.name
+        )));
+    }
+    let mut basis = BTreeMap::new();
+    let vm_total = vm_total(p, inst, vcpus, vm_flag, &mut basis)?;
+    let network = vm_total.map(|t| t * p.network_share.unwrap_or(1.0));
+    if let (Some(n), Some(s)) = (network, p.network_share) {
+        note(
+            &mut basis,
+            "network",
+            format!("{} Gbit/s x network share {s} = {} Gbit/s", g(n / s), g(n)),
+        );
+    }
+    let nics_text = format!("{nics} NIC{}", if nics == 1 { "" } else { "s" });
+    let per_nic = per_nic(p, network, nics, &nics_text, nic_flag, &mut basis);
+    let one_way = one_way(p, network, per_nic, nics, &nics_text, &mut basis);
+    let both = one_way.map(|o| 2.0 * o);
+    if let Some(b) = both {
+        note(
+            &mut basis,
+            "per_vm_both_ways",
+            format!(
+                "2 x one way = {} Gbit/s (each direction counts against its sender)",
+                g(b)
+            ),
+        );
+    }
+    let per_flow = flow_flag.or(p.flow_cap_gbit.map(|c| c * GBIT));
+    match (per_flow, flow_flag) {
+        (Some(f), Some(_)) => note(
+            &mut basis,
+            "per_flow",
+            format!("--flow-cap {} Gbit/s", g(f)),
+        ),
+        (Some(f), None) => note(
+            &mut basis,
+            "per_flow",
+            format!("profile's flow cap {} Gbit/s", g(f)),
+        ),
+        (None, _) => note(
+            &mut basis,
+            "per_flow",
+            "no per-flow cap in this profile".into(),
+        ),
+    }
+    let flows_per_nic = match (per_nic, per_flow) {
+        (Some(n), Some(f)) => flows_needed(n, f),
+        _ => None,
+    };
+    let flows_per_vm = match (one_way, per_flow) {
+        (Some(v), Some(f)) => flows_needed(v, f),
+        _ => None,
+    };
+    Ok(Ceilings {
+        schema_version: SCHEMA_VERSION,
+        profile: p.name.clone(),
+        instance: inst.map(|i| i.name.clone()),
+        vcpus,
+        nics,
+        per_flow_bps: per_flow,
+        per_nic_bps: per_nic,
+        vm_total_bps: vm_total,
+        network_share: p.network_share,
+        network_bps: network,
+        per_vm_one_way_bps: one_way,
+        per_vm_both_ways_bps: both,
+        flows_per_nic,
+        flows_per_vm,
+        basis,
+        notes: p.notes.clone(),
+    })
+}
+
+/// The instance the query names, or (for a profile with no per-vCPU rule)
+/// the one with its vCPU count; an error when the two disagree.
+fn instance_of<'p>(p: &'p Profile, q: &Query) -> Result<Option<&'p Instance>, ModelError> {
     let inst = match &q.instance {
         Some(name) => Some(p.instance(name).ok_or_else(|| {
             let known: Vec<&str> = p.instances.iter().map(|i| i.name.as_str()).collect();
@@ -133,6 +221,15 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
             i.name, i.vcpus
         )));
     }
+    Ok(inst)
+}
+
+/// The machine's vCPUs (when known) and NICs, checked against the profile.
+fn machine_of(
+    p: &Profile,
+    q: &Query,
+    inst: Option<&Instance>,
+) -> Result<(Option<u32>, u32), ModelError> {
     let vcpus = q.vcpus.or(inst.map(|i| i.vcpus));
     if vcpus == Some(0) {
         return Err(ModelError::Query("--vcpus must be at least 1".into()));
@@ -152,23 +249,24 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
             p.name
         )));
     }
-    if p.caps_from_flags && nic_flag.is_none() && flow_flag.is_none() && vm_flag.is_none() {
-        return Err(ModelError::Query(format!(
-            "profile {} takes its caps from the command line: give at least one of --nic-cap, --flow-cap, --vm-cap (e.g. --nic-cap 1gbit)",
-            p.name
-        )));
-    }
-    let mut basis = BTreeMap::new();
-    let mut note = |k: &str, v: String| {
-        basis.insert(k.to_string(), v);
-    };
+    Ok((vcpus, nics))
+}
 
-    let vm_total = if let Some(v) = vm_flag {
-        note("vm_total", format!("--vm-cap {} Gbit/s", g(v)));
+/// The VM's total bandwidth: `--vm-cap`, the instance's figure, vCPUs x
+/// the per-vCPU rate (capped), or the profile's VM cap.
+fn vm_total(
+    p: &Profile,
+    inst: Option<&Instance>,
+    vcpus: Option<u32>,
+    vm_flag: Option<f64>,
+    basis: &mut Basis,
+) -> Result<Option<f64>, ModelError> {
+    Ok(if let Some(v) = vm_flag {
+        note(basis, "vm_total", format!("--vm-cap {} Gbit/s", g(v)));
         Some(v)
     } else if let Some(c) = inst.and_then(|i| i.vm_cap_gbit) {
         let name = inst.map(|i| i.name.as_str()).unwrap_or_default();
-        note("vm_total", format!("{name}: {c} Gbit/s per VM"));
+        note(basis, "vm_total", format!("{name}: {c} Gbit/s per VM"));
         Some(c * GBIT)
     } else if let Some(per) = p.per_vcpu_gbit {
         let Some(v) = vcpus else {
@@ -181,6 +279,7 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
         match p.vm_cap_gbit {
             Some(cap) if raw > cap => {
                 note(
+                    basis,
                     "vm_total",
                     format!(
                         "{v} vCPUs x {per} Gbit/s = {} Gbit/s, capped at {cap}",
@@ -191,6 +290,7 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
             }
             _ => {
                 note(
+                    basis,
                     "vm_total",
                     format!("{v} vCPUs x {per} Gbit/s = {} Gbit/s", g(raw * GBIT)),
                 );
@@ -198,129 +298,86 @@ pub fn ceilings(p: &Profile, q: &Query) -> Result<Ceilings, ModelError> {
             }
         }
     } else if let Some(cap) = p.vm_cap_gbit {
-        note("vm_total", format!("profile's VM cap {cap} Gbit/s"));
+        note(basis, "vm_total", format!("profile's VM cap {cap} Gbit/s"));
         Some(cap * GBIT)
     } else {
         None
-    };
+    })
+}
 
-    let network = vm_total.map(|t| t * p.network_share.unwrap_or(1.0));
-    if let (Some(n), Some(s)) = (network, p.network_share) {
-        note(
-            "network",
-            format!("{} Gbit/s x network share {s} = {} Gbit/s", g(n / s), g(n)),
-        );
-    }
-
+/// One NIC's ceiling: the NIC cap (`--nic-cap` or the profile's), or the
+/// network share split over the NICs, the lower.
+fn per_nic(
+    p: &Profile,
+    network: Option<f64>,
+    nics: u32,
+    nics_text: &str,
+    nic_flag: Option<f64>,
+    basis: &mut Basis,
+) -> Option<f64> {
     let nic_cap = nic_flag.or(p.nic_cap_gbit.map(|c| c * GBIT));
-    let nics_text = format!("{nics} NIC{}", if nics == 1 { "" } else { "s" });
     let split = if p.split_over_nics {
         network.map(|n| n / nics as f64)
     } else {
         None
     };
     let per_nic = min_opt(nic_cap, split);
-    match (nic_cap, split) {
-        (Some(c), Some(s)) => note(
-            "per_nic",
-            format!(
-                "min(NIC cap {}, network {} / {} = {}) Gbit/s",
-                g(c),
-                g(network.unwrap_or(0.0)),
-                nics_text,
-                g(s)
-            ),
+    let why = match (nic_cap, split) {
+        (Some(c), Some(s)) => format!(
+            "min(NIC cap {}, network {} / {} = {}) Gbit/s",
+            g(c),
+            g(network.unwrap_or(0.0)),
+            nics_text,
+            g(s)
         ),
-        (Some(c), None) => note(
-            "per_nic",
-            format!(
-                "NIC cap {} Gbit/s{}",
-                g(c),
-                if nic_flag.is_some() {
-                    " (--nic-cap)"
-                } else {
-                    ""
-                }
-            ),
+        (Some(c), None) => format!(
+            "NIC cap {} Gbit/s{}",
+            g(c),
+            if nic_flag.is_some() {
+                " (--nic-cap)"
+            } else {
+                ""
+            }
         ),
-        (None, Some(s)) => note(
-            "per_nic",
-            format!(
-                "network {} / {} = {} Gbit/s",
-                g(network.unwrap_or(0.0)),
-                nics_text,
-                g(s)
-            ),
+        (None, Some(s)) => format!(
+            "network {} / {} = {} Gbit/s",
+            g(network.unwrap_or(0.0)),
+            nics_text,
+            g(s)
         ),
-        (None, None) => note("per_nic", "no per-NIC cap in this profile".into()),
-    }
+        (None, None) => "no per-NIC cap in this profile".into(),
+    };
+    note(basis, "per_nic", why);
+    per_nic
+}
 
+/// The VM's one-way ceiling: the network share, or all NICs at their
+/// ceiling, the lower.
+fn one_way(
+    p: &Profile,
+    network: Option<f64>,
+    per_nic: Option<f64>,
+    nics: u32,
+    nics_text: &str,
+    basis: &mut Basis,
+) -> Option<f64> {
     let all_nics = per_nic.map(|c| c * nics as f64);
     let one_way = min_opt(network, all_nics);
-    match (network, all_nics) {
-        (Some(n), Some(a)) if a < n => note(
-            "per_vm_one_way",
-            format!(
-                "{} x {} = {} Gbit/s (below the network's {})",
-                nics_text,
-                g(a / nics as f64),
-                g(a),
-                g(n)
-            ),
+    let why = match (network, all_nics) {
+        (Some(n), Some(a)) if a < n => format!(
+            "{} x {} = {} Gbit/s (below the network's {})",
+            nics_text,
+            g(a / nics as f64),
+            g(a),
+            g(n)
         ),
-        (Some(n), _) if p.network_share.is_some() => {
-            note("per_vm_one_way", format!("network {} Gbit/s", g(n)))
-        }
-        (Some(n), _) => note("per_vm_one_way", format!("VM total {} Gbit/s", g(n))),
-        (None, Some(a)) => note(
-            "per_vm_one_way",
-            format!("{nics_text} x {} = {} Gbit/s", g(a / nics as f64), g(a)),
-        ),
-        (None, None) => note("per_vm_one_way", "no VM or NIC cap in this profile".into()),
-    }
-    let both = one_way.map(|o| 2.0 * o);
-    if let Some(b) = both {
-        note(
-            "per_vm_both_ways",
-            format!(
-                "2 x one way = {} Gbit/s (each direction counts against its sender)",
-                g(b)
-            ),
-        );
-    }
-
-    let per_flow = flow_flag.or(p.flow_cap_gbit.map(|c| c * GBIT));
-    match (per_flow, flow_flag) {
-        (Some(f), Some(_)) => note("per_flow", format!("--flow-cap {} Gbit/s", g(f))),
-        (Some(f), None) => note("per_flow", format!("profile's flow cap {} Gbit/s", g(f))),
-        (None, _) => note("per_flow", "no per-flow cap in this profile".into()),
-    }
-    let flows_per_nic = match (per_nic, per_flow) {
-        (Some(n), Some(f)) => flows_needed(n, f),
-        _ => None,
+        (Some(n), _) if p.network_share.is_some() => format!("network {} Gbit/s", g(n)),
+        (Some(n), _) => format!("VM total {} Gbit/s", g(n)),
+        (None, Some(a)) => format!("{nics_text} x {} = {} Gbit/s", g(a / nics as f64), g(a)),
+        (None, None) => "no VM or NIC cap in this profile".into(),
     };
-    let flows_per_vm = match (one_way, per_flow) {
-        (Some(v), Some(f)) => flows_needed(v, f),
-        _ => None,
-    };
-    Ok(Ceilings {
-        schema_version: SCHEMA_VERSION,
-        profile: p.name.clone(),
-        instance: inst.map(|i| i.name.clone()),
-        vcpus,
-        nics,
-        per_flow_bps: per_flow,
-        per_nic_bps: per_nic,
-        vm_total_bps: vm_total,
-        network_share: p.network_share,
-        network_bps: network,
-        per_vm_one_way_bps: one_way,
-        per_vm_both_ways_bps: both,
-        flows_per_nic,
-        flows_per_vm,
-        basis,
-        notes: p.notes.clone(),
-    })
+    note(basis, "per_vm_one_way", why);
+    one_way
 }
 
 #[cfg(test)]

@@ -348,11 +348,15 @@ pub fn plot_rect(o: &mut String, x0: f64, x1: f64, top: f64, bottom: f64) {
 /// Closes a chart's `<svg>`.
 pub const CLOSE_SVG: &str = "</svg>\n";
 
+/// A plot area: left and right x, top and bottom y.
+type Frame = (f64, f64, f64, f64);
+
 impl LineChart<'_> {
     /// The SVG.
     pub fn svg(&self) -> String {
         let h = self.height;
         let (x0, x1, top, bottom) = (PLOT_X0, PLOT_X1, 16.0, h - 36.0);
+        let f: Frame = (x0, x1, top, bottom);
         let drawn: Vec<&Line> = self.lines.iter().filter(|l| !l.points.is_empty()).collect();
         let mut o = open_svg(self.kind, &self.title, h, drawn.len());
         plot_rect(&mut o, x0, x1, top, bottom);
@@ -372,6 +376,20 @@ impl LineChart<'_> {
                 );
             }
         }
+        self.grid(&mut o, f);
+        self.axes(&mut o, f);
+        // Thin lines first so the thick ones (totals) stay on top.
+        let mut order: Vec<&&Line> = drawn.iter().collect();
+        order.sort_by(|a, b| a.width.total_cmp(&b.width));
+        for l in order {
+            self.draw(&mut o, l, f);
+        }
+        o.push_str(CLOSE_SVG);
+        o
+    }
+
+    /// The grid lines and tick labels of both axes.
+    fn grid(&self, o: &mut String, (x0, x1, top, bottom): Frame) {
         for (v, label) in &self.y.ticks {
             let y = self.y.pos(*v, bottom, top);
             let _ = writeln!(
@@ -408,6 +426,11 @@ impl LineChart<'_> {
                 last_right = x + half;
             }
         }
+    }
+
+    /// The two axis lines and their titles.
+    fn axes(&self, o: &mut String, (x0, x1, top, bottom): Frame) {
+        let h = self.height;
         let _ = writeln!(
             o,
             "<line class=\"axis\" x1=\"{}\" y1=\"{b}\" x2=\"{}\" y2=\"{b}\"/><line class=\"axis\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{b}\"/>",
@@ -435,63 +458,61 @@ impl LineChart<'_> {
                 esc(&self.y.title)
             );
         }
-        // Thin lines first so the thick ones (totals) stay on top.
-        let mut order: Vec<&&Line> = drawn.iter().collect();
-        order.sort_by(|a, b| a.width.total_cmp(&b.width));
-        for l in order {
-            let pts: Vec<(f64, f64)> = l
-                .points
-                .iter()
-                .map(|&(x, y)| (self.x.pos(x, x0, x1), self.y.pos(y, bottom, top)))
-                .collect();
-            let dash = if l.dash {
-                " stroke-dasharray=\"6 4\""
-            } else {
-                ""
-            };
-            if pts.len() == 1 {
-                let _ = writeln!(
-                    o,
-                    "<circle class=\"mark\" cx=\"{}\" cy=\"{}\" r=\"4\" style=\"fill:{}\"><title>{}</title></circle>",
-                    n(pts[0].0),
-                    n(pts[0].1),
-                    l.color,
-                    esc(&format!(
-                        "{}: {}",
-                        l.name,
-                        (self.hover)(l.points[0].0, l.points[0].1)
-                    ))
-                );
-                continue;
-            }
-            let d: String = pts
-                .iter()
-                .enumerate()
-                .map(|(i, (x, y))| format!("{}{} {}", if i == 0 { 'M' } else { 'L' }, n(*x), n(*y)))
-                .collect();
+    }
+
+    /// Line `l`: a path with a dot per point (up to 120 points), or a
+    /// single mark for one point.
+    fn draw(&self, o: &mut String, l: &Line, (x0, x1, top, bottom): Frame) {
+        let pts: Vec<(f64, f64)> = l
+            .points
+            .iter()
+            .map(|&(x, y)| (self.x.pos(x, x0, x1), self.y.pos(y, bottom, top)))
+            .collect();
+        let dash = if l.dash {
+            " stroke-dasharray=\"6 4\""
+        } else {
+            ""
+        };
+        if pts.len() == 1 {
             let _ = writeln!(
                 o,
-                "<path class=\"mark line\" d=\"{d}\" style=\"stroke:{}\" stroke-width=\"{}\"{dash}><title>{}</title></path>",
+                "<circle class=\"mark\" cx=\"{}\" cy=\"{}\" r=\"4\" style=\"fill:{}\"><title>{}</title></circle>",
+                n(pts[0].0),
+                n(pts[0].1),
                 l.color,
-                n(l.width),
-                esc(&l.name)
+                esc(&format!(
+                    "{}: {}",
+                    l.name,
+                    (self.hover)(l.points[0].0, l.points[0].1)
+                ))
             );
-            if pts.len() <= 120 {
-                for ((x, y), (dx, dy)) in pts.iter().zip(&l.points) {
-                    let _ = writeln!(
-                        o,
-                        "<circle class=\"pt\" cx=\"{}\" cy=\"{}\" r=\"{}\" style=\"fill:{}\"><title>{}</title></circle>",
-                        n(*x),
-                        n(*y),
-                        n((l.width + 1.0).min(3.5)),
-                        l.color,
-                        esc(&format!("{}: {}", l.name, (self.hover)(*dx, *dy)))
-                    );
-                }
+            return;
+        }
+        let d: String = pts
+            .iter()
+            .enumerate()
+            .map(|(i, (x, y))| format!("{}{} {}", if i == 0 { 'M' } else { 'L' }, n(*x), n(*y)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "<path class=\"mark line\" d=\"{d}\" style=\"stroke:{}\" stroke-width=\"{}\"{dash}><title>{}</title></path>",
+            l.color,
+            n(l.width),
+            esc(&l.name)
+        );
+        if pts.len() <= 120 {
+            for ((x, y), (dx, dy)) in pts.iter().zip(&l.points) {
+                let _ = writeln!(
+                    o,
+                    "<circle class=\"pt\" cx=\"{}\" cy=\"{}\" r=\"{}\" style=\"fill:{}\"><title>{}</title></circle>",
+                    n(*x),
+                    n(*y),
+                    n((l.width + 1.0).min(3.5)),
+                    l.color,
+                    esc(&format!("{}: {}", l.name, (self.hover)(*dx, *dy)))
+                );
             }
         }
-        o.push_str(CLOSE_SVG);
-        o
     }
 
     /// The chart's legend as HTML (lines marked `legend`).

@@ -5,7 +5,8 @@
 
 use crate::experiment::ExperimentResults;
 use std::fmt::Write;
-use wirespeed_types::result::finite;
+use wirespeed_types::TestResult;
+use wirespeed_types::result::{IntervalSample, finite};
 
 /// Quotes a CSV field when it holds a comma, quote or line break.
 pub fn csv_field(s: &str) -> String {
@@ -96,7 +97,7 @@ fn cell(x: Option<f64>) -> String {
 /// CPU, every row naming its result and test. A single experiment keeps
 /// its own per-point layout ([`render_csv`]).
 pub fn render_page_csv(sources: &[crate::Source]) -> String {
-    use crate::source::{Content, all_series, describe, interval_latency, latency_of, main_flows};
+    use crate::source::{Content, all_series, describe};
     if let [one] = sources
         && let Content::Experiment(e) = &one.content
     {
@@ -107,124 +108,12 @@ pub fn render_page_csv(sources: &[crate::Source]) -> String {
     for s in all_series(sources) {
         for p in &s.points {
             let r = p.run;
-            let mut rows: Vec<PageRow> = Vec::new();
             let size = matches!(s.x_title.as_str(), "request size");
-            let l = latency_of(r);
-            let infos: Vec<_> = main_flows(r).filter_map(|f| f.tcp_info.as_ref()).collect();
-            rows.push(PageRow {
-                row: "test",
-                series: "total".into(),
-                x: p.x.as_ref().map(|x| x.1),
-                x_unit: if p.x.is_some() && size { "bytes" } else { "" },
-                bps: Some(r.throughput_bps),
-                tps: Some(r.transactions_per_s),
-                lat: l.map_or([None; 7], |l| {
-                    [
-                        Some(l.count as f64),
-                        Some(l.min_us),
-                        Some(l.p50_us),
-                        Some(l.p90_us),
-                        Some(l.p99_us),
-                        Some(l.p999_us),
-                        Some(l.max_us),
-                    ]
-                }),
-                tcp: if infos.is_empty() {
-                    [None; 4]
-                } else {
-                    let k = infos.len() as f64;
-                    [
-                        Some(infos.iter().map(|i| i.retransmits as f64).sum()),
-                        Some(infos.iter().map(|i| i.rtt_us as f64).sum::<f64>() / k),
-                        Some(infos.iter().map(|i| i.cwnd as f64).sum::<f64>() / k),
-                        Some(infos.iter().map(|i| i.delivery_rate_bps as f64).sum()),
-                    ]
-                },
-                ..PageRow::default()
-            });
+            let mut rows: Vec<PageRow> = vec![test_row(r, p.x.as_ref(), size)];
             for x in &r.intervals {
-                let il = interval_latency(x);
-                rows.push(PageRow {
-                    row: "interval",
-                    series: "total".into(),
-                    x: Some(x.t_s),
-                    x_unit: "s",
-                    bps: Some(x.bps),
-                    tps: Some(x.tps),
-                    lat: il.map_or([None; 7], |l| {
-                        [
-                            Some(l.count as f64),
-                            None,
-                            Some(l.p50_us),
-                            Some(l.p90_us),
-                            Some(l.p99_us),
-                            None,
-                            Some(l.max_us),
-                        ]
-                    }),
-                    ..PageRow::default()
-                });
-                if r.paths.len() > 1 && !x.flow_bps.is_empty() {
-                    for path in &r.paths {
-                        let ids = main_flows(r).filter(|f| f.path == path.index);
-                        let (b, t) = ids.fold((0.0, 0.0), |(b, t), f| {
-                            let i = f.id as usize;
-                            (
-                                b + x.flow_bps.get(i).copied().unwrap_or(0.0),
-                                t + x.flow_tps.get(i).copied().unwrap_or(0.0),
-                            )
-                        });
-                        rows.push(PageRow {
-                            row: "interval",
-                            series: format!("path {}", path.index),
-                            x: Some(x.t_s),
-                            x_unit: "s",
-                            bps: Some(b),
-                            tps: Some(t),
-                            ..PageRow::default()
-                        });
-                    }
-                }
-                for f in r.flows.iter() {
-                    let i = f.id as usize;
-                    let Some(b) = x.flow_bps.get(i) else { continue };
-                    rows.push(PageRow {
-                        row: "interval",
-                        series: format!("flow {}", f.id),
-                        x: Some(x.t_s),
-                        x_unit: "s",
-                        bps: Some(*b),
-                        tps: Some(x.flow_tps.get(i).copied().unwrap_or(0.0)),
-                        ..PageRow::default()
-                    });
-                }
+                interval_rows(r, x, &mut rows);
             }
-            for f in &r.flows {
-                let i = f.tcp_info.as_ref();
-                rows.push(PageRow {
-                    row: "flow",
-                    series: format!("flow {}", f.id),
-                    bps: Some(f.throughput_bps),
-                    tps: Some(finite(f.transactions as f64 / r.window_s)),
-                    tcp: i.map_or([None; 4], |i| {
-                        [
-                            Some(i.retransmits as f64),
-                            Some(i.rtt_us as f64),
-                            Some(i.cwnd as f64),
-                            Some(i.delivery_rate_bps as f64),
-                        ]
-                    }),
-                    ..PageRow::default()
-                });
-            }
-            for (side, c) in [("client", &r.local_cpu), ("server", &r.remote_cpu)] {
-                rows.push(PageRow {
-                    row: "cpu",
-                    series: side.into(),
-                    cpu: [Some(c.total_pct), Some(c.max_core_pct)],
-                    ..PageRow::default()
-                });
-            }
+            flow_and_cpu_rows(r, &mut rows);
             let test = describe(r);
             for row in rows {
                 let mut f = vec![
@@ -245,6 +134,135 @@ pub fn render_page_csv(sources: &[crate::Source]) -> String {
         }
     }
     o
+}
+
+/// A test's row: its rates, latency and mean TCP state, at its sweep
+/// value `x` (in bytes when the sweep is of `size`).
+fn test_row(r: &TestResult, x: Option<&(String, f64)>, size: bool) -> PageRow {
+    use crate::source::{latency_of, main_flows};
+    let l = latency_of(r);
+    let infos: Vec<_> = main_flows(r).filter_map(|f| f.tcp_info.as_ref()).collect();
+    PageRow {
+        row: "test",
+        series: "total".into(),
+        x: x.map(|x| x.1),
+        x_unit: if x.is_some() && size { "bytes" } else { "" },
+        bps: Some(r.throughput_bps),
+        tps: Some(r.transactions_per_s),
+        lat: l.map_or([None; 7], |l| {
+            [
+                Some(l.count as f64),
+                Some(l.min_us),
+                Some(l.p50_us),
+                Some(l.p90_us),
+                Some(l.p99_us),
+                Some(l.p999_us),
+                Some(l.max_us),
+            ]
+        }),
+        tcp: if infos.is_empty() {
+            [None; 4]
+        } else {
+            let k = infos.len() as f64;
+            [
+                Some(infos.iter().map(|i| i.retransmits as f64).sum()),
+                Some(infos.iter().map(|i| i.rtt_us as f64).sum::<f64>() / k),
+                Some(infos.iter().map(|i| i.cwnd as f64).sum::<f64>() / k),
+                Some(infos.iter().map(|i| i.delivery_rate_bps as f64).sum()),
+            ]
+        },
+        ..PageRow::default()
+    }
+}
+
+/// Interval `x`'s rows: the total, each path (when several) and each flow.
+fn interval_rows(r: &TestResult, x: &IntervalSample, rows: &mut Vec<PageRow>) {
+    use crate::source::{interval_latency, main_flows};
+    let il = interval_latency(x);
+    rows.push(PageRow {
+        row: "interval",
+        series: "total".into(),
+        x: Some(x.t_s),
+        x_unit: "s",
+        bps: Some(x.bps),
+        tps: Some(x.tps),
+        lat: il.map_or([None; 7], |l| {
+            [
+                Some(l.count as f64),
+                None,
+                Some(l.p50_us),
+                Some(l.p90_us),
+                Some(l.p99_us),
+                None,
+                Some(l.max_us),
+            ]
+        }),
+        ..PageRow::default()
+    });
+    if r.paths.len() > 1 && !x.flow_bps.is_empty() {
+        for path in &r.paths {
+            let ids = main_flows(r).filter(|f| f.path == path.index);
+            let (b, t) = ids.fold((0.0, 0.0), |(b, t), f| {
+                let i = f.id as usize;
+                (
+                    b + x.flow_bps.get(i).copied().unwrap_or(0.0),
+                    t + x.flow_tps.get(i).copied().unwrap_or(0.0),
+                )
+            });
+            rows.push(PageRow {
+                row: "interval",
+                series: format!("path {}", path.index),
+                x: Some(x.t_s),
+                x_unit: "s",
+                bps: Some(b),
+                tps: Some(t),
+                ..PageRow::default()
+            });
+        }
+    }
+    for f in r.flows.iter() {
+        let i = f.id as usize;
+        let Some(b) = x.flow_bps.get(i) else { continue };
+        rows.push(PageRow {
+            row: "interval",
+            series: format!("flow {}", f.id),
+            x: Some(x.t_s),
+            x_unit: "s",
+            bps: Some(*b),
+            tps: Some(x.flow_tps.get(i).copied().unwrap_or(0.0)),
+            ..PageRow::default()
+        });
+    }
+}
+
+/// A row per flow over the window, and one per side's CPU.
+fn flow_and_cpu_rows(r: &TestResult, rows: &mut Vec<PageRow>) {
+    for f in &r.flows {
+        let i = f.tcp_info.as_ref();
+        rows.push(PageRow {
+            row: "flow",
+            series: format!("flow {}", f.id),
+            bps: Some(f.throughput_bps),
+            tps: Some(finite(f.transactions as f64 / r.window_s)),
+            tcp: i.map_or([None; 4], |i| {
+                [
+                    Some(i.retransmits as f64),
+                    Some(i.rtt_us as f64),
+                    Some(i.cwnd as f64),
+                    Some(i.delivery_rate_bps as f64),
+                ]
+            }),
+            ..PageRow::default()
+        });
+    }
+    for (side, c) in [("client", &r.local_cpu), ("server", &r.remote_cpu)] {
+        rows.push(PageRow {
+            row: "cpu",
+            series: side.into(),
+            cpu: [Some(c.total_pct), Some(c.max_core_pct)],
+            ..PageRow::default()
+        });
+    }
 }
 
 #[cfg(test)]

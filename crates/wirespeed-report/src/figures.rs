@@ -279,84 +279,7 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
     }
     let range = time_range(&picked.iter().map(|x| x.1.clone()).collect::<Vec<_>>())?;
     let single = picked.len() == 1 && series.len() == 1;
-    let mut lines = Vec::new();
-    let max_rate = |ss: &[IntervalSample]| ss.iter().map(|s| rate.total(s)).fold(0.0, f64::max);
-    let mut ymax: f64 = 0.0;
-    for (i, s) in &picked {
-        let r = s.run();
-        ymax = ymax.max(max_rate(&r.intervals));
-        let total: Vec<(f64, f64)> = r
-            .intervals
-            .iter()
-            .map(|x| (mid(x), finite(rate.total(x))))
-            .collect();
-        let name = if single {
-            "total".to_string()
-        } else {
-            s.label.clone()
-        };
-        lines.push(Line::new(name, color(colors[*i]), total).width(TOTAL_W));
-        if !single {
-            continue;
-        }
-        let flows: Vec<&wirespeed_types::result::FlowResult> = main_flows(r).collect();
-        let has_flow_data = r.intervals.iter().any(|x| !x.flow_bps.is_empty());
-        if r.paths.len() > 1 && has_flow_data {
-            for p in &r.paths {
-                let pts = summed(r, rate, flows.iter().filter(|f| f.path == p.index));
-                lines.push(
-                    Line::new(
-                        format!("path {} ({})", p.index, p.label),
-                        color(1 + p.index as usize),
-                        pts,
-                    )
-                    .dashed()
-                    .width(2.0),
-                );
-            }
-        }
-        let both_ways = [FlowKind::Forward, FlowKind::Reverse]
-            .iter()
-            .all(|k| flows.iter().any(|f| f.kind == Some(*k)));
-        if both_ways && has_flow_data {
-            for (k, name, c) in [
-                (FlowKind::Forward, "client → server", "#1b5e20"),
-                (FlowKind::Reverse, "server → client", "#8e2a8c"),
-            ] {
-                let pts = summed(r, rate, flows.iter().filter(|f| f.kind == Some(k)));
-                lines.push(Line::new(name, c, pts).dashed().width(2.0));
-            }
-        }
-        if flows.len() > 1 && has_flow_data {
-            let many = flows.len() > 8;
-            for (k, f) in flows.iter().enumerate() {
-                let pts: Vec<(f64, f64)> = r
-                    .intervals
-                    .iter()
-                    .filter_map(|x| Some((mid(x), finite(rate.flow(x, f.id as usize)?))))
-                    .collect();
-                let c = if many {
-                    "#8fb0dc"
-                } else {
-                    color(1 + r.paths.len().max(1) * usize::from(r.paths.len() > 1) + k)
-                };
-                let mut l = Line::new(flow_name(f), c, pts).width(FLOW_W);
-                l.legend = !many;
-                lines.push(l);
-            }
-            if many {
-                lines.push(Line {
-                    legend: true,
-                    points: vec![],
-                    ..Line::new(
-                        format!("each of the {} flows", flows.len()),
-                        "#8fb0dc",
-                        vec![],
-                    )
-                });
-            }
-        }
-    }
+    let (lines, ymax) = rate_lines(&picked, rate, colors, single);
     let fmt_y: Box<dyn Fn(f64) -> String> = match rate {
         Rate::Bps => Box::new(bps_ticks(ymax)),
         Rate::Tps => Box::new(count_ticks),
@@ -393,7 +316,114 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
     } else {
         format!("{what} over time")
     };
-    let quote = if single {
+    Some(Figure {
+        title,
+        quote: over_time_quote(&picked, rate, single),
+        legend: String::new(),
+        panels,
+        note: over_time_note(&picked, warm, lat.is_some()),
+        table: String::new(),
+    })
+}
+
+/// The rate lines of [`over_time`]: each test's total, and for a single
+/// test its paths, directions and flows; with the highest rate drawn.
+fn rate_lines(
+    picked: &[(usize, &Series)],
+    rate: Rate,
+    colors: &[usize],
+    single: bool,
+) -> (Vec<Line>, f64) {
+    let mut lines = Vec::new();
+    let max_rate = |ss: &[IntervalSample]| ss.iter().map(|s| rate.total(s)).fold(0.0, f64::max);
+    let mut ymax: f64 = 0.0;
+    for (i, s) in picked {
+        let r = s.run();
+        ymax = ymax.max(max_rate(&r.intervals));
+        let total: Vec<(f64, f64)> = r
+            .intervals
+            .iter()
+            .map(|x| (mid(x), finite(rate.total(x))))
+            .collect();
+        let name = if single {
+            "total".to_string()
+        } else {
+            s.label.clone()
+        };
+        lines.push(Line::new(name, color(colors[*i]), total).width(TOTAL_W));
+        if single {
+            detail_lines(r, rate, &mut lines);
+        }
+    }
+    (lines, ymax)
+}
+
+/// A single test's dashed lines per path and per direction, and a line
+/// per flow (pale and out of the legend past 8 flows).
+fn detail_lines(r: &TestResult, rate: Rate, lines: &mut Vec<Line>) {
+    let flows: Vec<&wirespeed_types::result::FlowResult> = main_flows(r).collect();
+    let has_flow_data = r.intervals.iter().any(|x| !x.flow_bps.is_empty());
+    if r.paths.len() > 1 && has_flow_data {
+        for p in &r.paths {
+            let pts = summed(r, rate, flows.iter().filter(|f| f.path == p.index));
+            lines.push(
+                Line::new(
+                    format!("path {} ({})", p.index, p.label),
+                    color(1 + p.index as usize),
+                    pts,
+                )
+                .dashed()
+                .width(2.0),
+            );
+        }
+    }
+    let both_ways = [FlowKind::Forward, FlowKind::Reverse]
+        .iter()
+        .all(|k| flows.iter().any(|f| f.kind == Some(*k)));
+    if both_ways && has_flow_data {
+        for (k, name, c) in [
+            (FlowKind::Forward, "client → server", "#1b5e20"),
+            (FlowKind::Reverse, "server → client", "#8e2a8c"),
+        ] {
+            let pts = summed(r, rate, flows.iter().filter(|f| f.kind == Some(k)));
+            lines.push(Line::new(name, c, pts).dashed().width(2.0));
+        }
+    }
+    if flows.len() > 1 && has_flow_data {
+        let many = flows.len() > 8;
+        for (k, f) in flows.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = r
+                .intervals
+                .iter()
+                .filter_map(|x| Some((mid(x), finite(rate.flow(x, f.id as usize)?))))
+                .collect();
+            let c = if many {
+                "#8fb0dc"
+            } else {
+                color(1 + r.paths.len().max(1) * usize::from(r.paths.len() > 1) + k)
+            };
+            let mut l = Line::new(flow_name(f), c, pts).width(FLOW_W);
+            l.legend = !many;
+            lines.push(l);
+        }
+        if many {
+            lines.push(Line {
+                legend: true,
+                points: vec![],
+                ..Line::new(
+                    format!("each of the {} flows", flows.len()),
+                    "#8fb0dc",
+                    vec![],
+                )
+            });
+        }
+    }
+}
+
+/// The quote of [`over_time`]: a single test's rate and latency, or the
+/// highest of several.
+fn over_time_quote(picked: &[(usize, &Series)], rate: Rate, single: bool) -> String {
+    if single {
         let r = picked[0].1.run();
         let mut q = format!(
             "{} over the {} s window",
@@ -422,7 +452,12 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
         best.map_or(String::new(), |b| {
             format!("highest: {} {}", b.label, rate.human(headline(b.run())))
         })
-    };
+    }
+}
+
+/// The note under [`over_time`]: what a point is, the warm-up's shade
+/// (`warm`) and, with a latency panel (`lat`), what it shows.
+fn over_time_note(picked: &[(usize, &Series)], warm: bool, lat: bool) -> String {
     let r0 = picked[0].1.run();
     let len = if r0.spec.interval_s > 0.0 {
         r0.spec.interval_s
@@ -436,7 +471,7 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
     if warm {
         note.push_str("; the grey part is the warm-up, not counted in the results");
     }
-    if lat.is_some() {
+    if lat {
         let probe = picked.iter().any(|(_, s)| is_probe_latency(s.run()));
         note.push_str(if probe {
             ". Below: latency of the probe (1-byte request/response on its own flow) in each interval, p50 solid, p99 dashed"
@@ -445,14 +480,7 @@ pub fn over_time(series: &[Series], rate: Rate, colors: &[usize]) -> Option<Figu
         });
     }
     note.push('.');
-    Some(Figure {
-        title,
-        quote,
-        legend: String::new(),
-        panels,
-        note,
-        table: String::new(),
-    })
+    note
 }
 
 fn flow_name(f: &wirespeed_types::result::FlowResult) -> String {
@@ -1032,10 +1060,8 @@ pub fn sweep(series: &[Series], colors: &[usize]) -> Vec<Figure> {
     if sweeps.is_empty() {
         return Vec::new();
     }
-    let only: Vec<&Series> = sweeps.iter().map(|x| x.1).collect();
     // A sweep's own page: one colour, quotes of its end points.
     let single = series.len() == 1;
-    let mut out = Vec::new();
     let metric = Metric::of(sweeps[0].1.run());
     let figures: Vec<(&str, Metric)> = match metric {
         Metric::TransactionsPerS => vec![
@@ -1044,82 +1070,159 @@ pub fn sweep(series: &[Series], colors: &[usize]) -> Vec<Figure> {
         ],
         Metric::ThroughputBps => vec![("goodput", Metric::ThroughputBps)],
     };
-    for (kind, m) in figures {
-        let mut lines = Vec::new();
-        let mut ymax: f64 = 0.0;
-        for (i, s) in &sweeps {
-            let pts: Vec<(f64, f64)> = sweep_points(s)
-                .map(|(x, p)| (x, finite(m.value(p.run))))
-                .collect();
-            ymax = pts.iter().map(|p| p.1).fold(ymax, f64::max);
-            let c = if single { 0 } else { colors[*i] };
-            lines.push(Line::new(s.label.clone(), color(c), pts).width(2.5));
-        }
-        let fmt: Box<dyn Fn(f64) -> String> = match m {
-            Metric::ThroughputBps => Box::new(bps_ticks(ymax)),
-            Metric::TransactionsPerS => Box::new(count_ticks),
-        };
-        let label_of = |x: f64| {
-            sweeps
-                .iter()
-                .flat_map(|s| &s.1.points)
-                .find_map(|p| p.x.as_ref().filter(|v| v.1 == x).map(|v| v.0.clone()))
-                .unwrap_or_default()
-        };
-        let hover = |x: f64, y: f64| format!("{} at {}", m.human(y), label_of(x));
-        let chart = LineChart {
-            kind: if kind == "rate" {
-                "sweep-rate"
-            } else {
-                "sweep-goodput"
-            },
-            title: format!("{} vs {}", m.label(), only[0].x_title),
-            x: sweep_axis(&only),
-            y: Axis::from_zero(ymax, &*fmt).titled(match m {
-                Metric::ThroughputBps => "goodput",
-                Metric::TransactionsPerS => "transactions/s",
-            }),
-            lines,
-            shade_before: None,
-            height: 270.0,
-            hover: &hover,
-        };
-        let quote = if single {
-            let pts: Vec<(f64, &SeriesPoint)> = sweep_points(only[0]).collect();
-            match (pts.first(), pts.last()) {
-                (Some(a), Some(b)) => format!(
-                    "{} at {} to {} at {}",
-                    m.human(m.value(a.1.run)),
-                    a.1.x.as_ref().map_or("", |x| x.0.as_str()),
-                    m.human(m.value(b.1.run)),
-                    b.1.x.as_ref().map_or("", |x| x.0.as_str())
-                ),
-                _ => String::new(),
-            }
-        } else {
-            String::new()
-        };
-        let title = match (kind, m) {
-            ("rate", _) => format!("Transactions per second vs {}", only[0].x_title),
-            _ => format!("Goodput vs {}", only[0].x_title),
-        };
-        out.push(Figure {
-            title,
-            quote,
-            legend: if single { String::new() } else { chart.legend() },
-            panels: vec![chart.svg()],
-            note: if kind == "rate" {
-                "One point per size: the IOPS-like curve. Each transaction is a request of that size and a response of its size.".into()
-            } else {
-                "Goodput counts both directions' payload (request plus response bytes).".into()
-            },
-            table: String::new(),
-        });
+    let mut out: Vec<Figure> = figures
+        .into_iter()
+        .map(|(kind, m)| sweep_metric(&sweeps, colors, single, kind, m))
+        .collect();
+    out.extend(sweep_latency(&sweeps, colors, single));
+    out
+}
+
+/// One sweep figure: metric `m` against the swept value, a line per
+/// sweep; `kind` is `rate` or `goodput`.
+fn sweep_metric(
+    sweeps: &[(usize, &Series)],
+    colors: &[usize],
+    single: bool,
+    kind: &str,
+    m: Metric,
+) -> Figure {
+    let only: Vec<&Series> = sweeps.iter().map(|x| x.1).collect();
+    let mut lines = Vec::new();
+    let mut ymax: f64 = 0.0;
+    for (i, s) in sweeps {
+        let pts: Vec<(f64, f64)> = sweep_points(s)
+            .map(|(x, p)| (x, finite(m.value(p.run))))
+            .collect();
+        ymax = pts.iter().map(|p| p.1).fold(ymax, f64::max);
+        let c = if single { 0 } else { colors[*i] };
+        lines.push(Line::new(s.label.clone(), color(c), pts).width(2.5));
     }
-    // Latency vs size, p50 and p99, log scale.
+    let fmt: Box<dyn Fn(f64) -> String> = match m {
+        Metric::ThroughputBps => Box::new(bps_ticks(ymax)),
+        Metric::TransactionsPerS => Box::new(count_ticks),
+    };
+    let label_of = |x: f64| {
+        sweeps
+            .iter()
+            .flat_map(|s| &s.1.points)
+            .find_map(|p| p.x.as_ref().filter(|v| v.1 == x).map(|v| v.0.clone()))
+            .unwrap_or_default()
+    };
+    let hover = |x: f64, y: f64| format!("{} at {}", m.human(y), label_of(x));
+    let chart = LineChart {
+        kind: if kind == "rate" {
+            "sweep-rate"
+        } else {
+            "sweep-goodput"
+        },
+        title: format!("{} vs {}", m.label(), only[0].x_title),
+        x: sweep_axis(&only),
+        y: Axis::from_zero(ymax, &*fmt).titled(match m {
+            Metric::ThroughputBps => "goodput",
+            Metric::TransactionsPerS => "transactions/s",
+        }),
+        lines,
+        shade_before: None,
+        height: 270.0,
+        hover: &hover,
+    };
+    let quote = if single {
+        let pts: Vec<(f64, &SeriesPoint)> = sweep_points(only[0]).collect();
+        end_points_quote(&pts, "", |p| m.human(m.value(p.run)))
+    } else {
+        String::new()
+    };
+    let title = match (kind, m) {
+        ("rate", _) => format!("Transactions per second vs {}", only[0].x_title),
+        _ => format!("Goodput vs {}", only[0].x_title),
+    };
+    Figure {
+        title,
+        quote,
+        legend: if single {
+            String::new()
+        } else {
+            chart.legend()
+        },
+        panels: vec![chart.svg()],
+        note: if kind == "rate" {
+            "One point per size: the IOPS-like curve. Each transaction is a request of that size and a response of its size.".into()
+        } else {
+            "Goodput counts both directions' payload (request plus response bytes).".into()
+        },
+        table: String::new(),
+    }
+}
+
+/// "`prefix`A at x1 to B at x2": `value` at a sweep's first and last
+/// points; empty without points.
+fn end_points_quote(
+    pts: &[(f64, &SeriesPoint)],
+    prefix: &str,
+    value: impl Fn(&SeriesPoint) -> String,
+) -> String {
+    match (pts.first(), pts.last()) {
+        (Some(a), Some(b)) => format!(
+            "{prefix}{} at {} to {} at {}",
+            value(a.1),
+            a.1.x.as_ref().map_or("", |x| x.0.as_str()),
+            value(b.1),
+            b.1.x.as_ref().map_or("", |x| x.0.as_str())
+        ),
+        _ => String::new(),
+    }
+}
+
+/// Latency vs size, p50 and p99, log scale; None when no sweep measured
+/// latency.
+fn sweep_latency(sweeps: &[(usize, &Series)], colors: &[usize], single: bool) -> Option<Figure> {
+    let only: Vec<&Series> = sweeps.iter().map(|x| x.1).collect();
+    let (lines, lo, hi) = sweep_latency_lines(sweeps, colors, single);
+    if !lines.iter().any(|l| !l.points.is_empty()) {
+        return None;
+    }
+    let hover = |x: f64, y: f64| format!("{} at {}", human_us(y), units::human_size(x as u64));
+    let chart = LineChart {
+        kind: "sweep-latency",
+        title: "latency vs size".into(),
+        x: sweep_axis(&only),
+        y: Axis::log10(lo, hi, &tick_us).titled("latency (log scale)"),
+        lines,
+        shade_before: None,
+        height: 270.0,
+        hover: &hover,
+    };
+    let quote = if single {
+        let pts: Vec<(f64, &SeriesPoint)> = sweep_points(only[0])
+            .filter(|p| latency_of(p.1.run).is_some())
+            .collect();
+        end_points_quote(&pts, "p99 ", |p| {
+            human_us(latency_of(p.run).map_or(0.0, |l| l.p99_us))
+        })
+    } else {
+        String::new()
+    };
+    Some(Figure {
+        title: format!("Latency vs {}: p50 and p99", only[0].x_title),
+        quote,
+        legend: chart.legend(),
+        panels: vec![chart.svg()],
+        note: "p50 solid, p99 dashed; latency on a log scale.".into(),
+        table: String::new(),
+    })
+}
+
+/// A p50 and a p99 line per sweep, and the lowest and highest latency
+/// drawn.
+fn sweep_latency_lines(
+    sweeps: &[(usize, &Series)],
+    colors: &[usize],
+    single: bool,
+) -> (Vec<Line>, f64, f64) {
     let mut lines = Vec::new();
     let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
-    for (i, s) in &sweeps {
+    for (i, s) in sweeps {
         let c = if single { 0 } else { colors[*i] };
         for (name, pick, dash) in [
             (
@@ -1148,45 +1251,7 @@ pub fn sweep(series: &[Series], colors: &[usize]) -> Vec<Figure> {
             lines.push(l);
         }
     }
-    if lines.iter().any(|l| !l.points.is_empty()) {
-        let hover = |x: f64, y: f64| format!("{} at {}", human_us(y), units::human_size(x as u64));
-        let chart = LineChart {
-            kind: "sweep-latency",
-            title: "latency vs size".into(),
-            x: sweep_axis(&only),
-            y: Axis::log10(lo, hi, &tick_us).titled("latency (log scale)"),
-            lines,
-            shade_before: None,
-            height: 270.0,
-            hover: &hover,
-        };
-        let quote = if single {
-            let pts: Vec<(f64, &SeriesPoint)> = sweep_points(only[0])
-                .filter(|p| latency_of(p.1.run).is_some())
-                .collect();
-            match (pts.first(), pts.last()) {
-                (Some(a), Some(b)) => format!(
-                    "p99 {} at {} to {} at {}",
-                    human_us(latency_of(a.1.run).map_or(0.0, |l| l.p99_us)),
-                    a.1.x.as_ref().map_or("", |x| x.0.as_str()),
-                    human_us(latency_of(b.1.run).map_or(0.0, |l| l.p99_us)),
-                    b.1.x.as_ref().map_or("", |x| x.0.as_str())
-                ),
-                _ => String::new(),
-            }
-        } else {
-            String::new()
-        };
-        out.push(Figure {
-            title: format!("Latency vs {}: p50 and p99", only[0].x_title),
-            quote,
-            legend: chart.legend(),
-            panels: vec![chart.svg()],
-            note: "p50 solid, p99 dashed; latency on a log scale.".into(),
-            table: String::new(),
-        });
-    }
-    out
+    (lines, lo, hi)
 }
 
 /// The table of sweeps: one row per size (per result and size when

@@ -7,7 +7,7 @@ use crate::table::new_table;
 use crate::units::{human_bps, human_us};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use wirespeed_types::fleet::{Cell, FleetResults, Matrix};
+use wirespeed_types::fleet::{Cell, FleetResults, Matrix, Outlier};
 
 /// A host pair's figure: the median over its links (NIC pairs).
 pub fn host_pair(m: &Matrix, client: &str, server: &str) -> Option<(f64, Option<f64>)> {
@@ -42,47 +42,7 @@ pub fn render_fleet(r: &FleetResults) -> String {
         r.elapsed_s
     );
     for m in &r.matrices {
-        let _ = writeln!(
-            out,
-            "\n{}: median {}{}, noise band {:.1}% ({})",
-            m.workload,
-            human_bps(m.median_bps),
-            m.median_p99_us
-                .map(|p| format!(", p99 {}", human_us(p)))
-                .unwrap_or_default(),
-            m.noise_band * 100.0,
-            m.noise_source
-        );
-        let mut header = vec!["client \\ server".to_string()];
-        header.extend(m.hosts.iter().cloned());
-        let hdr: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut t = new_table(&hdr, 1);
-        for c in &m.hosts {
-            let mut row = vec![c.clone()];
-            for s in &m.hosts {
-                row.push(match host_pair(m, c, s) {
-                    None => String::new(),
-                    Some((bps, p99)) if m.latency => match p99 {
-                        Some(p) => format!("{} p99 {}", human_bps(bps), human_us(p)),
-                        None => human_bps(bps),
-                    },
-                    Some((bps, _)) => human_bps(bps),
-                });
-            }
-            t.add_row(row);
-        }
-        let _ = writeln!(out, "{t}");
-        let mut t = new_table(&["host / NIC", "median", "p50", "p99", "links"], 1);
-        for c in m.per_host.iter().chain(&m.nics) {
-            t.add_row(vec![
-                c.name.clone(),
-                human_bps(c.throughput_bps),
-                c.p50_us.map(human_us).unwrap_or_default(),
-                c.p99_us.map(human_us).unwrap_or_default(),
-                c.samples.len().to_string(),
-            ]);
-        }
-        let _ = writeln!(out, "{t}");
+        matrix_text(m, &mut out);
     }
     if r.outliers.is_empty() {
         let _ = writeln!(
@@ -92,40 +52,7 @@ pub fn render_fleet(r: &FleetResults) -> String {
     } else {
         let _ = writeln!(out, "\noutliers:");
         for o in &r.outliers {
-            let _ = writeln!(
-                out,
-                "- [{}] {} {}: {} vs median {} ({:.1}% below)",
-                o.workload,
-                o.scope.name(),
-                o.name,
-                human_bps(o.throughput_bps),
-                human_bps(o.median_bps),
-                o.below_pct
-            );
-            for d in &o.drift {
-                let at = match &d.nic {
-                    Some(n) => format!("{}/{n}", d.host),
-                    None => d.host.clone(),
-                };
-                let _ = writeln!(
-                    out,
-                    "    drift: {at} {} = {} (fleet: {} on {} of {})",
-                    d.setting, d.value, d.majority, d.majority_count, d.of
-                );
-            }
-            let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-            for f in &o.findings {
-                let ids = by_host.entry(&f.host).or_default();
-                if !ids.contains(&f.id.as_str()) {
-                    ids.push(&f.id);
-                }
-            }
-            for (h, ids) in by_host {
-                let _ = writeln!(out, "    doctor on {h}: {}", ids.join(", "));
-            }
-            for b in &o.bottlenecks {
-                let _ = writeln!(out, "    model: {}: {}", b.kind, b.message);
-            }
+            outlier_text(o, &mut out);
         }
     }
     for a in r.agents.iter().filter(|a| !a.up) {
@@ -158,6 +85,91 @@ pub fn render_fleet(r: &FleetResults) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out
+}
+
+/// A workload's matrix as text: its medians, the host matrix, and the
+/// host and NIC figures.
+fn matrix_text(m: &Matrix, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "\n{}: median {}{}, noise band {:.1}% ({})",
+        m.workload,
+        human_bps(m.median_bps),
+        m.median_p99_us
+            .map(|p| format!(", p99 {}", human_us(p)))
+            .unwrap_or_default(),
+        m.noise_band * 100.0,
+        m.noise_source
+    );
+    let mut header = vec!["client \\ server".to_string()];
+    header.extend(m.hosts.iter().cloned());
+    let hdr: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = new_table(&hdr, 1);
+    for c in &m.hosts {
+        let mut row = vec![c.clone()];
+        for s in &m.hosts {
+            row.push(match host_pair(m, c, s) {
+                None => String::new(),
+                Some((bps, p99)) if m.latency => match p99 {
+                    Some(p) => format!("{} p99 {}", human_bps(bps), human_us(p)),
+                    None => human_bps(bps),
+                },
+                Some((bps, _)) => human_bps(bps),
+            });
+        }
+        t.add_row(row);
+    }
+    let _ = writeln!(out, "{t}");
+    let mut t = new_table(&["host / NIC", "median", "p50", "p99", "links"], 1);
+    for c in m.per_host.iter().chain(&m.nics) {
+        t.add_row(vec![
+            c.name.clone(),
+            human_bps(c.throughput_bps),
+            c.p50_us.map(human_us).unwrap_or_default(),
+            c.p99_us.map(human_us).unwrap_or_default(),
+            c.samples.len().to_string(),
+        ]);
+    }
+    let _ = writeln!(out, "{t}");
+}
+
+/// An outlier as text, with its drift, the doctor's findings per host and
+/// the model's bottlenecks.
+fn outlier_text(o: &Outlier, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "- [{}] {} {}: {} vs median {} ({:.1}% below)",
+        o.workload,
+        o.scope.name(),
+        o.name,
+        human_bps(o.throughput_bps),
+        human_bps(o.median_bps),
+        o.below_pct
+    );
+    for d in &o.drift {
+        let at = match &d.nic {
+            Some(n) => format!("{}/{n}", d.host),
+            None => d.host.clone(),
+        };
+        let _ = writeln!(
+            out,
+            "    drift: {at} {} = {} (fleet: {} on {} of {})",
+            d.setting, d.value, d.majority, d.majority_count, d.of
+        );
+    }
+    let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for f in &o.findings {
+        let ids = by_host.entry(&f.host).or_default();
+        if !ids.contains(&f.id.as_str()) {
+            ids.push(&f.id);
+        }
+    }
+    for (h, ids) in by_host {
+        let _ = writeln!(out, "    doctor on {h}: {}", ids.join(", "));
+    }
+    for b in &o.bottlenecks {
+        let _ = writeln!(out, "    model: {}: {}", b.kind, b.message);
+    }
 }
 
 /// A cell's fill: red at half the median or less, yellow at 75%, green
@@ -287,88 +299,10 @@ pub fn render_fleet_html(r: &FleetResults) -> String {
         );
     }
     for x in &r.outliers {
-        let _ = writeln!(
-            o,
-            "<h3 class=\"outlier\">{} {} ({}): {} vs median {}, {:.1}% below</h3><p>{}</p>",
-            x.scope.name(),
-            esc(&x.name),
-            esc(&x.workload),
-            esc(&human_bps(x.throughput_bps)),
-            esc(&human_bps(x.median_bps)),
-            x.below_pct,
-            esc(&x.summary)
-        );
-        if !x.drift.is_empty() {
-            let _ = writeln!(
-                o,
-                "<div class=\"tw\"><table class=\"drift\"><tr><th>host</th><th>NIC</th><th>setting</th><th>value</th><th>fleet majority</th></tr>"
-            );
-            for d in &x.drift {
-                let _ = writeln!(
-                    o,
-                    "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{} ({} of {})</td></tr>",
-                    esc(&d.host),
-                    esc(d.nic.as_deref().unwrap_or("")),
-                    esc(&d.setting),
-                    esc(&d.value),
-                    esc(&d.majority),
-                    d.majority_count,
-                    d.of
-                );
-            }
-            let _ = writeln!(o, "</table></div>");
-        }
-        if !x.findings.is_empty() {
-            let _ = writeln!(o, "<p class=\"fn\">doctor: ");
-            let fs: Vec<String> = x
-                .findings
-                .iter()
-                .map(|f| format!("{} on {}: {}", esc(&f.id), esc(&f.host), esc(&f.title)))
-                .collect();
-            let _ = writeln!(o, "{}</p>", fs.join("; "));
-        }
-        for b in &x.bottlenecks {
-            let _ = writeln!(
-                o,
-                "<p class=\"fn\">model: {}: {}</p>",
-                esc(&b.kind),
-                esc(&b.message)
-            );
-        }
+        outlier_html(x, &mut o);
     }
     for m in &r.matrices {
-        let _ = writeln!(o, "<h2>{}</h2>", esc(&m.workload));
-        let _ = writeln!(
-            o,
-            "<p class=\"sub\">median {}{}; noise band {:.1}% ({})</p>",
-            esc(&human_bps(m.median_bps)),
-            m.median_p99_us
-                .map(|p| format!(", p99 {}", esc(&human_us(p))))
-                .unwrap_or_default(),
-            m.noise_band * 100.0,
-            esc(&m.noise_source)
-        );
-        let _ = writeln!(
-            o,
-            "<figure><figcaption><span class=\"ft\">Host matrix</span>: each cell the median over the NIC pairs, coloured by its share of the fleet median (red at half or less, green at the median)</figcaption>{}</figure>",
-            heatmap(m)
-        );
-        let _ = writeln!(
-            o,
-            "<div class=\"tw\"><table><tr><th>host / NIC</th><th class=\"num\">median</th><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">links</th></tr>"
-        );
-        for c in m.per_host.iter().chain(&m.nics) {
-            let _ = writeln!(
-                o,
-                "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-                esc(&c.name),
-                esc(&human_bps(c.throughput_bps)),
-                c.p50_us.map(|p| esc(&human_us(p))).unwrap_or_default(),
-                c.p99_us.map(|p| esc(&human_us(p))).unwrap_or_default(),
-                c.samples.len()
-            );
-        }
-        let _ = writeln!(o, "</table></div>");
+        matrix_html(m, &mut o);
     }
     let down: Vec<_> = r.agents.iter().filter(|a| !a.up).collect();
     if !down.is_empty() {
@@ -384,6 +318,98 @@ pub fn render_fleet_html(r: &FleetResults) -> String {
         let _ = writeln!(o, "</ul>");
     }
     crate::html::page(&format!("fleet {}", r.pattern), &o)
+}
+
+/// An outlier on the page: its summary, drift table, the doctor's
+/// findings and the model's bottlenecks.
+fn outlier_html(x: &Outlier, o: &mut String) {
+    use crate::chart::esc;
+    let _ = writeln!(
+        o,
+        "<h3 class=\"outlier\">{} {} ({}): {} vs median {}, {:.1}% below</h3><p>{}</p>",
+        x.scope.name(),
+        esc(&x.name),
+        esc(&x.workload),
+        esc(&human_bps(x.throughput_bps)),
+        esc(&human_bps(x.median_bps)),
+        x.below_pct,
+        esc(&x.summary)
+    );
+    if !x.drift.is_empty() {
+        let _ = writeln!(
+            o,
+            "<div class=\"tw\"><table class=\"drift\"><tr><th>host</th><th>NIC</th><th>setting</th><th>value</th><th>fleet majority</th></tr>"
+        );
+        for d in &x.drift {
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{} ({} of {})</td></tr>",
+                esc(&d.host),
+                esc(d.nic.as_deref().unwrap_or("")),
+                esc(&d.setting),
+                esc(&d.value),
+                esc(&d.majority),
+                d.majority_count,
+                d.of
+            );
+        }
+        let _ = writeln!(o, "</table></div>");
+    }
+    if !x.findings.is_empty() {
+        let _ = writeln!(o, "<p class=\"fn\">doctor: ");
+        let fs: Vec<String> = x
+            .findings
+            .iter()
+            .map(|f| format!("{} on {}: {}", esc(&f.id), esc(&f.host), esc(&f.title)))
+            .collect();
+        let _ = writeln!(o, "{}</p>", fs.join("; "));
+    }
+    for b in &x.bottlenecks {
+        let _ = writeln!(
+            o,
+            "<p class=\"fn\">model: {}: {}</p>",
+            esc(&b.kind),
+            esc(&b.message)
+        );
+    }
+}
+
+/// A workload's section of the page: its medians, the heatmap and the
+/// host and NIC table.
+fn matrix_html(m: &Matrix, o: &mut String) {
+    use crate::chart::esc;
+    let _ = writeln!(o, "<h2>{}</h2>", esc(&m.workload));
+    let _ = writeln!(
+        o,
+        "<p class=\"sub\">median {}{}; noise band {:.1}% ({})</p>",
+        esc(&human_bps(m.median_bps)),
+        m.median_p99_us
+            .map(|p| format!(", p99 {}", esc(&human_us(p))))
+            .unwrap_or_default(),
+        m.noise_band * 100.0,
+        esc(&m.noise_source)
+    );
+    let _ = writeln!(
+        o,
+        "<figure><figcaption><span class=\"ft\">Host matrix</span>: each cell the median over the NIC pairs, coloured by its share of the fleet median (red at half or less, green at the median)</figcaption>{}</figure>",
+        heatmap(m)
+    );
+    let _ = writeln!(
+        o,
+        "<div class=\"tw\"><table><tr><th>host / NIC</th><th class=\"num\">median</th><th class=\"num\">p50</th><th class=\"num\">p99</th><th class=\"num\">links</th></tr>"
+    );
+    for c in m.per_host.iter().chain(&m.nics) {
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            esc(&c.name),
+            esc(&human_bps(c.throughput_bps)),
+            c.p50_us.map(|p| esc(&human_us(p))).unwrap_or_default(),
+            c.p99_us.map(|p| esc(&human_us(p))).unwrap_or_default(),
+            c.samples.len()
+        );
+    }
+    let _ = writeln!(o, "</table></div>");
 }
 
 /// The fleet's history (`wirespeed fleet history`): one line per stored

@@ -623,52 +623,7 @@ pub fn charts(res: &ExperimentResults) -> Vec<Figure> {
     let cells: Vec<&CellResult> = res.cells.iter().filter(|c| c.metric == metric).collect();
     let repeated = cells.iter().any(|c| c.stats.n > 1);
     if !cells.is_empty() {
-        let rows: Vec<Bar> = cells
-            .iter()
-            .map(|c| {
-                let base = c.name == res.baseline;
-                Bar {
-                    label: c.name.clone(),
-                    value: c.stats.median,
-                    range: (c.stats.n > 1).then_some((c.stats.min, c.stats.max)),
-                    note: if base {
-                        "baseline".into()
-                    } else {
-                        pct_text(c.vs_baseline_pct)
-                    },
-                    baseline: base,
-                    ..Bar::default()
-                }
-            })
-            .collect();
-        let max = rows.iter().map(|r| r.value).fold(0.0, f64::max);
-        let best = cells
-            .iter()
-            .max_by(|a, b| a.stats.median.total_cmp(&b.stats.median));
-        out.push(Figure {
-            title: format!("Median {} per configuration", metric.label()),
-            quote: best.map_or(String::new(), |b| {
-                let vs = if b.name == res.baseline {
-                    String::new()
-                } else {
-                    format!(" ({} vs baseline)", pct_text(b.vs_baseline_pct))
-                };
-                format!("best: {} {}{vs}", b.name, metric.human(b.stats.median))
-            }),
-            panels: vec![hbar_chart(
-                "configurations",
-                "per configuration",
-                &rows,
-                &|v| metric.human(v),
-                &*tick_fmt(metric, max),
-            )],
-            note: if repeated {
-                "Whiskers: min to max over the repeats; the dashed line marks the baseline.".into()
-            } else {
-                String::new()
-            },
-            ..Figure::default()
-        });
+        out.push(medians_figure(res, &cells, metric, repeated));
     }
     let sweeping: Vec<&CellResult> = cells
         .iter()
@@ -678,83 +633,8 @@ pub fn charts(res: &ExperimentResults) -> Vec<Figure> {
     if !sweeping.is_empty() {
         out.push(sweep_figure(&sweeping, metric));
     }
-    let mut lat_groups = Vec::new();
-    for c in &res.cells {
-        for p in &c.points {
-            if let Some(l) = &p.latency {
-                let name = match &p.x {
-                    Some(x) => format!("{} @ {x}", c.name),
-                    None => c.name.clone(),
-                };
-                lat_groups.push((name, vec![Some(l.p50_us), Some(l.p90_us), Some(l.p99_us)]));
-            }
-        }
-    }
-    if !lat_groups.is_empty() {
-        let names = vec!["p50".to_string(), "p90".into(), "p99".into()];
-        out.push(Figure {
-            title: "Latency percentiles per configuration".into(),
-            quote: if repeated {
-                "medians over the repeats".into()
-            } else {
-                String::new()
-            },
-            legend: series_legend(&names),
-            panels: vec![grouped_chart(
-                "latency",
-                "latency percentiles",
-                &names,
-                &lat_groups,
-                &human_us,
-                &tick_us,
-            )],
-            ..Figure::default()
-        });
-    }
-    let npaths = res
-        .cells
-        .iter()
-        .filter_map(|c| c.points.last())
-        .map(|p| p.paths.len())
-        .max()
-        .unwrap_or(0);
-    if npaths > 1 {
-        let groups: Vec<(String, Vec<Option<f64>>)> = res
-            .cells
-            .iter()
-            .filter(|c| c.metric == Metric::ThroughputBps)
-            .filter_map(|c| {
-                let p = c.points.last()?;
-                (!p.paths.is_empty()).then(|| {
-                    (
-                        c.name.clone(),
-                        p.paths.iter().map(|x| Some(x.median_bps)).collect(),
-                    )
-                })
-            })
-            .collect();
-        if !groups.is_empty() {
-            let names: Vec<String> = (0..npaths).map(|i| format!("path {i}")).collect();
-            out.push(Figure {
-                title: "Goodput per NIC (path) per configuration".into(),
-                legend: series_legend(&names),
-                panels: vec![grouped_chart(
-                    "paths",
-                    "goodput per path",
-                    &names,
-                    &groups,
-                    &human_bps,
-                    &bps_ticks(
-                        groups
-                            .iter()
-                            .flat_map(|g| g.1.iter().flatten())
-                            .fold(0.0, |a: f64, b| a.max(*b)),
-                    ),
-                )],
-                ..Figure::default()
-            });
-        }
-    }
+    out.extend(latency_figure(res, repeated));
+    out.extend(paths_figure(res));
     if res.mode == Mode::Ladder && cells.len() > 1 {
         let last = cells[cells.len() - 1];
         out.push(Figure {
@@ -769,6 +649,151 @@ pub fn charts(res: &ExperimentResults) -> Vec<Figure> {
         });
     }
     out
+}
+
+/// A bar per configuration (`cells`, all in `metric`): its median, with
+/// whiskers when `repeated`.
+fn medians_figure(
+    res: &ExperimentResults,
+    cells: &[&CellResult],
+    metric: Metric,
+    repeated: bool,
+) -> Figure {
+    let rows: Vec<Bar> = cells
+        .iter()
+        .map(|c| {
+            let base = c.name == res.baseline;
+            Bar {
+                label: c.name.clone(),
+                value: c.stats.median,
+                range: (c.stats.n > 1).then_some((c.stats.min, c.stats.max)),
+                note: if base {
+                    "baseline".into()
+                } else {
+                    pct_text(c.vs_baseline_pct)
+                },
+                baseline: base,
+                ..Bar::default()
+            }
+        })
+        .collect();
+    let max = rows.iter().map(|r| r.value).fold(0.0, f64::max);
+    let best = cells
+        .iter()
+        .max_by(|a, b| a.stats.median.total_cmp(&b.stats.median));
+    Figure {
+        title: format!("Median {} per configuration", metric.label()),
+        quote: best.map_or(String::new(), |b| {
+            let vs = if b.name == res.baseline {
+                String::new()
+            } else {
+                format!(" ({} vs baseline)", pct_text(b.vs_baseline_pct))
+            };
+            format!("best: {} {}{vs}", b.name, metric.human(b.stats.median))
+        }),
+        panels: vec![hbar_chart(
+            "configurations",
+            "per configuration",
+            &rows,
+            &|v| metric.human(v),
+            &*tick_fmt(metric, max),
+        )],
+        note: if repeated {
+            "Whiskers: min to max over the repeats; the dashed line marks the baseline.".into()
+        } else {
+            String::new()
+        },
+        ..Figure::default()
+    }
+}
+
+/// p50, p90 and p99 of every point that measured latency; None when none did.
+fn latency_figure(res: &ExperimentResults, repeated: bool) -> Option<Figure> {
+    let mut lat_groups = Vec::new();
+    for c in &res.cells {
+        for p in &c.points {
+            if let Some(l) = &p.latency {
+                let name = match &p.x {
+                    Some(x) => format!("{} @ {x}", c.name),
+                    None => c.name.clone(),
+                };
+                lat_groups.push((name, vec![Some(l.p50_us), Some(l.p90_us), Some(l.p99_us)]));
+            }
+        }
+    }
+    if lat_groups.is_empty() {
+        return None;
+    }
+    let names = vec!["p50".to_string(), "p90".into(), "p99".into()];
+    Some(Figure {
+        title: "Latency percentiles per configuration".into(),
+        quote: if repeated {
+            "medians over the repeats".into()
+        } else {
+            String::new()
+        },
+        legend: series_legend(&names),
+        panels: vec![grouped_chart(
+            "latency",
+            "latency percentiles",
+            &names,
+            &lat_groups,
+            &human_us,
+            &tick_us,
+        )],
+        ..Figure::default()
+    })
+}
+
+/// Goodput per path per throughput configuration, when a test had more
+/// than one path.
+fn paths_figure(res: &ExperimentResults) -> Option<Figure> {
+    let npaths = res
+        .cells
+        .iter()
+        .filter_map(|c| c.points.last())
+        .map(|p| p.paths.len())
+        .max()
+        .unwrap_or(0);
+    if npaths <= 1 {
+        return None;
+    }
+    let groups: Vec<(String, Vec<Option<f64>>)> = res
+        .cells
+        .iter()
+        .filter(|c| c.metric == Metric::ThroughputBps)
+        .filter_map(|c| {
+            let p = c.points.last()?;
+            (!p.paths.is_empty()).then(|| {
+                (
+                    c.name.clone(),
+                    p.paths.iter().map(|x| Some(x.median_bps)).collect(),
+                )
+            })
+        })
+        .collect();
+    if groups.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = (0..npaths).map(|i| format!("path {i}")).collect();
+    Some(Figure {
+        title: "Goodput per NIC (path) per configuration".into(),
+        legend: series_legend(&names),
+        panels: vec![grouped_chart(
+            "paths",
+            "goodput per path",
+            &names,
+            &groups,
+            &human_bps,
+            &bps_ticks(
+                groups
+                    .iter()
+                    .flat_map(|g| g.1.iter().flatten())
+                    .fold(0.0, |a: f64, b| a.max(*b)),
+            ),
+        )],
+        ..Figure::default()
+    })
 }
 
 /// Renders an experiment's page: its summary, charts, and each cell.

@@ -96,6 +96,39 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", heading(r));
     let mut kv: Vec<(&str, String)> = Vec::new();
+    rate_rows(r, &mut kv);
+    udp_rows(r, &mut kv);
+    kv.push(("cpu client", cpu_text(&r.local_cpu)));
+    kv.push(("cpu server", cpu_text(&r.remote_cpu)));
+    spread_rows(r, &mut kv);
+    let w = kv.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in kv {
+        let _ = writeln!(out, "  {k:<w$}  {v}");
+    }
+    if r.paths.len() > 1 {
+        let _ = writeln!(out, "{}", paths_table(r));
+    }
+    if per_flow {
+        let _ = writeln!(out, "{}", flows_table(r));
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
+    out
+}
+
+/// The summary's name for a direction's row.
+fn direction_row(direction: &str) -> &'static str {
+    if direction == "forward" {
+        "  client->server"
+    } else {
+        "  server->client"
+    }
+}
+
+/// The summary's rate rows: throughput (each direction's, latency under
+/// load) for bulk tests, else transactions and latency.
+fn rate_rows(r: &TestResult, kv: &mut Vec<(&str, String)>) {
     if r.spec.workload.is_bulk() {
         kv.push((
             "throughput",
@@ -107,13 +140,8 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
             ),
         ));
         for d in &r.directions {
-            let name = if d.direction == "forward" {
-                "  client->server"
-            } else {
-                "  server->client"
-            };
             kv.push((
-                name,
+                direction_row(&d.direction),
                 format!(
                     "{}   ({})",
                     human_bps(d.received_bps),
@@ -137,16 +165,16 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
             kv.push(("latency", latency_text(l)));
         }
     }
+}
+
+/// The summary's UDP rows: datagrams (per direction when both ways) and
+/// the offloads each side had.
+fn udp_rows(r: &TestResult, kv: &mut Vec<(&str, String)>) {
     if let Some(u) = &r.udp {
         kv.push(("datagrams", udp_text(u, r.spec.workload.is_bulk())));
         for d in r.directions.iter().filter(|_| r.directions.len() > 1) {
             if let Some(u) = &d.udp {
-                let name = if d.direction == "forward" {
-                    "  client->server"
-                } else {
-                    "  server->client"
-                };
-                kv.push((name, udp_text(u, true)));
+                kv.push((direction_row(&d.direction), udp_text(u, true)));
             }
         }
     }
@@ -165,8 +193,11 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
             ),
         ));
     }
-    kv.push(("cpu client", cpu_text(&r.local_cpu)));
-    kv.push(("cpu server", cpu_text(&r.remote_cpu)));
+}
+
+/// The summary's rows on how the test spread: TCP's mean state,
+/// fairness over flows, balance over paths, a shared server.
+fn spread_rows(r: &TestResult, kv: &mut Vec<(&str, String)>) {
     let infos: Vec<_> = r.flows.iter().filter_map(|f| f.tcp_info.as_ref()).collect();
     if !infos.is_empty() {
         let n = infos.len() as u64;
@@ -200,82 +231,78 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
             ),
         ));
     }
-    let w = kv.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    for (k, v) in kv {
-        let _ = writeln!(out, "  {k:<w$}  {v}");
+}
+
+/// A row per path.
+fn paths_table(r: &TestResult) -> Table {
+    let mut t = new_table(
+        &[
+            "path",
+            "local=remote",
+            "flows",
+            "throughput",
+            "forward",
+            "reverse",
+            "share",
+            "loss",
+        ],
+        2,
+    );
+    for p in &r.paths {
+        t.add_row(vec![
+            p.index.to_string(),
+            p.label.clone(),
+            p.flows.to_string(),
+            human_bps(p.throughput_bps),
+            human_bps(p.forward_bps),
+            human_bps(p.reverse_bps),
+            format!("{:.1}%", p.share * 100.0),
+            p.udp
+                .as_ref()
+                .map_or("-".into(), |u| format!("{:.2}%", u.loss_pct)),
+        ]);
     }
-    if r.paths.len() > 1 {
-        let mut t = new_table(
-            &[
-                "path",
-                "local=remote",
-                "flows",
-                "throughput",
-                "forward",
-                "reverse",
-                "share",
-                "loss",
-            ],
-            2,
-        );
-        for p in &r.paths {
-            t.add_row(vec![
-                p.index.to_string(),
-                p.label.clone(),
-                p.flows.to_string(),
-                human_bps(p.throughput_bps),
-                human_bps(p.forward_bps),
-                human_bps(p.reverse_bps),
-                format!("{:.1}%", p.share * 100.0),
-                p.udp
-                    .as_ref()
-                    .map_or("-".into(), |u| format!("{:.2}%", u.loss_pct)),
-            ]);
-        }
-        let _ = writeln!(out, "{t}");
+    t
+}
+
+/// A row per flow (`--per-flow`).
+fn flows_table(r: &TestResult) -> Table {
+    let mut t = new_table(
+        &[
+            "flow",
+            "kind",
+            "path",
+            "thread",
+            "throughput",
+            "trans",
+            "retrans",
+            "rtt us",
+            "cwnd",
+            "loss",
+            "jitter",
+        ],
+        2,
+    );
+    for f in &r.flows {
+        let i = f.tcp_info.clone().unwrap_or_default();
+        let kind = f.kind.map_or("?", FlowKind::name);
+        t.add_row(vec![
+            f.id.to_string(),
+            kind.to_string(),
+            f.path.to_string(),
+            f.thread.to_string(),
+            human_bps(f.throughput_bps),
+            f.transactions.to_string(),
+            i.retransmits.to_string(),
+            i.rtt_us.to_string(),
+            i.cwnd.to_string(),
+            f.udp
+                .as_ref()
+                .map_or("-".into(), |u| format!("{:.2}%", u.loss_pct)),
+            f.udp.as_ref().map_or("-".into(), |u| human_us(u.jitter_us)),
+        ]);
     }
-    if per_flow {
-        let mut t = new_table(
-            &[
-                "flow",
-                "kind",
-                "path",
-                "thread",
-                "throughput",
-                "trans",
-                "retrans",
-                "rtt us",
-                "cwnd",
-                "loss",
-                "jitter",
-            ],
-            2,
-        );
-        for f in &r.flows {
-            let i = f.tcp_info.clone().unwrap_or_default();
-            let kind = f.kind.map_or("?", FlowKind::name);
-            t.add_row(vec![
-                f.id.to_string(),
-                kind.to_string(),
-                f.path.to_string(),
-                f.thread.to_string(),
-                human_bps(f.throughput_bps),
-                f.transactions.to_string(),
-                i.retransmits.to_string(),
-                i.rtt_us.to_string(),
-                i.cwnd.to_string(),
-                f.udp
-                    .as_ref()
-                    .map_or("-".into(), |u| format!("{:.2}%", u.loss_pct)),
-                f.udp.as_ref().map_or("-".into(), |u| human_us(u.jitter_us)),
-            ]);
-        }
-        let _ = writeln!(out, "{t}");
-    }
-    for n in &r.notes {
-        let _ = writeln!(out, "  note: {n}");
-    }
-    out
+    t
 }
 
 /// Several rr/crr results (a size sweep) as one row per size.
