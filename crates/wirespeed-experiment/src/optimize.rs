@@ -90,7 +90,16 @@ struct Config {
     msg_size: u32,
     buffer: Option<u32>,
     zerocopy: bool,
+    /// Busy polling per socket and epoll instance, µs (`--busy-poll`).
+    busy_poll: Option<u32>,
 }
+
+/// Bench-side variables ([`bench_variable`]'s indices).
+const BENCH_VARIABLES: usize = 7;
+
+/// The busy-poll time optimize tries for rr, µs: the kernel
+/// documentation's suggested 50.
+const BUSY_POLL_US: u32 = 50;
 
 /// A size as bench takes it: `512k`, `4m` or bytes.
 fn size_arg(v: u32) -> String {
@@ -128,6 +137,7 @@ impl Ctx {
             sndbuf: c.buffer,
             rcvbuf: c.buffer,
             zerocopy: c.zerocopy,
+            busy_poll_us: c.busy_poll,
             ..TestSpec::default()
         };
         match self.goal {
@@ -175,6 +185,9 @@ impl Ctx {
         }
         if c.zerocopy {
             v.push("--zerocopy".into());
+        }
+        if let Some(us) = c.busy_poll {
+            v.extend(["--busy-poll".into(), us.to_string()]);
         }
         v
     }
@@ -288,6 +301,17 @@ fn bench_variable(ctx: &Ctx, i: usize, best: &Config, routes: &[Action]) -> Opti
             name: "zero-copy",
             monotonic: true,
             candidates: vec![("on".into(), with(&|c| c.zerocopy = true))],
+        },
+        // The receiver's wake-up, which a breakdown names when it takes
+        // the tail (explain_latency): busy poll instead of sleeping.
+        6 if !stream => Variable {
+            name: "busy poll (us)",
+            monotonic: true,
+            candidates: [BUSY_POLL_US]
+                .into_iter()
+                .filter(|_| best.busy_poll.is_none())
+                .map(|us| (us.to_string(), with(&|c| c.busy_poll = Some(us))))
+                .collect(),
         },
         _ => return None,
     };
@@ -577,6 +601,7 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
         msg_size: 512 << 10,
         buffer: None,
         zerocopy: false,
+        busy_poll: None,
     };
     ctx.spec(&best)?;
     let budget = Budget::new(
@@ -731,7 +756,7 @@ impl Climb<'_> {
                 *bench_i += 1;
                 return Some(v);
             }
-            if *bench_i < 6 {
+            if *bench_i < BENCH_VARIABLES {
                 *bench_i += 1;
                 continue;
             }
@@ -1063,6 +1088,7 @@ mod tests {
             msg_size: 512 << 10,
             buffer: None,
             zerocopy: false,
+            busy_poll: None,
         }
     }
 
@@ -1108,13 +1134,21 @@ mod tests {
         assert!(v.monotonic);
         assert_eq!(v.candidates[0].1.conf.flows_per_path, 8);
         assert!(!bench_variable(&c, 3, &best, &[]).unwrap().monotonic);
-        // Latency: only the socket buffers are tried on the bench side.
+        // Latency: the socket buffers and busy polling on the bench side.
         let rr = ctx(Goal::Rr, 2);
         let names: Vec<&str> = (0..8)
             .filter_map(|i| bench_variable(&rr, i, &best, &[]))
             .map(|v| v.name)
             .collect();
-        assert_eq!(names, ["socket buffers"]);
+        assert_eq!(names, ["socket buffers", "busy poll (us)"]);
+        let bp = bench_variable(&rr, 6, &best, &[]).unwrap();
+        let conf = &bp.candidates[0].1.conf;
+        assert_eq!(rr.spec(conf).unwrap().busy_poll_us, Some(50));
+        let args = rr.bench_args(conf);
+        assert!(
+            args.ends_with(&["--busy-poll".into(), "50".into()]),
+            "{args:?}"
+        );
     }
 
     #[test]
@@ -1206,6 +1240,7 @@ mod tests {
                     msg_size: 128 << 10,
                     buffer: Some(4 << 20),
                     zerocopy: true,
+                    busy_poll: None,
                 },
             ),
             (
