@@ -110,6 +110,7 @@ impl CrrClient {
         }
         if let Some(b) = self.stamps.as_mut().filter(|b| b.sampled())
             && let Err(e) = b.attach(sock.as_raw_fd())
+            && b.refused_once(&e)
         {
             refused(&e, &mut ts.notes);
             self.stamps = None;

@@ -129,6 +129,9 @@ pub struct Stamper {
     read: i64,
     /// A message is being written (`wrote` is set).
     in_write: bool,
+    /// crr: connections stamped, and sampled ones the kernel refused.
+    attached: u64,
+    refused: u64,
     out: FlowStamps,
 }
 
@@ -158,6 +161,8 @@ impl Stamper {
             rx: None,
             read: 0,
             in_write: false,
+            attached: 0,
+            refused: 0,
             out: FlowStamps {
                 id,
                 stride: 1,
@@ -194,16 +199,30 @@ impl Stamper {
     }
 
     /// crr: the sampled transaction's connection is `fd` (connecting or
-    /// just accepted): timestamping is turned on for it and its byte keys
-    /// count from here. Timestamps still awaited on the previous one are
-    /// lost with it.
+    /// just accepted): the stamper uses it from here, timestamping is
+    /// turned on for it and its byte keys count from here. Timestamps
+    /// still awaited on the previous one are lost with it.
     pub fn attach(&mut self, fd: RawFd) -> io::Result<()> {
-        sys_ts::enable(fd, true)?;
+        // The stamper sends and receives on `fd` from here, stamped or
+        // not (a refused connection's transaction goes without stamps).
         self.fd = fd;
         self.sent = 0;
         self.out.incomplete += self.pending.len() as u64;
         self.pending.clear();
+        sys_ts::enable(fd, true)?;
+        self.attached += 1;
         Ok(())
+    }
+
+    /// crr client: [`Stamper::attach`] failed with `e`. A connection the
+    /// kernel has already closed (reset while connecting, its socket in
+    /// CLOSE) refuses OPT_ID with EINVAL: that transaction goes unstamped
+    /// and the flow keeps stamping. Returns whether to stop for good: any
+    /// other error, or EINVAL on the first 16 connections with none ever
+    /// stamped (the kernel refuses them all).
+    pub fn refused_once(&mut self, e: &io::Error) -> bool {
+        self.refused += 1;
+        e.raw_os_error() != Some(libc::EINVAL) || (self.attached == 0 && self.refused >= 16)
     }
 
     /// The application is about to write a message (again, after a
