@@ -101,6 +101,22 @@ const BENCH_VARIABLES: usize = 7;
 /// documentation's suggested 50.
 const BUSY_POLL_US: u32 = 50;
 
+impl Config {
+    /// Where a search starts: the first of `npaths` paths (if any), one
+    /// flow, one thread, 512 KiB messages, defaults otherwise.
+    fn start(npaths: usize) -> Config {
+        Config {
+            npaths: npaths.min(1),
+            flows_per_path: 1,
+            threads: 1,
+            msg_size: 512 << 10,
+            buffer: None,
+            zerocopy: false,
+            busy_poll: None,
+        }
+    }
+}
+
 /// A size as bench takes it: `512k`, `4m` or bytes.
 fn size_arg(v: u32) -> String {
     if v.is_multiple_of(1 << 20) {
@@ -594,15 +610,7 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
     crate::sys::catch_stop_signals();
     let (mut ctx, rules) = ctx_of(a)?;
     let cfg = client_config(a)?;
-    let best = Config {
-        npaths: ctx.paths.len().min(1),
-        flows_per_path: 1,
-        threads: 1,
-        msg_size: 512 << 10,
-        buffer: None,
-        zerocopy: false,
-        busy_poll: None,
-    };
+    let best = Config::start(ctx.paths.len());
     ctx.spec(&best)?;
     let budget = Budget::new(
         parse_duration(&a.budget)?,
@@ -1081,15 +1089,7 @@ mod tests {
     }
 
     fn start(npaths: usize) -> Config {
-        Config {
-            npaths: npaths.min(1),
-            flows_per_path: 1,
-            threads: 1,
-            msg_size: 512 << 10,
-            buffer: None,
-            zerocopy: false,
-            busy_poll: None,
-        }
+        Config::start(npaths)
     }
 
     fn labels(c: &Ctx, i: usize, best: &Config) -> Vec<String> {
