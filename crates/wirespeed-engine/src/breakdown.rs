@@ -2,7 +2,7 @@
 //! with the server's (from the server's report) by flow and transaction
 //! number, and sums them up into the result's `breakdown`.
 
-use crate::timestamps::{CAP, FlowStamps};
+use crate::stamps::{CAP, FlowStamps};
 use std::collections::HashMap;
 use wirespeed_types::breakdown::{Breakdown, Joined, summarize};
 #[cfg(test)]

@@ -410,7 +410,7 @@ pub struct FlowEnd {
     /// Datagram counts (UDP workloads).
     pub udp: Option<UdpFlowCounts>,
     /// Per-transaction timestamps (rr with `--breakdown`).
-    pub stamps: Option<crate::timestamps::FlowStamps>,
+    pub stamps: Option<crate::stamps::FlowStamps>,
     /// Bytes received mapped and copied (stream with `--rx-zerocopy`).
     pub rx_zerocopy: Option<crate::result::RxZeroCopy>,
 }
@@ -840,10 +840,13 @@ fn set_busy_poll(epoll: &Epoll, spec: &TestSpec, notes: &mut Vec<String>) {
     }
 }
 
+/// Bytes of a worker's scratch buffers a UDP flow may use per call.
+pub const UDP_SCRATCH: usize = 1 << 20;
+
 /// The size of a worker's send and receive buffers.
 fn io_len(spec: &TestSpec) -> usize {
     let scratch = if spec.workload.is_udp() {
-        crate::udp::SCRATCH
+        UDP_SCRATCH
     } else {
         0
     };

@@ -27,6 +27,7 @@ mod rr;
 pub mod server;
 pub mod side;
 pub mod sockets;
+pub mod stamps;
 mod stream;
 pub mod sys;
 pub mod sys_ts;
@@ -34,6 +35,7 @@ pub mod timestamps;
 pub mod udp;
 mod udp_rr;
 mod udp_stream;
+pub mod workload;
 pub mod workloads;
 
 /// The shared vocabulary, re-exported so `wirespeed_engine::spec::TestSpec`

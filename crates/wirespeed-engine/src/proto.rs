@@ -99,7 +99,7 @@ pub struct SideReport {
     pub congestion_control: String,
     /// Per-transaction timestamps by flow (rr with `--breakdown`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stamps: Vec<crate::timestamps::FlowStamps>,
+    pub stamps: Vec<crate::stamps::FlowStamps>,
 }
 
 /// A control message.

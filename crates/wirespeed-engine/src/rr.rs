@@ -12,7 +12,7 @@ use crate::result::TcpInfo;
 use crate::spec::{FlowKind, Workload};
 use crate::sys::{EV_IN, EV_OUT};
 use crate::timestamps::Stamper;
-use crate::workloads::{FlowArgs, WorkloadDef, take_sock};
+use crate::workload::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
 use std::os::fd::AsRawFd;

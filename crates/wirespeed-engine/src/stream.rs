@@ -9,7 +9,7 @@ use crate::result::{RxZeroCopy, TcpInfo};
 use crate::sockets::enable_zerocopy;
 use crate::spec::Workload;
 use crate::sys::{self, EV_ERR, EV_HUP, EV_IN, EV_OUT};
-use crate::workloads::{FlowArgs, WorkloadDef, take_sock};
+use crate::workload::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
 use std::os::fd::AsRawFd;

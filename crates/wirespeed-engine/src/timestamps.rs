@@ -18,61 +18,16 @@ use crate::harness::{
     Counters, Moved, Reg, Status, ThreadState, received_status, recv_left_with, recv_message,
     send_left_with, send_message, sent_status,
 };
+pub use crate::stamps::{CAP, FlowStamps, Rec};
 use crate::sys_ts::{self, TxKind, TxStamp};
-use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::os::fd::RawFd;
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// Most records a side keeps per flow: beyond, it keeps every other one
-/// (a stride both sides derive from the transaction number alone). Only
-/// the transactions of the current stride are timestamped at all, so the
-/// cost falls as a test runs on.
-pub const CAP: usize = 8192;
-
 /// Transactions whose transmit timestamps may still be outstanding.
 const MAX_PENDING: usize = 64;
-
-/// One transaction at one side: (number, five segments in ns, in the
-/// client's measured window, the client's own monotonic-clock round trip
-/// in ns or 0 at the server). The client's segments are connect (crr; 0
-/// otherwise), send stack, queue, SND-to-receive-timestamp and receive
-/// stack; the server's are accept (crr; 0 otherwise), receive stack,
-/// application, send stack and queue.
-pub type Rec = (u64, [i64; 5], bool, i64);
-
-/// One flow's timestamp records, as a side reports them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FlowStamps {
-    /// Roster flow id.
-    pub id: u32,
-    /// Records kept are those whose number is a multiple of this.
-    pub stride: u64,
-    /// The records, by transaction number.
-    pub recs: Vec<Rec>,
-    /// Transactions a timestamp was missing for.
-    pub incomplete: u64,
-    /// Transactions seen (stamped or not).
-    pub transactions: u64,
-    /// Nanoseconds spent on timestamp bookkeeping.
-    pub cost_ns: u64,
-}
-
-impl FlowStamps {
-    fn keep(&mut self, r: Rec) {
-        if !r.0.is_multiple_of(self.stride) {
-            return;
-        }
-        self.recs.push(r);
-        if self.recs.len() > CAP {
-            self.stride *= 2;
-            let s = self.stride;
-            self.recs.retain(|r| r.0.is_multiple_of(s));
-        }
-    }
-}
 
 /// CLOCK_REALTIME now, nanoseconds: the clock of software timestamps.
 pub fn now_ns() -> i64 {

@@ -30,8 +30,6 @@ use std::time::{Duration, Instant};
 pub const UDP_MAGIC: [u8; 4] = *b"WSPU";
 /// Header length, bytes (the spec's smallest datagram).
 pub const HEADER: usize = UDP_HEADER_LEN as usize;
-/// Bytes of a worker's scratch buffers a UDP flow may use per call.
-pub const SCRATCH: usize = 1 << 20;
 /// Most datagrams (or GSO buffers) per sendmmsg / recvmmsg call.
 pub const BATCH: usize = 64;
 /// Most segments in one GSO send (the kernel's UDP_MAX_SEGMENTS is 64 on

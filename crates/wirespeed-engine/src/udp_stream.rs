@@ -14,7 +14,7 @@ use crate::udp::{
     BATCH, GRO_BYTES, GSO_BYTES, GSO_SEGMENTS, Header, Jitter, Kind, QuietEnd, SeqTrack,
     is_transient, now_ns,
 };
-use crate::workloads::{FlowArgs, WorkloadDef, take_sock};
+use crate::workload::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
 use std::os::fd::AsRawFd;

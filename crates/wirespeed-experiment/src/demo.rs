@@ -21,7 +21,7 @@ use wirespeed_engine::{
 };
 use wirespeed_host::Finding;
 use wirespeed_host::netns;
-use wirespeed_host::tune::session::{Place, PlanRequest};
+use wirespeed_host::session::{Place, PlanRequest};
 use wirespeed_lab::{Lab, LabSpec};
 use wirespeed_report::experiment::summary_table;
 use wirespeed_report::human_bps;

@@ -368,7 +368,7 @@ fn peer_findings(
 /// gateways and peers, runs the peer tests, and returns every finding
 /// (the measured ones first).
 pub fn doctor(
-    place: &wirespeed_host::tune::session::Place,
+    place: &wirespeed_host::session::Place,
     r: &DoctorRequest,
 ) -> crate::error::Result<DoctorReport> {
     let s = place.snapshot()?;

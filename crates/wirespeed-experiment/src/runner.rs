@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use wirespeed_engine::TestResult;
 use wirespeed_engine::spec::parse_size;
 use wirespeed_host::netns;
-use wirespeed_host::tune::session::{self, ApplyOptions, Place, PlanRequest, Show};
+use wirespeed_host::session::{self, ApplyOptions, Place, PlanRequest, Show};
 use wirespeed_host::tune::{self, NsChanges, StateDir};
 use wirespeed_lab::{Lab, LabSpec};
 use wirespeed_report::experiment::{

@@ -22,10 +22,10 @@ use crate::run::{
     AgentClient, RunOptions, WorkloadSpec, client_of, futures_join_bounded, run_job_now,
 };
 use crate::schedule::{Budget, Kind, Schedule};
-use crate::watch_http::WatchMetrics;
+pub use crate::watch_http::Live;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use wirespeed_types::fleet::{
     AgentStatus, DriftEvent, FLEET_SCHEMA_VERSION, FleetResults, HistoryRow, HostFacts, LinkTest,
@@ -65,15 +65,6 @@ pub struct WatchOptions {
     /// and are stored (the Kubernetes watcher sets it when its agents
     /// change, then watches the new set on the same history).
     pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
-}
-
-/// The watcher's shared state: what the live page and `/metrics` serve.
-#[derive(Default)]
-pub struct Live {
-    /// The state, as `/v1/watch` serves it.
-    pub state: Mutex<WatchState>,
-    /// The Prometheus series.
-    pub metrics: WatchMetrics,
 }
 
 /// What the loop keeps between ticks.

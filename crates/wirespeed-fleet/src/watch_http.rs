@@ -12,7 +12,6 @@
 use crate::agent::{ConnGauges, HttpLimits, accept_loop, openmetrics_to_prometheus};
 use crate::error::{FleetError, Result};
 use crate::schedule::Schedule;
-use crate::watch::Live;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -50,6 +49,15 @@ pub const EXPORTED: &[&str] = &[
     "wirespeed_watch_http_connections",
     "wirespeed_watch_http_evictions_total",
 ];
+
+/// The watcher's shared state: what the live page and `/metrics` serve.
+#[derive(Default)]
+pub struct Live {
+    /// The state, as `/v1/watch` serves it.
+    pub state: std::sync::Mutex<WatchState>,
+    /// The Prometheus series.
+    pub metrics: WatchMetrics,
+}
 
 /// The watcher's Prometheus series.
 pub struct WatchMetrics {

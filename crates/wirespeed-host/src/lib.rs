@@ -7,7 +7,7 @@
 //! It also builds topologies for labs ([`netops`]: namespaces, veth,
 //! vxlan, routes, qdiscs and MPTCP path managers through [`mptcp`]).
 //!
-//! [`tune::session`] is the one API that changes a host, used by the
+//! [`session`] is the one API that changes a host, used by the
 //! binary, optimize and the experiment runner alike; [`netns`] runs code
 //! inside a named namespace (on a thread, with that namespace's /sys when
 //! asked), and [`reentry`] is the one place the binary is re-run (`--netns`,
@@ -34,6 +34,7 @@ pub mod pathmtu;
 pub mod profiles;
 pub mod reentry;
 mod rtnl;
+pub mod session;
 pub mod snapshot;
 mod sys;
 pub mod sysctl_scope;

@@ -2,7 +2,7 @@
 //! would type, applied through netlink, ethtool netlink and /proc/sys with
 //! a journal of the old values written first, each value verified after
 //! writing, everything rolled back when a step fails, on `rollback`, or
-//! when a confirmation deadline passes. [`session`] drives a whole tune
+//! when a confirmation deadline passes. [`crate::session`] drives a whole tune
 //! command (plan under the lock, apply, watchdog, checks, confirm).
 //!
 //! The settings, plans and journals are wirespeed-types' serde types
@@ -18,7 +18,6 @@ mod host;
 mod journal;
 mod knobs;
 mod rollback;
-pub mod session;
 mod state;
 #[cfg(test)]
 mod tests;

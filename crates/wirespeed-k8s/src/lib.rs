@@ -32,6 +32,7 @@ pub mod compare;
 pub mod deploy;
 pub mod discover;
 pub mod dra;
+pub mod dranet;
 mod error;
 pub mod gates;
 pub mod lock;

@@ -32,10 +32,17 @@ use std::fmt;
 use std::str::FromStr;
 use wirespeed_host::profiles::Profile;
 
-pub use crate::dra::{
+use crate::dranet::SHARED_DEVICE_CLASS;
+pub use crate::dranet::{
     CLAIM_NAME, CLAIM_TEMPLATE, DRANET_DRIVER, DranetConfig, DranetEthtool, DranetInterface,
     NicSelector,
 };
+use k8s_openapi::api::resource::v1::{
+    CELDeviceSelector, DeviceClaim, DeviceClaimConfiguration, DeviceClassSpec, DeviceRequest,
+    DeviceSelector, ExactDeviceRequest, OpaqueDeviceConfiguration, ResourceClaimSpec,
+    ResourceClaimTemplateSpec,
+};
+use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 /// Label every object carries: who manages it.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "wirespeed");
 /// Label of agent pods (and the DaemonSet selector's key).
@@ -160,7 +167,7 @@ pub struct Options {
     /// Let DraNet detach eBPF programs from claimed NICs (report 1 did).
     pub disable_ebpf: bool,
     /// The user's DeviceClass for dra claims (`--device-class`); None:
-    /// the shared [`crate::dra::SHARED_DEVICE_CLASS`].
+    /// the shared [`crate::dranet::SHARED_DEVICE_CLASS`].
     pub device_class: Option<String>,
     /// Restrict agents to nodes with these labels.
     pub node_selector: BTreeMap<String, String>,
@@ -233,7 +240,7 @@ impl Options {
     pub fn device_class_name(&self) -> String {
         self.device_class
             .clone()
-            .unwrap_or_else(|| crate::dra::SHARED_DEVICE_CLASS.into())
+            .unwrap_or_else(|| crate::dranet::SHARED_DEVICE_CLASS.into())
     }
 
     pub(crate) fn labels(&self) -> BTreeMap<String, String> {
@@ -600,11 +607,9 @@ pub fn build(o: &Options) -> Result<Vec<Object>, K8sError> {
     }));
     if o.networks.contains(&Network::Dra) {
         if o.device_class.is_none() {
-            out.push(Object::DeviceClass(crate::dra::device_class(o)));
+            out.push(Object::DeviceClass(device_class(o)));
         }
-        out.push(Object::ResourceClaimTemplate(Box::new(
-            crate::dra::claim_template(o)?,
-        )));
+        out.push(Object::ResourceClaimTemplate(Box::new(claim_template(o)?)));
     }
     if o.network_policy && o.networks.iter().any(|n| !n.host_network()) {
         out.push(Object::NetworkPolicy(Box::new(network_policy(o))));
@@ -1001,6 +1006,70 @@ pub fn to_yaml<T: serde::Serialize>(objs: &[T]) -> Result<String, K8sError> {
 pub fn to_json<T: serde::Serialize>(objs: &[T]) -> Result<String, K8sError> {
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objs});
     serde_json::to_string_pretty(&list).map_err(|e| K8sError::Render(e.to_string()))
+}
+
+/// The shared DeviceClass (all devices of driver dra.net), labelled as
+/// wirespeed's but with no run label: no run owns it.
+pub fn device_class(o: &Options) -> DeviceClass {
+    let mut meta = o.meta(SHARED_DEVICE_CLASS, false);
+    if let Some(l) = meta.labels.as_mut() {
+        l.remove(crate::manifests::RUN_LABEL);
+    }
+    DeviceClass {
+        metadata: meta,
+        spec: DeviceClassSpec {
+            selectors: Some(vec![DeviceSelector {
+                cel: Some(CELDeviceSelector {
+                    expression: format!("device.driver == \"{DRANET_DRIVER}\""),
+                }),
+            }]),
+            ..DeviceClassSpec::default()
+        },
+    }
+}
+
+/// The claim template: `o.nics` devices of the class that match the
+/// selector, with DraNet's config from the profile.
+pub fn claim_template(o: &Options) -> Result<ResourceClaimTemplate, K8sError> {
+    let cfg = DranetConfig::from_profile(o.profile.as_ref().map(|(_, p)| p), o.disable_ebpf)?;
+    let params = serde_json::to_value(&cfg).map_err(|e| K8sError::Render(e.to_string()))?;
+    Ok(ResourceClaimTemplate {
+        metadata: o.meta(CLAIM_TEMPLATE, true),
+        spec: ResourceClaimTemplateSpec {
+            // Copied into each claim: lets a run find and delete its claims.
+            metadata: Some(ObjectMeta {
+                labels: Some(o.labels()),
+                ..ObjectMeta::default()
+            }),
+            spec: ResourceClaimSpec {
+                devices: Some(DeviceClaim {
+                    requests: Some(vec![DeviceRequest {
+                        name: CLAIM_NAME.into(),
+                        exactly: Some(ExactDeviceRequest {
+                            device_class_name: o.device_class_name(),
+                            allocation_mode: Some("ExactCount".into()),
+                            count: Some(i64::from(o.nics)),
+                            selectors: Some(vec![DeviceSelector {
+                                cel: Some(CELDeviceSelector {
+                                    expression: o.nic_selector.cel()?,
+                                }),
+                            }]),
+                            ..ExactDeviceRequest::default()
+                        }),
+                        ..DeviceRequest::default()
+                    }]),
+                    config: Some(vec![DeviceClaimConfiguration {
+                        requests: Some(vec![CLAIM_NAME.into()]),
+                        opaque: Some(OpaqueDeviceConfiguration {
+                            driver: DRANET_DRIVER.into(),
+                            parameters: RawExtension(params),
+                        }),
+                    }]),
+                    ..DeviceClaim::default()
+                }),
+            },
+        },
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! `wirespeed inspect`, `doctor` and `tune`: flags, then wirespeed-host's
-//! tune session (`tune::session`) and its renderings; `--netns` re-runs
+//! tune session (`session`) and its renderings; `--netns` re-runs
 //! this binary there through wirespeed-host's typed helper
 //! (`reentry::enter_netns`, which also remounts /sys for that namespace).
 
@@ -12,7 +12,7 @@ use wirespeed_experiment::peer::{self, DoctorRequest};
 use wirespeed_host::Snapshot;
 use wirespeed_host::doctor::Goal;
 use wirespeed_host::reentry::{self, current_netns};
-use wirespeed_host::tune::session::{self, ApplyOptions, Place, PlanRequest, Show};
+use wirespeed_host::session::{self, ApplyOptions, Place, PlanRequest, Show};
 use wirespeed_host::tune::{JournalCheck, Plan, StateDir};
 
 /// Options every host command takes.

@@ -8,12 +8,13 @@
 //! lab namespace they run on a thread that [`crate::netns::run_in_with_sys`]
 //! put there. What they print goes through [`Show`].
 
-use super::JournalCheck;
-use super::{Host, Journal, Plan, Recovered, RolledBack, Setting, StateDir};
 use crate::doctor::{Goal, diagnose_measured};
 use crate::guard::{self, Checks};
 use crate::pathmtu::{self, PathMtu};
 use crate::reentry::Reentry;
+use crate::tune::{
+    self, Host, Journal, JournalCheck, Plan, Recovered, RolledBack, Setting, StateDir,
+};
 use crate::{Fs, HostError, Snapshot, inspect, profiles};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -159,7 +160,7 @@ pub fn settle(st: &StateDir, at: &Place, roll: bool, show: &mut dyn Show) -> Res
     }
     let mut host = at.open_host()?;
     let recovered =
-        super::recover(&mut host, st).map_err(|e| e.within("roll back the overdue journal"))?;
+        tune::recover(&mut host, st).map_err(|e| e.within("roll back the overdue journal"))?;
     match recovered {
         Recovered::Nothing => {}
         Recovered::StaleBoot { boot_id } => show.warn(&format!(
@@ -349,7 +350,7 @@ pub fn apply(
     // Ctrl-C gives a whole, journaled, guarded apply, never half of one
     // (they act once it is done).
     let held = crate::sys::hold_signals();
-    let done = super::apply_locked(&mut host, st, &lock, &plan, deadline).map_err(failed)?;
+    let done = tune::apply_locked(&mut host, st, &lock, &plan, deadline).map_err(failed)?;
     if done.changed.is_empty() {
         drop(held);
         show.line(if plan.skipped.is_empty() {
@@ -364,12 +365,12 @@ pub fn apply(
         let pid = match spawn_watchdog(st, at) {
             Ok(pid) => pid,
             Err(e) => {
-                let _ = super::rollback_locked(&mut host, st, &lock);
+                let _ = tune::rollback_locked(&mut host, st, &lock);
                 return Err(e.within("so the changes were rolled back at once"));
             }
         };
         let timer = arm_timer(st, d, at);
-        super::record_guards(st, &lock, Some(pid), timer.clone())
+        tune::record_guards(st, &lock, Some(pid), timer.clone())
             .map_err(|e| e.within("record the watchdog in the journal"))?;
         guards = Some(Guards {
             deadline: d,
@@ -433,7 +434,7 @@ fn check_after(
             Ok(())
         }
         Err(failed) => {
-            let r = super::rollback(host, st).map_err(|e| {
+            let r = tune::rollback(host, st).map_err(|e| {
                 e.within("a check failed after the apply, and the rollback failed too")
             })?;
             stop_timer(g.timer.as_deref());
@@ -448,7 +449,7 @@ fn check_after(
 /// Cancels the automatic rollback (and its backup timer); true when
 /// something waited for confirmation.
 pub fn confirm(st: &StateDir) -> Result<bool, HostError> {
-    match super::confirm(st)? {
+    match tune::confirm(st)? {
         Some(j) if j.deadline_unix.is_some() => {
             stop_timer(j.timer_unit.as_deref());
             Ok(true)
@@ -464,9 +465,9 @@ pub fn rollback(st: &StateDir, at: &Place, if_overdue: bool) -> Result<Option<St
     let timer = st.load().ok().flatten().and_then(|j| j.timer_unit);
     let mut host = at.open_host()?;
     if if_overdue {
-        return Ok(super::rollback_if_overdue(&mut host, st)?.map(|r| rolled_text(&r)));
+        return Ok(tune::rollback_if_overdue(&mut host, st)?.map(|r| rolled_text(&r)));
     }
-    let r = super::rollback(&mut host, st)?;
+    let r = tune::rollback(&mut host, st)?;
     stop_timer(timer.as_deref());
     Ok(Some(rolled_text(&r)))
 }
@@ -490,12 +491,12 @@ pub fn watchdog(st: &StateDir, at: &Place) -> Result<(), HostError> {
     crate::sys::detach();
     let mut host = at.open_host()?;
     let log = st.dir().join("watchdog.log");
-    let line = match super::watch(&mut host, st) {
-        Ok(super::Watched::RolledBack(r)) => format!(
+    let line = match tune::watch(&mut host, st) {
+        Ok(tune::Watched::RolledBack(r)) => format!(
             "deadline passed without confirmation: rolled back ({})",
             rolled_text(&r)
         ),
-        Ok(super::Watched::Nothing) => "confirmed or rolled back by hand: nothing to do".into(),
+        Ok(tune::Watched::Nothing) => "confirmed or rolled back by hand: nothing to do".into(),
         Err(e) => format!("rollback failed: {e}"),
     };
     let _ = std::fs::write(log, format!("{line}\n"));
