@@ -66,6 +66,32 @@ pub struct Image {
 }
 
 impl Image {
+    /// One line for the terminal: digest, platform, compressed size, the
+    /// binary it was built from and the libraries taken from this host.
+    pub fn summary(&self, binary: &std::path::Path) -> String {
+        let mib = |n: u64| n as f64 / (1024.0 * 1024.0);
+        let size = self.compressed_size();
+        let bin = std::fs::metadata(binary).map(|m| m.len()).unwrap_or(0);
+        let libs: Vec<&str> = self
+            .libraries
+            .iter()
+            .map(|p| p.rsplit('/').next().unwrap_or(p))
+            .collect();
+        let libs = if libs.is_empty() {
+            "static binary, no libraries".to_string()
+        } else {
+            format!("with {} from this host", libs.join(", "))
+        };
+        format!(
+            "image {} ({}): {:.1} MiB compressed ({size} bytes); binary {} {:.1} MiB, {libs}",
+            self.digest(),
+            crate::platform(),
+            mib(size),
+            binary.display(),
+            mib(bin),
+        )
+    }
+
     /// The manifest digest, `sha256:...`.
     pub fn digest(&self) -> String {
         self.manifest.digest()

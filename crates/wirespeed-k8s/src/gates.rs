@@ -283,6 +283,28 @@ fn host_gap(r: &mut PathsReport, gap: f64) {
     ));
 }
 
+/// The run's cases, judged by `g`.
+pub fn report(out: &crate::RunOutcome, g: &Gates, repeats: u32) -> PathsReport {
+    let tests: Vec<PathTests<'_>> = out
+        .runs
+        .iter()
+        .map(|r| (r.path, &r.results.tests[..], &r.nodes))
+        .collect();
+    let mut report = PathsReport {
+        cases: cases(&tests, repeats),
+        unplanned: out.unplanned.clone(),
+        left_out: out
+            .selection
+            .left_out
+            .iter()
+            .map(|(n, why)| format!("{n}: {why}"))
+            .collect(),
+        ..PathsReport::default()
+    };
+    judge(&mut report, g);
+    report
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -996,6 +996,18 @@ pub(crate) fn restricted_security() -> SecurityContext {
     }
 }
 
+/// `objs` as `output` names them: yaml (multi-document) or json (a v1
+/// List, ending in a newline).
+pub fn render<T: serde::Serialize>(objs: &[T], output: &str) -> Result<String, K8sError> {
+    match output {
+        "yaml" => to_yaml(objs),
+        "json" => Ok(to_json(objs)? + "\n"),
+        other => Err(K8sError::Invalid(format!(
+            "--output {other:?}: use yaml or json"
+        ))),
+    }
+}
+
 /// The objects (these or the in-cluster runner's) as a multi-document
 /// YAML stream.
 pub fn to_yaml<T: serde::Serialize>(objs: &[T]) -> Result<String, K8sError> {

@@ -2,21 +2,8 @@
 //! wirespeed-experiment's demo scenario; the report page at the end.
 
 use anyhow::{Context, Result};
+use wirespeed_cli::demo::*;
 use wirespeed_report::{Format, RenderOpts, render};
-
-/// Options of `wirespeed demo`.
-#[derive(clap::Args, Debug)]
-pub struct DemoArgs {
-    /// Seconds each test measures.
-    #[arg(long, default_value_t = 2.0)]
-    pub duration: f64,
-    /// Use loopback even as root.
-    #[arg(long)]
-    pub loopback: bool,
-    /// Where the HTML report goes.
-    #[arg(long, default_value = "report.html")]
-    pub out: std::path::PathBuf,
-}
 
 /// Runs the demo.
 pub fn run(a: DemoArgs) -> Result<()> {
@@ -37,7 +24,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
     }
     let results = out.with_extension("results.json");
     wirespeed_experiment::demo::lab_demo(a.duration, &results, &mut std::io::stdout())?;
-    crate::report_cmd::run(crate::report_cmd::ReportArgs {
+    crate::report_cmd::run(wirespeed_cli::report::ReportArgs {
         results: vec![results],
         labels: Vec::new(),
         output: Some(out.to_path_buf()),

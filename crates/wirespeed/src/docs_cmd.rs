@@ -6,22 +6,8 @@
 
 use anyhow::{Context, Result};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-
-/// Options of `wirespeed completions`.
-#[derive(clap::Args, Debug)]
-pub struct CompletionsArgs {
-    /// The shell: bash, zsh, fish, elvish or powershell.
-    shell: clap_complete::Shell,
-}
-
-/// Options of `wirespeed man`.
-#[derive(clap::Args, Debug)]
-pub struct ManArgs {
-    /// Directory to write wirespeed.1, wirespeed-bench.1, ... into.
-    #[arg(long)]
-    out: PathBuf,
-}
+use std::path::Path;
+use wirespeed_cli::docs::*;
 
 /// Prints the completion script for `a.shell` of command `cmd` (a closed
 /// pipe, as from `| head`, ends it quietly).

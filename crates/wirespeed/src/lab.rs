@@ -1,44 +1,8 @@
 //! `wirespeed lab up|down|exec`: emulated hosts in network namespaces.
 
 use anyhow::{Context, Result, bail};
-use std::path::PathBuf;
+use wirespeed_cli::lab::*;
 use wirespeed_lab::{Lab, LabSpec, destroy, load_state};
-
-/// Lab subcommands.
-#[derive(clap::Subcommand, Debug)]
-pub enum LabCmd {
-    /// Build the lab a TOML file describes and keep it until `lab down`.
-    Up {
-        /// The lab file.
-        file: PathBuf,
-        /// Where lab state is kept.
-        #[arg(long, default_value = "/run/wirespeed/labs")]
-        state_dir: PathBuf,
-    },
-    /// Remove a lab built by `lab up`.
-    Down {
-        /// The lab's name.
-        name: String,
-        /// Where lab state is kept.
-        #[arg(long, default_value = "/run/wirespeed/labs")]
-        state_dir: PathBuf,
-    },
-    /// The demo: report 2's lab, doctor, tuning, the ladder, report.html.
-    Demo(crate::demo::DemoArgs),
-    /// Run a command on one host of a lab.
-    Exec {
-        /// The lab's name.
-        name: String,
-        /// The host.
-        host: String,
-        /// The command and its arguments (after --).
-        #[arg(last = true, required = true)]
-        cmd: Vec<String>,
-        /// Where lab state is kept.
-        #[arg(long, default_value = "/run/wirespeed/labs")]
-        state_dir: PathBuf,
-    },
-}
 
 fn need_root() -> Result<()> {
     crate::need_root("labs create network namespaces: run as root (or under sudo)")

@@ -1,20 +1,9 @@
 //! `wirespeed optimize HOST`: the flags, `--netns`, the tune journal
 //! settled first, then wirespeed-experiment's search; the table or JSON.
 
-use crate::host_cmd::{Where, enter_netns};
+use crate::host_cmd::enter_netns;
 use anyhow::Result;
-use wirespeed_experiment::optimize::OptimizeArgs;
-
-/// Options of `wirespeed optimize`.
-#[derive(clap::Args, Debug)]
-pub struct OptimizeCmd {
-    /// The search's flags.
-    #[command(flatten)]
-    pub args: OptimizeArgs,
-    /// Where it runs.
-    #[command(flatten)]
-    pub at: Where,
-}
+use wirespeed_cli::optimize::*;
 
 /// Runs `wirespeed optimize`.
 pub fn run(c: OptimizeCmd) -> Result<()> {

@@ -5,29 +5,11 @@
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
+use wirespeed_cli::report::*;
 use wirespeed_engine::Report;
 use wirespeed_report::experiment::{ExperimentResults, finalize};
 use wirespeed_report::source::distinct_labels;
 use wirespeed_report::{Content, Source, plural, render_page, render_page_csv, render_page_md};
-
-/// Options of `wirespeed report`.
-#[derive(clap::Args, Debug)]
-pub struct ReportArgs {
-    /// Results of `wirespeed experiment`, or outputs of `wirespeed bench --json`;
-    /// several are compared on shared axes, one series per file.
-    #[arg(required = true, value_name = "RESULTS.json")]
-    pub results: Vec<PathBuf>,
-    /// A name for each file, in order (repeat the flag: `--label cubic --label bbr`);
-    /// unnamed files are labelled by their test's own description.
-    #[arg(short, long = "label", value_name = "NAME")]
-    pub labels: Vec<String>,
-    /// Write here instead of stdout.
-    #[arg(short, long)]
-    pub output: Option<PathBuf>,
-    /// html, md or csv (default: from the output's extension, else html).
-    #[arg(short, long, value_parser = ["html", "md", "csv"])]
-    pub format: Option<String>,
-}
 
 /// Reads either kind of results file.
 pub fn read_content(path: &Path) -> Result<Content> {

@@ -1,0 +1,193 @@
+//! The flags of `wirespeed fleet_cmd`.
+
+use anyhow::{Result, bail};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use wirespeed_experiment::{BenchArgs, spec_from};
+use wirespeed_fleet::run::WorkloadSpec;
+
+/// Options of `wirespeed agent`.
+#[derive(clap::Args, Debug)]
+pub struct AgentArgs {
+    /// The agent's name in the fleet [default: the host name].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Address and port of the HTTP API.
+    #[arg(long, default_value = "[::]:5380")]
+    pub http: SocketAddr,
+    /// Pin the fleet: test only the agents of this file (else the
+    /// controller sends the fleet with its key).
+    #[arg(long)]
+    pub fleet: Option<PathBuf>,
+    /// Tests this agent runs as a client at once.
+    #[arg(long, default_value_t = 4)]
+    pub max_client_tests: usize,
+    /// Serve /metrics without the key (it tells the host's kernel, NICs
+    /// and link speeds): for a Prometheus that cannot hold the bearer
+    /// token of `wirespeed fleet token`.
+    #[arg(long)]
+    pub metrics_open: bool,
+    /// The server's flags (--key-file is required).
+    #[command(flatten)]
+    pub serve: crate::ServeArgs,
+}
+
+/// `wirespeed fleet ...`.
+#[derive(clap::Subcommand, Debug)]
+pub enum FleetCmd {
+    /// Run a test matrix over the agents of a fleet file.
+    Run(Box<RunArgs>),
+    /// Plan the rounds only: how many, and how long planning takes.
+    Plan(PlanArgs),
+    /// Print the bearer token that reads the agents' API (metrics, facts,
+    /// results) without the key: for a Prometheus scrape config.
+    Token(TokenArgs),
+    /// Show stored tests from a history file (`fleet run --history`).
+    History(HistoryArgs),
+    /// Measure the fleet on a schedule under a budget: light probes
+    /// between pairs, bandwidth tests in a rotation, every result stored,
+    /// drift raised with the facts that changed; a live page and
+    /// Prometheus series on --listen.
+    Watch(Box<crate::watch::WatchArgs>),
+}
+
+/// Options of `wirespeed fleet history`.
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    /// The history file (SQLite).
+    #[arg(long)]
+    pub db: PathBuf,
+    /// Only tests between these two agents, either way: A,B.
+    #[arg(long)]
+    pub pair: Option<String>,
+    /// Only tests of the last DURATION, e.g. 7d, 12h, 30m.
+    #[arg(long, default_value = "7d")]
+    pub since: String,
+    /// Only this workload label.
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// At most N rows, the newest (0: all).
+    #[arg(long, default_value_t = 1000)]
+    pub limit: usize,
+    /// Remove the runs older than --since instead of showing anything.
+    #[arg(long)]
+    pub prune: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of `wirespeed fleet token`.
+#[derive(clap::Args, Debug)]
+pub struct TokenArgs {
+    /// The fleet key file (the agents' --key-file).
+    #[arg(long)]
+    pub key_file: PathBuf,
+}
+
+/// Options of `wirespeed fleet run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The fleet file (TOML; docs/fleet.md).
+    #[arg(long)]
+    pub agents: PathBuf,
+    /// pairs, ring, all-to-all, one-to-many or many-to-one.
+    #[arg(long, default_value = "all-to-all")]
+    pub pattern: String,
+    /// Tests each host takes part in at once (1: never two at once).
+    #[arg(long, default_value_t = 1)]
+    pub concurrent: u32,
+    /// Runs of each test; two or more measure the noise band.
+    #[arg(long, default_value_t = 2)]
+    pub repeats: u32,
+    /// Fail (exit 2) when a link's median is below this rate, e.g. 5gbit.
+    #[arg(long)]
+    pub min: Option<String>,
+    /// Fail (exit 2) when a link falls below the same link of this
+    /// earlier `fleet run --out` by more than --tolerance.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Allowed drop against --baseline, percent.
+    #[arg(long, default_value_t = 10.0)]
+    pub tolerance: f64,
+    /// Also write the JSON results here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also write the HTML report (matrix heatmap, outliers) here.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Also store every test and each agent's facts in this history file
+    /// (SQLite; created, or migrated, as needed).
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// Bench's flags: workload, duration, flows, sizes, --key-file (required), --json.
+    #[command(flatten)]
+    pub bench: BenchArgs,
+}
+
+/// Options of `wirespeed fleet plan`.
+#[derive(clap::Args, Debug)]
+pub struct PlanArgs {
+    /// The fleet file.
+    #[arg(
+        long,
+        required_unless_present = "synthetic",
+        conflicts_with = "synthetic"
+    )]
+    pub agents: Option<PathBuf>,
+    /// Plan for N made-up agents instead (planning figures only).
+    #[arg(long)]
+    pub synthetic: Option<usize>,
+    /// The pattern.
+    #[arg(long, default_value = "all-to-all")]
+    pub pattern: String,
+    /// Tests each host takes part in at once.
+    #[arg(long, default_value_t = 1)]
+    pub concurrent: u32,
+    /// Print each round's tests too.
+    #[arg(long)]
+    pub rounds: bool,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Bench's flags as fleet workloads (one per size of an rr size list);
+/// flags that make no sense between agents are refused.
+pub fn workloads(b: &BenchArgs) -> Result<Vec<WorkloadSpec>> {
+    let (spec, sizes) = spec_from(b).map_err(anyhow::Error::msg)?;
+    if !spec.paths.is_empty() {
+        bail!("--path/--paths do not apply: each test runs over a NIC pair of the fleet file");
+    }
+    if b.ipv4 || b.ipv6 || b.bind.is_some() || b.connect_timeout.is_some() || b.cport.is_some() {
+        bail!(
+            "-4/-6, -B, --cport and --connect-timeout do not apply: the agents reach each other at the fleet file's addresses"
+        );
+    }
+    let one = sizes.len() == 1 && b.size.is_none();
+    // -u names its workload without -w.
+    let name = spec.workload.name();
+    Ok(sizes
+        .iter()
+        .map(|&(req, resp)| {
+            let mut s = spec.clone();
+            s.request_size = req;
+            s.response_size = resp;
+            let label = if one || s.workload == wirespeed_engine::Workload::Stream {
+                name.to_string()
+            } else if req == resp {
+                format!(
+                    "{name}-{}",
+                    wirespeed_report::human_size(req as u64).replace(' ', "")
+                )
+            } else {
+                format!(
+                    "{name}-{}/{}",
+                    wirespeed_report::human_size(req as u64).replace(' ', ""),
+                    wirespeed_report::human_size(resp as u64).replace(' ', "")
+                )
+            };
+            WorkloadSpec { label, spec: s }
+        })
+        .collect())
+}
