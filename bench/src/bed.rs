@@ -7,6 +7,7 @@ use crate::tools::Server;
 use std::collections::BTreeMap;
 use wirespeed_lab::{Lab, LabSpec, LinkSpec};
 
+/// The testbed: the lab, the tools' servers on host `b`, the binaries.
 pub(crate) struct Bed {
     pub(crate) lab: Lab,
     pub(crate) servers: BTreeMap<&'static str, Server>,
@@ -33,6 +34,7 @@ impl Bed {
     }
 }
 
+/// Brings up the lab and starts every server on it.
 fn build() -> Result<Bed, String> {
     let mut spec = LabSpec::two_hosts(&Lab::unique("bench"), 1, None);
     for rate in [Some("2gbit"), Some("2gbit"), None, None] {

@@ -42,6 +42,7 @@ pub(crate) struct Group {
     pub(crate) contenders: Vec<Contender>,
 }
 
+/// `v` as owned strings (an argv).
 pub(crate) fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }

@@ -22,6 +22,7 @@ pub(crate) const GROUPS: [&str; 18] = [
     "udp-rr",
 ];
 
+/// The harness's options.
 pub(crate) struct Opts {
     pub(crate) runs: usize,
     pub(crate) duration: u32,
@@ -30,6 +31,7 @@ pub(crate) struct Opts {
     pub(crate) perf: bool,
 }
 
+/// Prints the usage line and exits 2.
 fn usage() -> ! {
     eprintln!(
         "usage: bench/compare [--runs N (default 5)] [--duration SECS (default 5)] \
@@ -39,6 +41,7 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+/// The options from the command line; exits with the usage on bad ones.
 pub(crate) fn parse_opts() -> Opts {
     let mut o = Opts {
         runs: 5,

@@ -50,15 +50,19 @@ impl Samples {
     }
 }
 
+/// Goodput in Gbit/s.
 pub(crate) fn gbps(f: &Figures) -> f64 {
     f.bps / 1e9
 }
+/// Median latency, us.
 pub(crate) fn p50(f: &Figures) -> f64 {
     f.p50_us
 }
+/// 99th percentile latency, us.
 pub(crate) fn p99(f: &Figures) -> f64 {
     f.p99_us
 }
+/// Transactions per second.
 pub(crate) fn tps(f: &Figures) -> f64 {
     f.tps
 }

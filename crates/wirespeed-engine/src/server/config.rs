@@ -104,12 +104,14 @@ impl std::fmt::Display for ServerEvent {
     }
 }
 
+/// Sends `ev` to the server's log, if it has one.
 pub(super) fn emit(cfg: &ServerConfig, ev: ServerEvent) {
     if let Some(tx) = &cfg.events {
         let _ = tx.send(ev);
     }
 }
 
+/// Logs a failed control connection, its error escaped and bounded.
 pub(super) fn emit_failed(cfg: &ServerConfig, peer: SocketAddr, error: &str) {
     emit(
         cfg,

@@ -24,6 +24,8 @@ fn within(cfg: &ServerConfig, what: &str) -> String {
     )
 }
 
+/// Serves one control connection: the handshake by the handshake
+/// deadline, then the client's tests one by one.
 pub(super) fn handle_control(
     stream: TcpStream,
     peer: SocketAddr,

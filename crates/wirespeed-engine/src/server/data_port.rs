@@ -66,11 +66,13 @@ pub(super) fn open_data_port(
     Ok((listener, registration, port))
 }
 
+/// Whether `e` is the process (or system) out of file descriptors.
 pub(super) fn is_out_of_fds(e: &EngineError) -> bool {
     matches!(e, EngineError::Io { error, .. }
         if matches!(error.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)))
 }
 
+/// A test's TCP data listener on `addr`, with the spec's socket options.
 fn listen_data(addr: SocketAddr, backlog: i32, spec: &TestSpec) -> Result<Socket, EngineError> {
     // An MPTCP test needs an MPTCP listener: a TCP one would make every
     // flow fall back to plain TCP.

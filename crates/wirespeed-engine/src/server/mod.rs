@@ -45,6 +45,7 @@ pub struct Server {
     table: Arc<Table>,
 }
 
+/// The control listener on `addr` (dual stack on `::`).
 fn listen_socket(addr: SocketAddr, backlog: i32) -> std::io::Result<Socket> {
     let s = Socket::new(
         Domain::for_address(addr),

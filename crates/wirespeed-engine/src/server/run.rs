@@ -17,6 +17,8 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Runs one test the client specified on its control connection: checks
+/// and admits it, takes its flows, runs its window, ends it and reports.
 pub(super) fn run_test(
     stream: &TcpStream,
     peer: SocketAddr,

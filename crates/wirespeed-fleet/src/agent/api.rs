@@ -67,6 +67,7 @@ pub struct ErrorBody {
     pub error: String,
 }
 
+/// An [`ErrorBody`] answer with `status`.
 pub(super) fn json_error(status: StatusCode, msg: impl Into<String>) -> Response {
     (status, axum::Json(ErrorBody { error: msg.into() })).into_response()
 }

@@ -61,6 +61,7 @@ struct ConnState {
     kick: tokio::sync::Notify,
 }
 
+/// A live connection: its source and its state.
 struct Conn {
     source: IpAddr,
     state: Arc<ConnState>,

@@ -15,6 +15,7 @@ use prometheus_client::encoding::text::encode;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// `GET /healthz`: `ok NAME BOOT`.
 pub(super) async fn healthz(State(st): State<Arc<Shared>>) -> Response {
     format!("ok {} {}\n", st.name, st.boot).into_response()
 }
@@ -49,6 +50,7 @@ async fn facts_json(st: &Arc<Shared>) -> Result<Arc<serde_json::Value>, String> 
     read
 }
 
+/// `GET /v1/facts`: the host's snapshot as JSON.
 pub(super) async fn facts(State(st): State<Arc<Shared>>) -> Response {
     match facts_json(&st).await {
         Ok(j) => axum::Json(j.as_ref().clone()).into_response(),
@@ -86,6 +88,7 @@ pub(super) async fn metrics(State(st): State<Arc<Shared>>, headers: HeaderMap) -
         .into_response()
 }
 
+/// `GET /v1/results`: every test's record, without its full result.
 pub(super) async fn results(State(st): State<Arc<Shared>>) -> Response {
     let list: Vec<RunRecord> = st
         .results
@@ -100,6 +103,7 @@ pub(super) async fn results(State(st): State<Arc<Shared>>) -> Response {
     axum::Json(list).into_response()
 }
 
+/// `GET /v1/results/{id}`: one test's record with its result.
 pub(super) async fn result(State(st): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
     let Ok(id) = id.parse::<u64>() else {
         return json_error(StatusCode::BAD_REQUEST, format!("{id:?} is not a test id"));
@@ -115,6 +119,7 @@ pub(super) async fn result(State(st): State<Arc<Shared>>, Path(id): Path<String>
     }
 }
 
+/// `PUT /v1/fleet`: the agent's fleet, unless pinned by `--fleet`.
 pub(super) async fn set_fleet(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
     if let Some(r) = fleet_pinned(&st) {
         return r;

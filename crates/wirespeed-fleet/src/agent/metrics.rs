@@ -8,9 +8,12 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 use wirespeed_engine::TestResult;
 
+/// A series' labels, (name, value).
 type Labels = Vec<(String, String)>;
+/// A gauge of floating-point values.
 type FGauge = Gauge<f64, AtomicU64>;
 
+/// The agent's metric families, registered in `registry`.
 pub(super) struct Metrics {
     pub(super) registry: Registry,
     throughput: Family<Labels, FGauge>,

@@ -56,6 +56,8 @@ async fn require_key(State(st): State<Arc<Shared>>, req: Request, next: Next) ->
     }
 }
 
+/// The agent's HTTP routes under `limits`; `/metrics` without a key when
+/// `metrics_open`.
 pub(super) fn router(st: Arc<Shared>, limits: &HttpLimits, metrics_open: bool) -> Router {
     use tower::ServiceBuilder;
     let overload = |e: tower::BoxError| async move {

@@ -14,6 +14,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+/// The host's facts as last read, and when.
 pub(super) struct Facts {
     pub(super) at: Option<Instant>,
     pub(super) json: Option<Result<Arc<serde_json::Value>, String>>,
