@@ -5,7 +5,8 @@
 
 mod common;
 use common::{
-    TestServer, connect_flows, connect_from, handshake, raw_connect, recv, send_spec, wait_for,
+    TestServer, connect_flows, connect_from, handshake, raw_connect, recv, send_spec,
+    wait_control_closed, wait_for,
 };
 
 use std::io::{Read, Write};
@@ -45,12 +46,13 @@ fn slow_hello() -> Vec<u8> {
 /// Opens `n` control connections from 127.0.0.2 (another address than
 /// the clients') that each send one byte of a hello every `every`,
 /// reopening any the server drops, until `stop` (or 20 s). Returns how
-/// many connections it opened.
+/// many connections it opened; `so_far` counts them as they open.
 fn tricklers(
     addr: SocketAddr,
     n: usize,
     every: Duration,
     stop: Arc<AtomicBool>,
+    so_far: Arc<AtomicU64>,
 ) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
         let bytes = slow_hello();
@@ -73,6 +75,7 @@ fn tricklers(
                         Some((s, 0))
                     });
                     opened += 1;
+                    so_far.fetch_add(1, Ordering::Relaxed);
                 }
             }
             std::thread::sleep(every);
@@ -114,8 +117,21 @@ fn tricklers_cannot_lock_out_an_authenticated_client() {
     let started = rx.recv_timeout(Duration::from_secs(5)).unwrap();
     assert!(started.to_string().contains("started"), "{started}");
     let stop = Arc::new(AtomicBool::new(false));
-    let t = tricklers(srv.addr, 70, Duration::from_millis(200), stop.clone());
-    std::thread::sleep(Duration::from_millis(600));
+    let so_far = Arc::new(AtomicU64::new(0));
+    let t = tricklers(
+        srv.addr,
+        70,
+        Duration::from_millis(200),
+        stop.clone(),
+        so_far.clone(),
+    );
+    // The flood is on once all 70 have connected.
+    assert!(
+        wait_for(Duration::from_secs(10), || so_far.load(Ordering::Relaxed)
+            >= 70),
+        "the tricklers opened {} of 70 connections in 10 s",
+        so_far.load(Ordering::Relaxed)
+    );
     // New clients get through, one after another.
     for i in 0..3 {
         let r = run_test(&keyed(&srv), &short(), &mut |_| {});
@@ -333,7 +349,7 @@ fn a_dead_clients_flows_are_released_promptly() {
     });
     // Warm up the server's threads so the baseline is stable.
     srv.run(&short()).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    wait_control_closed(srv.addr.port(), "after the warm-up test");
     let base = open_fds();
     {
         let mut s = handshake(srv.addr, None, "dies").unwrap();

@@ -8,6 +8,7 @@
 mod common;
 use common::{
     TestServer, connect_flows, connect_from, handshake, listening_ports, recv, send_spec,
+    wait_control_closed,
 };
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -45,12 +46,12 @@ fn a_thousand_tests_leave_no_descriptors_or_memory_behind() {
         srv.run(&spec).unwrap();
     }
     // Let the server's control threads of the warm-up runs exit.
-    std::thread::sleep(Duration::from_millis(200));
+    wait_control_closed(srv.addr.port(), "after the warm-up runs");
     let (fds0, rss0) = (wirespeed_engine::sys::open_fds(), rss_kib());
     for i in 0..1000 {
         srv.run(&spec).unwrap_or_else(|e| panic!("test {i}: {e}"));
     }
-    std::thread::sleep(Duration::from_millis(200));
+    wait_control_closed(srv.addr.port(), "after the thousand tests");
     let (fds1, rss1) = (wirespeed_engine::sys::open_fds(), rss_kib());
     assert!(fds1 <= fds0 + 2, "descriptors {fds0} -> {fds1}");
     assert!(rss1 < rss0 + 16 * 1024, "RSS {rss0} KiB -> {rss1} KiB");

@@ -139,155 +139,203 @@ pub fn analyze(r: &mut FleetResults, snaps: &[(String, wirespeed_host::Snapshot)
             .iter()
             .filter(|t| t.workload == label && t.error.is_none() && t.result.is_some())
             .collect();
-        let latency = ok.iter().any(|t| {
-            t.result
-                .as_ref()
-                .is_some_and(|x| x.spec.workload != Workload::Stream)
-        });
         let mut groups: BTreeMap<String, Vec<&LinkTest>> = BTreeMap::new();
         for t in &ok {
             groups.entry(link_name(t)).or_default().push(t);
         }
-        let mut links = Vec::new();
-        let mut spreads = Vec::new();
-        for (name, ts) in &groups {
-            let mut samples: Vec<f64> = ts.iter().map(|t| t.throughput_bps).collect();
-            let m = median(&samples);
-            if samples.len() >= 2 && m > 0.0 {
-                samples.sort_by(|a, b| a.total_cmp(b));
-                spreads.push((samples[samples.len() - 1] - samples[0]) / m);
-            }
-            links.push(Cell {
-                name: name.clone(),
-                host: ts[0].client.clone(),
-                peer: Some(ts[0].server.clone()),
-                nic: (!ts[0].client_nic.is_empty()).then(|| ts[0].client_nic.clone()),
-                throughput_bps: m,
-                p50_us: median_opt(ts.iter().map(|t| t.p50_us)),
-                p99_us: median_opt(ts.iter().map(|t| t.p99_us)),
-                samples: ts.iter().map(|t| t.throughput_bps).collect(),
-            });
-        }
-        let (noise_band, noise_source) = if spreads.is_empty() {
-            (
-                DEFAULT_BAND,
-                format!("no repeats: the default {:.0}%", DEFAULT_BAND * 100.0),
-            )
-        } else {
-            let s = median(&spreads);
-            (
-                (3.0 * s).clamp(MIN_BAND, 0.5),
-                format!(
-                    "3 x the median spread of repeats ({:.1}%) over {} links, at least {:.0}%",
-                    s * 100.0,
-                    groups.len(),
-                    MIN_BAND * 100.0
-                ),
-            )
-        };
-        // Per NIC and per host: the median over the links they were in.
-        let mut nic_links: BTreeMap<(String, String), Vec<&Cell>> = BTreeMap::new();
-        let mut host_links: BTreeMap<String, Vec<&Cell>> = BTreeMap::new();
-        for (c, ts) in links.iter().zip(groups.values()) {
-            let t = ts[0];
-            for (h, n) in [(&t.client, &t.client_nic), (&t.server, &t.server_nic)] {
-                if !n.is_empty() {
-                    nic_links.entry((h.clone(), n.clone())).or_default().push(c);
-                }
-                host_links.entry(h.clone()).or_default().push(c);
-            }
-        }
-        let agg = |name: String, host: &str, nic: Option<String>, cs: &[&Cell]| Cell {
-            name,
-            host: host.to_string(),
-            peer: None,
-            nic,
-            throughput_bps: median(&cs.iter().map(|c| c.throughput_bps).collect::<Vec<_>>()),
-            p50_us: median_opt(cs.iter().map(|c| c.p50_us)),
-            p99_us: median_opt(cs.iter().map(|c| c.p99_us)),
-            samples: cs.iter().map(|c| c.throughput_bps).collect(),
-        };
-        let nics: Vec<Cell> = nic_links
-            .iter()
-            .map(|((h, n), cs)| agg(format!("{h}/{n}"), h, Some(n.clone()), cs))
-            .collect();
-        let per_host: Vec<Cell> = host_links
-            .iter()
-            .map(|(h, cs)| agg(h.clone(), h, None, cs))
-            .collect();
-        let med = |cs: &[Cell]| median(&cs.iter().map(|c| c.throughput_bps).collect::<Vec<_>>());
-        let m = Matrix {
-            workload: label.clone(),
-            latency,
-            hosts: hosts.clone(),
-            median_bps: med(&links),
-            median_p99_us: median_opt(links.iter().map(|c| c.p99_us)),
-            links,
-            nics,
-            per_host,
-            noise_band,
-            noise_source,
-        };
-        let mut found: Vec<Outlier> = Vec::new();
-        let mut host_out = BTreeSet::new();
-        let mut nic_out = BTreeSet::new();
-        for (scope, cells) in [
-            (Scope::Host, &m.per_host),
-            (Scope::Nic, &m.nics),
-            (Scope::Link, &m.links),
-        ] {
-            let median_bps = med(cells);
-            // Fewer than three cells have no majority to fall below.
-            if cells.len() < 3 || median_bps <= 0.0 {
-                continue;
-            }
-            for c in cells {
-                if c.throughput_bps >= median_bps * (1.0 - noise_band) {
-                    continue;
-                }
-                let hs: Vec<String> = std::iter::once(c.host.clone())
-                    .chain(c.peer.clone())
-                    .collect();
-                let covered = match scope {
-                    Scope::Host => false,
-                    Scope::Nic => host_out.contains(&c.host),
-                    Scope::Link => {
-                        let t = groups[&c.name][0];
-                        hs.iter().any(|h| host_out.contains(h))
-                            || nic_out.contains(&(t.client.clone(), t.client_nic.clone()))
-                            || nic_out.contains(&(t.server.clone(), t.server_nic.clone()))
-                    }
-                };
-                if covered {
-                    continue;
-                }
-                match scope {
-                    Scope::Host => {
-                        host_out.insert(c.host.clone());
-                    }
-                    Scope::Nic => {
-                        nic_out.insert((c.host.clone(), c.nic.clone().unwrap_or_default()));
-                    }
-                    Scope::Link => {}
-                }
-                found.push(Outlier {
-                    workload: label.clone(),
-                    scope,
-                    name: c.name.clone(),
-                    hosts: hs,
-                    throughput_bps: c.throughput_bps,
-                    median_bps,
-                    below_pct: (1.0 - c.throughput_bps / median_bps) * 100.0,
-                    ..Outlier::default()
-                });
-            }
-        }
+        let m = matrix(&label, &hosts, &ok, &groups);
+        let mut found = find_outliers(&m, &groups);
         for o in &mut found {
             explain(o, r, &m, &ok, snaps);
         }
         r.outliers.extend(found);
         r.matrices.push(m);
     }
+    note_down_agents(r);
+}
+
+/// Tests of one workload by link name, each link's repeats together.
+type Groups<'a> = BTreeMap<String, Vec<&'a LinkTest>>;
+
+/// The matrix of workload `label` from its successful tests `ok`, grouped
+/// by link in `groups`: links, NICs, hosts and the noise band.
+fn matrix(label: &str, hosts: &[String], ok: &[&LinkTest], groups: &Groups) -> Matrix {
+    let latency = ok.iter().any(|t| {
+        t.result
+            .as_ref()
+            .is_some_and(|x| x.spec.workload != Workload::Stream)
+    });
+    let (links, spreads) = link_cells(groups);
+    let (noise_band, noise_source) = noise_band(&spreads, groups.len());
+    let (nics, per_host) = nic_and_host_cells(&links, groups);
+    Matrix {
+        workload: label.to_string(),
+        latency,
+        hosts: hosts.to_vec(),
+        median_bps: median_bps(&links),
+        median_p99_us: median_opt(links.iter().map(|c| c.p99_us)),
+        links,
+        nics,
+        per_host,
+        noise_band,
+        noise_source,
+    }
+}
+
+/// A cell per link (the median of its repeats), and the relative spread
+/// ((max - min) / median) of each link with repeats.
+fn link_cells(groups: &Groups) -> (Vec<Cell>, Vec<f64>) {
+    let mut links = Vec::new();
+    let mut spreads = Vec::new();
+    for (name, ts) in groups {
+        let mut samples: Vec<f64> = ts.iter().map(|t| t.throughput_bps).collect();
+        let m = median(&samples);
+        if samples.len() >= 2 && m > 0.0 {
+            samples.sort_by(|a, b| a.total_cmp(b));
+            spreads.push((samples[samples.len() - 1] - samples[0]) / m);
+        }
+        links.push(Cell {
+            name: name.clone(),
+            host: ts[0].client.clone(),
+            peer: Some(ts[0].server.clone()),
+            nic: (!ts[0].client_nic.is_empty()).then(|| ts[0].client_nic.clone()),
+            throughput_bps: m,
+            p50_us: median_opt(ts.iter().map(|t| t.p50_us)),
+            p99_us: median_opt(ts.iter().map(|t| t.p99_us)),
+            samples: ts.iter().map(|t| t.throughput_bps).collect(),
+        });
+    }
+    (links, spreads)
+}
+
+/// The noise band from the links' `spreads` (over `links` links), and
+/// where it came from.
+fn noise_band(spreads: &[f64], links: usize) -> (f64, String) {
+    if spreads.is_empty() {
+        (
+            DEFAULT_BAND,
+            format!("no repeats: the default {:.0}%", DEFAULT_BAND * 100.0),
+        )
+    } else {
+        let s = median(spreads);
+        (
+            (3.0 * s).clamp(MIN_BAND, 0.5),
+            format!(
+                "3 x the median spread of repeats ({:.1}%) over {} links, at least {:.0}%",
+                s * 100.0,
+                links,
+                MIN_BAND * 100.0
+            ),
+        )
+    }
+}
+
+/// Per NIC and per host: the median over the links they were in.
+fn nic_and_host_cells(links: &[Cell], groups: &Groups) -> (Vec<Cell>, Vec<Cell>) {
+    let mut nic_links: BTreeMap<(String, String), Vec<&Cell>> = BTreeMap::new();
+    let mut host_links: BTreeMap<String, Vec<&Cell>> = BTreeMap::new();
+    for (c, ts) in links.iter().zip(groups.values()) {
+        let t = ts[0];
+        for (h, n) in [(&t.client, &t.client_nic), (&t.server, &t.server_nic)] {
+            if !n.is_empty() {
+                nic_links.entry((h.clone(), n.clone())).or_default().push(c);
+            }
+            host_links.entry(h.clone()).or_default().push(c);
+        }
+    }
+    let nics: Vec<Cell> = nic_links
+        .iter()
+        .map(|((h, n), cs)| aggregate_cell(format!("{h}/{n}"), h, Some(n.clone()), cs))
+        .collect();
+    let per_host: Vec<Cell> = host_links
+        .iter()
+        .map(|(h, cs)| aggregate_cell(h.clone(), h, None, cs))
+        .collect();
+    (nics, per_host)
+}
+
+/// A NIC's or host's cell: the medians over the link cells `cs`.
+fn aggregate_cell(name: String, host: &str, nic: Option<String>, cs: &[&Cell]) -> Cell {
+    Cell {
+        name,
+        host: host.to_string(),
+        peer: None,
+        nic,
+        throughput_bps: median(&cs.iter().map(|c| c.throughput_bps).collect::<Vec<_>>()),
+        p50_us: median_opt(cs.iter().map(|c| c.p50_us)),
+        p99_us: median_opt(cs.iter().map(|c| c.p99_us)),
+        samples: cs.iter().map(|c| c.throughput_bps).collect(),
+    }
+}
+
+/// The median throughput of `cs`.
+fn median_bps(cs: &[Cell]) -> f64 {
+    median(&cs.iter().map(|c| c.throughput_bps).collect::<Vec<_>>())
+}
+
+/// The cells of `m` below the median of their kind by more than the noise
+/// band, hosts first; a NIC or link of a host (or a link of a NIC)
+/// already found is folded into it. Not yet explained.
+fn find_outliers(m: &Matrix, groups: &Groups) -> Vec<Outlier> {
+    let mut found: Vec<Outlier> = Vec::new();
+    let mut host_out = BTreeSet::new();
+    let mut nic_out = BTreeSet::new();
+    for (scope, cells) in [
+        (Scope::Host, &m.per_host),
+        (Scope::Nic, &m.nics),
+        (Scope::Link, &m.links),
+    ] {
+        let median_bps = median_bps(cells);
+        // Fewer than three cells have no majority to fall below.
+        if cells.len() < 3 || median_bps <= 0.0 {
+            continue;
+        }
+        for c in cells {
+            if c.throughput_bps >= median_bps * (1.0 - m.noise_band) {
+                continue;
+            }
+            let hs: Vec<String> = std::iter::once(c.host.clone())
+                .chain(c.peer.clone())
+                .collect();
+            let covered = match scope {
+                Scope::Host => false,
+                Scope::Nic => host_out.contains(&c.host),
+                Scope::Link => {
+                    let t = groups[&c.name][0];
+                    hs.iter().any(|h| host_out.contains(h))
+                        || nic_out.contains(&(t.client.clone(), t.client_nic.clone()))
+                        || nic_out.contains(&(t.server.clone(), t.server_nic.clone()))
+                }
+            };
+            if covered {
+                continue;
+            }
+            match scope {
+                Scope::Host => {
+                    host_out.insert(c.host.clone());
+                }
+                Scope::Nic => {
+                    nic_out.insert((c.host.clone(), c.nic.clone().unwrap_or_default()));
+                }
+                Scope::Link => {}
+            }
+            found.push(Outlier {
+                workload: m.workload.clone(),
+                scope,
+                name: c.name.clone(),
+                hosts: hs,
+                throughput_bps: c.throughput_bps,
+                median_bps,
+                below_pct: (1.0 - c.throughput_bps / median_bps) * 100.0,
+                ..Outlier::default()
+            });
+        }
+    }
+    found
+}
+
+/// A note naming the agents that were down, if any.
+fn note_down_agents(r: &mut FleetResults) {
     let downs: Vec<&str> = r
         .agents
         .iter()
@@ -337,6 +385,9 @@ fn majorities(r: &FleetResults) -> BTreeMap<(Option<usize>, String), (String, u3
         .collect()
 }
 
+/// Fills in outlier `o`'s evidence: its hosts' settings that differ from
+/// the fleet majority, doctor's findings on them, the model's bottlenecks
+/// of its slowest test; and its one-line summary.
 fn explain(
     o: &mut Outlier,
     r: &FleetResults,
@@ -345,77 +396,107 @@ fn explain(
     snaps: &[(String, wirespeed_host::Snapshot)],
 ) {
     let maj = majorities(r);
-    // Which NICs of each host the outlier concerns (None: all).
-    let nics_of = |host: &str| -> Option<Vec<String>> {
-        match o.scope {
-            Scope::Host => None,
-            Scope::Nic => Some(vec![
-                o.name.rsplit_once('/').map_or("", |x| x.1).to_string(),
-            ]),
-            Scope::Link => {
-                let t = ok.iter().find(|t| link_name(t) == o.name)?;
-                Some(if t.client == host {
-                    vec![t.client_nic.clone()]
-                } else {
-                    vec![t.server_nic.clone()]
-                })
-            }
-        }
-    };
-    for host in &o.hosts {
+    for host in o.hosts.clone() {
         let Some(f) = r
             .agents
             .iter()
-            .find(|a| &a.name == host)
+            .find(|a| a.name == host)
             .and_then(|a| a.facts.as_ref())
         else {
             continue;
         };
-        let mut add = |key: (Option<usize>, String), nic: Option<String>, value: &String| {
-            if let Some((mv, n, of)) = maj.get(&key)
-                && mv != value
-                && *n * 2 > *of
-            {
-                o.drift.push(Drift {
-                    host: host.clone(),
-                    nic,
-                    setting: key.1.clone(),
-                    value: value.clone(),
-                    majority: mv.clone(),
-                    majority_count: *n,
-                    of: *of,
-                });
-            }
-        };
-        for (k, v) in &f.settings {
-            add((None, k.clone()), None, v);
-        }
-        let only = nics_of(host);
-        for (i, n) in f.nics.iter().enumerate() {
-            if only.as_ref().is_some_and(|o| !o.contains(&n.name)) {
-                continue;
-            }
-            for (k, v) in &n.settings {
-                add((Some(i), k.clone()), Some(n.name.clone()), v);
-            }
-        }
-        if let Some((_, s)) = snaps.iter().find(|(n, _)| n == host) {
-            let goal = wirespeed_host::doctor::Goal {
-                rr: m.latency,
-                ..Default::default()
-            };
-            for fnd in wirespeed_host::diagnose(s, &goal) {
-                o.findings.push(FindingNote {
-                    host: host.clone(),
-                    id: fnd.id.clone(),
-                    severity: format!("{:?}", fnd.severity).to_lowercase(),
-                    title: fnd.title.clone(),
-                });
-            }
+        let only = outlier_nics(o, ok, &host);
+        let drift = host_drift(&host, f, &maj, only.as_deref());
+        o.drift.extend(drift);
+        if let Some((_, s)) = snaps.iter().find(|(n, _)| *n == host) {
+            o.findings.extend(host_findings(&host, s, m.latency));
         }
     }
-    // The model's view of the slowest test the outlier took part in.
-    let slowest = ok
+    if let Some(bs) = slowest_bottlenecks(o, ok) {
+        o.bottlenecks = bs;
+    }
+    o.summary = outlier_summary(o, m);
+}
+
+/// Which NICs of `host` outlier `o` concerns (None: all).
+fn outlier_nics(o: &Outlier, ok: &[&LinkTest], host: &str) -> Option<Vec<String>> {
+    match o.scope {
+        Scope::Host => None,
+        Scope::Nic => Some(vec![
+            o.name.rsplit_once('/').map_or("", |x| x.1).to_string(),
+        ]),
+        Scope::Link => {
+            let t = ok.iter().find(|t| link_name(t) == o.name)?;
+            Some(if t.client == host {
+                vec![t.client_nic.clone()]
+            } else {
+                vec![t.server_nic.clone()]
+            })
+        }
+    }
+}
+
+/// `host`'s settings (host-wide, and of its NICs in `only` or all) whose
+/// value differs from a strict majority of the fleet's (`maj`).
+fn host_drift(
+    host: &str,
+    f: &HostFacts,
+    maj: &BTreeMap<(Option<usize>, String), (String, u32, u32)>,
+    only: Option<&[String]>,
+) -> Vec<Drift> {
+    let mut drift = Vec::new();
+    let mut add = |key: (Option<usize>, String), nic: Option<String>, value: &String| {
+        if let Some((mv, n, of)) = maj.get(&key)
+            && mv != value
+            && *n * 2 > *of
+        {
+            drift.push(Drift {
+                host: host.to_string(),
+                nic,
+                setting: key.1.clone(),
+                value: value.clone(),
+                majority: mv.clone(),
+                majority_count: *n,
+                of: *of,
+            });
+        }
+    };
+    for (k, v) in &f.settings {
+        add((None, k.clone()), None, v);
+    }
+    for (i, n) in f.nics.iter().enumerate() {
+        if only.is_some_and(|o| !o.contains(&n.name)) {
+            continue;
+        }
+        for (k, v) in &n.settings {
+            add((Some(i), k.clone()), Some(n.name.clone()), v);
+        }
+    }
+    drift
+}
+
+/// Doctor's findings on `host` from its snapshot `s` (`latency`: for a
+/// latency workload's goal).
+fn host_findings(host: &str, s: &wirespeed_host::Snapshot, latency: bool) -> Vec<FindingNote> {
+    let goal = wirespeed_host::doctor::Goal {
+        rr: latency,
+        ..Default::default()
+    };
+    wirespeed_host::diagnose(s, &goal)
+        .into_iter()
+        .map(|fnd| FindingNote {
+            host: host.to_string(),
+            id: fnd.id.clone(),
+            severity: format!("{:?}", fnd.severity).to_lowercase(),
+            title: fnd.title.clone(),
+        })
+        .collect()
+}
+
+/// The model's bottlenecks of the slowest test outlier `o` took part in;
+/// None without such a test.
+fn slowest_bottlenecks(o: &Outlier, ok: &[&LinkTest]) -> Option<Vec<BottleneckNote>> {
+    let res = ok
         .iter()
         .filter(|t| match o.scope {
             Scope::Link => link_name(t) == o.name,
@@ -426,18 +507,22 @@ fn explain(
             }
         })
         .filter_map(|t| t.result.as_ref())
-        .min_by(|a, b| a.throughput_bps.total_cmp(&b.throughput_bps));
-    if let Some(res) = slowest {
-        let e = wirespeed_model::explain(res, None, &wirespeed_model::Facts::default());
-        o.bottlenecks = e
-            .bottlenecks
+        .min_by(|a, b| a.throughput_bps.total_cmp(&b.throughput_bps))?;
+    let e = wirespeed_model::explain(res, None, &wirespeed_model::Facts::default());
+    Some(
+        e.bottlenecks
             .into_iter()
             .map(|b| BottleneckNote {
                 kind: b.kind.name().to_string(),
                 message: b.message,
             })
-            .collect();
-    }
+            .collect(),
+    )
+}
+
+/// Outlier `o`'s one line: how far below the median, and its drift or
+/// else the model's first bottleneck.
+fn outlier_summary(o: &Outlier, m: &Matrix) -> String {
     let what = match o.scope {
         Scope::Host => format!("host {}", o.name),
         Scope::Nic => format!("NIC {}", o.name),
@@ -470,7 +555,7 @@ fn explain(
             .collect();
         s.push_str(&format!(": drift: {}", ds.join("; ")));
     }
-    o.summary = s;
+    s
 }
 
 /// Judges the links against `--min` and a baseline run: a failure line

@@ -4,7 +4,7 @@
 //! that covers). Not for use against a real cluster.
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Client;
@@ -209,10 +209,6 @@ pub async fn play_daemonset_with(
     nodes: &[(FakeNode, Kubelet)],
 ) -> Result<Vec<Pod>, K8sError> {
     let dss: Api<DaemonSet> = Api::namespaced(client.clone(), ns);
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let claims: Api<ResourceClaim> = Api::namespaced(client.clone(), ns);
-    let rcts: Api<k8s_openapi::api::resource::v1::ResourceClaimTemplate> =
-        Api::namespaced(client.clone(), ns);
     let d = dss
         .get(ds)
         .await
@@ -222,124 +218,191 @@ pub async fn play_daemonset_with(
     };
     let mut out = Vec::new();
     for (n, kubelet) in nodes {
-        let mut spec = tpl.spec.clone().unwrap_or_default();
-        spec.node_name = Some(n.name.clone());
-        let mut meta = tpl.metadata.clone().unwrap_or_default();
-        meta.name = Some(format!("{ds}-{}", n.name));
-        meta.namespace = Some(ns.into());
-        meta.owner_references = Some(vec![owner("DaemonSet", "apps/v1", &d.metadata)]);
-        let host_net = spec.host_network == Some(true);
-        let wants_claim = spec
-            .resource_claims
-            .iter()
-            .flatten()
-            .find(|c| c.name == CLAIM_NAME)
-            .and_then(|c| c.resource_claim_template_name.clone());
-        let pod = pods
-            .create(
-                &PostParams::default(),
-                &Pod {
-                    metadata: meta,
-                    spec: Some(spec),
-                    status: None,
-                },
-            )
-            .await
-            .map_err(|e| K8sError::api("create the pod the DaemonSet controller would", e))?;
-        let pod_name = pod.metadata.name.clone().unwrap_or_default();
-        let mut status = json!({
-            "phase": "Running",
-            "hostIP": n.host_ip,
-            "hostIPs": [{"ip": n.host_ip}],
-            "podIP": if host_net { &n.host_ip } else { &n.pod_ip },
-            "podIPs": [{"ip": if host_net { &n.host_ip } else { &n.pod_ip }}],
-            "conditions": [
-                {"type": "PodScheduled", "status": "True"},
-                {"type": "Initialized", "status": "True"},
-                {"type": "ContainersReady", "status": "True"},
-                {"type": "Ready", "status": "True"},
-            ],
-        });
-        if let Some(tpl_name) = wants_claim {
-            let t = rcts
-                .get(&tpl_name)
-                .await
-                .map_err(|e| K8sError::api("get ResourceClaimTemplate", e))?;
-            let claim_name = format!("{pod_name}-{CLAIM_NAME}");
-            let tmeta = t.spec.metadata.clone().unwrap_or_default();
-            claims
-                .create(
-                    &PostParams::default(),
-                    &ResourceClaim {
-                        metadata: ObjectMeta {
-                            name: Some(claim_name.clone()),
-                            namespace: Some(ns.into()),
-                            labels: tmeta.labels,
-                            annotations: Some(
-                                [(
-                                    "resource.kubernetes.io/pod-claim-name".to_string(),
-                                    CLAIM_NAME.to_string(),
-                                )]
-                                .into(),
-                            ),
-                            owner_references: Some(vec![owner("Pod", "v1", &pod.metadata)]),
-                            ..ObjectMeta::default()
-                        },
-                        spec: t.spec.spec.clone(),
-                        status: None,
-                    },
-                )
-                .await
-                .map_err(|e| {
-                    K8sError::api("create the claim the resource-claim controller would", e)
-                })?;
-            let results: Vec<_> = n
-                .nics
-                .iter()
-                .map(|(dev, _)| {
-                    json!({"request": CLAIM_NAME, "driver": DRANET_DRIVER, "pool": n.name, "device": dev})
-                })
-                .collect();
-            let devices: Vec<_> = n
-                .nics
-                .iter()
-                .map(|(dev, cidr)| {
-                    json!({"driver": DRANET_DRIVER, "pool": n.name, "device": dev,
-                           "networkData": {"interfaceName": dev, "ips": [cidr]}})
-                })
-                .collect();
-            claims
-                .patch_status(
-                    &claim_name,
-                    &PatchParams::default(),
-                    &merge(json!({"status": {
-                        "allocation": {"devices": {"results": results}},
-                        "reservedFor": [{"resource": "pods", "name": pod_name,
-                                         "uid": pod.metadata.uid}],
-                        "devices": devices,
-                    }})),
-                )
-                .await
-                .map_err(|e| K8sError::api("write the claim's allocation and networkData as the scheduler and DraNet would", e))?;
-            status["resourceClaimStatuses"] =
-                json!([{"name": CLAIM_NAME, "resourceClaimName": claim_name}]);
-        }
-        if let Kubelet::Stuck { status: st, events } = kubelet {
-            status = st.clone();
-            for (reason, message) in events {
-                record_event(client, &pod, reason, message).await?;
-            }
-        }
-        let pod = pods
-            .patch_status(
-                &pod_name,
-                &PatchParams::default(),
-                &merge(json!({ "status": status })),
-            )
-            .await
-            .map_err(|e| K8sError::api("write pod status as the kubelet would", e))?;
-        out.push(pod);
+        out.push(play_pod(client, ns, ds, &d, &tpl, n, kubelet).await?);
     }
+    write_daemonset_status(&dss, ds, &d, nodes).await?;
+    Ok(out)
+}
+
+/// Node `n`'s pod of DaemonSet `d` (`ds`, template `tpl`), as the
+/// controllers and the kubelet would make it: created, its DraNet claim
+/// made and allocated when the template asks for one, its status written
+/// as `kubelet` says.
+async fn play_pod(
+    client: &Client,
+    ns: &str,
+    ds: &str,
+    d: &DaemonSet,
+    tpl: &PodTemplateSpec,
+    n: &FakeNode,
+    kubelet: &Kubelet,
+) -> Result<Pod, K8sError> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let mut spec = tpl.spec.clone().unwrap_or_default();
+    spec.node_name = Some(n.name.clone());
+    let mut meta = tpl.metadata.clone().unwrap_or_default();
+    meta.name = Some(format!("{ds}-{}", n.name));
+    meta.namespace = Some(ns.into());
+    meta.owner_references = Some(vec![owner("DaemonSet", "apps/v1", &d.metadata)]);
+    let host_net = spec.host_network == Some(true);
+    let wants_claim = spec
+        .resource_claims
+        .iter()
+        .flatten()
+        .find(|c| c.name == CLAIM_NAME)
+        .and_then(|c| c.resource_claim_template_name.clone());
+    let pod = pods
+        .create(
+            &PostParams::default(),
+            &Pod {
+                metadata: meta,
+                spec: Some(spec),
+                status: None,
+            },
+        )
+        .await
+        .map_err(|e| K8sError::api("create the pod the DaemonSet controller would", e))?;
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let mut status = ready_status(n, host_net);
+    if let Some(tpl_name) = wants_claim {
+        let claim_name = make_claim(client, ns, &pod, &tpl_name).await?;
+        allocate_claim(client, ns, &claim_name, n, &pod).await?;
+        status["resourceClaimStatuses"] =
+            json!([{"name": CLAIM_NAME, "resourceClaimName": claim_name}]);
+    }
+    if let Kubelet::Stuck { status: st, events } = kubelet {
+        status = st.clone();
+        for (reason, message) in events {
+            record_event(client, &pod, reason, message).await?;
+        }
+    }
+    pods.patch_status(
+        &pod_name,
+        &PatchParams::default(),
+        &merge(json!({ "status": status })),
+    )
+    .await
+    .map_err(|e| K8sError::api("write pod status as the kubelet would", e))
+}
+
+/// A Running, Ready pod's status on node `n` (its pod IP the node's on
+/// the host network).
+fn ready_status(n: &FakeNode, host_net: bool) -> serde_json::Value {
+    json!({
+        "phase": "Running",
+        "hostIP": n.host_ip,
+        "hostIPs": [{"ip": n.host_ip}],
+        "podIP": if host_net { &n.host_ip } else { &n.pod_ip },
+        "podIPs": [{"ip": if host_net { &n.host_ip } else { &n.pod_ip }}],
+        "conditions": [
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Initialized", "status": "True"},
+            {"type": "ContainersReady", "status": "True"},
+            {"type": "Ready", "status": "True"},
+        ],
+    })
+}
+
+/// Creates `pod`'s claim from ResourceClaimTemplate `tpl_name` as the
+/// resource-claim controller would; returns the claim's name.
+async fn make_claim(
+    client: &Client,
+    ns: &str,
+    pod: &Pod,
+    tpl_name: &str,
+) -> Result<String, K8sError> {
+    let claims: Api<ResourceClaim> = Api::namespaced(client.clone(), ns);
+    let rcts: Api<k8s_openapi::api::resource::v1::ResourceClaimTemplate> =
+        Api::namespaced(client.clone(), ns);
+    let t = rcts
+        .get(tpl_name)
+        .await
+        .map_err(|e| K8sError::api("get ResourceClaimTemplate", e))?;
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let claim_name = format!("{pod_name}-{CLAIM_NAME}");
+    let tmeta = t.spec.metadata.clone().unwrap_or_default();
+    claims
+        .create(
+            &PostParams::default(),
+            &ResourceClaim {
+                metadata: ObjectMeta {
+                    name: Some(claim_name.clone()),
+                    namespace: Some(ns.into()),
+                    labels: tmeta.labels,
+                    annotations: Some(
+                        [(
+                            "resource.kubernetes.io/pod-claim-name".to_string(),
+                            CLAIM_NAME.to_string(),
+                        )]
+                        .into(),
+                    ),
+                    owner_references: Some(vec![owner("Pod", "v1", &pod.metadata)]),
+                    ..ObjectMeta::default()
+                },
+                spec: t.spec.spec.clone(),
+                status: None,
+            },
+        )
+        .await
+        .map_err(|e| K8sError::api("create the claim the resource-claim controller would", e))?;
+    Ok(claim_name)
+}
+
+/// Writes claim `claim_name`'s allocation (node `n`'s NICs) and their
+/// networkData, reserved for `pod`, as the scheduler and DraNet would.
+async fn allocate_claim(
+    client: &Client,
+    ns: &str,
+    claim_name: &str,
+    n: &FakeNode,
+    pod: &Pod,
+) -> Result<(), K8sError> {
+    let claims: Api<ResourceClaim> = Api::namespaced(client.clone(), ns);
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let results: Vec<_> = n
+        .nics
+        .iter()
+        .map(|(dev, _)| {
+            json!({"request": CLAIM_NAME, "driver": DRANET_DRIVER, "pool": n.name, "device": dev})
+        })
+        .collect();
+    let devices: Vec<_> = n
+        .nics
+        .iter()
+        .map(|(dev, cidr)| {
+            json!({"driver": DRANET_DRIVER, "pool": n.name, "device": dev,
+                   "networkData": {"interfaceName": dev, "ips": [cidr]}})
+        })
+        .collect();
+    claims
+        .patch_status(
+            claim_name,
+            &PatchParams::default(),
+            &merge(json!({"status": {
+                "allocation": {"devices": {"results": results}},
+                "reservedFor": [{"resource": "pods", "name": pod_name,
+                                 "uid": pod.metadata.uid}],
+                "devices": devices,
+            }})),
+        )
+        .await
+        .map_err(|e| {
+            K8sError::api(
+                "write the claim's allocation and networkData as the scheduler and DraNet would",
+                e,
+            )
+        })?;
+    Ok(())
+}
+
+/// Writes DaemonSet `d`'s status as its controller would: every node's
+/// pod scheduled, the Ready ones ready and available.
+async fn write_daemonset_status(
+    dss: &Api<DaemonSet>,
+    ds: &str,
+    d: &DaemonSet,
+    nodes: &[(FakeNode, Kubelet)],
+) -> Result<(), K8sError> {
     let count = nodes.len();
     let ready = nodes
         .iter()
@@ -360,7 +423,7 @@ pub async fn play_daemonset_with(
     )
     .await
     .map_err(|e| K8sError::api("write DaemonSet status as its controller would", e))?;
-    Ok(out)
+    Ok(())
 }
 
 /// Records a Warning event about `pod` as its kubelet would.

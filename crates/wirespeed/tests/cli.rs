@@ -451,9 +451,13 @@ fn out_of_descriptors_the_server_says_busy_and_stays_idle() {
     }
     let cpu = cpu_secs(pid) - cpu0;
     assert!(cpu < 0.3, "{cpu} s of CPU in {:?}", t0.elapsed());
-    // Freed descriptors serve again.
+    // Freed descriptors serve again: once the server has closed every
+    // connection it accepted.
     drop(held);
-    std::thread::sleep(Duration::from_millis(300));
+    let control: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    common::cluster::wait_for("the server to close the held connections", 10, || {
+        (ports::connections_on(&pid.to_string(), control) == 0).then_some(())
+    });
     let out = ws(&["bench", &addr, "-d", "0.2s", "--warmup", "0s"]);
     assert!(
         out.status.success(),
@@ -523,7 +527,9 @@ fn out_of_descriptors_in_a_crr_test_the_workers_do_not_spin() {
         .filter_map(|_| TcpStream::connect(("127.0.0.1", port)).ok())
         .collect();
     assert!(held.len() > 40);
-    std::thread::sleep(Duration::from_millis(300));
+    common::cluster::wait_for("the server to run out of its 48 descriptors", 10, || {
+        (fd_count(pid) >= 48).then_some(())
+    });
     let cpu0 = cpu_secs(pid);
     std::thread::sleep(Duration::from_secs(1));
     let cpu = cpu_secs(pid) - cpu0;

@@ -139,9 +139,22 @@ pub fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+/// Waits (at most 10 s) until the server on control port `port` has
+/// closed every control connection it accepted (their threads are done
+/// with them, and so with the tests they ran); panics naming `what`.
+pub fn wait_control_closed(port: u16, what: &str) {
+    assert!(
+        wait_for(Duration::from_secs(10), || ports::connections_on(
+            "self", port
+        ) == 0),
+        "{what}: {} control connections still open on port {port} after 10 s",
+        ports::connections_on("self", port)
+    );
+}
+
 mod ports;
 #[allow(unused_imports)]
-pub use ports::listening_ports;
+pub use ports::{connections_on, listening_ports};
 
 /// A TCP connection to `to` from local address `from` (e.g. 127.0.0.2,
 /// to act as another host over loopback).
