@@ -97,9 +97,9 @@ struct Config {
 /// Bench-side variables ([`bench_variable`]'s indices).
 const BENCH_VARIABLES: usize = 7;
 
-/// The busy-poll time optimize tries for rr, µs: the kernel
-/// documentation's suggested 50.
-const BUSY_POLL_US: u32 = 50;
+// The busy-poll time optimize tries for rr, µs: the one doctor's
+// busy-poll finding names.
+use wirespeed_host::doctor::BUSY_POLL_US;
 
 impl Config {
     /// Where a search starts: the first of `npaths` paths (if any), one

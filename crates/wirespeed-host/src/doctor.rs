@@ -71,6 +71,7 @@ pub fn diagnose_measured(s: &Snapshot, goal: &Goal, paths: &[PathMtu]) -> Vec<Fi
     offloads(s, &mut out);
     big_tcp(s, &mut out);
     slow_start(s, goal, &mut out);
+    busy_poll(s, goal, &mut out);
     overlay(s, &mut out);
     congestion_control(s, &mut out);
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
@@ -627,6 +628,37 @@ fn slow_start(s: &Snapshot, goal: &Goal, out: &mut Vec<Finding>) {
         why: "Request/response work idles between requests; each idle resets the congestion window, so large responses pay extra round trips (report 1 and tuned's network-throughput set it to 0).".into(),
         actions: vec![Action::sysctl("net.ipv4.tcp_slow_start_after_idle", "0")],
         bench_flags: None,
+        unverified: None,
+    });
+}
+
+/// The busy-poll time the finding and optimize suggest, µs: tuned's
+/// network-latency profile sets the same.
+pub const BUSY_POLL_US: u32 = 50;
+
+/// Request/response work on a host that does not busy poll: each reply
+/// waits for the softirq to wake the reader.
+fn busy_poll(s: &Snapshot, goal: &Goal, out: &mut Vec<Finding>) {
+    let (Some(read), Some(poll)) = (
+        s.sysctl("net.core.busy_read"),
+        s.sysctl("net.core.busy_poll"),
+    ) else {
+        return;
+    };
+    if !goal.rr || read != "0" || poll != "0" {
+        return;
+    }
+    out.push(Finding {
+        id: "busy-poll".into(),
+        severity: Severity::Info,
+        title: "the kernel does not busy poll: every reply waits for a wake-up".into(),
+        evidence: vec![ev("net.core.busy_read", read), ev("net.core.busy_poll", poll)],
+        why: format!("A request/response reader sleeps until the softirq that received the reply wakes it; busy polling spins on the NIC's queue for up to {BUSY_POLL_US} us instead, which takes the wake-up out of p50 and p99 at the cost of a busy CPU while a socket waits (tuned's network-latency profile sets both to {BUSY_POLL_US}). It needs a NIC queue with NAPI: veth and loopback gain little. Measure one test first with --busy-poll (per socket), then make it host-wide."),
+        actions: vec![
+            Action::sysctl("net.core.busy_read", BUSY_POLL_US.to_string()),
+            Action::sysctl("net.core.busy_poll", BUSY_POLL_US.to_string()),
+        ],
+        bench_flags: Some(format!("--busy-poll {BUSY_POLL_US}")),
         unverified: None,
     });
 }

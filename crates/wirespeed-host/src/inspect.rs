@@ -41,6 +41,8 @@ pub const SYSCTLS: &[&str] = &[
     "net.ipv4.ip_local_port_range",
     "net.ipv4.tcp_keepalive_time",
     "net.ipv4.tcp_fin_timeout",
+    "net.core.busy_read",
+    "net.core.busy_poll",
 ];
 
 /// Kernel release as (major, minor).
