@@ -11,6 +11,7 @@
 //! doctor's findings on them, and the model's bottleneck of its slowest
 //! test.
 
+use crate::drift::median;
 use crate::fleet::AgentSpec;
 use std::collections::{BTreeMap, BTreeSet};
 use wirespeed_types::Workload;
@@ -94,11 +95,6 @@ pub fn host_facts(agent: &AgentSpec, s: &wirespeed_host::Snapshot) -> HostFacts 
         settings,
         nics,
     }
-}
-
-/// The median of the finite values (0 without any).
-fn median(v: &[f64]) -> f64 {
-    wirespeed_types::stats::median(v).unwrap_or(0.0)
 }
 
 fn median_opt(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {

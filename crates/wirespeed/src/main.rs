@@ -41,7 +41,6 @@ fn parse_cli() -> Cli {
     Cli::from_arg_matches(&m).unwrap_or_else(|e| e.exit())
 }
 
-/// Reads a `--key-file`, printing its warning (world-readable) on stderr.
 /// Refuses a command that changes the host without root, with `why`.
 pub(crate) fn need_root(why: &str) -> Result<()> {
     if !wirespeed_host::is_root() {
