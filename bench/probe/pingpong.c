@@ -3,9 +3,10 @@
 // reach; used to judge wirespeed's unpinned rr p99 against sockperf
 // (docs/benchmarks.md, "What bounds the stream rows"). Not part of the product.
 // Build: gcc -O2 -o pingpong pingpong.c
-//   pingpong server PORT
-//   pingpong client IP PORT SECS WARMUP    prints "pp tps N p50 US p99 US"
+//   pingpong server PORT [SIZE]
+//   pingpong client IP PORT SECS WARMUP [SIZE]    prints "pp tps N p50 US p99 US"
 //                                          over SECS after WARMUP seconds
+// SIZE: bytes each way (default 14; at most 14).
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -43,8 +44,11 @@ static double lat[MAXLAT];
 
 int main(int argc, char **argv) {
   char b[MSG] = {0};
+  int msg = MSG;
   int one = 1;
   if (argc >= 3 && !strcmp(argv[1], "server")) {
+    if (argc >= 4) msg = atoi(argv[3]);
+    if (msg < 1 || msg > MSG) msg = MSG;
     int l = socket(AF_INET, SOCK_STREAM, 0);
     setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[2]))};
@@ -53,15 +57,17 @@ int main(int argc, char **argv) {
       int s = accept(l, 0, 0);
       if (s < 0) continue;
       setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      while (full(s, b, MSG, 1) == 0 && full(s, b, MSG, 0) == 0) {
+      while (full(s, b, msg, 1) == 0 && full(s, b, msg, 0) == 0) {
       }
       close(s);
     }
   }
   if (argc < 6 || strcmp(argv[1], "client")) {
-    fprintf(stderr, "usage: pingpong server PORT | pingpong client IP PORT SECS WARMUP\n");
+    fprintf(stderr, "usage: pingpong server PORT [SIZE] | pingpong client IP PORT SECS WARMUP [SIZE]\n");
     return 2;
   }
+  if (argc >= 7) msg = atoi(argv[6]);
+  if (msg < 1 || msg > MSG) msg = MSG;
   int s = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[3]))};
   inet_pton(AF_INET, argv[2], &a.sin_addr);
@@ -71,7 +77,7 @@ int main(int argc, char **argv) {
   long k = 0;
   for (;;) {
     double t0 = now();
-    if (full(s, b, MSG, 0) || full(s, b, MSG, 1)) return 3;
+    if (full(s, b, msg, 0) || full(s, b, msg, 1)) return 3;
     double t1 = now();
     if (t1 >= end) break;
     if (t0 >= start && k < MAXLAT) lat[k++] = (t1 - t0) * 1e6;
