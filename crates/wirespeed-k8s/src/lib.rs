@@ -5,9 +5,11 @@
 //!
 //! - [`manifests`], [`deploy`], [`cluster`]: the objects, applied and
 //!   deleted again; [`lock`]: one run per namespace at a time; [`runner`]: what runs `k8s run` inside the cluster.
-//! - [`dra`]: DRA's pieces (NIC selectors, DraNet's config mapped from a
-//!   profile and checked against the ResourceSlices, the shared
-//!   DeviceClass, the claim template).
+//! - [`dranet`]: DraNet's vocabulary (NIC selectors, its config mapped
+//!   from a profile, the devices a ResourceSlice publishes); [`dra`]: the
+//!   checks against a cluster's ResourceSlices and the shared DeviceClass
+//!   made when missing (the DeviceClass and claim template themselves are
+//!   built with the other objects in [`manifests`]).
 //! - [`rollout`], [`discover`]: waiting for the agents, saying why they
 //!   are not Ready, and reading their addresses.
 //! - [`proxy`]: the agents' HTTP APIs through the API server's pod proxy.
