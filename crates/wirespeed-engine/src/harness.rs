@@ -6,7 +6,7 @@
 
 use crate::proto::UdpFlowCounts;
 use crate::result::{IntervalLatency, TcpInfo, finite};
-use crate::spec::TestSpec;
+use crate::spec::{IoEngine, TestSpec};
 use crate::sys::{self, EV_IN, EV_OUT, Epoll, ZcDrain};
 use hdrhistogram::Histogram;
 use std::cmp::Reverse;
@@ -254,6 +254,11 @@ impl ThreadState<'_> {
         self.timers.push(Reverse((at, token)));
     }
 
+    /// When the earliest wake-up flows asked for is due.
+    pub fn next_timer(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((at, _))| *at)
+    }
+
     /// Send or receive calls one flow makes per turn: up to `most` with a
     /// few flows, down to one with thousands, so that a full round over
     /// the thread's flows stays short and every flow moves data early in
@@ -396,6 +401,18 @@ pub trait Flow: Send {
     /// socket event marks (a connection that never sends).
     fn on_tick(&mut self, _ts: &mut ThreadState, _now: Instant) -> io::Result<Status> {
         Ok(Status::Active)
+    }
+    /// How the io_uring loop ([`crate::uring`]) drives this flow; None
+    /// when it cannot (the worker then runs epoll). No side effects.
+    fn uring(&self) -> Option<crate::uring::UringPlan> {
+        None
+    }
+    /// io_uring, UDP: a sender writes the headers of as many whole
+    /// datagrams as fit in `buf` and returns their bytes; a receiver
+    /// takes the datagrams in `buf` (several with GRO) and returns the
+    /// bytes it took.
+    fn datagrams(&mut self, _ts: &mut ThreadState, _buf: &mut [u8]) -> usize {
+        0
     }
 }
 
@@ -625,6 +642,8 @@ pub struct WorkerOut {
     pub forced: usize,
     /// Remarks.
     pub notes: Vec<String>,
+    /// The I/O engine the thread ran.
+    pub io: IoEngine,
 }
 
 impl WorkerOut {
@@ -668,10 +687,10 @@ pub fn spawn_worker(
 
 /// A worker's flows: a slab indexed by epoll token, its free slots, how
 /// many flows are live, and what the finished ones handed back.
-struct Slab {
+pub(crate) struct Slab {
     slots: Vec<Option<Box<dyn Flow>>>,
     free: Vec<usize>,
-    active: usize,
+    pub(crate) active: usize,
     ends: Vec<FlowEnd>,
 }
 
@@ -703,8 +722,30 @@ impl Slab {
         }
     }
 
+    /// Puts `f` in a free slot without registering it with epoll (the
+    /// io_uring loop drives it); returns its token.
+    pub(crate) fn adopt(&mut self, f: Box<dyn Flow>) -> usize {
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        self.slots[idx] = Some(f);
+        self.active += 1;
+        idx
+    }
+
+    /// Whether slot `idx` holds a live flow.
+    pub(crate) fn is_live(&self, idx: usize) -> bool {
+        self.slots.get(idx).is_some_and(|s| s.is_some())
+    }
+
+    /// The live flow at `idx`.
+    pub(crate) fn flow_mut(&mut self, idx: usize) -> Option<&mut Box<dyn Flow>> {
+        self.slots.get_mut(idx).and_then(|s| s.as_mut())
+    }
+
     /// Ends the live flow in slot `idx`.
-    fn done(&mut self, idx: usize) {
+    pub(crate) fn done(&mut self, idx: usize) {
         finish(&mut self.slots, &mut self.free, idx, &mut self.ends);
         self.active -= 1;
     }
@@ -760,7 +801,7 @@ impl Slab {
     }
 
     /// Fires the timers due by `now`.
-    fn fire_timers(&mut self, ts: &mut ThreadState, now: Instant) {
+    pub(crate) fn fire_timers(&mut self, ts: &mut ThreadState, now: Instant) {
         while let Some(&Reverse((at, token))) = ts.timers.peek() {
             if at > now {
                 break;
@@ -784,7 +825,7 @@ impl Slab {
     }
 
     /// Calls every flow's [`Flow::on_tick`]; ends those that are done.
-    fn tick_all(&mut self, ts: &mut ThreadState, now: Instant) {
+    pub(crate) fn tick_all(&mut self, ts: &mut ThreadState, now: Instant) {
         for idx in 0..self.slots.len() {
             let Some(f) = self.slots[idx].as_mut() else {
                 continue;
@@ -841,7 +882,7 @@ fn set_busy_poll(epoll: &Epoll, spec: &TestSpec, notes: &mut Vec<String>) {
 }
 
 /// The size of a worker's send and receive buffers.
-fn io_len(spec: &TestSpec) -> usize {
+pub(crate) fn io_len(spec: &TestSpec) -> usize {
     let scratch = if spec.workload.is_udp() {
         crate::udp::SCRATCH
     } else {
@@ -874,6 +915,7 @@ fn worker_main(
         ends: Vec::new(),
         forced: 0,
         notes,
+        io: IoEngine::Epoll,
     };
     let epoll = match Epoll::new() {
         Ok(e) => e,
@@ -905,10 +947,18 @@ fn worker_main(
         timers: BinaryHeap::new(),
     };
     let mut slab = Slab::with_capacity(flows.len());
-    for f in flows {
-        slab.insert(&mut ts, f);
-    }
-    let measure_start = event_loop(&mut slab, &mut ts, &epoll, ctl, &mut out);
+    let measure_start = match crate::uring::open(spec, &flows, &mut ts.notes) {
+        Some(ring) => {
+            out.io = IoEngine::Uring;
+            crate::uring::run(ring, flows, &mut slab, &mut ts, ctl, &mut out)
+        }
+        None => {
+            for f in flows {
+                slab.insert(&mut ts, f);
+            }
+            event_loop(&mut slab, &mut ts, &epoll, ctl, &mut out)
+        }
+    };
     if !ts.stopping
         && let Some((t0, c0)) = measure_start
     {
@@ -926,7 +976,7 @@ fn worker_main(
 
 /// When the measured window opened: the time and the thread's CPU
 /// microseconds then.
-type WindowStart = Option<(Instant, u64)>;
+pub(crate) type WindowStart = Option<(Instant, u64)>;
 
 /// Runs the worker's flows until the test stops, aborts or they all
 /// end; returns when its measured window opened.
@@ -983,7 +1033,7 @@ fn event_loop(
 /// Follows the test's phase: opens the measured window, or on stop (or
 /// abort) closes it, sets the drain `deadline` and stops the flows.
 /// Returns whether the test was aborted.
-fn follow_phase(
+pub(crate) fn follow_phase(
     slab: &mut Slab,
     ts: &mut ThreadState,
     ctl: &Control,

@@ -14,6 +14,7 @@ use crate::udp::{
     BATCH, GRO_BYTES, GSO_BYTES, GSO_SEGMENTS, Header, Jitter, Kind, QuietEnd, SeqTrack,
     is_transient, now_ns,
 };
+use crate::uring::{UringPlan, UringRole};
 use crate::workloads::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
@@ -249,6 +250,36 @@ impl Flow for UdpSender {
         Ok(Status::Done)
     }
 
+    fn uring(&self) -> Option<UringPlan> {
+        self.interval_ns.is_none().then(|| UringPlan {
+            fd: self.sock.as_raw_fd(),
+            counters: self.counters.clone(),
+            role: UringRole::UdpSend {
+                len: (self.segs * self.size).min(GSO_BYTES),
+            },
+        })
+    }
+
+    fn datagrams(&mut self, _ts: &mut ThreadState, buf: &mut [u8]) -> usize {
+        let now = now_ns();
+        let mut n = 0;
+        for d in buf.chunks_exact_mut(self.size) {
+            Header {
+                kind: Kind::Data,
+                flow: self.id,
+                seq: self.seq,
+                sent_ns: now,
+            }
+            .write(d);
+            self.seq += 1;
+            n += d.len();
+        }
+        if n > self.size {
+            self.gso_used = true;
+        }
+        n
+    }
+
     fn report(&self) -> Option<FlowEnd> {
         Some(FlowEnd {
             id: self.id,
@@ -386,6 +417,26 @@ impl Flow for UdpReceiver {
     fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         // Whatever is still in flight counts: wait for a quiet spell.
         Ok(self.end.stop(ts))
+    }
+
+    fn uring(&self) -> Option<UringPlan> {
+        Some(UringPlan {
+            fd: self.sock.as_raw_fd(),
+            counters: self.counters.clone(),
+            role: UringRole::UdpRecv,
+        })
+    }
+
+    fn datagrams(&mut self, _ts: &mut ThreadState, buf: &mut [u8]) -> usize {
+        let arrived = now_ns();
+        self.end.heard();
+        if buf.len() > self.size {
+            self.gro_seen = true;
+        }
+        for d in buf.chunks(self.size) {
+            self.take(d, arrived);
+        }
+        buf.len()
     }
 
     fn report(&self) -> Option<FlowEnd> {
