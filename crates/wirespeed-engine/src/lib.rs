@@ -34,9 +34,9 @@ pub mod sys_ts;
 pub mod sys_uring;
 pub mod timestamps;
 pub mod udp;
-pub mod uring;
 mod udp_rr;
 mod udp_stream;
+pub mod uring;
 pub mod workloads;
 
 /// The shared vocabulary, re-exported so `wirespeed_engine::spec::TestSpec`

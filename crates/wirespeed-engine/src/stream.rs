@@ -293,9 +293,7 @@ impl Flow for StreamFlow {
             fd: self.sock.as_raw_fd(),
             counters: self.counters.clone(),
             role: if self.sender {
-                UringRole::StreamSend {
-                    len: self.send_len,
-                }
+                UringRole::StreamSend { len: self.send_len }
             } else {
                 UringRole::StreamRecv
             },

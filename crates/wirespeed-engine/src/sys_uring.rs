@@ -50,6 +50,9 @@ impl Pages {
     }
 }
 
+/// IORING_RECVSEND_POLL_FIRST (the io-uring crate keeps its constants private).
+const RECVSEND_POLL_FIRST: u16 = 1;
+
 /// The buffer group of the provided-buffer ring.
 const BGID: u16 = 0;
 
@@ -177,9 +180,12 @@ impl Ring {
     /// A ring of `size`: io_uring_setup, the buffers, and when asked the
     /// provided-buffer ring. The error says which step the kernel refused.
     pub fn new(size: RingSize) -> io::Result<Ring> {
+        // One thread submits and reaps: completions' task work then runs
+        // only when it waits (DEFER_TASKRUN, Linux 6.1+), not by
+        // interrupting it; older kernels get a plain ring.
         let ring = IoUring::builder()
             .setup_single_issuer()
-            .setup_coop_taskrun()
+            .setup_defer_taskrun()
             .build(size.entries)
             .or_else(|_| IoUring::new(size.entries))?;
         let mut r = Ring {
@@ -225,11 +231,6 @@ impl Ring {
         Ok(())
     }
 
-    /// Whether multishot receives into provided buffers are set up.
-    pub fn has_provided(&self) -> bool {
-        self.provided.is_some()
-    }
-
     /// Pushes `e`, submitting first when the queue is full.
     fn push(&mut self, e: squeue::Entry, counted: bool) -> io::Result<()> {
         loop {
@@ -249,7 +250,13 @@ impl Ring {
     /// Sends `len` bytes of the zeroed source on `fd`. With `all` the
     /// kernel sends them all (MSG_WAITALL) and posts no completion unless
     /// it fails (the send is then not counted in flight).
-    pub fn send_zeros(&mut self, fd: RawFd, len: usize, user_data: u64, all: bool) -> io::Result<()> {
+    pub fn send_zeros(
+        &mut self,
+        fd: RawFd,
+        len: usize,
+        user_data: u64,
+        all: bool,
+    ) -> io::Result<()> {
         let len = len.min(self.tx.len);
         let mut flags = libc::MSG_NOSIGNAL;
         let mut e = opcode::Send::new(types::Fd(fd), self.tx.ptr(), len as u32);
@@ -267,7 +274,13 @@ impl Ring {
     }
 
     /// Sends the first `len` bytes of datagram slot `slot` on `fd`.
-    pub fn send_slot(&mut self, fd: RawFd, slot: usize, len: usize, user_data: u64) -> io::Result<()> {
+    pub fn send_slot(
+        &mut self,
+        fd: RawFd,
+        slot: usize,
+        len: usize,
+        user_data: u64,
+    ) -> io::Result<()> {
         let len = len.min(self.slot_len);
         let p = self.slots.slice(slot * self.slot_len, len).as_ptr();
         let e = opcode::Send::new(types::Fd(fd), p, len as u32)
@@ -285,11 +298,21 @@ impl Ring {
 
     /// Receives up to `len` bytes on `fd` into the sink (the bytes are
     /// counted, not read); with `all`, waits for all of them (MSG_WAITALL).
-    pub fn recv_sink(&mut self, fd: RawFd, len: usize, user_data: u64, all: bool) -> io::Result<()> {
+    pub fn recv_sink(
+        &mut self,
+        fd: RawFd,
+        len: usize,
+        user_data: u64,
+        all: bool,
+    ) -> io::Result<()> {
         let len = len.min(self.sink.len);
         let flags = if all { libc::MSG_WAITALL } else { 0 };
+        // A whole message is awaited: its bytes are rarely there yet, so
+        // the kernel waits for them before trying (POLL_FIRST).
+        let prio = if all { RECVSEND_POLL_FIRST } else { 0 };
         let e = opcode::Recv::new(types::Fd(fd), self.sink.ptr_mut(), len as u32)
             .flags(flags)
+            .ioprio(prio)
             .build()
             .user_data(user_data);
         self.push(e, true)

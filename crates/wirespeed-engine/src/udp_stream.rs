@@ -149,16 +149,7 @@ impl UdpSender {
         let msgs = n.div_ceil(per).min(self.batch.capacity());
         let msg = per * size;
         let bytes = (msgs * msg).min(ts.tx.len()) / msg * msg;
-        let now = now_ns();
-        for (i, d) in ts.tx[..bytes].chunks_exact_mut(size).enumerate() {
-            Header {
-                kind: Kind::Data,
-                flow: self.id,
-                seq: self.seq + i as u64,
-                sent_ns: now,
-            }
-            .write(d);
-        }
+        self.stamp(&mut ts.tx[..bytes]);
         let slices: Vec<&[u8]> = ts.tx[..bytes].chunks(msg).collect();
         let sent = sys::send_batch(self.sock.as_raw_fd(), &mut self.batch, &slices)?;
         let datagrams = slices[..sent].iter().map(|m| m.len() / size).sum::<usize>();
@@ -168,6 +159,24 @@ impl UdpSender {
         self.seq += datagrams as u64;
         self.counters.add_sent(datagrams * size);
         Ok(datagrams)
+    }
+
+    /// Writes the headers of the whole datagrams in `buf`, numbered from
+    /// the next sequence number on; returns how many.
+    fn stamp(&self, buf: &mut [u8]) -> usize {
+        let now = now_ns();
+        let mut n = 0;
+        for (i, d) in buf.chunks_exact_mut(self.size).enumerate() {
+            Header {
+                kind: Kind::Data,
+                flow: self.id,
+                seq: self.seq + i as u64,
+                sent_ns: now,
+            }
+            .write(d);
+            n += 1;
+        }
+        n
     }
 
     fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
@@ -261,23 +270,12 @@ impl Flow for UdpSender {
     }
 
     fn datagrams(&mut self, _ts: &mut ThreadState, buf: &mut [u8]) -> usize {
-        let now = now_ns();
-        let mut n = 0;
-        for d in buf.chunks_exact_mut(self.size) {
-            Header {
-                kind: Kind::Data,
-                flow: self.id,
-                seq: self.seq,
-                sent_ns: now,
-            }
-            .write(d);
-            self.seq += 1;
-            n += d.len();
-        }
-        if n > self.size {
+        let n = self.stamp(buf);
+        self.seq += n as u64;
+        if n > 1 {
             self.gso_used = true;
         }
-        n
+        n * self.size
     }
 
     fn report(&self) -> Option<FlowEnd> {

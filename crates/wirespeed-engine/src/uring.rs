@@ -135,12 +135,17 @@ fn ring_size(spec: &TestSpec, plans: &[UringPlan]) -> RingSize {
         .any(|p| matches!(p.role, UringRole::StreamRecv | UringRole::UdpRecv));
     let buf = provided_len(spec);
     let provided = if receivers {
-        (((8 << 20) / buf).next_power_of_two().clamp(16, 256) as u16, buf)
+        (
+            ((8 << 20) / buf).next_power_of_two().clamp(16, 256) as u16,
+            buf,
+        )
     } else {
         (0, 0)
     };
     RingSize {
-        entries: (plans.len() * (DEPTH + 2)).next_power_of_two().clamp(64, 4096) as u32,
+        entries: (plans.len() * (DEPTH + 2))
+            .next_power_of_two()
+            .clamp(64, 4096) as u32,
         io_len: crate::harness::io_len(spec),
         slots: (udp_senders * DEPTH, crate::udp::GSO_BYTES),
         provided,
@@ -244,14 +249,8 @@ impl Driver {
         let mut next_tick = Instant::now() + crate::harness::TICK;
         loop {
             let was_stopping = ts.stopping;
-            let abort = crate::harness::follow_phase(
-                slab,
-                ts,
-                ctl,
-                out,
-                &mut measure_start,
-                &mut deadline,
-            );
+            let abort =
+                crate::harness::follow_phase(slab, ts, ctl, out, &mut measure_start, &mut deadline);
             if ts.stopping && !was_stopping {
                 self.stop_all(slab, ts);
             }
@@ -334,7 +333,8 @@ impl Driver {
         if let UringRole::StreamSend { len } = f.plan.role {
             f.sends += 1;
             let fd = f.plan.fd;
-            self.ring.send_zeros(fd, len, user_data(token, 0, OP_SEND), false)?;
+            self.ring
+                .send_zeros(fd, len, user_data(token, 0, OP_SEND), false)?;
         }
         Ok(())
     }
@@ -365,7 +365,8 @@ impl Driver {
             return Ok(());
         }
         f.sends += 1;
-        self.ring.send_slot(fd, slot, n, user_data(token, k, OP_SLOT))
+        self.ring
+            .send_slot(fd, slot, n, user_data(token, k, OP_SLOT))
     }
 
     /// Arms the receive of a stream or UDP receiver (or of a stopping

@@ -25,13 +25,15 @@ fn uring(spec: TestSpec) -> TestSpec {
 /// Whether this process may use io_uring at all (the sysctl and seccomp
 /// of the test's own sandbox); when not, the result must say why.
 fn kernel_allows(r: &TestResult) -> bool {
-    if wirespeed_engine::sys_uring::disabled_by_sysctl().is_none()
-        && io_uring_setup_works()
-    {
+    if wirespeed_engine::sys_uring::disabled_by_sysctl().is_none() && io_uring_setup_works() {
         return true;
     }
     eprintln!("io_uring is refused to this process: checking the fallback only");
-    assert!(r.notes.iter().any(|n| n.contains("io_uring")), "{:?}", r.notes);
+    assert!(
+        r.notes.iter().any(|n| n.contains("io_uring")),
+        "{:?}",
+        r.notes
+    );
     false
 }
 
@@ -56,7 +58,11 @@ fn ran_uring(r: &TestResult) {
         "{:?}",
         r.notes
     );
-    assert!(!r.notes.iter().any(|n| n.contains("io_uring")), "{:?}", r.notes);
+    assert!(
+        !r.notes.iter().any(|n| n.contains("io_uring")),
+        "{:?}",
+        r.notes
+    );
 }
 
 #[test]
@@ -78,8 +84,16 @@ fn uring_stream_both_ways_counts_every_byte() {
         ran_uring(&r);
         assert!(r.throughput_bps > 1e6, "{dir:?}: {}", r.throughput_bps);
         for f in &r.flows {
-            assert_eq!(f.client_sent_total, f.server_received_total, "{dir:?} {}", f.id);
-            assert_eq!(f.server_sent_total, f.client_received_total, "{dir:?} {}", f.id);
+            assert_eq!(
+                f.client_sent_total, f.server_received_total,
+                "{dir:?} {}",
+                f.id
+            );
+            assert_eq!(
+                f.server_sent_total, f.client_received_total,
+                "{dir:?} {}",
+                f.id
+            );
             assert!(f.tcp_info.as_ref().is_some_and(|i| i.mss > 0));
         }
         let want_dirs = if dir == Direction::Bidir { 2 } else { 1 };
@@ -228,9 +242,11 @@ fn a_seccomp_refusal_falls_back_to_epoll_with_the_reason() {
     assert!(r.transactions_per_s > 0.0);
     for side in ["", "server: "] {
         assert!(
-            r.notes.iter().any(|n| n.starts_with(&format!("{side}io_uring: "))
-                && n.contains("EPERM")
-                && n.contains("runs epoll instead")),
+            r.notes
+                .iter()
+                .any(|n| n.starts_with(&format!("{side}io_uring: "))
+                    && n.contains("EPERM")
+                    && n.contains("runs epoll instead")),
             "{side}: {:?}",
             r.notes
         );
