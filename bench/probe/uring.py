@@ -35,3 +35,9 @@ for (row, io), v in res.items():
         print(f"| {row} | {io} | {med(v,'tps'):,.0f} tps ({rng(v,'tps')}) | p50 {med(v,'p50'):.1f} / p99 {med(v,'p99'):.1f} us | {med(v,'lc'):.0f}% / {med(v,'rc'):.0f}% | {len(v)} |")
     else:
         print(f"| {row} | {io} | {med(v,'gbps'):.2f} Gbit/s ({rng(v,'gbps')}) | | {med(v,'lc'):.0f}% / {med(v,'rc'):.0f}% | {len(v)} |")
+# Paired by round: uring over epoll of the same round (one after the other).
+for row in ROWS:
+    k = "tps" if row.startswith("rr") else "gbps"
+    ratios = [u[k] / e[k] for e, u in zip(res[(row, "epoll")], res[(row, "uring")])]
+    wins = sum(r > 1 for r in ratios)
+    print(f"{row}: uring/epoll per round {', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}; uring ahead in {wins} of {len(ratios)}")

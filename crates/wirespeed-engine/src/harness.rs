@@ -995,14 +995,7 @@ fn event_loop(
     let mut deadline: Option<Instant> = None;
     let mut next_tick = Instant::now() + TICK;
     loop {
-        let abort = follow_phase(slab, ts, ctl, out, &mut measure_start, &mut deadline);
-        if abort || slab.active == 0 {
-            break;
-        }
-        if let Some(d) = deadline
-            && Instant::now() >= d
-        {
-            out.forced = slab.active;
+        if !go_on(slab, ts, ctl, out, &mut measure_start, &mut deadline) {
             break;
         }
         let waited = match ts.timers.peek() {
@@ -1030,10 +1023,35 @@ fn event_loop(
     measure_start
 }
 
+/// A worker loop's look at the test each turn: follows the phase
+/// ([`follow_phase`]), then says whether to go on: not when the test
+/// aborted, every flow ended, or the drain deadline passed (the flows
+/// left are then counted as closed by force).
+pub(crate) fn go_on(
+    slab: &mut Slab,
+    ts: &mut ThreadState,
+    ctl: &Control,
+    out: &mut WorkerOut,
+    measure_start: &mut WindowStart,
+    deadline: &mut Option<Instant>,
+) -> bool {
+    let abort = follow_phase(slab, ts, ctl, out, measure_start, deadline);
+    if abort || slab.active == 0 {
+        return false;
+    }
+    if let Some(d) = *deadline
+        && Instant::now() >= d
+    {
+        out.forced = slab.active;
+        return false;
+    }
+    true
+}
+
 /// Follows the test's phase: opens the measured window, or on stop (or
 /// abort) closes it, sets the drain `deadline` and stops the flows.
 /// Returns whether the test was aborted.
-pub(crate) fn follow_phase(
+fn follow_phase(
     slab: &mut Slab,
     ts: &mut ThreadState,
     ctl: &Control,

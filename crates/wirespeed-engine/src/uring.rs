@@ -249,19 +249,13 @@ impl Driver {
         let mut next_tick = Instant::now() + crate::harness::TICK;
         loop {
             let was_stopping = ts.stopping;
-            let abort =
-                crate::harness::follow_phase(slab, ts, ctl, out, &mut measure_start, &mut deadline);
+            let go_on =
+                crate::harness::go_on(slab, ts, ctl, out, &mut measure_start, &mut deadline);
+            if !go_on {
+                break;
+            }
             if ts.stopping && !was_stopping {
                 self.stop_all(slab, ts);
-            }
-            if abort || slab.active == 0 {
-                break;
-            }
-            if let Some(d) = deadline
-                && Instant::now() >= d
-            {
-                out.forced = slab.active;
-                break;
             }
             let wait = ts
                 .next_timer()
@@ -300,7 +294,7 @@ impl Driver {
 
     /// The first submissions of the flow at `token`.
     fn start(&mut self, token: usize, slab: &mut Slab, ts: &mut ThreadState) -> io::Result<()> {
-        let Some(f) = self.flows[token].as_mut() else {
+        let Some(f) = live(&mut self.flows, token) else {
             return Ok(());
         };
         match f.plan.role {
@@ -327,7 +321,7 @@ impl Driver {
 
     /// One more stream send of the flow at `token`.
     fn send(&mut self, token: usize) -> io::Result<()> {
-        let Some(f) = self.flows[token].as_mut() else {
+        let Some(f) = live(&mut self.flows, token) else {
             return Ok(());
         };
         if let UringRole::StreamSend { len } = f.plan.role {
@@ -347,7 +341,7 @@ impl Driver {
         slab: &mut Slab,
         ts: &mut ThreadState,
     ) -> io::Result<()> {
-        let Some(f) = self.flows[token].as_mut() else {
+        let Some(f) = live(&mut self.flows, token) else {
             return Ok(());
         };
         let UringRole::UdpSend { len } = f.plan.role else {
@@ -372,7 +366,7 @@ impl Driver {
     /// Arms the receive of a stream or UDP receiver (or of a stopping
     /// sender waiting for the peer's close).
     fn arm_recv(&mut self, token: usize) -> io::Result<()> {
-        let Some(f) = self.flows[token].as_mut() else {
+        let Some(f) = live(&mut self.flows, token) else {
             return Ok(());
         };
         f.receiving = true;
@@ -386,7 +380,7 @@ impl Driver {
 
     /// Receives the rest of an rr message (MSG_WAITALL).
     fn recv_message(&mut self, token: usize) -> io::Result<()> {
-        let Some(f) = self.flows[token].as_mut() else {
+        let Some(f) = live(&mut self.flows, token) else {
             return Ok(());
         };
         f.receiving = true;
@@ -398,7 +392,7 @@ impl Driver {
     /// An rr client's next transaction: the request and the receive of
     /// the response, submitted together.
     fn next_request(&mut self, token: usize) -> io::Result<()> {
-        let Some(f) = self.flows[token].as_mut() else {
+        let Some(f) = live(&mut self.flows, token) else {
             return Ok(());
         };
         let UringRole::RrClient {
@@ -423,14 +417,14 @@ impl Driver {
     /// TCP_INFO and shut their write side ([`Flow::on_stop`]).
     fn stop_all(&mut self, slab: &mut Slab, ts: &mut ThreadState) {
         for token in 0..self.flows.len() {
-            let Some(f) = self.flows[token].as_mut() else {
+            let Some(f) = live(&mut self.flows, token) else {
                 continue;
             };
             f.stopping = true;
-            if matches!(f.plan.role, UringRole::StreamSend { .. }) && f.sends == 0 && !f.receiving {
-                if let Err(e) = self.arm_recv(token) {
-                    self.fail(token, e, slab, ts);
-                }
+            let idle_sender =
+                matches!(f.plan.role, UringRole::StreamSend { .. }) && f.sends == 0 && !f.receiving;
+            if idle_sender && let Err(e) = self.arm_recv(token) {
+                self.fail(token, e, slab, ts);
             }
         }
     }
@@ -483,7 +477,7 @@ impl Driver {
     /// A stream send (or a failed rr request) completed: Ok(false) when
     /// the flow is over.
     fn sent(&mut self, token: usize, c: Done) -> io::Result<bool> {
-        let Some(f) = self.flows.get_mut(token).and_then(|f| f.as_mut()) else {
+        let Some(f) = live(&mut self.flows, token) else {
             return Ok(true);
         };
         if c.user_data & UNCOUNTED != 0 {
@@ -514,7 +508,7 @@ impl Driver {
         slab: &mut Slab,
         ts: &mut ThreadState,
     ) -> io::Result<bool> {
-        let Some(f) = self.flows.get_mut(token).and_then(|f| f.as_mut()) else {
+        let Some(f) = live(&mut self.flows, token) else {
             return Ok(true);
         };
         f.sends = f.sends.saturating_sub(1);
@@ -541,7 +535,7 @@ impl Driver {
         slab: &mut Slab,
         ts: &mut ThreadState,
     ) -> io::Result<bool> {
-        let Some(f) = self.flows.get_mut(token).and_then(|f| f.as_mut()) else {
+        let Some(f) = live(&mut self.flows, token) else {
             return Ok(true);
         };
         if !c.more() {
@@ -581,7 +575,7 @@ impl Driver {
     /// `n` more bytes of an rr message arrived: receive the rest, or
     /// finish the transaction and start the next.
     fn message_part(&mut self, token: usize, n: usize, ts: &mut ThreadState) -> io::Result<()> {
-        let Some(f) = self.flows.get_mut(token).and_then(|f| f.as_mut()) else {
+        let Some(f) = live(&mut self.flows, token) else {
             return Ok(());
         };
         f.left = f.left.saturating_sub(n as u64);
@@ -612,6 +606,11 @@ impl Driver {
             _ => Ok(()),
         }
     }
+}
+
+/// The live io_uring state of the flow at `token`.
+fn live(flows: &mut [Option<UFlow>], token: usize) -> Option<&mut UFlow> {
+    flows.get_mut(token).and_then(|f| f.as_mut())
 }
 
 /// The io::Error of a negative completion result.

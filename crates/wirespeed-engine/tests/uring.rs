@@ -47,6 +47,18 @@ fn io_uring_setup_works() -> bool {
     .is_ok()
 }
 
+/// Runs `spec` with io_uring; None when this process may not use it (the
+/// fallback is then checked), else the result, checked to say io_uring
+/// ran on both sides.
+fn run_uring(srv: &TestServer, spec: TestSpec) -> Option<TestResult> {
+    let r = srv.run(&uring(spec)).unwrap();
+    if !kernel_allows(&r) {
+        return None;
+    }
+    ran_uring(&r);
+    Some(r)
+}
+
 /// io_uring ran on both sides and no fallback was noted.
 fn ran_uring(r: &TestResult) {
     assert_eq!(
@@ -69,19 +81,18 @@ fn ran_uring(r: &TestResult) {
 fn uring_stream_both_ways_counts_every_byte() {
     let srv = TestServer::start(ServerConfig::default());
     for dir in [Direction::Forward, Direction::Reverse, Direction::Bidir] {
-        let r = srv
-            .run(&uring(TestSpec {
+        let Some(r) = run_uring(
+            &srv,
+            TestSpec {
                 direction: dir,
                 flows: 3,
                 threads: 2,
                 interval_s: 0.2,
                 ..TestSpec::default()
-            }))
-            .unwrap();
-        if !kernel_allows(&r) {
+            },
+        ) else {
             return;
-        }
-        ran_uring(&r);
+        };
         assert!(r.throughput_bps > 1e6, "{dir:?}: {}", r.throughput_bps);
         for f in &r.flows {
             assert_eq!(
@@ -106,8 +117,9 @@ fn uring_stream_both_ways_counts_every_byte() {
 fn uring_rr_counts_transactions_with_ordered_percentiles() {
     let srv = TestServer::start(ServerConfig::default());
     for (q, a, flows) in [(1u32, 1u32, 1u32), (100, 80_000, 1), (4 << 20, 4 << 20, 2)] {
-        let r = srv
-            .run(&uring(TestSpec {
+        let Some(r) = run_uring(
+            &srv,
+            TestSpec {
                 workload: Workload::Rr,
                 request_size: q,
                 response_size: a,
@@ -115,12 +127,10 @@ fn uring_rr_counts_transactions_with_ordered_percentiles() {
                 flows,
                 interval_s: 0.2,
                 ..TestSpec::default()
-            }))
-            .unwrap();
-        if !kernel_allows(&r) {
+            },
+        ) else {
             return;
-        }
-        ran_uring(&r);
+        };
         assert!(r.transactions_per_s > 0.0, "{q}/{a}");
         let l = r.latency.clone().expect("rr has latency");
         assert!(l.count > 0, "{l:?}");
@@ -143,16 +153,15 @@ fn uring_rr_counts_transactions_with_ordered_percentiles() {
 #[test]
 fn uring_probe_measures_latency_beside_a_stream() {
     let srv = TestServer::start(ServerConfig::default());
-    let r = srv
-        .run(&uring(TestSpec {
+    let Some(r) = run_uring(
+        &srv,
+        TestSpec {
             probe_rr: true,
             ..TestSpec::default()
-        }))
-        .unwrap();
-    if !kernel_allows(&r) {
+        },
+    ) else {
         return;
-    }
-    ran_uring(&r);
+    };
     let p = r.probe_latency.expect("probe latency");
     assert!(p.count > 0 && p.p50_us <= p.p99_us);
     assert_eq!(r.paths[0].flows, 1);
@@ -162,8 +171,9 @@ fn uring_probe_measures_latency_beside_a_stream() {
 fn uring_udp_stream_counts_every_datagram() {
     let srv = TestServer::start(ServerConfig::default());
     for (dir, gso) in [(Direction::Forward, true), (Direction::Reverse, false)] {
-        let r = srv
-            .run(&uring(TestSpec {
+        let Some(r) = run_uring(
+            &srv,
+            TestSpec {
                 workload: Workload::UdpStream,
                 msg_size: DEFAULT_DATAGRAM,
                 direction: dir,
@@ -171,12 +181,10 @@ fn uring_udp_stream_counts_every_datagram() {
                 udp_gro: gso,
                 flows: 2,
                 ..TestSpec::default()
-            }))
-            .unwrap();
-        if !kernel_allows(&r) {
+            },
+        ) else {
             return;
-        }
-        ran_uring(&r);
+        };
         let u = r.udp.clone().expect("datagram figures");
         assert_eq!(u.datagrams_sent - u.datagrams_received, u.lost, "{u:?}");
         assert!(u.datagrams_received > 0, "{u:?}");
