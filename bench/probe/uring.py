@@ -1,7 +1,8 @@
 # uring.py ROUNDS SECS PORT: epoll against io_uring (--io uring) over
 # loopback, pinned (client workers on CPU 0, server workers on CPU 1),
 # rounds interleaved (epoll, uring, epoll, uring, ...) for: one stream
-# flow, 1-byte rr, and udp-stream of 1400-byte datagrams. Prints the
+# flow, 1-byte rr, udp-stream of 1400-byte datagrams, and 1-byte rr over
+# 8 flows on one thread each side. Prints the
 # median and range per row; every run's figures go to /tmp/uring.json.
 # Needs `wirespeed serve --port PORT` running and WIRESPEED (the binary).
 import json, subprocess, sys, statistics, os
@@ -11,6 +12,7 @@ ROWS = {
     "stream, 1 flow": ["-w", "stream"],
     "rr 1 B": ["-w", "rr", "--size", "1"],
     "udp-stream 1400 B": ["-w", "udp-stream", "-l", "1400"],
+    "rr 1 B, 8 flows on 1 thread": ["-w", "rr", "--size", "1", "-F", "8"],
 }
 def run(args, io):
     cmd = [W, "bench", "127.0.0.1", "--port", PORT, "-d", D + "s", "--warmup", "0.5s",
