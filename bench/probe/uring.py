@@ -4,7 +4,8 @@
 # flow, 1-byte rr, udp-stream of 1400-byte datagrams, and 1-byte rr over
 # 8 flows on one thread each side. Prints the
 # median and range per row; every run's figures go to /tmp/uring.json.
-# Needs `wirespeed serve --port PORT` running and WIRESPEED (the binary).
+# Needs `wirespeed serve --port PORT` running and WIRESPEED (the binary);
+# ONLY=I,J limits the rows.
 import json, subprocess, sys, statistics, os
 W = os.environ.get("WIRESPEED", "target/release/wirespeed")
 ROUNDS = int(sys.argv[1]); D = sys.argv[2]; PORT = sys.argv[3]
@@ -14,6 +15,10 @@ ROWS = {
     "udp-stream 1400 B": ["-w", "udp-stream", "-l", "1400"],
     "rr 1 B, 8 flows on 1 thread": ["-w", "rr", "--size", "1", "-F", "8"],
 }
+# ONLY=2,3 runs only those rows (0-based, in the order above).
+if os.environ.get("ONLY"):
+    keep = [list(ROWS)[int(i)] for i in os.environ["ONLY"].split(",")]
+    ROWS = {k: ROWS[k] for k in keep}
 def run(args, io):
     cmd = [W, "bench", "127.0.0.1", "--port", PORT, "-d", D + "s", "--warmup", "0.5s",
            "--pin", "0", "--remote-pin", "1", "--io", io, "--json"] + args
