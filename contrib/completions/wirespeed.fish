@@ -72,6 +72,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l sndbuf -d 
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l busy-poll -d 'Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker\'s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth: with GRO on)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l io -d 'I/O engine of both sides\' workers: epoll (the default) or uring (io_uring: several sends in flight per flow, multishot receive into provided buffers, batched submissions; stream, rr and unpaced udp-stream only). A side whose kernel refuses io_uring (the io_uring_disabled sysctl, a container\'s seccomp profile) runs epoll and says why in the notes' -r -f -a "epoll\t''
+uring\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s S -l tos -d 'IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l dscp -d 'DSCP on every flow: a number 0-63 or a name (ef, af11..af43, cs0..cs7)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l pacing -d 'Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit' -r
@@ -362,6 +364,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l busy-poll -d 'Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker\'s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth: with GRO on)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l io -d 'I/O engine of both sides\' workers: epoll (the default) or uring (io_uring: several sends in flight per flow, multishot receive into provided buffers, batched submissions; stream, rr and unpaced udp-stream only). A side whose kernel refuses io_uring (the io_uring_disabled sysctl, a container\'s seccomp profile) runs epoll and says why in the notes' -r -f -a "epoll\t''
+uring\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s S -l tos -d 'IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l dscp -d 'DSCP on every flow: a number 0-63 or a name (ef, af11..af43, cs0..cs7)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pacing -d 'Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit' -r
@@ -538,6 +542,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l rcvbuf -d 'SO_RCVBUF' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l congestion -l cc -d 'Congestion control, e.g. cubic or bbr' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l busy-poll -d 'Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker\'s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth: with GRO on)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l io -d 'I/O engine of both sides\' workers: epoll (the default) or uring (io_uring: several sends in flight per flow, multishot receive into provided buffers, batched submissions; stream, rr and unpaced udp-stream only). A side whose kernel refuses io_uring (the io_uring_disabled sysctl, a container\'s seccomp profile) runs epoll and says why in the notes' -r -f -a "epoll\t''
+uring\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s S -l tos -d 'IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l dscp -d 'DSCP on every flow: a number 0-63 or a name (ef, af11..af43, cs0..cs7)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l pacing -d 'Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit' -r

@@ -79,6 +79,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--busy-poll=[Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker'\''s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth\: with GRO on)]:USECS:_default' \
+'--io=[I/O engine of both sides'\'' workers\: epoll (the default) or uring (io_uring\: several sends in flight per flow, multishot receive into provided buffers, batched submissions; stream, rr and unpaced udp-stream only). A side whose kernel refuses io_uring (the io_uring_disabled sysctl, a container'\''s seccomp profile) runs epoll and says why in the notes]:ENGINE:(epoll uring)' \
 '(--dscp)-S+[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '(--dscp)--tos=[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '--dscp=[DSCP on every flow\: a number 0-63 or a name (ef, af11..af43, cs0..cs7)]:DSCP:_default' \
@@ -610,6 +611,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--busy-poll=[Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker'\''s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth\: with GRO on)]:USECS:_default' \
+'--io=[I/O engine of both sides'\'' workers\: epoll (the default) or uring (io_uring\: several sends in flight per flow, multishot receive into provided buffers, batched submissions; stream, rr and unpaced udp-stream only). A side whose kernel refuses io_uring (the io_uring_disabled sysctl, a container'\''s seccomp profile) runs epoll and says why in the notes]:ENGINE:(epoll uring)' \
 '(--dscp)-S+[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '(--dscp)--tos=[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '--dscp=[DSCP on every flow\: a number 0-63 or a name (ef, af11..af43, cs0..cs7)]:DSCP:_default' \
@@ -906,6 +908,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--congestion=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--cc=[Congestion control, e.g. cubic or bbr]:CONGESTION:_default' \
 '--busy-poll=[Busy polling for USECS microseconds on every data socket (SO_BUSY_POLL; SO_PREFER_BUSY_POLL stays off) and on each worker'\''s epoll instance (EPIOCSPARAMS), both sides; 1-1000. Raising it needs CAP_NET_ADMIN; it acts only on NICs with NAPI (veth\: with GRO on)]:USECS:_default' \
+'--io=[I/O engine of both sides'\'' workers\: epoll (the default) or uring (io_uring\: several sends in flight per flow, multishot receive into provided buffers, batched submissions; stream, rr and unpaced udp-stream only). A side whose kernel refuses io_uring (the io_uring_disabled sysctl, a container'\''s seccomp profile) runs epoll and says why in the notes]:ENGINE:(epoll uring)' \
 '(--dscp)-S+[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '(--dscp)--tos=[IP TOS byte on every flow, both sides, e.g. 0x10 (IPV6_TCLASS on IPv6)]:TOS:_default' \
 '--dscp=[DSCP on every flow\: a number 0-63 or a name (ef, af11..af43, cs0..cs7)]:DSCP:_default' \

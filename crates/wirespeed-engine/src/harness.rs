@@ -6,7 +6,7 @@
 
 use crate::proto::UdpFlowCounts;
 use crate::result::{IntervalLatency, TcpInfo, finite};
-use crate::spec::TestSpec;
+use crate::spec::{IoEngine, TestSpec};
 use crate::sys::{self, EV_IN, EV_OUT, Epoll, ZcDrain};
 use hdrhistogram::Histogram;
 use std::cmp::Reverse;
@@ -239,7 +239,7 @@ pub struct ThreadState<'a> {
     /// Flows the thread owns (what a flow's turn is sized by).
     pub flows: usize,
     /// Wake-ups flows asked for: (when, token); see [`ThreadState::wake_at`].
-    timers: BinaryHeap<Reverse<(Instant, u64)>>,
+    pub(crate) timers: BinaryHeap<Reverse<(Instant, u64)>>,
 }
 
 /// The event bit a flow sees when a wake-up it asked for is due (epoll
@@ -252,6 +252,11 @@ impl ThreadState<'_> {
     /// timer event it no longer wants, and must then just look at the time.
     pub fn wake_at(&mut self, token: u64, at: Instant) {
         self.timers.push(Reverse((at, token)));
+    }
+
+    /// When the earliest wake-up flows asked for is due.
+    pub fn next_timer(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((at, _))| *at)
     }
 
     /// Send or receive calls one flow makes per turn: up to `most` with a
@@ -396,6 +401,18 @@ pub trait Flow: Send {
     /// socket event marks (a connection that never sends).
     fn on_tick(&mut self, _ts: &mut ThreadState, _now: Instant) -> io::Result<Status> {
         Ok(Status::Active)
+    }
+    /// How the io_uring loop ([`crate::uring`]) drives this flow; None
+    /// when it cannot (the worker then runs epoll). No side effects.
+    fn uring(&self) -> Option<UringPlan> {
+        None
+    }
+    /// io_uring, UDP: a sender writes the headers of as many whole
+    /// datagrams as fit in `buf` and returns their bytes; a receiver
+    /// takes the datagrams in `buf` (several with GRO) and returns the
+    /// bytes it took.
+    fn datagrams(&mut self, _ts: &mut ThreadState, _buf: &mut [u8]) -> usize {
+        0
     }
 }
 
@@ -625,6 +642,8 @@ pub struct WorkerOut {
     pub forced: usize,
     /// Remarks.
     pub notes: Vec<String>,
+    /// The I/O engine the thread ran.
+    pub io: IoEngine,
 }
 
 impl WorkerOut {
@@ -642,41 +661,17 @@ pub fn new_hist() -> Histogram<u64> {
 /// Largest single send or receive call, bytes.
 const MAX_IO: usize = 4 << 20;
 
-/// Spawns one worker thread running `flows` until the test stops; it
-/// records latencies into `lat` too.
-pub fn spawn_worker(
-    name: String,
-    flows: Vec<Box<dyn Flow>>,
-    spec: Arc<TestSpec>,
-    ctl: Arc<Control>,
-    cpu: Option<usize>,
-    lat: Arc<ThreadLatency>,
-) -> io::Result<std::thread::JoinHandle<WorkerOut>> {
-    ctl.running.fetch_add(1, Ordering::SeqCst);
-    let c2 = ctl.clone();
-    std::thread::Builder::new()
-        .name(name)
-        .spawn(move || {
-            let out = worker_main(flows, &spec, &c2, cpu, lat);
-            c2.running.fetch_sub(1, Ordering::SeqCst);
-            out
-        })
-        .inspect_err(|_| {
-            ctl.running.fetch_sub(1, Ordering::SeqCst);
-        })
-}
-
 /// A worker's flows: a slab indexed by epoll token, its free slots, how
 /// many flows are live, and what the finished ones handed back.
-struct Slab {
+pub(crate) struct Slab {
     slots: Vec<Option<Box<dyn Flow>>>,
     free: Vec<usize>,
-    active: usize,
-    ends: Vec<FlowEnd>,
+    pub(crate) active: usize,
+    pub(crate) ends: Vec<FlowEnd>,
 }
 
 impl Slab {
-    fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         Slab {
             slots: Vec::with_capacity(n),
             free: Vec::new(),
@@ -686,7 +681,7 @@ impl Slab {
     }
 
     /// Registers `f` with the thread's epoll in a free slot; counts it live.
-    fn insert(&mut self, ts: &mut ThreadState, mut f: Box<dyn Flow>) {
+    pub(crate) fn insert(&mut self, ts: &mut ThreadState, mut f: Box<dyn Flow>) {
         let idx = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
             self.slots.len() - 1
@@ -703,8 +698,30 @@ impl Slab {
         }
     }
 
+    /// Puts `f` in a free slot without registering it with epoll (the
+    /// io_uring loop drives it); returns its token.
+    pub(crate) fn adopt(&mut self, f: Box<dyn Flow>) -> usize {
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        self.slots[idx] = Some(f);
+        self.active += 1;
+        idx
+    }
+
+    /// Whether slot `idx` holds a live flow.
+    pub(crate) fn is_live(&self, idx: usize) -> bool {
+        self.slots.get(idx).is_some_and(|s| s.is_some())
+    }
+
+    /// The live flow at `idx`.
+    pub(crate) fn flow_mut(&mut self, idx: usize) -> Option<&mut Box<dyn Flow>> {
+        self.slots.get_mut(idx).and_then(|s| s.as_mut())
+    }
+
     /// Ends the live flow in slot `idx`.
-    fn done(&mut self, idx: usize) {
+    pub(crate) fn done(&mut self, idx: usize) {
         finish(&mut self.slots, &mut self.free, idx, &mut self.ends);
         self.active -= 1;
     }
@@ -760,7 +777,7 @@ impl Slab {
     }
 
     /// Fires the timers due by `now`.
-    fn fire_timers(&mut self, ts: &mut ThreadState, now: Instant) {
+    pub(crate) fn fire_timers(&mut self, ts: &mut ThreadState, now: Instant) {
         while let Some(&Reverse((at, token))) = ts.timers.peek() {
             if at > now {
                 break;
@@ -784,7 +801,7 @@ impl Slab {
     }
 
     /// Calls every flow's [`Flow::on_tick`]; ends those that are done.
-    fn tick_all(&mut self, ts: &mut ThreadState, now: Instant) {
+    pub(crate) fn tick_all(&mut self, ts: &mut ThreadState, now: Instant) {
         for idx in 0..self.slots.len() {
             let Some(f) = self.slots[idx].as_mut() else {
                 continue;
@@ -809,7 +826,7 @@ impl Slab {
     }
 
     /// Ends every flow still in the slab.
-    fn finish_all(&mut self) {
+    pub(crate) fn finish_all(&mut self) {
         for idx in 0..self.slots.len() {
             if self.slots[idx].is_some() {
                 finish(&mut self.slots, &mut self.free, idx, &mut self.ends);
@@ -820,7 +837,7 @@ impl Slab {
 
 /// Asks `epoll` to busy poll as `spec` says; a note in `notes` when the
 /// kernel cannot.
-fn set_busy_poll(epoll: &Epoll, spec: &TestSpec, notes: &mut Vec<String>) {
+pub(crate) fn set_busy_poll(epoll: &Epoll, spec: &TestSpec, notes: &mut Vec<String>) {
     if let Some(us) = spec.busy_poll_us {
         // The epoll wait busy polls the NAPI context of its sockets too;
         // budget 8 is the kernel's default (BUSY_POLL_BUDGET).
@@ -840,11 +857,57 @@ fn set_busy_poll(epoll: &Epoll, spec: &TestSpec, notes: &mut Vec<String>) {
     }
 }
 
+/// What the io_uring loop does with a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UringRole {
+    /// Bulk TCP sender: `len`-byte sends.
+    StreamSend {
+        /// Bytes per send.
+        len: usize,
+    },
+    /// Bulk TCP receiver.
+    StreamRecv,
+    /// Request/response client.
+    RrClient {
+        /// Request bytes.
+        request: u64,
+        /// Response bytes.
+        response: u64,
+        /// Records into the probe histogram.
+        probe: bool,
+    },
+    /// Request/response server.
+    RrServer {
+        /// Request bytes.
+        request: u64,
+        /// Response bytes.
+        response: u64,
+    },
+    /// UDP sender: sends of `len` bytes, whole datagrams of `size`.
+    UdpSend {
+        /// Bytes per send (several datagrams with GSO).
+        len: usize,
+    },
+    /// UDP receiver.
+    UdpRecv,
+}
+
+/// A flow as the io_uring loop sees it: its socket, counters and role.
+#[derive(Clone)]
+pub struct UringPlan {
+    /// The flow's socket (the flow keeps owning it).
+    pub fd: RawFd,
+    /// The flow's counters.
+    pub counters: Arc<Counters>,
+    /// What to do with it.
+    pub role: UringRole,
+}
+
 /// Bytes of a worker's scratch buffers a UDP flow may use per call.
 pub const UDP_SCRATCH: usize = 1 << 20;
 
 /// The size of a worker's send and receive buffers.
-fn io_len(spec: &TestSpec) -> usize {
+pub(crate) fn io_len(spec: &TestSpec) -> usize {
     let scratch = if spec.workload.is_udp() {
         UDP_SCRATCH
     } else {
@@ -855,85 +918,13 @@ fn io_len(spec: &TestSpec) -> usize {
         .clamp(4096, MAX_IO)
 }
 
-fn worker_main(
-    flows: Vec<Box<dyn Flow>>,
-    spec: &TestSpec,
-    ctl: &Control,
-    cpu: Option<usize>,
-    lat: Arc<ThreadLatency>,
-) -> WorkerOut {
-    let mut notes = Vec::new();
-    if let Some(c) = cpu
-        && let Err(e) = sys::pin_thread(c)
-    {
-        notes.push(format!("could not pin a worker to CPU {c}: {e}"));
-    }
-    let mut out = WorkerOut {
-        hist: new_hist(),
-        probe: new_hist(),
-        zc: ZcDrain::default(),
-        cpu_window_us: 0,
-        window_s: 0.0,
-        ends: Vec::new(),
-        forced: 0,
-        notes,
-    };
-    let epoll = match Epoll::new() {
-        Ok(e) => e,
-        Err(e) => {
-            out.notes
-                .push(format!("worker could not create epoll: {e}"));
-            return out;
-        }
-    };
-    set_busy_poll(&epoll, spec, &mut out.notes);
-    let io_len = io_len(spec);
-    let mut ts = ThreadState {
-        epoll: &epoll,
-        ctl,
-        seen_phase: PHASE_WARMUP,
-        solo: flows.len() == 1,
-        spec,
-        tx: IoBuf::new(io_len),
-        rx: IoBuf::new(io_len),
-        measuring: false,
-        stopping: false,
-        hist: new_hist(),
-        probe: new_hist(),
-        lat,
-        zc: ZcDrain::default(),
-        spawned: Vec::new(),
-        notes: std::mem::take(&mut out.notes),
-        flows: 0,
-        timers: BinaryHeap::new(),
-    };
-    let mut slab = Slab::with_capacity(flows.len());
-    for f in flows {
-        slab.insert(&mut ts, f);
-    }
-    let measure_start = event_loop(&mut slab, &mut ts, &epoll, ctl, &mut out);
-    if !ts.stopping
-        && let Some((t0, c0)) = measure_start
-    {
-        out.window_s = t0.elapsed().as_secs_f64();
-        out.cpu_window_us = sys::thread_cpu_us().saturating_sub(c0);
-    }
-    slab.finish_all();
-    out.ends = slab.ends;
-    out.hist = ts.hist;
-    out.probe = ts.probe;
-    out.zc = ts.zc;
-    out.notes = ts.notes;
-    out
-}
-
 /// When the measured window opened: the time and the thread's CPU
 /// microseconds then.
-type WindowStart = Option<(Instant, u64)>;
+pub(crate) type WindowStart = Option<(Instant, u64)>;
 
 /// Runs the worker's flows until the test stops, aborts or they all
 /// end; returns when its measured window opened.
-fn event_loop(
+pub(crate) fn event_loop(
     slab: &mut Slab,
     ts: &mut ThreadState,
     epoll: &Epoll,
@@ -948,14 +939,7 @@ fn event_loop(
     let mut deadline: Option<Instant> = None;
     let mut next_tick = Instant::now() + TICK;
     loop {
-        let abort = follow_phase(slab, ts, ctl, out, &mut measure_start, &mut deadline);
-        if abort || slab.active == 0 {
-            break;
-        }
-        if let Some(d) = deadline
-            && Instant::now() >= d
-        {
-            out.forced = slab.active;
+        if !go_on(slab, ts, ctl, out, &mut measure_start, &mut deadline) {
             break;
         }
         let waited = match ts.timers.peek() {
@@ -981,6 +965,31 @@ fn event_loop(
         slab.adopt_spawned(ts);
     }
     measure_start
+}
+
+/// A worker loop's look at the test each turn: follows the phase
+/// ([`follow_phase`]), then says whether to go on: not when the test
+/// aborted, every flow ended, or the drain deadline passed (the flows
+/// left are then counted as closed by force).
+pub(crate) fn go_on(
+    slab: &mut Slab,
+    ts: &mut ThreadState,
+    ctl: &Control,
+    out: &mut WorkerOut,
+    measure_start: &mut WindowStart,
+    deadline: &mut Option<Instant>,
+) -> bool {
+    let abort = follow_phase(slab, ts, ctl, out, measure_start, deadline);
+    if abort || slab.active == 0 {
+        return false;
+    }
+    if let Some(d) = *deadline
+        && Instant::now() >= d
+    {
+        out.forced = slab.active;
+        return false;
+    }
+    true
 }
 
 /// Follows the test's phase: opens the measured window, or on stop (or

@@ -9,9 +9,10 @@
 //! sides' figures as one [`TestResult`].
 //!
 //! This crate knows nothing of netlink, CLIs or rendering: it moves bytes
-//! and counts them. Its `unsafe` lives in two modules: [`sys`] (sockets,
-//! epoll, scheduler) and [`sys_ts`] (kernel timestamping for
-//! `--breakdown`).
+//! and counts them. Its `unsafe` lives in three modules: [`sys`] (sockets,
+//! epoll, scheduler), [`sys_ts`] (kernel timestamping for `--breakdown`)
+//! and [`sys_uring`] (the io_uring submissions of `--io uring`, whose
+//! buffers the ring owns).
 
 #![warn(missing_docs)]
 
@@ -31,10 +32,13 @@ pub mod stamps;
 mod stream;
 pub mod sys;
 pub mod sys_ts;
+pub mod sys_uring;
 pub mod timestamps;
 pub mod udp;
 mod udp_rr;
 mod udp_stream;
+pub mod uring;
+pub mod worker;
 pub mod workload;
 pub mod workloads;
 

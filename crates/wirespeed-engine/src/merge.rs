@@ -125,6 +125,10 @@ pub fn merge(
         udp,
         udp_offload: spec.workload.is_udp().then(|| offload(client, remote)),
         breakdown: None,
+        io_engines: (!spec.io.is_epoll()).then(|| crate::result::IoEngines {
+            client: client.io_engine.unwrap_or_default(),
+            server: remote.io_engine,
+        }),
     }
 }
 

@@ -100,6 +100,10 @@ pub struct SideReport {
     /// Per-transaction timestamps by flow (rr with `--breakdown`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stamps: Vec<crate::stamps::FlowStamps>,
+    /// The I/O engine this side's workers ran: io_uring only if every
+    /// worker ran it (None from older peers: epoll).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_engine: Option<crate::spec::IoEngine>,
 }
 
 /// A control message.

@@ -12,6 +12,7 @@ use crate::result::TcpInfo;
 use crate::spec::{FlowKind, Workload};
 use crate::sys::{EV_IN, EV_OUT};
 use crate::timestamps::Stamper;
+use crate::uring::{UringPlan, UringRole};
 use crate::workload::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
@@ -229,6 +230,18 @@ impl Flow for RrClient {
         Ok(Status::Active)
     }
 
+    fn uring(&self) -> Option<UringPlan> {
+        self.stamps.is_none().then(|| UringPlan {
+            fd: self.sock.as_raw_fd(),
+            counters: self.counters.clone(),
+            role: UringRole::RrClient {
+                request: self.request,
+                response: self.response,
+                probe: self.probe,
+            },
+        })
+    }
+
     fn report(&self) -> Option<FlowEnd> {
         let mut end = FlowEnd::tcp(self.id, self.info.clone())?;
         end.stamps = self.stamps.as_ref().map(Stamper::report);
@@ -339,6 +352,17 @@ impl Flow for RrServer {
         self.info = tcp_info_of(self.sock.as_raw_fd());
         // Keep answering until the client, which stops first, closes.
         Ok(Status::Active)
+    }
+
+    fn uring(&self) -> Option<UringPlan> {
+        self.stamps.is_none().then(|| UringPlan {
+            fd: self.sock.as_raw_fd(),
+            counters: self.counters.clone(),
+            role: UringRole::RrServer {
+                request: self.request,
+                response: self.response,
+            },
+        })
     }
 
     fn report(&self) -> Option<FlowEnd> {

@@ -5,12 +5,13 @@ use crate::cpu::CpuSnapshot;
 use crate::error::EngineError;
 use crate::harness::{
     Control, Counters, Flow, FlowEnd, LATENCY_BUCKETS, PHASE_MEASURE, PHASE_STOP, ThreadLatency,
-    WorkerOut, interval_latency, new_hist, spawn_worker,
+    WorkerOut, interval_latency, new_hist,
 };
 use crate::proto::{SideFlow, SideReport};
 use crate::result::{IntervalSample, LatencySummary, finite};
 use crate::sockets::ResolvedPath;
 use crate::spec::{FlowPlan, TestSpec};
+use crate::worker::spawn_worker;
 use crate::workloads::{self, FlowArgs, ListenerArgs};
 use hdrhistogram::Histogram;
 use socket2::Socket;
@@ -130,6 +131,8 @@ pub struct Side {
     notes: Vec<String>,
     /// A crr server's timestamps (`--breakdown`), kept across connections.
     shared_stamps: Option<Arc<crate::timestamps::SharedStamps>>,
+    /// The I/O engine the test asked for.
+    io: crate::spec::IoEngine,
 }
 
 /// Time between timeline checks.
@@ -209,6 +212,7 @@ impl Side {
             client: setup.client,
             notes,
             shared_stamps,
+            io: spec.io,
         };
         let who = if setup.client {
             "ws-client"
@@ -343,6 +347,8 @@ impl Side {
         let mut notes = std::mem::take(&mut self.notes);
         let mut forced = 0;
         let (mut zc_done, mut zc_copied) = (0, 0);
+        // io_uring only if every worker ran it.
+        let mut io = self.io;
         for h in self.handles.drain(..) {
             let Ok(out) = h.join() else {
                 notes.push("a worker thread panicked".into());
@@ -357,6 +363,9 @@ impl Side {
                 }
             }
             forced += out.forced;
+            if out.io != self.io {
+                io = out.io;
+            }
             zc_done += out.zc.completions;
             zc_copied += out.zc.copied;
             for n in out.notes {
@@ -414,6 +423,7 @@ impl Side {
                 .filter_map(|e| e.stamps.clone())
                 .chain(self.shared_stamps.iter().flat_map(|s| s.report()))
                 .collect(),
+            io_engine: Some(io),
         }
     }
 }

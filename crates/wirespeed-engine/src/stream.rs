@@ -9,6 +9,7 @@ use crate::result::{RxZeroCopy, TcpInfo};
 use crate::sockets::enable_zerocopy;
 use crate::spec::Workload;
 use crate::sys::{self, EV_ERR, EV_HUP, EV_IN, EV_OUT};
+use crate::uring::{UringPlan, UringRole};
 use crate::workload::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
@@ -32,6 +33,7 @@ fn flow(mut a: FlowArgs) -> Result<Box<StreamFlow>, EngineError> {
         zc = false;
     }
     let mut f = StreamFlow::new(a.plan.id, s, a.counters, sender, zc);
+    f.send_len = a.spec.msg_size as usize;
     if a.spec.rx_zerocopy && !sender {
         f.rx = Some(RxZc::open(&f.sock, a.spec.msg_size as usize, a.notes));
     }
@@ -59,6 +61,8 @@ pub struct StreamFlow {
     info: Option<TcpInfo>,
     /// --rx-zerocopy at the receiver.
     rx: Option<RxZc>,
+    /// Bytes per send (the message size).
+    send_len: usize,
 }
 
 /// A receiver's TCP_ZEROCOPY_RECEIVE state: its mapping (None once it fell
@@ -117,6 +121,7 @@ impl StreamFlow {
             shut: false,
             info: None,
             rx: None,
+            send_len: 0,
         }
     }
 
@@ -278,6 +283,21 @@ impl Flow for StreamFlow {
             }
         }
         Ok(Status::Active)
+    }
+
+    fn uring(&self) -> Option<UringPlan> {
+        if self.zerocopy || self.file.is_some() || self.rx.is_some() {
+            return None;
+        }
+        Some(UringPlan {
+            fd: self.sock.as_raw_fd(),
+            counters: self.counters.clone(),
+            role: if self.sender {
+                UringRole::StreamSend { len: self.send_len }
+            } else {
+                UringRole::StreamRecv
+            },
+        })
     }
 
     fn report(&self) -> Option<FlowEnd> {

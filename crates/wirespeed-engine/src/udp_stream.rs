@@ -14,6 +14,7 @@ use crate::udp::{
     BATCH, GRO_BYTES, GSO_BYTES, GSO_SEGMENTS, Header, Jitter, Kind, QuietEnd, SeqTrack,
     is_transient, now_ns,
 };
+use crate::uring::{UringPlan, UringRole};
 use crate::workload::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
@@ -148,16 +149,7 @@ impl UdpSender {
         let msgs = n.div_ceil(per).min(self.batch.capacity());
         let msg = per * size;
         let bytes = (msgs * msg).min(ts.tx.len()) / msg * msg;
-        let now = now_ns();
-        for (i, d) in ts.tx[..bytes].chunks_exact_mut(size).enumerate() {
-            Header {
-                kind: Kind::Data,
-                flow: self.id,
-                seq: self.seq + i as u64,
-                sent_ns: now,
-            }
-            .write(d);
-        }
+        self.stamp(&mut ts.tx[..bytes]);
         let slices: Vec<&[u8]> = ts.tx[..bytes].chunks(msg).collect();
         let sent = sys::send_batch(self.sock.as_raw_fd(), &mut self.batch, &slices)?;
         let datagrams = slices[..sent].iter().map(|m| m.len() / size).sum::<usize>();
@@ -167,6 +159,24 @@ impl UdpSender {
         self.seq += datagrams as u64;
         self.counters.add_sent(datagrams * size);
         Ok(datagrams)
+    }
+
+    /// Writes the headers of the whole datagrams in `buf`, numbered from
+    /// the next sequence number on; returns how many.
+    fn stamp(&self, buf: &mut [u8]) -> usize {
+        let now = now_ns();
+        let mut n = 0;
+        for (i, d) in buf.chunks_exact_mut(self.size).enumerate() {
+            Header {
+                kind: Kind::Data,
+                flow: self.id,
+                seq: self.seq + i as u64,
+                sent_ns: now,
+            }
+            .write(d);
+            n += 1;
+        }
+        n
     }
 
     fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
@@ -247,6 +257,25 @@ impl Flow for UdpSender {
 
     fn on_stop(&mut self, _ts: &mut ThreadState) -> io::Result<Status> {
         Ok(Status::Done)
+    }
+
+    fn uring(&self) -> Option<UringPlan> {
+        self.interval_ns.is_none().then(|| UringPlan {
+            fd: self.sock.as_raw_fd(),
+            counters: self.counters.clone(),
+            role: UringRole::UdpSend {
+                len: (self.segs * self.size).min(GSO_BYTES),
+            },
+        })
+    }
+
+    fn datagrams(&mut self, _ts: &mut ThreadState, buf: &mut [u8]) -> usize {
+        let n = self.stamp(buf);
+        self.seq += n as u64;
+        if n > 1 {
+            self.gso_used = true;
+        }
+        n * self.size
     }
 
     fn report(&self) -> Option<FlowEnd> {
@@ -386,6 +415,26 @@ impl Flow for UdpReceiver {
     fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         // Whatever is still in flight counts: wait for a quiet spell.
         Ok(self.end.stop(ts))
+    }
+
+    fn uring(&self) -> Option<UringPlan> {
+        Some(UringPlan {
+            fd: self.sock.as_raw_fd(),
+            counters: self.counters.clone(),
+            role: UringRole::UdpRecv,
+        })
+    }
+
+    fn datagrams(&mut self, _ts: &mut ThreadState, buf: &mut [u8]) -> usize {
+        let arrived = now_ns();
+        self.end.heard();
+        if buf.len() > self.size {
+            self.gro_seen = true;
+        }
+        for d in buf.chunks(self.size) {
+            self.take(d, arrived);
+        }
+        buf.len()
     }
 
     fn report(&self) -> Option<FlowEnd> {

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use wirespeed_engine::client::Family;
 use wirespeed_engine::spec::{
-    DEFAULT_DATAGRAM, UDP_HEADER_LEN, WORKLOADS, parse_cpus, parse_duration, parse_paths,
+    DEFAULT_DATAGRAM, IoEngine, UDP_HEADER_LEN, WORKLOADS, parse_cpus, parse_duration, parse_paths,
     parse_rate, parse_size, parse_sizes,
 };
 use wirespeed_engine::{ClientConfig, Direction, Reach, TestSpec, Workload};
@@ -150,6 +150,14 @@ pub struct BenchArgs {
     /// CAP_NET_ADMIN; it acts only on NICs with NAPI (veth: with GRO on).
     #[arg(long, value_name = "USECS")]
     pub busy_poll: Option<u32>,
+    /// I/O engine of both sides' workers: epoll (the default) or uring
+    /// (io_uring: several sends in flight per flow, multishot receive into
+    /// provided buffers, batched submissions; stream, rr and unpaced
+    /// udp-stream only). A side whose kernel refuses io_uring (the
+    /// io_uring_disabled sysctl, a container's seccomp profile) runs epoll
+    /// and says why in the notes.
+    #[arg(long, value_name = "ENGINE", default_value = "epoll", value_parser = ["epoll", "uring"])]
+    pub io: String,
     /// rr, crr, udp-rr: timestamp a sample of transactions on both sides
     /// (kernel software timestamps) and report where the round trip is
     /// spent (docs/latency.md).
@@ -612,6 +620,7 @@ fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
         breakdown: a.breakdown,
         rx_zerocopy: a.rx_zerocopy,
         busy_poll_us: a.busy_poll,
+        io: IoEngine::from_name(&a.io).ok_or_else(|| format!("--io: unknown engine {:?}", a.io))?,
         ..TestSpec::default()
     })
 }

@@ -368,6 +368,21 @@ pub struct TestResult {
     /// Where the round trip is spent (rr with `--breakdown`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<crate::breakdown::Breakdown>,
+    /// Which I/O engine each side's workers ran, when the test asked for
+    /// one other than epoll (`--io uring`); a side that fell back says why
+    /// in `notes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_engines: Option<IoEngines>,
+}
+
+/// Which I/O engine each side ran (`--io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoEngines {
+    /// The client's workers: io_uring only if every worker ran it.
+    pub client: crate::spec::IoEngine,
+    /// The server's workers; None from a server too old to say (it ran
+    /// epoll).
+    pub server: Option<crate::spec::IoEngine>,
 }
 
 /// What `--json` prints: one or more results (a size sweep gives several).

@@ -286,6 +286,46 @@ pub struct TestSpec {
     /// (EPIOCSPARAMS), both sides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_poll_us: Option<u32>,
+    /// The I/O engine both sides' workers ask for (`--io`); a worker whose
+    /// kernel refuses io_uring runs epoll and says why in its notes.
+    /// Absent (epoll) in the specs of older peers.
+    #[serde(default, skip_serializing_if = "IoEngine::is_epoll")]
+    pub io: IoEngine,
+}
+
+/// How a worker thread drives its sockets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoEngine {
+    /// One epoll instance per worker, non-blocking send/recv (the default).
+    #[default]
+    Epoll,
+    /// One io_uring per worker: several sends in flight per flow,
+    /// multishot receive into provided buffers, batched submissions.
+    Uring,
+}
+
+impl IoEngine {
+    /// Every engine, in the order the CLI lists them.
+    pub const ALL: [IoEngine; 2] = [IoEngine::Epoll, IoEngine::Uring];
+
+    /// The name a user types (`--io NAME`) and reports print.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoEngine::Epoll => "epoll",
+            IoEngine::Uring => "uring",
+        }
+    }
+
+    /// The engine named `s` (`epoll` or `uring`).
+    pub fn from_name(s: &str) -> Option<IoEngine> {
+        IoEngine::ALL.into_iter().find(|e| e.name() == s)
+    }
+
+    /// Whether this is epoll (serde skips the default).
+    pub fn is_epoll(&self) -> bool {
+        *self == IoEngine::Epoll
+    }
 }
 
 fn yes() -> bool {
@@ -351,6 +391,7 @@ impl Default for TestSpec {
             breakdown: false,
             rx_zerocopy: false,
             busy_poll_us: None,
+            io: IoEngine::Epoll,
         }
     }
 }
@@ -493,6 +534,7 @@ impl TestSpec {
         }
         self.validate_iperf3_knobs()?;
         self.validate_copy_knobs()?;
+        self.validate_io()?;
         if self.paths.len() > 4096 {
             return bad(format!(
                 "{} paths are too many (max 4096)",
@@ -532,6 +574,38 @@ impl TestSpec {
             return bad(format!(
                 "busy poll of {us} us must be between 1 and {MAX_BUSY_POLL_US} us"
             ));
+        }
+        Ok(())
+    }
+
+    /// What the io_uring path (`--io uring`) covers: stream, rr and
+    /// udp-stream with plain sends and receives; the rest is refused here
+    /// rather than run on epoll behind the user's back.
+    fn validate_io(&self) -> Result<(), Invalid> {
+        if self.io != IoEngine::Uring {
+            return Ok(());
+        }
+        let refuse = |what: &str| {
+            Err(Invalid(format!(
+                "--io uring does not cover {what} yet; leave --io out (epoll) for it"
+            )))
+        };
+        match self.workload {
+            Workload::Stream | Workload::Rr | Workload::UdpStream => {}
+            w => return refuse(&format!("the {} workload", w.name())),
+        }
+        for (on, what) in [
+            (self.breakdown, "--breakdown"),
+            (self.rx_zerocopy, "--rx-zerocopy"),
+            (self.zerocopy, "--zerocopy"),
+            (self.sendfile, "--sendfile"),
+            (self.skip_rx_copy, "--skip-rx-copy"),
+            (self.rate_bps.is_some(), "paced UDP (--rate)"),
+            (self.busy_poll_us.is_some(), "--busy-poll"),
+        ] {
+            if on {
+                return refuse(what);
+            }
         }
         Ok(())
     }
