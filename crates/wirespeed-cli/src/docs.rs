@@ -1,4 +1,4 @@
-//! The flags of `wirespeed docs_cmd`.
+//! The flags of `wirespeed completions` and `wirespeed man`.
 
 use std::path::PathBuf;
 

@@ -1,4 +1,5 @@
-//! The flags of `wirespeed fleet_cmd`.
+//! The flags of `wirespeed agent` and `wirespeed fleet` (run, plan,
+//! history, token), and bench's flags as fleet workloads.
 
 use anyhow::{Result, bail};
 use std::net::SocketAddr;

@@ -1,4 +1,5 @@
-//! The flags of `wirespeed host_cmd`.
+//! The flags of `wirespeed inspect`, `doctor` and `tune`, and the tune
+//! requests they make.
 
 use anyhow::{Context, Result, bail};
 use std::net::IpAddr;

@@ -1,4 +1,5 @@
-//! The flags of `wirespeed k8s_cmd`.
+//! The flags of `wirespeed k8s` (manifests, run, image) and what `k8s run`
+//! makes of them: workloads, paths, gates.
 
 use crate::k8s_objects::ObjectArgs;
 use anyhow::{Context, Result, bail};

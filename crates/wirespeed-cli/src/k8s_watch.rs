@@ -1,4 +1,5 @@
-//! The flags of `wirespeed k8s_watch_cmd`.
+//! The flags of `wirespeed k8s watch` (apply, manifests, status, delete and
+//! the in-cluster watcher).
 
 use crate::k8s_objects::ObjectArgs;
 use crate::watch::WatchArgs;

@@ -1,4 +1,5 @@
-//! The flags of `wirespeed model_cmd`.
+//! The flags of `wirespeed model` and `wirespeed explain`, and the machine
+//! and rates they name.
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};

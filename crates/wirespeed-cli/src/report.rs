@@ -1,4 +1,4 @@
-//! The flags of `wirespeed report_cmd`.
+//! The flags of `wirespeed report`.
 
 use std::path::PathBuf;
 

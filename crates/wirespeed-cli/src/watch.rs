@@ -1,4 +1,5 @@
-//! The flags of `wirespeed watch_cmd`.
+//! The flags of `wirespeed fleet watch`, and the probes and traffic budget
+//! they make.
 
 use anyhow::{Context, Result, bail};
 use std::net::SocketAddr;
