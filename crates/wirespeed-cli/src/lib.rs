@@ -3,7 +3,8 @@
 //! the libraries' typed requests that need nothing but the flags. The
 //! binary parses with [`Cli`], dispatches, and renders; completions and
 //! man pages are generated from [`Cli`] too. This crate does no I/O
-//! beyond reading files a flag names.
+//! beyond reading files a flag names (and printing the warning a key
+//! file raises).
 
 #![warn(missing_docs)]
 

@@ -259,6 +259,14 @@ impl ThreadState<'_> {
         self.timers.peek().map(|Reverse((at, _))| *at)
     }
 
+    /// How long a worker loop may wait for events: until the earliest
+    /// timer, at most [`MAX_WAIT`]; None without a timer (wait
+    /// [`MAX_WAIT`] then).
+    pub(crate) fn timer_wait(&self) -> Option<Duration> {
+        self.next_timer()
+            .map(|at| at.saturating_duration_since(Instant::now()).min(MAX_WAIT))
+    }
+
     /// Send or receive calls one flow makes per turn: up to `most` with a
     /// few flows, down to one with thousands, so that a full round over
     /// the thread's flows stays short and every flow moves data early in
@@ -623,6 +631,10 @@ pub fn want_for(reg: &mut Option<Reg>, ts: &ThreadState, sending: bool) -> io::R
 /// How often a worker calls [`Flow::on_tick`].
 pub const TICK: Duration = Duration::from_millis(100);
 
+/// The longest a worker loop waits for events before it looks at the
+/// test's phase again.
+pub(crate) const MAX_WAIT: Duration = Duration::from_millis(10);
+
 /// What a worker thread hands back.
 #[derive(Debug)]
 pub struct WorkerOut {
@@ -776,8 +788,19 @@ impl Slab {
         }
     }
 
+    /// What a worker loop does after each wait besides its events: fires
+    /// the timers now due and, every [`TICK`], ticks every flow.
+    pub(crate) fn after_wait(&mut self, ts: &mut ThreadState, next_tick: &mut Instant) {
+        let now = Instant::now();
+        self.fire_timers(ts, now);
+        if now >= *next_tick {
+            *next_tick = now + TICK;
+            self.tick_all(ts, now);
+        }
+    }
+
     /// Fires the timers due by `now`.
-    pub(crate) fn fire_timers(&mut self, ts: &mut ThreadState, now: Instant) {
+    fn fire_timers(&mut self, ts: &mut ThreadState, now: Instant) {
         while let Some(&Reverse((at, token))) = ts.timers.peek() {
             if at > now {
                 break;
@@ -801,7 +824,7 @@ impl Slab {
     }
 
     /// Calls every flow's [`Flow::on_tick`]; ends those that are done.
-    pub(crate) fn tick_all(&mut self, ts: &mut ThreadState, now: Instant) {
+    fn tick_all(&mut self, ts: &mut ThreadState, now: Instant) {
         for idx in 0..self.slots.len() {
             let Some(f) = self.slots[idx].as_mut() else {
                 continue;
@@ -942,26 +965,16 @@ pub(crate) fn event_loop(
         if !go_on(slab, ts, ctl, out, &mut measure_start, &mut deadline) {
             break;
         }
-        let waited = match ts.timers.peek() {
-            Some(Reverse((at, _))) => {
-                let wait = at
-                    .saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(10));
-                epoll.wait_precise(&mut events, wait)
-            }
-            None => epoll.wait(&mut events, 10),
+        let waited = match ts.timer_wait() {
+            Some(wait) => epoll.wait_precise(&mut events, wait),
+            None => epoll.wait(&mut events, MAX_WAIT.as_millis() as i32),
         };
         if let Err(e) = waited {
             ts.note(format!("epoll_wait failed: {e}"));
             break;
         }
         slab.run_events(ts, &events, &mut again, &mut pass);
-        let now = Instant::now();
-        slab.fire_timers(ts, now);
-        if now >= next_tick {
-            next_tick = now + TICK;
-            slab.tick_all(ts, now);
-        }
+        slab.after_wait(ts, &mut next_tick);
         slab.adopt_spawned(ts);
     }
     measure_start

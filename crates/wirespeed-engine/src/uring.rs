@@ -28,7 +28,7 @@ pub use crate::harness::{UringPlan, UringRole};
 use crate::spec::{IoEngine, TestSpec};
 use crate::sys_uring::{self, Done, Ring, RingSize, UNCOUNTED};
 use std::io;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Sends a stream or UDP sender keeps in flight.
 pub const DEPTH: usize = 4;
@@ -210,12 +210,7 @@ impl Driver {
             if ts.stopping && !was_stopping {
                 self.stop_all(slab, ts);
             }
-            let wait = ts
-                .next_timer()
-                .map_or(Duration::from_millis(10), |at| {
-                    at.saturating_duration_since(Instant::now())
-                })
-                .min(Duration::from_millis(10));
+            let wait = ts.timer_wait().unwrap_or(crate::harness::MAX_WAIT);
             if let Err(e) = self.ring.submit_and_wait(wait) {
                 ts.note(format!("io_uring_enter failed: {e}"));
                 break;
@@ -224,12 +219,7 @@ impl Driver {
             for c in done.iter() {
                 self.complete(*c, slab, ts);
             }
-            let now = Instant::now();
-            slab.fire_timers(ts, now);
-            if now >= next_tick {
-                next_tick = now + crate::harness::TICK;
-                slab.tick_all(ts, now);
-            }
+            slab.after_wait(ts, &mut next_tick);
             self.forget_ended(slab);
         }
         measure_start
