@@ -223,6 +223,11 @@ impl Flow for RrClient {
     fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         self.info = tcp_info_of(self.sock.as_raw_fd());
         self.stop_wanted = true;
+        if self.reg.is_none() {
+            // io_uring drives this flow (it never joined epoll): the
+            // driver shuts after the transaction in flight.
+            return Ok(Status::Active);
+        }
         if self.sending && self.left == self.request {
             // Between transactions: stop now.
             return self.shut(ts);

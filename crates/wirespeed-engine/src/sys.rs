@@ -148,6 +148,12 @@ pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
     cvt(ret).map(drop)
 }
 
+/// Shuts the write side of the socket `fd` (the peer reads end of file).
+pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
+    // SAFETY: shutdown takes no pointers; a bad fd is an error, not UB.
+    cvt(unsafe { libc::shutdown(fd, libc::SHUT_WR) }).map(drop)
+}
+
 /// Sends without blocking; with `zerocopy` the pages are pinned, not copied.
 pub fn send(fd: RawFd, buf: &[u8], zerocopy: bool) -> io::Result<usize> {
     send_flags(fd, buf, zerocopy, false)

@@ -13,6 +13,8 @@
 //! - an rr client submits its request (MSG_WAITALL, no completion unless
 //!   it fails) and the receive of the whole response (MSG_WAITALL) in one
 //!   system call that also waits: one io_uring_enter per transaction;
+//!   at stop it finishes the transaction in flight, then shuts its write
+//!   side, so the server's last answer is never cut by its close;
 //! - an rr server receives a whole request, then submits the response
 //!   and the next request's receive together;
 //! - a UDP sender keeps [`DEPTH`] sends of datagram slots in flight (one
@@ -20,7 +22,7 @@
 //!   headers written by the flow ([`Flow::datagrams`]).
 //!
 //! The flow objects keep what they own: the socket, TCP_INFO at stop,
-//! the shutdown of a sender's write side, UDP sequence tracking, the end
+//! the shutdown of a stream sender's write side, UDP sequence tracking, the end
 //! of a UDP receiver after a quiet spell (a timer), and the report.
 
 use crate::harness::{Control, Flow, Slab, ThreadState, WindowStart, WorkerOut};
@@ -531,7 +533,9 @@ impl Driver {
                 ts.record_until(f.started, now, probe);
                 f.plan.counters.add_transaction();
                 if f.stopping {
-                    // The flow shut its write side at stop: wait for the close.
+                    // The last answer is in: shut the write side (the
+                    // server then closes, its sends all done) and wait.
+                    crate::sys::shutdown_write(f.plan.fd)?;
                     self.arm_recv(token)
                 } else {
                     self.next_request(token)
