@@ -2,15 +2,23 @@
 // per transaction: socket, connect, send, receive, close on the client;
 // accept, receive, send, close on the server), the floor a crr tool can
 // reach on this kernel (docs/benchmarks.md, issue 32). Not part of the product.
+// With "ws" last, each side makes the system calls wirespeed makes, in its
+// order: the client sets 10 ms send/receive timeouts and closes with an RST
+// (SO_LINGER 0); the server waits in epoll, accepts non-blocking until
+// EAGAIN, adds each connection to epoll, answers it there and closes it when
+// the client's RST arrives. That is the floor of wirespeed's design.
 // Build: gcc -O2 -o crr crr.c
-//   crr server PORT
-//   crr client IP PORT SECS WARMUP    prints "crr tps N p50 US p99 US"
-//                                     over SECS after WARMUP seconds
+//   crr server PORT [ws]
+//   crr client IP PORT SECS WARMUP [ws]  prints "crr tps N p50 US p99 US"
+//                                        over SECS after WARMUP seconds
+#define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +37,33 @@ static int cmp(const void *a, const void *b) {
 }
 
 static double lat[MAXLAT];
+static int ws;
+
+// The server of wirespeed's design: one epoll loop, non-blocking sockets.
+static void serve_epoll(int l) {
+  int one = 1, e = epoll_create1(0);
+  char b[64];
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = l}, got[64];
+  epoll_ctl(e, EPOLL_CTL_ADD, l, &ev);
+  for (;;) {
+    int n = epoll_wait(e, got, 64, -1);
+    for (int i = 0; i < n; i++) {
+      int fd = got[i].data.fd;
+      if (fd == l) {
+        int s;
+        while ((s = accept4(l, 0, 0, SOCK_NONBLOCK)) >= 0) {
+          setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          struct epoll_event c = {.events = EPOLLIN, .data.fd = s};
+          epoll_ctl(e, EPOLL_CTL_ADD, s, &c);
+        }
+      } else if (recv(fd, b, sizeof b, 0) > 0) {
+        send(fd, b, 1, MSG_NOSIGNAL);
+      } else {
+        close(fd);
+      }
+    }
+  }
+}
 
 static int serve(int port) {
   int one = 1;
@@ -37,6 +72,10 @@ static int serve(int port) {
   setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
   if (bind(l, (void *)&a, sizeof a) || listen(l, 128)) return perror("bind"), 1;
+  if (ws) {
+    fcntl(l, F_SETFL, O_NONBLOCK);
+    serve_epoll(l);
+  }
   for (;;) {
     int s = accept(l, 0, 0);
     if (s < 0) continue;
@@ -50,19 +89,28 @@ static int serve(int port) {
 static int once(const struct sockaddr_in *a) {
   int one = 1;
   char b = 1;
+  struct timeval tmo = {0, 10000};
+  struct linger rst = {1, 0};
   int s = socket(AF_INET, SOCK_STREAM, 0);
   if (s < 0) return -1;
+  if (ws) {
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof tmo);
+    setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof tmo);
+  }
   int bad = connect(s, (const void *)a, sizeof *a) ||
-            setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) ||
+            (!ws && setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one)) ||
             send(s, &b, 1, 0) != 1 || recv(s, &b, 1, 0) != 1;
+  if (ws) setsockopt(s, SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
   close(s);
   return bad ? -1 : 0;
 }
 
 int main(int argc, char **argv) {
+  ws = !strcmp(argv[argc - 1], "ws");
   if (argc >= 3 && !strcmp(argv[1], "server")) return serve(atoi(argv[2]));
   if (argc < 6 || strcmp(argv[1], "client")) {
-    fprintf(stderr, "usage: crr server PORT | crr client IP PORT SECS WARMUP\n");
+    fprintf(stderr, "usage: crr server PORT [ws] | crr client IP PORT SECS WARMUP [ws]\n");
     return 2;
   }
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[3]))};

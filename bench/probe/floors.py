@@ -2,7 +2,8 @@
 # floors over lab.sh's veth, rounds interleaved with the order rotating:
 # 1-byte rr (wirespeed, pingpong.c), 14-byte rr (the same and sockperf
 # ping-pong, whose messages cannot be shorter than its 14-byte header) and
-# 1-byte crr (wirespeed, crr.c). Unpinned, SECS after 1 s of warm-up. Prints
+# 1-byte crr (wirespeed, crr.c, and crr.c making wirespeed's system calls in
+# its order: `ws`, an epoll server and RST closes). Unpinned, SECS after 1 s of warm-up. Prints
 # transactions/s, p50 and p99 (us), medians and ranges. Needs root, the C
 # programs built in /tmp (gcc -O2 -o /tmp/pingpong pingpong.c; the same for
 # crr.c) and WIRESPEED; starts and stops the servers itself.
@@ -19,8 +20,8 @@ def ws(workload, size=1):
     r = json.loads(out.stdout)["results"][0]
     return r["transactions_per_s"], r["latency"]["p50_us"], r["latency"]["p99_us"]
 
-def floor(prog, port, size=1):
-    out = ns("zcA", "/tmp/" + prog, "client", B, str(port), D, "1", *([str(size)] if prog == "pingpong" else []))
+def floor(prog, port, size=1, *extra):
+    out = ns("zcA", "/tmp/" + prog, "client", B, str(port), D, "1", *([str(size)] if prog == "pingpong" else []), *extra)
     m = re.search(r"tps (\S+) p50 (\S+) p99 (\S+)", out.stdout)
     if not m:
         raise RuntimeError(out.stderr or out.stdout)
@@ -41,18 +42,20 @@ V = {
     "rr 14 B sockperf": sockperf,
     "crr 1 B wirespeed": lambda: ws("crr"),
     "crr 1 B crr.c": lambda: floor("crr", 7002),
+    "crr 1 B crr.c ws": lambda: floor("crr", 7005, 1, "ws"),
 }
 servers = [
     subprocess.Popen(["ip", "netns", "exec", "zcB", W, "serve", "--port", "5300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
     subprocess.Popen(["ip", "netns", "exec", "zcB", "/tmp/pingpong", "server", "7001", "1"]),
     subprocess.Popen(["ip", "netns", "exec", "zcB", "/tmp/pingpong", "server", "7004", "14"]),
     subprocess.Popen(["ip", "netns", "exec", "zcB", "/tmp/crr", "server", "7002"]),
+    subprocess.Popen(["ip", "netns", "exec", "zcB", "/tmp/crr", "server", "7005", "ws"]),
     subprocess.Popen(["ip", "netns", "exec", "zcB", "sockperf", "server", "--tcp", "-i", B, "-p", "7003"], stdout=subprocess.DEVNULL),
 ]
 try:
     import time
     for _ in range(100):  # readiness: every server's port answers
-        if all(ns("zcA", "bash", "-c", f"exec 3<>/dev/tcp/{B}/{p}").returncode == 0 for p in (5300, 7001, 7002, 7003, 7004)):
+        if all(ns("zcA", "bash", "-c", f"exec 3<>/dev/tcp/{B}/{p}").returncode == 0 for p in (5300, 7001, 7002, 7003, 7004, 7005)):
             break
         time.sleep(0.1)
     names = list(V)

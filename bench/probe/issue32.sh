@@ -2,7 +2,8 @@
 # issue32.sh ROUNDS SECS: every row of issue 32 in one run, on one quiet
 # machine, each script's rounds interleaved: receive without copying
 # (rxzc.py, veth MTU 61492), busy-poll rr (busypoll.py), the
-# request/response rows against their bare C floors (floors.py), and
+# request/response rows against their bare C floors (floors.py), four bbr
+# flows on one thread against iperf3 and the C floor (bbr4.py), and
 # io_uring against epoll (uring.py, loopback). Needs root; builds the C
 # probes into /tmp; WIRESPEED is the binary. Output: the scripts' tables,
 # in that order, with the load before and after each.
@@ -36,6 +37,10 @@ kill "${servers[@]}"; servers=()
 
 echo "## request/response against the bare C floors"; load
 python3 bench/probe/floors.py "$ROUNDS" "$SECS"; load
+
+echo "## four bbr flows on one thread (veth MTU 1500)"; load
+serve_in_zcB
+python3 bench/probe/bbr4.py "$ROUNDS" "$SECS"; load
 cleanup; servers=()
 
 echo "## io_uring against epoll (loopback, pinned)"; load

@@ -1,7 +1,9 @@
 //! Connect, request, response, close. Each client slot opens a connection,
 //! sends its data preamble with the request, reads the response and closes
 //! with an RST (SO_LINGER 0, so neither side piles up TIME_WAIT), then
-//! starts over. The server accepts on the test's data listener in every
+//! starts over. A thread's only slot makes its connections with blocking
+//! calls (connect, send, receive), as a bare C loop does, and goes back
+//! to epoll when the test's phase changes or a call times out. The server accepts on the test's data listener in every
 //! worker, checks the preamble and answers.
 
 use crate::error::EngineError;
@@ -10,6 +12,7 @@ use crate::harness::{
     want_for,
 };
 use crate::proto::{DATA_PREAMBLE_LEN, data_preamble, parse_data_preamble};
+use crate::rr::SOLO_WAIT;
 use crate::sockets::{ResolvedPath, data_socket};
 use crate::spec::Workload;
 use crate::sys::{self, EV_IN, EV_OUT};
@@ -69,6 +72,18 @@ pub struct CrrClient {
     /// `--breakdown`: the flow's timestamps, one sampled connection at a
     /// time.
     stamps: Option<Stamper>,
+    /// The thread's only flow (and no `--breakdown`): connections are
+    /// made and answered with blocking calls ([`CrrClient::solo_rounds`]).
+    solo: bool,
+}
+
+/// Where the current connection's transaction stands.
+#[derive(PartialEq)]
+enum Progress {
+    /// A call would block (or, blocking, timed out).
+    Blocked,
+    /// The whole response is in.
+    Answered,
 }
 
 impl CrrClient {
@@ -93,6 +108,7 @@ impl CrrClient {
             started: Instant::now(),
             asked: false,
             stamps: None,
+            solo: false,
         }
     }
 
@@ -116,12 +132,54 @@ impl CrrClient {
             self.stamps = None;
         }
         self.reg = Some(Reg::add(ts.epoll, sock.as_raw_fd(), self.token, EV_OUT)?);
+        self.hold(sock, ts, true);
+        Ok(())
+    }
+
+    /// Makes `sock` the current connection, nothing of it sent yet.
+    fn hold(&mut self, sock: Socket, ts: &ThreadState, connecting: bool) {
         self.sock = Some(sock);
-        self.connecting = true;
+        self.connecting = connecting;
         self.asked = false;
         self.sent = 0;
         self.left = ts.spec.response_size as u64;
-        Ok(())
+    }
+
+    /// Opens the next connection with a blocking connect (SO_SNDTIMEO
+    /// bounds it): true when it is up, false when it is still on its way.
+    fn open_blocking(&mut self, ts: &mut ThreadState) -> io::Result<bool> {
+        self.started = Instant::now();
+        let sock = data_socket(&self.path, ts.spec, None).map_err(io::Error::other)?;
+        sock.set_read_timeout(Some(SOLO_WAIT))?;
+        sock.set_write_timeout(Some(SOLO_WAIT))?;
+        let up = match sock.connect(&SockAddr::from(self.path.remote)) {
+            Ok(()) => true,
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => false,
+            Err(e) => return Err(e),
+        };
+        self.hold(sock, ts, !up);
+        Ok(up)
+    }
+
+    /// A thread's only flow: transactions with blocking calls, one
+    /// connection each, as crr.c makes them (no epoll wait for the connect
+    /// or the answer), until the test's phase changes or a call times out.
+    /// Then the connection in hand goes on in epoll.
+    fn solo_rounds(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        while !ts.phase_changed() {
+            if self.open_blocking(ts)? && self.transact(ts)? == Progress::Answered {
+                self.answered(ts);
+                continue;
+            }
+            let Some(sock) = self.sock.as_ref() else {
+                break;
+            };
+            sock.set_nonblocking(true)?;
+            self.reg = Some(Reg::add(ts.epoll, sock.as_raw_fd(), self.token, EV_OUT)?);
+            return Ok(Status::Active);
+        }
+        self.open(ts)?;
+        Ok(Status::Active)
     }
 
     fn close(&mut self) {
@@ -133,10 +191,29 @@ impl CrrClient {
     }
 
     fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
-        let Some(sock) = self.sock.as_ref() else {
+        if self.transact(ts)? == Progress::Blocked {
             return Ok(Status::Active);
+        }
+        self.answered(ts);
+        if ts.stopping {
+            return Ok(Status::Done);
+        }
+        if self.solo {
+            return self.solo_rounds(ts);
+        }
+        self.open(ts)?;
+        Ok(Status::Active)
+    }
+
+    /// Moves the current connection's transaction on: the connect's
+    /// result, the preamble and request, the response. Its calls block
+    /// (up to the socket's timeouts) when the connection is outside epoll.
+    fn transact(&mut self, ts: &mut ThreadState) -> io::Result<Progress> {
+        let Some(sock) = self.sock.as_ref() else {
+            return Ok(Progress::Blocked);
         };
         let fd = sock.as_raw_fd();
+        let wait = self.reg.is_none();
         if self.connecting {
             if let Some(e) = sock.take_error()? {
                 return Err(e);
@@ -162,7 +239,7 @@ impl CrrClient {
                 };
                 if n == 0 {
                     want_for(&mut self.reg, ts, true)?;
-                    return Ok(Status::Active);
+                    return Ok(Progress::Blocked);
                 }
                 self.sent += n as u64;
                 self.counters.add_sent(n);
@@ -170,12 +247,12 @@ impl CrrClient {
                 let mut left = total - self.sent;
                 let r = match self.stamps.as_mut().filter(|b| b.sampled()) {
                     Some(b) => b.send_left(ts, &mut left, &self.counters, false)?,
-                    None => send_left(fd, ts, &mut left, &self.counters, false)?,
+                    None => send_left(fd, ts, &mut left, &self.counters, wait)?,
                 };
                 self.sent = total - left;
                 if r == Moved::Blocked {
                     want_for(&mut self.reg, ts, true)?;
-                    return Ok(Status::Active);
+                    return Ok(Progress::Blocked);
                 }
             }
         }
@@ -188,18 +265,20 @@ impl CrrClient {
         want_for(&mut self.reg, ts, false)?;
         let got = match self.stamps.as_mut().filter(|b| b.sampled()) {
             Some(b) => b.recv_left(ts, &mut self.left, &self.counters, false)?,
-            None => recv_left(fd, ts, &mut self.left, &self.counters, false)?,
+            None => recv_left(fd, ts, &mut self.left, &self.counters, wait)?,
         };
         match got {
-            Moved::Eof => {
-                return Err(io::Error::new(
-                    io::ErrorKind::ConnectionReset,
-                    "server closed before answering",
-                ));
-            }
-            Moved::Blocked => return Ok(Status::Active),
-            Moved::Done => {}
+            Moved::Eof => Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "server closed before answering",
+            )),
+            Moved::Blocked => Ok(Progress::Blocked),
+            Moved::Done => Ok(Progress::Answered),
         }
+    }
+
+    /// The response is in: counts the transaction and closes.
+    fn answered(&mut self, ts: &mut ThreadState) {
         let now = Instant::now();
         ts.record_until(self.started, now, false);
         self.counters.add_transaction();
@@ -208,17 +287,13 @@ impl CrrClient {
             b.connection_done();
         }
         self.close();
-        if ts.stopping {
-            return Ok(Status::Done);
-        }
-        self.open(ts)?;
-        Ok(Status::Active)
     }
 }
 
 impl Flow for CrrClient {
     fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
         self.token = token;
+        self.solo = ts.solo && self.stamps.is_none();
         self.open(ts)
     }
 
@@ -303,12 +378,11 @@ impl Flow for CrrListener {
 
     fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
         for _ in 0..64 {
-            match self.listener.accept() {
-                Ok((s, _)) => {
+            match sys::accept_nonblocking(self.listener.as_raw_fd()) {
+                Ok(s) => {
                     let accepted = self.stamps.as_ref().map(|_| now_ns());
-                    s.set_nonblocking(true)?;
                     ts.spawned.push(Box::new(CrrConn {
-                        sock: s,
+                        sock: Socket::from(s),
                         token: self.token,
                         counters: self.counters.clone(),
                         flow: None,
@@ -436,21 +510,41 @@ impl CrrConn {
         }
     }
 
+    /// Receives the rest of the preamble and, in the same call, as much
+    /// of the request as fits (apart with `--breakdown`, whose stamper
+    /// reads the request). Ok(0) at the peer's close.
+    fn recv_head(&mut self, ts: &mut ThreadState, req: u64) -> io::Result<usize> {
+        let want = DATA_PREAMBLE_LEN - self.got as usize;
+        let extra = if self.shared.is_some() {
+            0
+        } else {
+            req as usize
+        };
+        let len = (want + extra).min(ts.rx.len());
+        let n = sys::recv(self.sock.as_raw_fd(), &mut ts.rx[..len], false)?;
+        let k = n.min(want);
+        self.head[self.got as usize..][..k].copy_from_slice(&ts.rx[..k]);
+        self.got += n as u64;
+        Ok(n)
+    }
+
     fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         let fd = self.sock.as_raw_fd();
         let req = ts.spec.request_size as u64;
         let resp = ts.spec.response_size as u64;
         while (self.got as usize) < DATA_PREAMBLE_LEN {
-            match sys::recv(fd, &mut self.head[self.got as usize..], false) {
+            match self.recv_head(ts, req) {
                 Ok(0) => return Ok(Status::Done),
-                Ok(n) => self.got += n as u64,
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Status::Active),
                 Err(e) => return Err(e),
             }
-            if self.got as usize == DATA_PREAMBLE_LEN {
+            if self.got as usize >= DATA_PREAMBLE_LEN {
                 let id = parse_data_preamble(&self.head, &self.token);
                 match id.and_then(|i| self.counters.get(i as usize).map(|c| (i, c))) {
                     Some((i, c)) => {
+                        // The request's bytes that came with the preamble.
+                        c.add_received(self.got as usize - DATA_PREAMBLE_LEN);
                         self.flow = Some(c.clone());
                         self.sampled(ts, i, resp);
                     }
@@ -494,9 +588,11 @@ impl CrrConn {
                 b.response_sent();
             }
             c.add_transaction();
+            // Answered: wait for the client's close (it cannot have come
+            // yet: the client closes once it has the answer).
             want_for(&mut self.reg, ts, false)?;
+            return Ok(Status::Active);
         }
-        // Answered: wait for the client's close.
         Ok(if drain_to_eof(fd, ts)? {
             Status::Done
         } else {

@@ -64,7 +64,7 @@ fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
 const BUDGET: usize = 8;
 
 /// How long a solo flow blocks in send/recv before it looks at the phase.
-const SOLO_WAIT: Duration = Duration::from_millis(10);
+pub(crate) const SOLO_WAIT: Duration = Duration::from_millis(10);
 
 /// Puts a thread's only flow in blocking mode with short timeouts: one
 /// recv per message instead of epoll_wait plus recv, as sockperf does.

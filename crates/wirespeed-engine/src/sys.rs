@@ -148,6 +148,18 @@ pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
     cvt(ret).map(drop)
 }
 
+/// Accepts a connection on the listener `fd`, the new socket already
+/// non-blocking and close-on-exec: one call where accept and fcntl make
+/// three.
+pub fn accept_nonblocking(fd: RawFd) -> io::Result<OwnedFd> {
+    let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+    // SAFETY: null address pointers are allowed (the peer's address is
+    // not wanted); a bad fd is an error.
+    let s = cvt(unsafe { libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), flags) })?;
+    // SAFETY: accept4 returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(s) })
+}
+
 /// Shuts the write side of the socket `fd` (the peer reads end of file).
 pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
     // SAFETY: shutdown takes no pointers; a bad fd is an error, not UB.

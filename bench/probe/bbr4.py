@@ -1,0 +1,75 @@
+# bbr4.py ROUNDS SECS: four bbr flows on one thread over lab.sh's veth (MTU
+# 1500), rounds interleaved with the order rotating: wirespeed (`-F 4 -T 1
+# -l 128K --cc bbr`), iperf3 (`-P 4 -l 128K -C bbr`) and the bare C source
+# and sink (pair.c in iperf3's pattern: select, one 128 KiB write per socket
+# per pass, BUD=10 passes; one read per ready socket). Prints Gbit/s
+# received, medians and ranges, and wirespeed's per-round ratios. Needs
+# root, PAIR (the built pair.c), WIRESPEED, `wirespeed serve --port 5300` in
+# zcB; starts and stops iperf3's server and the C sinks itself.
+import json, os, re, statistics, subprocess, sys, time
+W = os.environ.get("WIRESPEED", "target/release/wirespeed")
+PAIR = os.environ.get("PAIR", "/tmp/pair")
+ROUNDS, D = int(sys.argv[1]), sys.argv[2]
+B = "10.77.0.2"
+
+def ns(name, *cmd, **kw):
+    return subprocess.run(["ip", "netns", "exec", name, *cmd], capture_output=True, text=True, timeout=120, **kw)
+
+def ready(port):
+    for _ in range(100):
+        if ns("zcA", "bash", "-c", f"exec 3<>/dev/tcp/{B}/{port}").returncode == 0:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing answers on {B}:{port}")
+
+def ws():
+    out = ns("zcA", W, "bench", B, "--port", "5300", "-F", "4", "-T", "1", "-l", "128K", "--cc", "bbr", "-d", D + "s", "--json")
+    return json.loads(out.stdout)["results"][0]["throughput_bps"] / 1e9
+
+def iperf3():
+    out = ns("zcA", "iperf3", "-c", B, "-p", "5201", "-P", "4", "-l", "128K", "-C", "bbr", "-t", D, "-J")
+    return json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
+
+def pair():
+    env = dict(os.environ, BUD="10")
+    sink = subprocess.Popen(["ip", "netns", "exec", "zcB", PAIR, "sink", "5999", "4", "sel"], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        # The sink accepts the four flows, so a readiness probe would take
+        # one of them: wait for its listening socket instead.
+        for _ in range(100):
+            if ":5999 " in ns("zcB", "ss", "-Hltn").stdout:
+                break
+            time.sleep(0.05)
+        ns("zcA", PAIR, "src", B, "5999", "4", D, "sel", env=env)
+        out, _ = sink.communicate(timeout=60)
+    finally:
+        sink.kill()
+    return float(re.search(r"sink (\S+) Gbit/s", out).group(1))
+
+V = {"4 bbr flows, wirespeed -T 1": ws, "4 bbr flows, iperf3 -P 4": iperf3, "4 bbr flows, pair.c (C floor)": pair}
+srv = subprocess.Popen(["ip", "netns", "exec", "zcB", "iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    ready(5201)
+    ready(5300)
+    names = list(V)
+    res = {n: [] for n in names}
+    for r in range(ROUNDS):
+        for k in range(len(names)):
+            n = names[(k + r) % len(names)]
+            try:
+                res[n].append(V[n]())
+            except Exception as e:
+                print("fail", n, e, file=sys.stderr)
+    json.dump(res, open("/tmp/bbr4.json", "w"))
+    for n in names:
+        v = res[n]
+        if v:
+            print(f"| {n} | {statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f}) | {len(v)} |")
+    w, i, c = (res[n] for n in names)
+    for name, other in (("iperf3", i), ("the C floor", c)):
+        ratios = [a / b for a, b in zip(w, other)]
+        if ratios:
+            ahead = sum(x > 1 for x in ratios)
+            print(f"wirespeed / {name} per round: median {statistics.median(ratios):.2f}, ahead in {ahead} of {len(ratios)}")
+finally:
+    srv.kill()
