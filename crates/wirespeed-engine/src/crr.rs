@@ -3,8 +3,9 @@
 //! with an RST (SO_LINGER 0, so neither side piles up TIME_WAIT), then
 //! starts over. A thread's only slot makes its connections with blocking
 //! calls (connect, send, receive), as a bare C loop does, and goes back
-//! to epoll when the test's phase changes or a call times out. The server accepts on the test's data listener in every
-//! worker, checks the preamble and answers.
+//! to epoll when the test's phase changes or a call times out. The server
+//! accepts on the test's data listener in every worker, checks the
+//! preamble and answers.
 
 use crate::error::EngineError;
 use crate::harness::{
