@@ -6,6 +6,7 @@
 # received, medians and ranges, and wirespeed's per-round ratios. Needs
 # root, PAIR (the built pair.c), WIRESPEED, `wirespeed serve --port 5300` in
 # zcB; starts and stops iperf3's server and the C sinks itself.
+import rounds
 import json, os, re, statistics, subprocess, sys, time
 W = os.environ.get("WIRESPEED", "target/release/wirespeed")
 PAIR = os.environ.get("PAIR", "/tmp/pair")
@@ -52,15 +53,7 @@ try:
     ready(5201)
     ready(5300)
     names = list(V)
-    res = {n: [] for n in names}
-    for r in range(ROUNDS):
-        for k in range(len(names)):
-            n = names[(k + r) % len(names)]
-            try:
-                res[n].append(V[n]())
-            except Exception as e:
-                print("fail", n, e, file=sys.stderr)
-    json.dump(res, open("/tmp/bbr4.json", "w"))
+    res = rounds.interleave(V, ROUNDS, "/tmp/bbr4.json")
     for n in names:
         v = res[n]
         if v:

@@ -7,6 +7,7 @@
 # transactions/s, p50 and p99 (us), medians and ranges. Needs root, the C
 # programs built in /tmp (gcc -O2 -o /tmp/pingpong pingpong.c; the same for
 # crr.c) and WIRESPEED; starts and stops the servers itself.
+import rounds
 import json, os, re, statistics, subprocess, sys
 W = os.environ.get("WIRESPEED", "target/release/wirespeed")
 ROUNDS, D = int(sys.argv[1]), sys.argv[2]
@@ -59,15 +60,7 @@ try:
             break
         time.sleep(0.1)
     names = list(V)
-    res = {n: [] for n in names}
-    for r in range(ROUNDS):
-        for k in range(len(names)):
-            n = names[(k + r) % len(names)]
-            try:
-                res[n].append(V[n]())
-            except Exception as e:
-                print("fail", n, e, file=sys.stderr)
-    json.dump(res, open("/tmp/floors.json", "w"))
+    res = rounds.interleave(V, ROUNDS, "/tmp/floors.json")
     for n in names:
         v = res[n]
         if v:
