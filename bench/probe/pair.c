@@ -4,7 +4,9 @@
 // Build: gcc -O2 -pthread -o pair pair.c
 //   pair sink PORT N MODE [BLOCK]     MODE sel: select, one read of up to
 //                                     128 KiB per ready socket (iperf3's);
-//                                     ep: epoll, up to BUD reads in a row
+//                                     po: the same with poll; ep1: the same
+//                                     with epoll; ep: epoll, up to BUD
+//                                     reads in a row
 //   pair src IP PORT N SECS MODE [BLOCK]
 //                                     MODE sel: select, BUD rounds of one
 //                                     write per socket (iperf3's multisend);
@@ -25,6 +27,7 @@
 #include <fcntl.h>
 #include <time.h>
 #include <sys/select.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -57,10 +60,21 @@ static int realmain(int c,char**v){
           // iperf3 Nread: loop until MSG read, EAGAIN or EOF
           int left=MSG;while(left>0){ssize_t k=read(fds[i],buf,left);if(k<0){break;}if(k==0){close(fds[i]);fds[i]=-1;open--;break;}tot+=k;left-=k;}
         }}
+    } else if(!strcmp(mode,"po")){
+      // poll, iperf3's reads: like sel, the wait entries exist only in poll
+      while(open){struct pollfd p[64];for(int i=0;i<n;i++){p[i].fd=fds[i];p[i].events=POLLIN;}
+        poll(p,(nfds_t)(n<64?n:64),-1);
+        for(int i=0;i<n;i++)if(fds[i]>=0&&(p[i].revents&(POLLIN|POLLHUP|POLLERR))){
+          int left=MSG;while(left>0){ssize_t k=read(fds[i],buf,left);if(k<0){break;}if(k==0){close(fds[i]);fds[i]=-1;open--;break;}tot+=k;left-=k;}
+        }}
     } else {
+      // ep: up to BUD reads in a row per ready socket; ep1: iperf3's reads
+      // (until MSG bytes, EAGAIN or EOF), the wait entries kept by epoll
+      int one_msg=!strcmp(mode,"ep1");
       int ep=epoll_create1(0);for(int i=0;i<n;i++){struct epoll_event e={.events=EPOLLIN,.data.u32=i};epoll_ctl(ep,EPOLL_CTL_ADD,fds[i],&e);}
       struct epoll_event ev[64];
       while(open){int k=epoll_wait(ep,ev,64,-1);for(int j=0;j<k;j++){int i=ev[j].data.u32;if(fds[i]<0)continue;
+        if(one_msg){int left=MSG;while(left>0){ssize_t r=read(fds[i],buf,left);if(r<0)break;if(r==0){close(fds[i]);fds[i]=-1;open--;break;}tot+=r;left-=r;}continue;}
         for(int b=0;b<budget;b++){ssize_t r=recv(fds[i],buf,MSG,0);if(r<0)break;if(r==0){close(fds[i]);fds[i]=-1;open--;break;}tot+=r;}}}
     }
     double dt=now()-t0;printf("sink %.2f Gbit/s\n",tot*8/dt/1e9);return 0;
