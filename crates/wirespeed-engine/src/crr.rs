@@ -13,7 +13,7 @@ use crate::harness::{
     want_for,
 };
 use crate::proto::{DATA_PREAMBLE_LEN, data_preamble, parse_data_preamble};
-use crate::rr::SOLO_WAIT;
+use crate::rr::solo_timeouts;
 use crate::sockets::{ResolvedPath, data_socket};
 use crate::spec::Workload;
 use crate::sys::{self, EV_IN, EV_OUT};
@@ -120,11 +120,7 @@ impl CrrClient {
         }
         let sock = data_socket(&self.path, ts.spec, None).map_err(io::Error::other)?;
         sock.set_nonblocking(true)?;
-        match sock.connect(&SockAddr::from(self.path.remote)) {
-            Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-            Err(e) => return Err(e),
-        }
+        self.connect(&sock)?;
         if let Some(b) = self.stamps.as_mut().filter(|b| b.sampled())
             && let Err(e) = b.attach(sock.as_raw_fd())
             && b.refused_once(&e)
@@ -151,15 +147,20 @@ impl CrrClient {
     fn open_blocking(&mut self, ts: &mut ThreadState) -> io::Result<bool> {
         self.started = Instant::now();
         let sock = data_socket(&self.path, ts.spec, None).map_err(io::Error::other)?;
-        sock.set_read_timeout(Some(SOLO_WAIT))?;
-        sock.set_write_timeout(Some(SOLO_WAIT))?;
-        let up = match sock.connect(&SockAddr::from(self.path.remote)) {
-            Ok(()) => true,
-            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => false,
-            Err(e) => return Err(e),
-        };
+        solo_timeouts(&sock)?;
+        let up = self.connect(&sock)?;
         self.hold(sock, ts, !up);
         Ok(up)
+    }
+
+    /// Connects `sock` to the path's server: true when the connection is
+    /// up, false while it is still on its way (EINPROGRESS).
+    fn connect(&self, sock: &Socket) -> io::Result<bool> {
+        match sock.connect(&SockAddr::from(self.path.remote)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// A thread's only flow: transactions with blocking calls, one

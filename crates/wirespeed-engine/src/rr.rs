@@ -64,12 +64,18 @@ fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
 const BUDGET: usize = 8;
 
 /// How long a solo flow blocks in send/recv before it looks at the phase.
-pub(crate) const SOLO_WAIT: Duration = Duration::from_millis(10);
+const SOLO_WAIT: Duration = Duration::from_millis(10);
 
 /// Puts a thread's only flow in blocking mode with short timeouts: one
 /// recv per message instead of epoll_wait plus recv, as sockperf does.
 pub(crate) fn go_solo(sock: &Socket) -> io::Result<()> {
     sock.set_nonblocking(false)?;
+    solo_timeouts(sock)
+}
+
+/// Bounds a blocking socket's connect, sends and receives by
+/// [`SOLO_WAIT`], so a solo flow comes back to look at the phase.
+pub(crate) fn solo_timeouts(sock: &Socket) -> io::Result<()> {
     sock.set_read_timeout(Some(SOLO_WAIT))?;
     sock.set_write_timeout(Some(SOLO_WAIT))
 }
