@@ -286,6 +286,27 @@ impl ThreadState<'_> {
             || self.ctl.abort.load(Ordering::Relaxed)
     }
 
+    /// Whether the test is stopping or was asked to stop (or aborted),
+    /// even before the worker loop looked: a flow looping on its own can
+    /// meet the peer's close at stop before the loop sees the stop.
+    pub fn stop_asked(&self) -> bool {
+        self.stopping
+            || self.ctl.phase.load(Ordering::Relaxed) >= PHASE_STOP
+            || self.ctl.abort.load(Ordering::Relaxed)
+    }
+
+    /// Notes the error that ended a flow, unless the test's stop caused it.
+    pub fn note_flow_error(&mut self, e: &io::Error) {
+        if self.stop_asked() {
+            return;
+        }
+        if is_peer_gone(e) {
+            self.note("the peer closed a flow before the test ended".to_string());
+        } else {
+            self.note(format!("flow error: {e}"));
+        }
+    }
+
     /// Records a transaction latency if inside the window.
     pub fn record(&mut self, started: Instant, probe: bool) {
         self.record_until(started, Instant::now(), probe);
@@ -744,11 +765,7 @@ impl Slab {
             return Status::Done;
         };
         let st = f.on_event(ts, bits).unwrap_or_else(|e| {
-            if !ts.stopping && !is_peer_gone(&e) {
-                ts.note(format!("flow error: {e}"));
-            } else if !ts.stopping {
-                ts.note("the peer closed a flow before the test ended".to_string());
-            }
+            ts.note_flow_error(&e);
             Status::Done
         });
         if st == Status::Done {

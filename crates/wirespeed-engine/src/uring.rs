@@ -22,8 +22,9 @@
 //!   headers written by the flow ([`Flow::datagrams`]).
 //!
 //! The flow objects keep what they own: the socket, TCP_INFO at stop,
-//! the shutdown of a stream sender's write side, UDP sequence tracking, the end
-//! of a UDP receiver after a quiet spell (a timer), and the report.
+//! the shutdown of a stream sender's write side, UDP sequence tracking,
+//! the end of a UDP receiver after a quiet spell (a timer), and the
+//! report.
 
 use crate::harness::{Control, Flow, Slab, ThreadState, WindowStart, WorkerOut};
 pub use crate::harness::{UringPlan, UringRole};
@@ -374,16 +375,10 @@ impl Driver {
         }
     }
 
-    /// Ends the flow at `token` after `e` (noted unless the test is
-    /// stopping or the peer went away).
+    /// Ends the flow at `token` after `e` (noted unless the test's stop
+    /// caused it).
     fn fail(&mut self, token: usize, e: io::Error, slab: &mut Slab, ts: &mut ThreadState) {
-        if !ts.stopping {
-            if crate::harness::is_peer_gone(&e) {
-                ts.note("the peer closed a flow before the test ended".to_string());
-            } else {
-                ts.note(format!("flow error: {e}"));
-            }
-        }
+        ts.note_flow_error(&e);
         self.end(token, slab);
     }
 
