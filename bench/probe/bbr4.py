@@ -5,8 +5,10 @@
 # bare C source and sink in iperf3's pattern (pair.c sel: select, one
 # 128 KiB write per socket per pass, BUD=10 passes; one read per ready
 # socket) and the same C programs making wirespeed's calls (pair.c epr into
-# ep: epoll on both sides, one send per ready socket per pass and up to 16
-# reads in a row, BUD=16). Prints Gbit/s received, medians and ranges, and
+# ep1: epoll on both sides, one send per ready socket per pass, BUD=16, and
+# one message of reads per ready socket per wake), and the receiver
+# wirespeed had before (epr into ep: up to 16 reads in a row per ready
+# socket). Prints Gbit/s received, medians and ranges, and
 # the per-round ratios. Needs root, PAIR (the built pair.c), WIRESPEED,
 # `wirespeed serve --port 5300` in zcB; starts and stops iperf3's server
 # and the C sinks itself.
@@ -55,7 +57,8 @@ V = {
     "4 bbr flows, wirespeed -T 1": ws,
     "4 bbr flows, iperf3 -P 4": iperf3,
     "4 bbr flows, pair.c select (C floor)": pair,
-    "4 bbr flows, pair.c epoll (wirespeed's calls)": lambda: pair("epr", "ep", "16"),
+    "4 bbr flows, pair.c epoll (wirespeed's calls)": lambda: pair("epr", "ep1", "16"),
+    "4 bbr flows, pair.c epoll, 16 reads in a row (the old receiver)": lambda: pair("epr", "ep", "16"),
 }
 srv = subprocess.Popen(["ip", "netns", "exec", "zcB", "iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 try:
@@ -67,8 +70,8 @@ try:
         v = res[n]
         if v:
             print(f"| {n} | {statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f}) | {len(v)} |")
-    w, i, c, e = (res[n] for n in names)
-    for name, x, y in (("wirespeed / iperf3", w, i), ("wirespeed / the C floor", w, c), ("wirespeed / C with its calls", w, e), ("C with wirespeed's calls / the C floor", e, c)):
+    w, i, c, e, o = (res[n] for n in names)
+    for name, x, y in (("wirespeed / iperf3", w, i), ("wirespeed / the C floor", w, c), ("wirespeed / C with its calls", w, e), ("C with wirespeed's calls / the C floor", e, c), ("the old receiver's calls / the C floor", o, c)):
         ratios = [p / q for p, q in zip(x, y)]
         if ratios:
             ahead = sum(r > 1 for r in ratios)

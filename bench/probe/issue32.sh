@@ -11,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-10}; SECS=${2:-3}
 export WIRESPEED=${WIRESPEED:-$PWD/target/release/wirespeed}
+for t in gcc ethtool iperf3 sockperf python3; do
+  command -v "$t" >/dev/null || { echo "issue32.sh needs $t (apt-get install $t)" >&2; exit 1; }
+done
 gcc -O2 -pthread -o /tmp/pair bench/probe/pair.c
 gcc -O2 -o /tmp/pingpong bench/probe/pingpong.c
 gcc -O2 -o /tmp/crr bench/probe/crr.c

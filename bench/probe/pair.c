@@ -15,7 +15,7 @@
 //                                     ready socket; ep: epoll, BUD in a row
 // BLOCK 1 makes the data sockets blocking. Environment: BUD (default 16),
 // CC (default bbr), V6 (sink listens dual-stack), ZERO (send zeroes),
-// CALLOC=K (buffer from calloc, K-1 bytes past its start), THR (run the
+// LOWAT=K (SO_RCVLOWAT on the sink's sockets), CALLOC=K (buffer from calloc, K-1 bytes past its start), THR (run the
 // loop in a second thread), PRE=K (K bytes before the stream), WSTOK=hex
 // and WAIT (used by drive.py: a wirespeed data preamble per flow, then
 // wait for one byte on stdin).
@@ -51,7 +51,7 @@ static int realmain(int c,char**v){
     int v6=getenv("V6")!=0; int l=socket(v6?AF_INET6:AF_INET,SOCK_STREAM,0);int one=1,zero=0;setsockopt(l,SOL_SOCKET,SO_REUSEADDR,&one,4);
     if(v6){setsockopt(l,IPPROTO_IPV6,IPV6_V6ONLY,&zero,4);struct sockaddr_in6 a6={.sin6_family=AF_INET6,.sin6_port=htons(port)};bind(l,(void*)&a6,sizeof a6);}
     else{struct sockaddr_in a={.sin_family=AF_INET,.sin_port=htons(port)};bind(l,(void*)&a,sizeof a);} listen(l,64);
-    for(int i=0;i<n;i++){fds[i]=accept(l,0,0);if(getenv("PRE")){int p=atoi(getenv("PRE"));if(read(fds[i],buf,p)!=p)return 2;}nb(fds[i],!block);}
+    for(int i=0;i<n;i++){fds[i]=accept(l,0,0);if(getenv("PRE")){int p=atoi(getenv("PRE"));if(read(fds[i],buf,p)!=p)return 2;}nb(fds[i],!block);if(getenv("LOWAT")){int lw=atoi(getenv("LOWAT"));setsockopt(fds[i],SOL_SOCKET,SO_RCVLOWAT,&lw,4);}}
     long long tot=0;int open=n;double t0=now();
     if(!strcmp(mode,"sel")){
       while(open){fd_set r;FD_ZERO(&r);int mx=0;for(int i=0;i<n;i++)if(fds[i]>=0){FD_SET(fds[i],&r);if(fds[i]>mx)mx=fds[i];}
@@ -63,7 +63,7 @@ static int realmain(int c,char**v){
     } else if(!strcmp(mode,"po")){
       // poll, iperf3's reads: like sel, the wait entries exist only in poll
       while(open){struct pollfd p[64];for(int i=0;i<n;i++){p[i].fd=fds[i];p[i].events=POLLIN;}
-        poll(p,(nfds_t)(n<64?n:64),-1);
+        nfds_t np=(unsigned)n>64u?64u:(unsigned)n;poll(p,np,-1);
         for(int i=0;i<n;i++)if(fds[i]>=0&&(p[i].revents&(POLLIN|POLLHUP|POLLERR))){
           int left=MSG;while(left>0){ssize_t k=read(fds[i],buf,left);if(k<0){break;}if(k==0){close(fds[i]);fds[i]=-1;open--;break;}tot+=k;left-=k;}
         }}
