@@ -15,10 +15,11 @@
 //                                     ready socket; ep: epoll, BUD in a row
 // BLOCK 1 makes the data sockets blocking. Environment: BUD (default 16),
 // CC (default bbr), V6 (sink listens dual-stack), ZERO (send zeroes),
-// LOWAT=K (SO_RCVLOWAT on the sink's sockets), CALLOC=K (buffer from calloc, K-1 bytes past its start), THR (run the
-// loop in a second thread), PRE=K (K bytes before the stream), WSTOK=hex
-// and WAIT (used by drive.py: a wirespeed data preamble per flow, then
-// wait for one byte on stdin).
+// LOWAT=K (SO_RCVLOWAT on the sink's sockets), CALLOC=K (buffer from
+// calloc, K-1 bytes past its start), THR (run the loop in a second
+// thread), PRE=K (K bytes before the stream), WSTOK=hex and WAIT (used by
+// drive.py: a wirespeed data preamble per flow, then wait for one byte on
+// stdin).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
