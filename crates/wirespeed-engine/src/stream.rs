@@ -4,7 +4,9 @@
 //! for the other's close, so every byte sent is counted as received.
 
 use crate::error::EngineError;
-use crate::harness::{Counters, Flow, FlowEnd, PASSES, Reg, Status, ThreadState, tcp_info_of};
+use crate::harness::{
+    Counters, Flow, FlowEnd, Moved, PASSES, Reg, Status, ThreadState, recv_left, tcp_info_of,
+};
 use crate::result::{RxZeroCopy, TcpInfo};
 use crate::sockets::enable_zerocopy;
 use crate::spec::Workload;
@@ -45,35 +47,6 @@ fn flow(mut a: FlowArgs) -> Result<Box<StreamFlow>, EngineError> {
         );
     }
     Ok(Box::new(f))
-}
-
-/// What [`read_message`] read: the bytes, and whether the peer closed.
-#[derive(Debug, PartialEq)]
-struct Got {
-    bytes: usize,
-    closed: bool,
-}
-
-/// Reads up to `buf`'s length from `fd` without blocking, in as many calls
-/// as that takes, stopping early when the socket is empty or the peer
-/// closed (`discard`: MSG_TRUNC).
-fn read_message(fd: std::os::fd::RawFd, buf: &mut [u8], discard: bool) -> io::Result<Got> {
-    let mut got = Got {
-        bytes: 0,
-        closed: false,
-    };
-    while got.bytes < buf.len() {
-        match sys::recv(fd, &mut buf[got.bytes..], discard) {
-            Ok(0) => {
-                got.closed = true;
-                break;
-            }
-            Ok(n) => got.bytes += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 /// One bulk-TCP connection, sending or receiving.
@@ -190,7 +163,7 @@ impl StreamFlow {
     }
 
     /// Receives one message (the buffer's length) or what is queued, if
-    /// less: Done at the peer's close. The thread then waits again, so each
+    /// less, with [`recv_left`]: Done at the peer's close. The thread then waits again, so each
     /// ready flow gets one message per wake, as iperf3's reader does: four
     /// bbr flows on one thread moved 1.15x what up to 16 reads in a row per
     /// flow moved, level with a C select reader (docs/benchmarks.md, "The
@@ -199,9 +172,9 @@ impl StreamFlow {
         if self.rx.as_ref().is_some_and(|z| z.map.is_some()) {
             return self.recv_mapped(ts);
         }
-        let got = read_message(self.sock.as_raw_fd(), &mut ts.rx, ts.spec.skip_rx_copy)?;
-        self.counters.add_received(got.bytes);
-        Ok(if got.closed {
+        let mut left = ts.rx.len() as u64;
+        let moved = recv_left(self.sock.as_raw_fd(), ts, &mut left, &self.counters, false)?;
+        Ok(if moved == Moved::Eof {
             Status::Done
         } else {
             Status::Active
@@ -290,9 +263,8 @@ impl Flow for StreamFlow {
         }
         if events & (EV_IN | EV_HUP) != 0 {
             // A sender sees IN only when the peer closes; drain to learn it.
-            let st = self.recv_some(ts)?;
-            if st == Status::Done || !self.sender {
-                return Ok(st);
+            if self.recv_some(ts)? == Status::Done {
+                return Ok(Status::Done);
             }
         }
         if self.sender && !self.shut && events & EV_OUT != 0 {
@@ -338,34 +310,5 @@ impl Flow for StreamFlow {
             .as_ref()
             .map(|z| RxZeroCopy::of(z.mapped, z.copied, z.fallback.clone()));
         Some(end)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-    use std::os::unix::net::UnixStream;
-
-    fn got(bytes: usize, closed: bool) -> Got {
-        Got { bytes, closed }
-    }
-
-    #[test]
-    fn a_wake_reads_one_message_and_leaves_the_rest_queued() {
-        let (mut tx, rx) = UnixStream::pair().unwrap();
-        rx.set_nonblocking(true).unwrap();
-        tx.write_all(&[7; 3 * 4096]).unwrap();
-        let mut buf = vec![0; 4096];
-        let fd = rx.as_raw_fd();
-        assert_eq!(read_message(fd, &mut buf, false).unwrap(), got(4096, false));
-        assert_eq!(read_message(fd, &mut buf, false).unwrap(), got(4096, false));
-        tx.write_all(&[7; 100]).unwrap();
-        assert_eq!(read_message(fd, &mut buf, false).unwrap(), got(4096, false));
-        // Less than a message queued: what is there, then nothing.
-        assert_eq!(read_message(fd, &mut buf, false).unwrap(), got(100, false));
-        assert_eq!(read_message(fd, &mut buf, false).unwrap(), got(0, false));
-        drop(tx);
-        assert_eq!(read_message(fd, &mut buf, false).unwrap(), got(0, true));
     }
 }
