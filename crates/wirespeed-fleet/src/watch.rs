@@ -92,6 +92,8 @@ struct Loop {
     waiting: std::collections::VecDeque<(f64, Kind, Job)>,
     /// Tests started and not yet back.
     in_flight: usize,
+    /// When each pair's last probe started, by (lower, higher) index.
+    probed: HashMap<(usize, usize), f64>,
 }
 
 /// A finished job: what it was, and its tests.
@@ -171,6 +173,7 @@ pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Resul
         busy: vec![false; fleet.agents.len()],
         waiting: Default::default(),
         in_flight: 0,
+        probed: HashMap::new(),
     };
     lp.resume()?;
     lp.setup().await;
@@ -199,6 +202,7 @@ impl Loop {
             limit: RECENT,
             ..Query::default()
         })?;
+        self.note_probed(&recent);
         let events = self.history.events(now - 24.0 * 3600.0)?;
         let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
         *st = WatchState {
@@ -214,6 +218,20 @@ impl Loop {
         };
         self.live.metrics.schedule(&self.schedule);
         Ok(())
+    }
+
+    /// Notes when each pair was last probed in `rows` (a previous
+    /// watcher's), so a restart does not probe a pair again at once.
+    fn note_probed(&mut self, rows: &[HistoryRow]) {
+        let index = |name: &str| self.fleet.agents.iter().position(|a| a.name == name);
+        let probe = |w: &str| self.opts.probes.iter().any(|p| p.label == w);
+        for r in rows.iter().filter(|r| probe(&r.workload)) {
+            let (Some(a), Some(b)) = (index(&r.client), index(&r.server)) else {
+                continue;
+            };
+            let last = self.probed.entry((a.min(b), a.max(b))).or_insert(r.at_unix);
+            *last = last.max(r.at_unix);
+        }
     }
 
     /// How long a raised subject stays quiet: its baseline's span.
@@ -314,18 +332,29 @@ impl Loop {
 
     /// Starts the waiting tests whose hosts are free, in the order they
     /// fell due; one that waited a whole probe period is dropped (its
-    /// next turn comes).
+    /// next turn comes). A probe waits, too, until half a period has
+    /// passed since its pair's last one started (a late probe and the
+    /// next on time would otherwise come as a burst).
     fn start_ready(&mut self, now: f64, tx: &tokio::sync::mpsc::UnboundedSender<Done>) {
         let period = self.schedule.probe_period_s();
         self.waiting.retain(|(at, _, _)| now - at < period);
         let mut i = 0;
         while i < self.waiting.len() {
             let (_, kind, job) = self.waiting[i];
-            if self.busy[job.client] || self.busy[job.server] {
+            let pair = (job.client.min(job.server), job.client.max(job.server));
+            let soon = kind == Kind::Probe
+                && self
+                    .probed
+                    .get(&pair)
+                    .is_some_and(|&t| now - t < period / 2.0);
+            if soon || self.busy[job.client] || self.busy[job.server] {
                 i += 1;
                 continue;
             }
             self.waiting.remove(i);
+            if kind == Kind::Probe {
+                self.probed.insert(pair, now);
+            }
             self.busy[job.client] = true;
             self.busy[job.server] = true;
             self.in_flight += 1;
