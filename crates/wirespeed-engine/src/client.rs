@@ -343,6 +343,7 @@ pub fn run_test_via(
             return Err(e);
         }
     };
+    side.ending();
     ctrl.send(&Msg::Stop)?;
     let mut mine = side.finish(&window);
     mine.congestion_control = cc;

@@ -31,6 +31,9 @@ pub struct Control {
     pub phase: AtomicU8,
     /// Quit now without draining (peer gone, error).
     pub abort: AtomicBool,
+    /// The window is over and the peer is told to stop: a close from the
+    /// peer from now on is the stop's, not a fault (set before PHASE_STOP).
+    pub ending: AtomicBool,
     /// How long workers may drain after PHASE_STOP.
     pub drain_timeout: Duration,
     /// Workers still running.
@@ -43,6 +46,7 @@ impl Control {
         Arc::new(Control {
             phase: AtomicU8::new(PHASE_WARMUP),
             abort: AtomicBool::new(false),
+            ending: AtomicBool::new(false),
             drain_timeout,
             running: AtomicUsize::new(0),
         })
@@ -293,6 +297,7 @@ impl ThreadState<'_> {
         self.stopping
             || self.ctl.phase.load(Ordering::Relaxed) >= PHASE_STOP
             || self.ctl.abort.load(Ordering::Relaxed)
+            || self.ctl.ending.load(Ordering::Relaxed)
     }
 
     /// Notes the error that ended a flow, unless the test's stop caused it.

@@ -329,6 +329,12 @@ impl Side {
         }
     }
 
+    /// Marks the window over before the peer is told to stop, so a flow
+    /// that meets the peer's close first does not count it as a fault.
+    pub fn ending(&self) {
+        self.ctl.ending.store(true, Ordering::Release);
+    }
+
     /// Stops the workers at once, without draining.
     pub fn abort(&mut self) {
         self.ctl.abort.store(true, Ordering::Release);
