@@ -51,8 +51,23 @@ fn measure(bed: &Bed, g: &Group, runs: usize, report: &mut String) -> (Row, serd
     (row, json)
 }
 
+/// Makes the directory `--out` writes into before any test runs, so a
+/// bad path fails at once rather than after the whole run.
+fn prepare_out(out: Option<&str>) {
+    let Some(dir) = out.and_then(|p| std::path::Path::new(p).parent()) else {
+        return;
+    };
+    if !dir.as_os_str().is_empty()
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        eprintln!("--out: create {}: {e}", dir.display());
+        std::process::exit(2);
+    }
+}
+
 fn main() {
     let o = parse_opts();
+    prepare_out(o.out.as_deref());
     let bed = bed_for(&o);
     let mut report = String::new();
     let mut json = serde_json::Map::new();
@@ -74,7 +89,7 @@ fn main() {
         o.duration,
         cc.trim()
     );
-    let failed = print_tables(&rows);
+    let mut failed = print_tables(&rows);
     println!("\n## other targets\n");
     for (t, ok) in &extra_targets {
         println!("- [{}] {t}", if *ok { "met" } else { "MISS" });
@@ -89,6 +104,7 @@ fn main() {
             serde_json::to_string_pretty(&json).unwrap_or_default(),
         ) {
             eprintln!("write {path}: {e}");
+            failed = true;
         }
     }
     drop(bed);
