@@ -62,6 +62,10 @@ pub struct Change {
     pub since_unix: f64,
     /// The last baseline test, Unix seconds (facts then are "before").
     pub baseline_end_unix: f64,
+    /// Per host of the pair, how idle its CPUs were (% of all of them):
+    /// the baseline's median and the confirming tests' median, where both
+    /// are known.
+    pub idle: BTreeMap<String, (f64, f64)>,
 }
 
 impl Change {
@@ -115,7 +119,7 @@ fn figure(r: &HistoryRow) -> Option<(&'static str, f64)> {
 /// Whether one series (rows of one link and workload, oldest first;
 /// failed tests are skipped) has moved at its end.
 pub fn change(rows: &[HistoryRow], rules: &Rules) -> Option<Change> {
-    let ok: Vec<(&HistoryRow, &'static str, f64)> = rows
+    let ok: Vec<Judged> = rows
         .iter()
         .filter(|r| r.error.is_none())
         .filter_map(|r| figure(r).map(|(m, v)| (r, m, v)))
@@ -142,6 +146,7 @@ pub fn change(rows: &[HistoryRow], rules: &Rules) -> Option<Change> {
     if !worse {
         return None;
     }
+    let idle = idle_medians(base, recent);
     let (link, workload) = series_key(recent[0].0);
     let r0 = recent[0].0;
     let pair = if r0.client <= r0.server {
@@ -158,7 +163,57 @@ pub fn change(rows: &[HistoryRow], rules: &Rules) -> Option<Change> {
         after: median(&rv),
         since_unix: r0.at_unix,
         baseline_end_unix: base.last().map(|x| x.0.at_unix).unwrap_or(r0.at_unix),
+        idle,
     })
+}
+
+/// A judged test: the row, its metric and its figure.
+type Judged<'a> = (&'a HistoryRow, &'static str, f64);
+
+/// Per host of the series, the median of its CPUs' idle % over the
+/// baseline and over the confirming tests, where both have any.
+fn idle_medians(base: &[Judged], recent: &[Judged]) -> BTreeMap<String, (f64, f64)> {
+    let of = |rows: &[Judged], h: &str| -> Vec<f64> {
+        rows.iter()
+            .filter_map(|(r, _, _)| {
+                if r.client == h {
+                    r.client_idle_pct
+                } else if r.server == h {
+                    r.server_idle_pct
+                } else {
+                    None
+                }
+            })
+            .collect()
+    };
+    let r0 = recent[0].0;
+    let mut out = BTreeMap::new();
+    for h in [&r0.client, &r0.server] {
+        let (b, a) = (of(base, h), of(recent, h));
+        if !b.is_empty() && !a.is_empty() {
+            out.insert(h.clone(), (median(&b), median(&a)));
+        }
+    }
+    out
+}
+
+/// Idle % the confirming tests must fall to, and by how much, for an
+/// event to name a host's CPUs.
+const IDLE_LOW: f64 = 10.0;
+const IDLE_DROP: f64 = 20.0;
+
+/// `f CPUs idle: 62% -> 2% (medians over the tests)` when `host`'s CPUs
+/// had next to no idle time during the moved tests and had some during
+/// their baseline: a latency floor doubles when the two ends of a
+/// transaction must wait for a CPU, with no setting changed.
+pub fn idle_lost(host: &str, cs: &[&Change]) -> Option<String> {
+    let (b, a): (Vec<f64>, Vec<f64>) = cs.iter().filter_map(|c| c.idle.get(host)).copied().unzip();
+    if a.is_empty() {
+        return None;
+    }
+    let (b, a) = (median(&b), median(&a));
+    (a <= IDLE_LOW && b - a >= IDLE_DROP)
+        .then(|| format!("{host} CPUs idle: {b:.0}% -> {a:.0}% (medians over the tests)"))
 }
 
 /// Who an event is about.
@@ -332,6 +387,45 @@ mod tests {
         assert!(attribute(one, |_| 5, 200.0).is_empty(), "not settled yet");
         let later = attribute(one, |_| 5, 210.0);
         assert_eq!(later[0].0, Subject::Pair("a".into(), "c".into()));
+    }
+
+    #[test]
+    fn a_host_whose_cpus_had_no_idle_time_is_named_so() {
+        let r = Rules::default();
+        // f's CPUs mostly idle over the baseline, never during the two
+        // slow tests; a's the same throughout.
+        let values = [16.0, 17.0, 16.0, 16.5, 16.0, 35.0, 36.0];
+        let mut rows = series("a", "f", &values);
+        let n = rows.len();
+        for (i, x) in rows.iter_mut().enumerate() {
+            let f_idle = if i + 2 >= n { 2.0 } else { 62.0 };
+            let (c, s) = if x.client == "f" {
+                (f_idle, 70.0)
+            } else {
+                (70.0, f_idle)
+            };
+            x.client_idle_pct = Some(c);
+            x.server_idle_pct = Some(s);
+        }
+        let c = change(&rows, &r).expect("moved");
+        assert_eq!((c.idle["f"], c.idle["a"]), ((62.0, 2.0), (70.0, 70.0)));
+        assert_eq!(
+            idle_lost("f", &[&c]).as_deref(),
+            Some("f CPUs idle: 62% -> 2% (medians over the tests)")
+        );
+        assert_eq!(idle_lost("a", &[&c]), None, "a kept its idle time");
+        // Never idle to begin with (the test itself fills them), or some
+        // idle time left: not named.
+        let mut full = c.clone();
+        full.idle.insert("f".into(), (8.0, 2.0));
+        assert_eq!(idle_lost("f", &[&full]), None);
+        let mut some = c.clone();
+        some.idle.insert("f".into(), (62.0, 30.0));
+        assert_eq!(idle_lost("f", &[&some]), None);
+        // Rows without the figure (older files): nothing to say.
+        let bare = change(&series("a", "f", &values), &r).unwrap();
+        assert!(bare.idle.is_empty());
+        assert_eq!(idle_lost("f", &[&bare]), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use std::path::Path;
 use wirespeed_types::TestResult;
 use wirespeed_types::fleet::{DriftEvent, FleetResults, HistoryRow as Row, HostFacts, LinkTest};
+use wirespeed_types::result::CpuUsage;
 
 /// A test as a history row, as [`History::record`] stores it: at the
 /// start of its measured window (else `run_started`), with its costs
@@ -37,7 +38,20 @@ pub fn row(t: &LinkTest, run_started: f64) -> Row {
             .and_then(|x| x.latency.as_ref())
             .map(|l| l.min_us)
             .filter(|&m| m > 0.0),
+        client_idle_pct: r.and_then(|x| idle(&x.local_cpu)),
+        server_idle_pct: r.and_then(|x| idle(&x.remote_cpu)),
     }
+}
+
+/// How idle a host's CPUs were over a test's window, % of all of them.
+/// None without per-core figures.
+pub fn idle(c: &CpuUsage) -> Option<f64> {
+    let n = c.per_core_pct.len();
+    if n == 0 {
+        return None;
+    }
+    let v = (100.0 - c.per_core_pct.iter().sum::<f64>() / n as f64).clamp(0.0, 100.0);
+    v.is_finite().then_some(v)
 }
 
 /// A test's CPU per Gbit/s (both sides, cores) and TCP loss ratio
@@ -58,7 +72,7 @@ pub fn costs(r: &TestResult) -> (Option<f64>, Option<f64>) {
 }
 
 /// The schema this build writes.
-pub const SCHEMA: i64 = 2;
+pub const SCHEMA: i64 = 3;
 
 /// Each migration takes the file from the version before it to its own
 /// (index + 1).
@@ -101,6 +115,10 @@ CREATE TABLE events (
     event TEXT NOT NULL
 );
 CREATE INDEX events_time ON events (at_unix);
+",
+    "
+ALTER TABLE tests ADD COLUMN client_idle_pct REAL;
+ALTER TABLE tests ADD COLUMN server_idle_pct REAL;
 ",
 ];
 
@@ -222,8 +240,9 @@ impl History {
             let mut ins = tx
                 .prepare(
                     "INSERT INTO tests (run, at_unix, workload, client, server, client_nic, server_nic,
-                     throughput_bps, transactions_per_s, p50_us, p99_us, error, cpu_per_gbps, loss_ratio, min_us)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                     throughput_bps, transactions_per_s, p50_us, p99_us, error, cpu_per_gbps, loss_ratio, min_us,
+                     client_idle_pct, server_idle_pct)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
                 )
                 .map_err(|e| sql("prepare", e))?;
             for t in &r.tests {
@@ -243,7 +262,9 @@ impl History {
                     x.error,
                     x.cpu_per_gbps,
                     x.loss_ratio,
-                    x.min_us
+                    x.min_us,
+                    x.client_idle_pct,
+                    x.server_idle_pct
                 ])
                 .map_err(|e| sql("store a test", e))?;
             }
@@ -271,7 +292,8 @@ impl History {
             .db
             .prepare(
                 "SELECT at_unix, workload, client, server, client_nic, server_nic, throughput_bps,
-                 transactions_per_s, p50_us, p99_us, error, cpu_per_gbps, loss_ratio, min_us FROM (
+                 transactions_per_s, p50_us, p99_us, error, cpu_per_gbps, loss_ratio, min_us,
+                 client_idle_pct, server_idle_pct FROM (
                    SELECT rowid, * FROM tests WHERE at_unix >= ?1
                    AND (?2 = '' OR (client = ?2 AND server = ?3) OR (client = ?3 AND server = ?2))
                    AND (?4 IS NULL OR workload = ?4)
@@ -296,6 +318,8 @@ impl History {
                     cpu_per_gbps: r.get(11)?,
                     loss_ratio: r.get(12)?,
                     min_us: r.get(13)?,
+                    client_idle_pct: r.get(14)?,
+                    server_idle_pct: r.get(15)?,
                 })
             })
             .map_err(|e| sql("query", e))?;
@@ -459,6 +483,42 @@ mod tests {
     }
 
     #[test]
+    fn each_test_keeps_how_idle_both_hosts_were() {
+        let c = CpuUsage {
+            total_pct: 50.0,
+            per_core_pct: vec![90.0, 70.0],
+            ..CpuUsage::default()
+        };
+        assert_eq!(idle(&c), Some(20.0));
+        let odd = CpuUsage {
+            per_core_pct: vec![f64::NAN],
+            ..CpuUsage::default()
+        };
+        assert_eq!(idle(&odd), None);
+        assert_eq!(idle(&CpuUsage::default()), None);
+        let mut h = History::in_memory().unwrap();
+        let mut r = run(100.0, 9e9, "9000");
+        r.tests[0].result = Some(TestResult {
+            local_cpu: c,
+            remote_cpu: CpuUsage {
+                per_core_pct: vec![0.0, 4.0],
+                ..CpuUsage::default()
+            },
+            ..TestResult::default()
+        });
+        h.record("watch", &r).unwrap();
+        let rows = h.tests(&Query::default()).unwrap();
+        assert_eq!(
+            (rows[0].client_idle_pct, rows[0].server_idle_pct),
+            (Some(20.0), Some(98.0))
+        );
+        assert_eq!(
+            (rows[1].client_idle_pct, rows[1].server_idle_pct),
+            (None, None)
+        );
+    }
+
+    #[test]
     fn a_schema_1_file_is_migrated_and_keeps_its_tests() {
         let path = std::env::temp_dir().join(format!("ws-history-v1-{}.db", std::process::id()));
         let _ = std::fs::remove_file(&path);
@@ -473,9 +533,10 @@ mod tests {
             .unwrap();
         }
         let mut h = History::open(&path).unwrap();
-        assert_eq!(h.schema().unwrap(), 2);
+        assert_eq!(h.schema().unwrap(), SCHEMA);
         let rows = h.tests(&Query::default()).unwrap();
         assert_eq!((rows.len(), rows[0].cpu_per_gbps), (1, None));
+        assert_eq!(rows[0].client_idle_pct, None);
         let e = DriftEvent {
             at_unix: 150.0,
             subject: "c".into(),

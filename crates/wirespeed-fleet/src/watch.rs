@@ -559,7 +559,8 @@ impl Loop {
     }
 
     /// The event for `subject`: what moved, how far, since when, and the
-    /// facts of its hosts that changed since the baseline.
+    /// facts of its hosts that changed since the baseline (their CPUs' idle
+    /// time among them).
     fn event(&self, subject: &Subject, cs: &[&Change], now: f64) -> Result<DriftEvent> {
         let (scope, name) = subject.scope_and_name();
         let hosts: Vec<String> = match subject {
@@ -581,6 +582,7 @@ impl Loop {
             if let (Some(before), Some(after)) = (self.history.facts_at(h, base_end)?, now_facts) {
                 changed.extend(drift::facts_changed(h, &before, &after));
             }
+            changed.extend(drift::idle_lost(h, cs));
         }
         let before = drift::median(&cs.iter().map(|c| c.before).collect::<Vec<_>>());
         let after = drift::median(&cs.iter().map(|c| c.after).collect::<Vec<_>>());

@@ -307,6 +307,12 @@ pub struct HistoryRow {
     /// Segments retransmitted over segments sent (TCP), 0..1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_ratio: Option<f64>,
+    /// The client host's CPUs idle during the window, % of all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_idle_pct: Option<f64>,
+    /// The same for the server host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_idle_pct: Option<f64>,
 }
 
 /// A change point the watcher found: a pair's or a host's figures moved

@@ -483,6 +483,58 @@ fn live_page_shows_the_event(f: &Fleet) -> (PathBuf, usize) {
     (html, charts)
 }
 
+/// Waits until each of the 15 pairs has `n` rr-64k probes (its NICs'
+/// links together) and a minute has passed since `t0`.
+fn wait_for_baselines(db: &Path, t0: Instant, n: usize) {
+    wait_for("a baseline of every pair", Duration::from_secs(100), || {
+        let rows = history_rows(db);
+        let mut pairs: Vec<(String, String)> = rows
+            .iter()
+            .filter(|r| r.workload == "rr-64k" && r.error.is_none())
+            .map(|r| {
+                (
+                    r.client.clone().min(r.server.clone()),
+                    r.client.clone().max(r.server.clone()),
+                )
+            })
+            .collect();
+        pairs.sort();
+        let enough = pairs
+            .chunk_by(|a, b| a == b)
+            .filter(|c| c.len() >= n)
+            .count();
+        enough == 15 && t0.elapsed() >= Duration::from_secs(60)
+    });
+}
+
+/// Each probe row says how idle both hosts' CPUs were, the figure an
+/// event names when it fell to nothing.
+fn idle_is_recorded(rows: &[wirespeed_types::fleet::HistoryRow]) {
+    let probes: Vec<_> = rows
+        .iter()
+        .filter(|r| r.workload == "rr" && r.error.is_none())
+        .collect();
+    assert!(!probes.is_empty());
+    let ok = |v: Option<f64>| v.is_some_and(|v| (0.0..=100.0).contains(&v));
+    for r in &probes {
+        assert!(
+            ok(r.client_idle_pct) && ok(r.server_idle_pct),
+            "{:?} / {:?}",
+            r.client_idle_pct,
+            r.server_idle_pct
+        );
+    }
+    let mean = probes
+        .iter()
+        .map(|r| r.client_idle_pct.unwrap_or(0.0))
+        .sum::<f64>()
+        / probes.len() as f64;
+    println!("CPUs idle during the rr probes: {mean:.0}% on average");
+    // Light probes leave most of the time idle, so a host that has none
+    // left stands out.
+    assert!(mean >= 20.0, "{mean:.0}% idle");
+}
+
 /// Probes of each series must not come closer than 40% of the probe
 /// period, across the restart too (a watcher that replayed the schedule
 /// it missed would probe pairs again at once).
@@ -536,25 +588,7 @@ fn a_watched_fleet_names_the_host_whose_mtu_changed() {
     let t0 = Instant::now();
     let first = Proc(watch_cmd(&f, &file, &db, 180).spawn().unwrap());
     // The plant at minute 1, once every pair has a baseline.
-    wait_for("a baseline of every pair", Duration::from_secs(100), || {
-        let rows = history_rows(&db);
-        let mut pairs: Vec<(String, String)> = rows
-            .iter()
-            .filter(|r| r.workload == "rr-64k" && r.error.is_none())
-            .map(|r| {
-                (
-                    r.client.clone().min(r.server.clone()),
-                    r.client.clone().max(r.server.clone()),
-                )
-            })
-            .collect();
-        pairs.sort();
-        let enough = pairs
-            .chunk_by(|a, b| a == b)
-            .filter(|c| c.len() >= 10)
-            .count();
-        enough == 15 && t0.elapsed() >= Duration::from_secs(60)
-    });
+    wait_for_baselines(&db, t0, 10);
     let i = HOSTS.iter().position(|h| *h == PLANTED).unwrap();
     for n in 0..2 {
         let dev = f.lab().dev(PLANTED, link(i, n)).unwrap();
@@ -619,6 +653,7 @@ fn a_watched_fleet_names_the_host_whose_mtu_changed() {
         rows.len()
     );
     no_burst(&rows, period);
+    idle_is_recorded(&rows);
     let events = history_events(&db);
     assert!(
         events.iter().all(|e| e.subject == PLANTED),
@@ -653,4 +688,84 @@ fn a_watched_fleet_names_the_host_whose_mtu_changed() {
     f.agents.clear();
     // Drawn once nothing is measured any more (see live_page_shows_the_event).
     chromium::assert_charts_drawn(&html, charts, "fleet watch page");
+}
+
+/// Other work planted on every CPU (one busy loop each) after the
+/// baseline: the latency floors double, no setting changes, and each
+/// event says its hosts' CPUs had no idle time left. Run by hand: whether
+/// the hog raises an event at all is up to the scheduler (3 of 5 runs
+/// here raised events within 60 s, each naming its host's CPUs 0% idle;
+/// 2 raised none), and a CI test must not be a coin toss. What CI checks: each probe keeps both hosts' idle time
+/// (the MTU test) and an event names a host whose idle time went (the
+/// drift unit tests).
+#[test]
+#[ignore = "a CPU hog raises an event in most runs, not all: run with --ignored"]
+fn a_watched_fleet_says_when_the_cpus_had_no_idle_time() {
+    let _g = heavy();
+    let Some(mut f) = up_with(FLEET_MTU) else {
+        return;
+    };
+    let file = f.file("fleet.toml", &HOSTS, 2);
+    let db = f.dir.join("watch.db");
+    let t0 = Instant::now();
+    let _watcher = Proc(watch_cmd(&f, &file, &db, 180).spawn().unwrap());
+    wait_for_baselines(&db, t0, 8);
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let hogs: Vec<Proc> = (0..cpus)
+        .map(|_| {
+            Proc(
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let planted = now_unix();
+    // A host event within two probe periods of the hosts' pairs, a pair
+    // event three periods after that.
+    wait_for("a drift event", Duration::from_secs(60), || {
+        !history_events(&db).is_empty()
+    });
+    drop(hogs);
+    let events = history_events(&db);
+    let rows = history_rows(&db);
+    for e in &events {
+        println!("+{:.1} s: {}", e.at_unix - planted, e.message);
+        for r in rows.iter().filter(|r| {
+            r.workload == e.workload
+                && e.subject.split(',').all(|h| r.client == h || r.server == h)
+                && r.at_unix >= planted - 60.0
+        }) {
+            println!(
+                "  {:.1} {} {}->{} min {:?} us, idle {:?} / {:?} %",
+                r.at_unix - planted,
+                r.workload,
+                r.client,
+                r.server,
+                r.min_us,
+                r.client_idle_pct,
+                r.server_idle_pct
+            );
+        }
+    }
+    for e in &events {
+        // The first slow probe may have started before the plant (its
+        // window then overlapped it), not a probe period before.
+        assert!(e.since_unix >= planted - 5.0, "{e:?}");
+        let idle = |h: &str| format!("{h} CPUs idle: ");
+        assert!(
+            e.subject
+                .split(',')
+                .any(|h| e.changed.iter().any(|c| c.starts_with(&idle(h)))),
+            "{:?}",
+            e.changed
+        );
+        assert!(
+            !e.changed.iter().any(|c| c.contains(" mtu: ")),
+            "{:?}",
+            e.changed
+        );
+    }
+    f.agents.clear();
 }
