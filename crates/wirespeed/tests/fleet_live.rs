@@ -453,12 +453,11 @@ fn fetch(f: &Fleet, path: &str) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// The live page and /metrics while the event is fresh; the page drawn
-/// in Chromium.
-/// The page as served, its path and its chart count, for drawing later:
-/// chromium saturates both CPUs of a small machine, and run while the
-/// watcher probes it doubled the rr floor of the pairs probed meanwhile
-/// (a false event on host f in CI).
+/// The live page and /metrics while the event is fresh. Returns the page
+/// as saved and its chart count for Chromium to draw later: Chromium
+/// saturates both CPUs of a small machine, and run while the watcher
+/// probed it doubled the rr floor of the pairs probed meanwhile (a false
+/// event on host f in CI).
 fn live_page_shows_the_event(f: &Fleet) -> (PathBuf, usize) {
     let metrics = fetch(f, "/metrics");
     assert!(
@@ -695,9 +694,9 @@ fn a_watched_fleet_names_the_host_whose_mtu_changed() {
 /// event says its hosts' CPUs had no idle time left. Run by hand: whether
 /// the hog raises an event at all is up to the scheduler (3 of 5 runs
 /// here raised events within 60 s, each naming its host's CPUs 0% idle;
-/// 2 raised none), and a CI test must not be a coin toss. What CI checks: each probe keeps both hosts' idle time
-/// (the MTU test) and an event names a host whose idle time went (the
-/// drift unit tests).
+/// 2 raised none), and a CI test must not be a coin toss. What CI
+/// checks: each probe keeps both hosts' idle time (the MTU test), and an
+/// event names a host whose idle time went (the drift unit tests).
 #[test]
 #[ignore = "a CPU hog raises an event in most runs, not all: run with --ignored"]
 fn a_watched_fleet_says_when_the_cpus_had_no_idle_time() {
