@@ -1,49 +1,76 @@
 #!/usr/bin/env bash
-# Build a real etcd and kube-apiserver from their upstream Go module sources
-# (through the Go module proxy) into a cache directory, for tests and CI.
+# Build a real Kubernetes (etcd and every component) and the cluster
+# add-ons from their upstream Go module sources (through the Go module
+# proxy) into a cache directory, for tests and CI.
 #
-#   k8s/testenv/build.sh            # -> target/k8s-testenv/bin/
-#   KUBE_TESTENV_DIR=/x build.sh    # -> /x/bin/
-#   k8s/testenv/build.sh dradriver  # only the test DRA driver
+#   k8s/testenv/build.sh                  # Kubernetes 1.34 -> target/k8s-testenv/bin/
+#   k8s/testenv/build.sh --version 1.37   # Kubernetes 1.37 -> target/k8s-testenv/1.37/bin/
+#   k8s/testenv/build.sh addons           # containerd 2, flannel, kube-router, CoreDNS
+#                                         #   -> target/k8s-testenv/addons/bin/
+#   k8s/testenv/build.sh dradriver        # only the test DRA driver
+#   KUBE_TESTENV_DIR=/x build.sh          # -> /x/bin/ (and /x/1.37/bin, /x/addons/bin)
 #
-# bin/ then holds etcd, kube-apiserver, kube-scheduler,
+# A version's bin/ holds etcd, kube-apiserver, kube-scheduler,
 # kube-controller-manager, kube-proxy, kubelet (a real cluster: cluster.sh),
 # pause (the sandbox image's one binary, from the module's C source) and
 # dradriver (the test DRA driver of dradriver/, for cluster.sh --dra-nics).
+# addons/bin holds containerd, containerd-shim-runc-v2 and ctr (containerd
+# 2, cluster.sh --runtime containerd2), flanneld (--cni flannel-*),
+# kube-router (its NetworkPolicy firewall only: --network-policy) and
+# coredns (cluster DNS).
 #
 # Does nothing when the binaries and a version stamp naming the versions
-# below are already there; the driver has its own stamp (a hash of its
-# sources), so changing it never rebuilds the Kubernetes binaries. The Go module cache and build cache are the
-# user's (GOMODCACHE, GOCACHE: set them to move them), so CI keeps them
-# between runs. Needs Go >= 1.26 (etcd 3.6.16 says `go 1.26.0`) and the
-# module proxy; nothing else from the network. See README.md beside this.
+# below are already there; the driver and the add-ons have stamps of their
+# own, so changing one never rebuilds the Kubernetes binaries. The Go
+# module cache and build cache are the user's (GOMODCACHE, GOCACHE: set
+# them to move them), so CI keeps them between runs. Needs Go >= 1.26
+# (etcd 3.6.16 says `go 1.26.0`) and the module proxy; nothing else from
+# the network. See README.md beside this.
 set -euo pipefail
 
-# Newest v1.34 patch that the proxy serves AND whose checksum the checksum
-# database (sum.golang.org, through the proxy) knows: v1.34.11 and v1.34.12
-# are served but their sumdb lookups are 404 here, so they cannot be
-# verified. Bump with care: every published k8s.io/* staging module must
-# exist at v0.34.N too (the build says which one does not).
-KUBE_VERSION=v1.34.10
+# The Kubernetes versions this fixture builds, by minor. 1.34: the newest
+# v1.34 patch that the proxy serves AND whose checksum the checksum
+# database (sum.golang.org, through the proxy) knows: v1.34.11 and
+# v1.34.12 are served but their sumdb lookups are 404 here, so they cannot
+# be verified. 1.37: the newest the proxy serves (2026-11-28). Bump with
+# care: every published k8s.io/* staging module must exist at v0.MINOR.N
+# too (the build says which one does not).
+declare -A KUBE_VERSIONS=([1.34]=v1.34.10 [1.37]=v1.37.2)
 # Newest etcd v3.6 patch the proxy serves (Kubernetes 1.34 itself pins the
 # etcd client at v3.6.4; the server is wire compatible across 3.6.x).
 ETCD_VERSION=v3.6.16
 # Bump when the recipe changes so cached binaries are rebuilt.
 RECIPE=2
+# The add-ons (build.sh addons), each the newest the proxy serves.
+# kube-router stands in for sigs.k8s.io/kube-network-policies, which
+# needs the nftables `queue` expression (CONFIG_NFT_QUEUE) that this
+# kernel lacks ("Could not process rule: No such file or directory"):
+# kube-router enforces NetworkPolicy with iptables and ipsets instead.
+# v2.1.0 is the only version served; its reported flaws are in parts this
+# fixture does not run (BGP routing, the service proxy).
+CONTAINERD_VERSION=v2.4.2
+FLANNEL_VERSION=v0.28.10
+KUBE_ROUTER_VERSION=v2.1.0
+COREDNS_VERSION=v1.15.0
+ADDONS_RECIPE=1
 
 die() { echo "build.sh: $*" >&2; exit 1; }
 
-mode=${1:-all}
-case $mode in
-  all | dradriver) ;;
-  *) die "usage: build.sh [dradriver]" ;;
-esac
+minor=1.34
+mode=all
+while (($#)); do
+  case $1 in
+    --version) minor=${2:?--version needs 1.34 or 1.37}; shift 2 ;;
+    all | dradriver | addons) mode=$1; shift ;;
+    *) die "usage: build.sh [--version 1.34|1.37] [all|dradriver|addons]" ;;
+  esac
+done
+[[ -n ${KUBE_VERSIONS[$minor]:-} ]] || die "--version '$minor': one of ${!KUBE_VERSIONS[*]}"
+KUBE_VERSION=${KUBE_VERSIONS[$minor]}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 root=${KUBE_TESTENV_DIR:-$repo/target/k8s-testenv}
-bin=$root/bin
-stamp=$bin/VERSIONS
 want="kubernetes=$KUBE_VERSION etcd=$ETCD_VERSION recipe=$RECIPE"
 
 command -v go >/dev/null || die "go not found: install Go >= 1.26"
@@ -52,10 +79,13 @@ gov=$(go env GOVERSION)
   die "$gov is too old: etcd $ETCD_VERSION needs Go >= 1.26 (GOTOOLCHAIN=local: no toolchain download)"
 mkdir -p "$root"
 root=$(cd "$root" && pwd)
-bin=$root/bin
+# 1.34, the default, keeps the directory it always had.
+if [[ $minor == 1.34 ]]; then bin=$root/bin; else bin=$root/$minor/bin; fi
 stamp=$bin/VERSIONS
 
 secs() { date +%s; }
+# `go mod download -json M@V` -> value of one string field.
+json_field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}\$/\1/p"; }
 
 # The test DRA driver (dradriver/, a Go module of its own): its stamp is
 # a hash of its sources and the Go version, apart from VERSIONS, so a
@@ -81,8 +111,98 @@ build_dradriver() {
   echo "$want_d" >"$bin/dradriver.stamp"
   echo "built dradriver in $bin in $(($(secs) - t0))s"
 }
+# netprobe/ (standard library only): the TCP probe the NetworkPolicy test
+# runs as a pod (cluster.sh --network-policy imports its image); stamped
+# like the driver, beside it in $root/bin.
+build_netprobe() {
+  local src=$here/netprobe want_p pbin=$root/bin
+  want_p="netprobe=$(cd "$src" && cat go.mod ./*.go | sha256sum | cut -c1-16) $(go env GOVERSION)"
+  if [[ -x $pbin/netprobe && -f $pbin/netprobe.stamp && "$(cat "$pbin/netprobe.stamp")" == "$want_p" ]]; then
+    echo "netprobe up to date in $pbin"
+    return 0
+  fi
+  mkdir -p "$pbin"
+  (
+    cd "$src"
+    GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOFLAGS="-trimpath -buildvcs=false -mod=readonly" \
+      go build -ldflags="-s -w" -o "$pbin/netprobe.new" .
+  ) || die "netprobe build failed"
+  mv -f "$pbin/netprobe.new" "$pbin/netprobe"
+  echo "$want_p" >"$pbin/netprobe.stamp"
+  echo "built netprobe in $pbin"
+}
+
+# The add-ons, each built in a writable copy of its own module (its go.mod
+# and go.sum as its authors pinned them; vendor/ and go.work dropped) into
+# $root/addons/bin, stamped with their versions.
+ADDON_BINS=(containerd containerd-shim-runc-v2 ctr flanneld kube-router coredns)
+build_addons() {
+  local abin=$root/addons/bin want_a t0 src new
+  want_a="containerd=$CONTAINERD_VERSION flannel=$FLANNEL_VERSION kube-router=$KUBE_ROUTER_VERSION coredns=$COREDNS_VERSION recipe=$ADDONS_RECIPE"
+  exec 7>"$root/.addons.lock"
+  flock -w 1800 7 || die "another build.sh holds $root/.addons.lock for 30 min; giving up"
+  local b ok=1
+  for b in "${ADDON_BINS[@]}"; do [[ -x $abin/$b ]] || ok=; done
+  if [[ -n $ok && -f $abin/VERSIONS && "$(cat "$abin/VERSIONS")" == "$want_a" ]]; then
+    echo "add-ons up to date in $abin ($want_a)"
+    return 0
+  fi
+  t0=$(secs)
+  src=$root/addons/src
+  new=$root/addons/bin.new
+  chmod -R u+w "$src" 2>/dev/null || true
+  rm -rf "$src" "$new"
+  mkdir -p "$src" "$new"
+  (
+    export GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOFLAGS="-trimpath -buildvcs=false"
+    addon() { # [--cgo] [--drop-import PKG] MODULE@VERSION DIR PKG... (-o $new/)
+      local drop= cgo=0
+      if [[ $1 == --cgo ]]; then cgo=1; shift; fi
+      if [[ $1 == --drop-import ]]; then drop=$2; shift 2; fi
+      local m=$1 d=$src/$2 info dir
+      shift 2
+      info=$(cd "$src" && go mod download -json "$m") || die "cannot download $m"
+      dir=$(json_field Dir <<<"$info")
+      [[ -d $dir ]] || die "$m: no module dir ($(json_field Error <<<"$info"))"
+      cp -r "$dir" "$d"
+      chmod -R u+w "$d"
+      rm -rf "$d/go.work" "$d/go.work.sum" "$d/vendor"
+      if [[ -n $drop ]]; then
+        grep -q "\"$drop\"" "$d/main.go" || die "$m: main.go does not import $drop"
+        sed -i "\#\"$drop\"#d" "$d/main.go"
+      fi
+      (cd "$d" && CGO_ENABLED=$cgo go build -p 2 -mod=mod -ldflags="-s -w" -o "$new/" "$@") || die "$m build failed"
+      echo "built $m ($*) at $(($(secs) - t0))s"
+    }
+    # containerd 2: its CRI with CDI and NRI built in; its own runc shim
+    # (the containerd the cluster starts puts addons/bin first in PATH).
+    addon "github.com/containerd/containerd/v2@$CONTAINERD_VERSION" containerd \
+      ./cmd/containerd ./cmd/containerd-shim-runc-v2 ./cmd/ctr
+    # flannel links every backend into one binary; its Tencent Cloud VPC
+    # backend needs an SDK version the module proxy does not serve, so that
+    # one import is dropped from main.go (vxlan and host-gw are untouched).
+    # Its udp backend is C (cgo), as in flannel's own release build.
+    addon --cgo --drop-import github.com/flannel-io/flannel/pkg/backend/tencentvpc \
+      "github.com/flannel-io/flannel@$FLANNEL_VERSION" flannel .
+    mv "$new/flannel" "$new/flanneld"
+    addon "github.com/cloudnativelabs/kube-router/v2@$KUBE_ROUTER_VERSION" kube-router ./cmd/kube-router
+    addon "github.com/coredns/coredns@$COREDNS_VERSION" coredns .
+  )
+  mkdir -p "$abin"
+  for b in "${ADDON_BINS[@]}"; do mv -f "$new/$b" "$abin/"; done
+  echo "$want_a" >"$abin/VERSIONS"
+  chmod -R u+w "$src" 2>/dev/null || true
+  rm -rf "$src" "$new"
+  "$abin/containerd" --version
+  echo "add-ons built in $abin in $(($(secs) - t0))s"
+}
 if [[ $mode == dradriver ]]; then
   build_dradriver
+  exit 0
+fi
+if [[ $mode == addons ]]; then
+  build_addons
+  build_netprobe
   exit 0
 fi
 
@@ -114,8 +234,6 @@ trap cleanup EXIT
 cleanup
 mkdir -p "$src" "$new"
 
-# `go mod download -json M@V` -> value of one string field.
-json_field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}\$/\1/p"; }
 download() {
   local out err
   out=$(cd "$src" && go mod download -json "$1") || { echo "$out" >&2; die "cannot download $1"; }
@@ -172,11 +290,11 @@ if grep -q '=> \./staging' "$kube/go.mod"; then die "a ./staging replace survive
 # Version info as Kubernetes' own build sets it (hack/lib/version.sh), so
 # /version says v1.34.N; the build date is the module's (reproducible).
 build_date=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$infofile")
-minor=${KUBE_VERSION#v1.}
-minor=${minor%%.*}
+kminor=${KUBE_VERSION#v1.}
+kminor=${kminor%%.*}
 ldflags="-s -w"
 for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
-  ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kminor"
   ldflags+=" -X $pkg.buildDate=${build_date:-1970-01-01T00:00:00Z}"
 done
 # One `go build` of all commands shares every common package's compile.

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# A real multi-node Kubernetes 1.34 cluster on this one machine, for tests
-# and CI: etcd, kube-apiserver, kube-scheduler, kube-controller-manager, and
-# per node (a network namespace) containerd + runc, the CNI bridge plugin,
-# a kubelet and kube-proxy (iptables mode); a registry the nodes pull from;
-# the project's agent image built from the working tree and pushed there.
+# A real multi-node Kubernetes cluster (1.34 or 1.37) on this one machine,
+# for tests and CI: etcd, kube-apiserver, kube-scheduler,
+# kube-controller-manager, and per node (a network namespace) containerd
+# (1.6 from Debian, or 2.x built by build.sh addons) + runc, a CNI (the
+# bridge plugin with static routes, or flanneld's vxlan or host-gw backend
+# with the bridge plugin on its subnet), a kubelet and kube-proxy (iptables
+# mode); optionally NetworkPolicy enforced on every node (kube-router's
+# firewall) and CoreDNS behind the kube-dns Service; a registry the nodes
+# pull from; the project's agent image built from the working tree and
+# pushed there.
 #
 #   k8s/testenv/cluster.sh up [--name NAME] [--nodes N] [--zones Z1,Z1,Z2]
+#                             [--version 1.34|1.37] [--runtime containerd1|containerd2]
+#                             [--cni bridge|flannel-vxlan|flannel-host-gw]
+#                             [--network-policy] [--dns]
 #                             [--taint I=KEY=VALUE:EFFECT] [--no-image]
 #                             [--unsafe-sysctls NAME,PREFIX*,...]
 #                             [--dra-nics M] [--dra-no-place]
@@ -45,11 +53,13 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-bin=${KUBE_TESTENV_BIN:-${KUBE_TESTENV_DIR:-$repo/target/k8s-testenv}/bin}
+tdir=${KUBE_TESTENV_DIR:-$repo/target/k8s-testenv}
+abin=$tdir/addons/bin
 croot=${KUBE_CLUSTER_ROOT:-$repo/target/k8s-cluster}
 runroot=/run/wsc
-KUBE_VERSION=v1.34.10
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+COREDNS_IMAGE=registry.k8s.io/coredns/coredns:v1.15.0-wirespeed
+NETPROBE_IMAGE=wirespeed.test/netprobe:dev
 timeout=${KUBE_CLUSTER_TIMEOUT:-180}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -67,6 +77,11 @@ unsafe_sysctls=
 with_image=1
 dra_nics=0
 dra_place=1
+kube_minor=1.34
+runtime=containerd1
+cni=bridge
+netpol=
+dns=
 while (($#)); do
   case $1 in
     --name) name=${2:?--name needs a value}; shift 2 ;;
@@ -77,6 +92,11 @@ while (($#)); do
     --unsafe-sysctls) unsafe_sysctls=${2:?--unsafe-sysctls needs a list}; shift 2 ;;
     --dra-nics) dra_nics=${2:?--dra-nics needs a value}; shift 2 ;;
     --dra-no-place) dra_place=; shift ;;
+    --version) kube_minor=${2:?--version needs 1.34 or 1.37}; shift 2 ;;
+    --runtime) runtime=${2:?--runtime needs containerd1 or containerd2}; shift 2 ;;
+    --cni) cni=${2:?--cni needs bridge, flannel-vxlan or flannel-host-gw}; shift 2 ;;
+    --network-policy) netpol=1; shift ;;
+    --dns) dns=1; shift ;;
     *) die "unknown argument '$1'" ;;
   esac
 done
@@ -85,6 +105,13 @@ done
 [[ -z $unsafe_sysctls || $unsafe_sysctls =~ ^[a-z0-9_.]+\*?(,[a-z0-9_.]+\*?)*$ ]] ||
   die "--unsafe-sysctls '$unsafe_sysctls': comma-separated sysctl names or prefixes ending in *"
 [[ $dra_nics =~ ^[0-4]$ ]] || die "--dra-nics '$dra_nics': 0 to 4"
+case $kube_minor in
+  1.34) bin=${KUBE_TESTENV_BIN:-$tdir/bin} ;;
+  1.37) bin=$tdir/1.37/bin ;;
+  *) die "--version '$kube_minor': 1.34 or 1.37" ;;
+esac
+[[ $runtime == containerd[12] ]] || die "--runtime '$runtime': containerd1 or containerd2"
+[[ $cni =~ ^(bridge|flannel-vxlan|flannel-host-gw)$ ]] || die "--cni '$cni': bridge, flannel-vxlan or flannel-host-gw"
 dir=$croot/$name
 run=$runroot/$name
 
@@ -151,7 +178,7 @@ stop_processes() {
     a0=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -1)
     prog[$p]=${a0##*/}
   done
-  for pat in kubelet dradriver kube-proxy containerd containerd-shim kube-controller-manager kube-scheduler docker-registry kube-apiserver etcd; do
+  for pat in kubelet dradriver kube-router flanneld kube-proxy containerd containerd-shim kube-controller-manager kube-scheduler docker-registry kube-apiserver etcd; do
     local pids=()
     for p in "${!prog[@]}"; do
       if [[ ${prog[$p]} == "$pat"* ]]; then
@@ -273,8 +300,24 @@ check_prereqs() {
     die "CNI plugins missing in /usr/lib/cni (Debian: containernetworking-plugins)"
   local b
   for b in etcd kube-apiserver kube-scheduler kube-controller-manager kube-proxy kubelet pause; do
-    [[ -x $bin/$b ]] || die "$bin/$b missing: run k8s/testenv/build.sh first"
+    [[ -x $bin/$b ]] || die "$bin/$b missing: run k8s/testenv/build.sh --version $kube_minor first"
   done
+  local addons=()
+  [[ $runtime == containerd2 ]] && addons+=(containerd containerd-shim-runc-v2 ctr)
+  [[ $cni == flannel-* ]] && addons+=(flanneld)
+  if [[ -n $netpol ]]; then
+    addons+=(kube-router)
+    need ipset
+    [[ -x $tdir/bin/netprobe ]] || die "$tdir/bin/netprobe missing: run k8s/testenv/build.sh addons first"
+  fi
+  [[ -n $dns ]] && { addons+=(coredns); need python3; }
+  for b in "${addons[@]}"; do
+    [[ -x $abin/$b ]] || die "$abin/$b missing: run k8s/testenv/build.sh addons first"
+  done
+}
+# ctr for this cluster's containerd (Debian's, or containerd 2's own).
+ctr_() {
+  if [[ $runtime == containerd2 ]]; then "$abin/ctr" "$@"; else ctr "$@"; fi
 }
 
 # The cluster's /16: 10.K.0.0/16 with K from the name, the first one no
@@ -400,6 +443,12 @@ network() {
     ip -n "$ns" link set eth0 up
     ip -n "$ns" route add default via "10.$K.0.1"
     ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
+    # NetworkPolicy between pods on one bridge needs bridged packets to
+    # pass iptables (kube-router's rules), as on every real node.
+    [[ -n $netpol ]] && ip netns exec "$ns" sysctl -qw net.bridge.bridge-nf-call-iptables=1
+    # bridge: static routes between the nodes' pod CIDRs (flannel adds
+    # its own from the leases; the root's routes follow them: flannel_wire).
+    [[ $cni == bridge ]] || continue
     ip route add "10.$K.$((100 + i)).0/24" via "10.$K.0.$((10 + i))"
     for ((j = 1; j <= nodes; j++)); do
       ((j == i)) && continue
@@ -436,6 +485,10 @@ dra_network() {
 }
 
 control_plane() {
+  # flannel's kube subnet manager takes each node's spec.podCIDR, which the
+  # controller-manager allocates from the cluster CIDR.
+  local cm_cidrs=()
+  [[ $cni == flannel-* ]] && cm_cidrs=(--allocate-node-cidrs --cluster-cidr "10.$K.64.0/18" --node-cidr-mask-size 24)
   free_port
   local etcd_port=$port_ peer
   free_port
@@ -473,7 +526,8 @@ control_plane() {
   start kube-controller-manager - "$bin/kube-controller-manager" --kubeconfig "$dir/controller-manager.kubeconfig" \
     --leader-elect=false --secure-port 0 --use-service-account-credentials \
     --service-account-private-key-file "$dir/pki/sa.key" --root-ca-file "$dir/pki/ca.crt" \
-    --cluster-signing-cert-file "$dir/pki/ca.crt" --cluster-signing-key-file "$dir/pki/ca.key"
+    --cluster-signing-cert-file "$dir/pki/ca.crt" --cluster-signing-key-file "$dir/pki/ca.key" \
+    "${cm_cidrs[@]}"
 }
 
 registry() {
@@ -495,19 +549,25 @@ EOF
 
 # $dir/pause.tar: an OCI image-layout tar of the pause binary, for
 # `ctr images import`.
-pause_image() {
-  local w=$dir/pause-image
+pause_image() { binary_image "$dir/pause.tar" "$PAUSE_IMAGE" "$bin/pause" 65535:65535; }
+
+# binary_image OUT REF BINARY USER: OUT, an OCI image-layout tar of one
+# static binary (/NAME, the entrypoint) named REF, for `ctr images import`.
+binary_image() {
+  local out=$1 ref=$2 exe=${3##*/} user=$4 w
+  w=$dir/image-$exe
+  rm -rf "$w"
   mkdir -p "$w/rootfs" "$w/blobs/sha256"
-  cp "$bin/pause" "$w/rootfs/pause"
-  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$w/rootfs" -cf "$w/layer.tar" pause
+  cp "$3" "$w/rootfs/$exe"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$w/rootfs" -cf "$w/layer.tar" "$exe"
   local diff_id layer_gz layer_sz cfg cfg_d cfg_sz man man_d man_sz
   diff_id=$(sha256sum "$w/layer.tar" | cut -d' ' -f1)
   gzip -n -c "$w/layer.tar" >"$w/layer.tar.gz"
   layer_gz=$(sha256sum "$w/layer.tar.gz" | cut -d' ' -f1)
   layer_sz=$(stat -c %s "$w/layer.tar.gz")
   mv "$w/layer.tar.gz" "$w/blobs/sha256/$layer_gz"
-  cfg=$(jq -cn --arg d "sha256:$diff_id" '{architecture:"amd64",os:"linux",
-    config:{Entrypoint:["/pause"],User:"65535:65535"},rootfs:{type:"layers",diff_ids:[$d]}}')
+  cfg=$(jq -cn --arg d "sha256:$diff_id" --arg e "/$exe" --arg u "$user" '{architecture:"amd64",os:"linux",
+    config:{Entrypoint:[$e],User:$u},rootfs:{type:"layers",diff_ids:[$d]}}')
   printf '%s' "$cfg" >"$w/cfg"
   cfg_d=$(sha256sum "$w/cfg" | cut -d' ' -f1)
   cfg_sz=$(stat -c %s "$w/cfg")
@@ -521,11 +581,11 @@ pause_image() {
   man_sz=$(stat -c %s "$w/man")
   mv "$w/man" "$w/blobs/sha256/$man_d"
   echo '{"imageLayoutVersion":"1.0.0"}' >"$w/oci-layout"
-  jq -cn --arg d "sha256:$man_d" --argjson s "$man_sz" --arg n "$PAUSE_IMAGE" \
+  jq -cn --arg d "sha256:$man_d" --argjson s "$man_sz" --arg n "$ref" --arg t "${ref##*:}" \
     '{schemaVersion:2,manifests:[{mediaType:"application/vnd.oci.image.manifest.v1+json",digest:$d,size:$s,
       platform:{architecture:"amd64",os:"linux"},
-      annotations:{"io.containerd.image.name":$n,"org.opencontainers.image.ref.name":"3.10.1"}}]}' >"$w/index.json"
-  tar -C "$w" -cf "$dir/pause.tar" oci-layout index.json blobs
+      annotations:{"io.containerd.image.name":$n,"org.opencontainers.image.ref.name":$t}}]}' >"$w/index.json"
+  tar -C "$w" -cf "$out" oci-layout index.json blobs
 }
 
 cgroup_root() { # NODE: /NODE in every v1 hierarchy, cpuset filled from the parent
@@ -545,48 +605,21 @@ node() { # I
   local ip=10.$K.0.$((10 + i)) tokvar=NODE_TOKEN_$i
   mkdir -p "$nd/cni" "$nd/kubelet" "$nd/kubelet-certs" "$nd/containerd" "$rd"
   cgroup_root "$node"
-  cat >"$nd/containerd.toml" <<EOF
-version = 2
-root = "$nd/containerd"
-state = "$rd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
-[grpc]
-  address = "$rd/containerd.sock"
-[ttrpc]
-  address = "$rd/containerd.sock.ttrpc"
-[debug]
-  address = "$rd/debug.sock"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$nd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  enable_cdi = false
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-    runtime_type = "io.containerd.runc.v2"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-      SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$nd/cni"
-  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$REG"]
-    endpoint = ["http://$REG"]
-EOF
-  cat >"$nd/cni/10-$name.conflist" <<EOF
-{"cniVersion": "0.4.0", "name": "$name", "plugins": [
-  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "dataDir": "$nd/ipam",
-            "ranges": [[{"subnet": "10.$K.$((100 + i)).0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-  {"type": "portmap", "capabilities": {"portMappings": true}}
-]}
-EOF
-  start "containerd-n$i" "$node" containerd --config "$nd/containerd.toml"
-  wait_for "containerd-n$i" "$last_pid" ctr -a "$rd/containerd.sock" version
-  ctr -a "$rd/containerd.sock" -n k8s.io images import --no-unpack "$dir/pause.tar" >/dev/null ||
-    die "cannot import the pause image on $node"
+  containerd_config "$nd" "$rd"
+  [[ $cni == bridge ]] && cni_config "$nd" "10.$K.$((100 + i)).0/24" "0.0.0.0/0" 1500
+  if [[ $runtime == containerd2 ]]; then
+    # Its own shim first in PATH (Debian's is containerd 1.6's).
+    start "containerd-n$i" "$node" env PATH="$abin:$PATH" "$abin/containerd" --config "$nd/containerd.toml"
+  else
+    start "containerd-n$i" "$node" containerd --config "$nd/containerd.toml"
+  fi
+  wait_for "containerd-n$i" "$last_pid" ctr_ -a "$rd/containerd.sock" version
+  local img
+  for img in "$dir/pause.tar" ${dns:+"$dir/coredns.tar"} ${netpol:+"$dir/netprobe.tar"}; do
+    # (containerd 2's ctr warns of cgroup v1 on every call: kept out.)
+    ctr_ -a "$rd/containerd.sock" -n k8s.io images import --no-unpack "$img" >"$dir/logs/import.log" 2>&1 ||
+      die "cannot import ${img##*/} on $node: $(cat "$dir/logs/import.log")"
+  done
   kubeconfig "$nd/kubelet.kubeconfig" "$API" "${!tokvar}"
   local labels="wirespeed.dev/test-cluster=$name"
   if [[ -n $zones ]]; then
@@ -625,9 +658,16 @@ authorization: {mode: Webhook}
 registerWithTaints: [$(taint_yaml "$taint_list")]
 allowedUnsafeSysctls: [${unsafe_sysctls//,/, }]
 EOF
+  # Pods resolve through CoreDNS's Service (kube-dns, 10.K.200.10).
+  [[ -n $dns ]] && printf 'clusterDomain: cluster.local\nclusterDNS: [10.%s.200.10]\n' "$K" >>"$nd/kubelet.yaml"
   start "kubelet-n$i" "$node" "$bin/kubelet" --config "$nd/kubelet.yaml" --kubeconfig "$nd/kubelet.kubeconfig" \
     --root-dir "$nd/kubelet" --cert-dir "$nd/kubelet-certs" --hostname-override "$node" --node-ip "$ip" \
     --node-labels "$labels" --v 1
+  # Under NetworkPolicy, kube-proxy as its default: a Service keeps the
+  # client pod's address (masquerading every Service packet would hide
+  # the pod behind its node's address from the policy).
+  local masq_all=true
+  [[ -z $netpol ]] || masq_all=false
   cat >"$nd/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
@@ -639,9 +679,19 @@ bindAddress: $ip
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-iptables: {masqueradeAll: true}
+iptables: {masqueradeAll: $masq_all}
 EOF
   start "kube-proxy-n$i" "$node" "$bin/kube-proxy" --config "$nd/kube-proxy.yaml"
+  if [[ $cni == flannel-* ]]; then
+    # flanneld as its DaemonSet runs it: the kube subnet manager (leases
+    # are node annotations), masquerade for traffic leaving the pod network.
+    mkdir -p "$nd/flannel"
+    jq -cn --arg n "10.$K.64.0/18" --arg b "${cni#flannel-}" '{Network:$n,EnableIPv4:true,Backend:{Type:$b}}' \
+      >"$nd/flannel/net-conf.json"
+    start "flanneld-n$i" "$node" env NODE_NAME="$node" "$abin/flanneld" --kube-subnet-mgr \
+      --kubeconfig-file "$dir/kubeconfig" --iface eth0 --ip-masq \
+      --subnet-file "$nd/flannel/subnet.env" --net-config-path "$nd/flannel/net-conf.json"
+  fi
   if ((dra_nics)); then
     # The admin's kubeconfig: the driver publishes ResourceSlices and
     # writes claim status (DraNet has a ClusterRole for both).
@@ -649,6 +699,196 @@ EOF
       --kubelet-dir "$nd/kubelet" --cri "$rd/containerd.sock" --nic-prefix dra \
       --place="$([[ -n $dra_place ]] && echo true || echo false)"
   fi
+}
+# containerd_config NODEDIR RUNDIR: the node's containerd.toml, version 2
+# for containerd 1.6, version 3 (with CDI and NRI on) for containerd 2.
+containerd_config() {
+  local nd=$1 rd=$2
+  if [[ $runtime == containerd1 ]]; then
+    cat >"$nd/containerd.toml" <<EOF
+version = 2
+root = "$nd/containerd"
+state = "$rd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = "$rd/containerd.sock"
+[ttrpc]
+  address = "$rd/containerd.sock.ttrpc"
+[debug]
+  address = "$rd/debug.sock"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$nd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  enable_cdi = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$nd/cni"
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."$REG"]
+    endpoint = ["http://$REG"]
+EOF
+    return 0
+  fi
+  # containerd 2: registries through hosts.toml (the mirrors table is gone).
+  mkdir -p "$nd/certs.d/$REG" "$nd/cdi" "$nd/nri/conf.d" "$nd/nri/plugins"
+  printf 'server = "http://%s"\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n' "$REG" "$REG" \
+    >"$nd/certs.d/$REG/hosts.toml"
+  cat >"$nd/containerd.toml" <<EOF
+version = 3
+root = "$nd/containerd"
+state = "$rd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.snapshotter.v1.erofs"]
+[grpc]
+  address = "$rd/containerd.sock"
+[ttrpc]
+  address = "$rd/containerd.sock.ttrpc"
+[debug]
+  address = "$rd/debug.sock"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = 'overlayfs'
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = '$PAUSE_IMAGE'
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = '$nd/certs.d'
+[plugins.'io.containerd.cri.v1.runtime']
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  enable_cdi = true
+  cdi_spec_dirs = ['$nd/cdi']
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = 'runc'
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = 'io.containerd.runc.v2'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ['/usr/lib/cni']
+    conf_dir = '$nd/cni'
+[plugins.'io.containerd.nri.v1.nri']
+  disable = false
+  socket_path = '$rd/nri.sock'
+  plugin_path = '$nd/nri/plugins'
+  plugin_config_path = '$nd/nri/conf.d'
+EOF
+}
+# cni_config NODEDIR SUBNET ROUTE MTU: the bridge plugin on SUBNET (pods
+# route ROUTE through the bridge), host-local addresses, portmap.
+cni_config() {
+  cat >"$1/cni/10-$name.conflist.new" <<EOF
+{"cniVersion": "0.4.0", "name": "$name", "plugins": [
+  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true, "mtu": $4,
+   "ipam": {"type": "host-local", "dataDir": "$1/ipam",
+            "ranges": [[{"subnet": "$2"}]], "routes": [{"dst": "$3"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}
+]}
+EOF
+  mv "$1/cni/10-$name.conflist.new" "$1/cni/10-$name.conflist"
+}
+# flannel: once flanneld on node I has its lease (subnet.env), the bridge
+# plugin is configured on that subnet with flannel's MTU (what flannel's
+# own CNI plugin does), and the root namespace (the API server, which
+# proxies to pods) gets a route to it via the node. Sets POD_CIDR_I.
+flannel_wire() { # I
+  local i=$1 nd=$dir/nodes/n$1 f sub mtu
+  f=$nd/flannel/subnet.env
+  wait_for "flanneld-n$i" "$(cat "$dir/pids/flanneld-n$i")" test -s "$f"
+  sub=$(sed -n 's/^FLANNEL_SUBNET=//p' "$f")
+  mtu=$(sed -n 's/^FLANNEL_MTU=//p' "$f")
+  [[ $sub =~ ^10\.$K\.([0-9]+)\.1/24$ ]] || die "flanneld-n$i: unexpected FLANNEL_SUBNET '$sub' in $f"
+  sub=10.$K.${BASH_REMATCH[1]}.0/24
+  # isDefaultGateway, as flannel's own plugin sets it: a default route.
+  cni_config "$nd" "$sub" 0.0.0.0/0 "$mtu"
+  ip route replace "$sub" via "10.$K.0.$((10 + i))"
+  eval "POD_CIDR_$i=$sub"
+}
+# post PATH JSON: create an object as the admin (fails on any error).
+post() {
+  curl -sf --noproxy '*' --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN" \
+    -H 'Content-Type: application/json' -X POST --data-binary "$2" "$API$1" >/dev/null ||
+    die "cannot create $(jq -r '.kind + " " + .metadata.name' <<<"$2") ($1)"
+}
+# Cluster DNS as kubeadm installs it: CoreDNS (the image of one static
+# binary build.sh built) as a Deployment in kube-system with its RBAC and
+# Corefile, behind the kube-dns Service at 10.K.200.10 that the kubelets
+# name as clusterDNS. No upstream: names outside the cluster get SERVFAIL.
+cluster_dns() {
+  local ns=/api/v1/namespaces/kube-system corefile
+  corefile='.:53 {
+    errors
+    health :8080
+    ready :8181
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+      pods insecure
+      fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 30
+    loop
+    reload
+}'
+  post $ns/serviceaccounts '{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"coredns"}}'
+  post /apis/rbac.authorization.k8s.io/v1/clusterroles '{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole",
+    "metadata":{"name":"system:coredns"},"rules":[
+      {"apiGroups":[""],"resources":["endpoints","services","pods","namespaces"],"verbs":["list","watch"]},
+      {"apiGroups":["discovery.k8s.io"],"resources":["endpointslices"],"verbs":["list","watch"]}]}'
+  post /apis/rbac.authorization.k8s.io/v1/clusterrolebindings '{"apiVersion":"rbac.authorization.k8s.io/v1",
+    "kind":"ClusterRoleBinding","metadata":{"name":"system:coredns"},
+    "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:coredns"},
+    "subjects":[{"kind":"ServiceAccount","name":"coredns","namespace":"kube-system"}]}'
+  post $ns/configmaps "$(jq -cn --arg c "$corefile" '{apiVersion:"v1",kind:"ConfigMap",
+    metadata:{name:"coredns"},data:{Corefile:$c}}')"
+  post /apis/apps/v1/namespaces/kube-system/deployments "$(jq -cn --arg img "$COREDNS_IMAGE" '{
+    apiVersion:"apps/v1",kind:"Deployment",
+    metadata:{name:"coredns",labels:{"k8s-app":"kube-dns"}},
+    spec:{replicas:1,selector:{matchLabels:{"k8s-app":"kube-dns"}},
+      template:{metadata:{labels:{"k8s-app":"kube-dns"}},
+        spec:{serviceAccountName:"coredns",priorityClassName:"system-cluster-critical",dnsPolicy:"Default",
+          tolerations:[{operator:"Exists"}],
+          containers:[{name:"coredns",image:$img,imagePullPolicy:"Never",args:["-conf","/etc/coredns/Corefile"],
+            ports:[{name:"dns",containerPort:53,protocol:"UDP"},{name:"dns-tcp",containerPort:53,protocol:"TCP"}],
+            readinessProbe:{httpGet:{path:"/ready",port:8181},periodSeconds:1},
+            livenessProbe:{httpGet:{path:"/health",port:8080},periodSeconds:10},
+            securityContext:{allowPrivilegeEscalation:false,readOnlyRootFilesystem:true,
+              capabilities:{add:["NET_BIND_SERVICE"],drop:["ALL"]}},
+            volumeMounts:[{name:"config",mountPath:"/etc/coredns",readOnly:true}]}],
+          volumes:[{name:"config",configMap:{name:"coredns"}}]}}}}')"
+  post $ns/services "$(jq -cn --arg ip "10.$K.200.10" '{apiVersion:"v1",kind:"Service",
+    metadata:{name:"kube-dns",labels:{"k8s-app":"kube-dns"}},
+    spec:{selector:{"k8s-app":"kube-dns"},clusterIP:$ip,
+      ports:[{name:"dns",port:53,protocol:"UDP"},{name:"dns-tcp",port:53,protocol:"TCP"}]}}')"
+  wait_for "CoreDNS Ready" "" dns_ready
+  wait_for "CoreDNS answering through the kube-dns Service" "" dns_answers
+}
+dns_ready() {
+  api /apis/apps/v1/namespaces/kube-system/deployments/coredns | jq -e '.status.readyReplicas == 1' >/dev/null
+}
+# The A record of kubernetes.default from node 1 through the Service IP
+# (kube-proxy's DNAT), over UDP, as a pod's resolver asks.
+dns_answers() {
+  ip netns exec "$name-n1" python3 "$here/dnsq.py" "10.$K.200.10" kubernetes.default.svc.cluster.local |
+    grep -qx "10.$K.200.1"
+}
+# kube-router's NetworkPolicy firewall alone on node I (no BGP routing,
+# no service proxy: flannel or the bridge routes, kube-proxy serves),
+# started once its Node object exists (it reads it at start).
+netpol_node() { # I
+  local i=$1
+  start "kube-router-n$i" "$name-n$i" "$abin/kube-router" --run-firewall=true --run-router=false \
+    --run-service-proxy=false --enable-cni=false --kubeconfig "$dir/kubeconfig" \
+    --hostname-override "$name-n$i" --service-cluster-ip-range "10.$K.200.0/22" \
+    --health-port 0 --metrics-port 0 --v 1
+  wait_for "kube-router-n$i" "$last_pid" netpol_ready "$i"
+}
+# kube-router on node I has its NetworkPolicy chains in place.
+netpol_ready() {
+  ip netns exec "$name-n$1" iptables -S KUBE-ROUTER-FORWARD >/dev/null 2>&1
 }
 taint_yaml() { # K=V:E,... -> {key: K, value: V, effect: E}, ...
   local t out=
@@ -696,7 +936,7 @@ up() {
   check_prereqs
   if ((dra_nics)); then
     "$here/build.sh" dradriver >&2 || die "cannot build the test DRA driver (k8s/testenv/build.sh dradriver)"
-    drabin=${KUBE_TESTENV_DIR:-$repo/target/k8s-testenv}/bin/dradriver
+    drabin=$tdir/bin/dradriver
   fi
   if leftovers >/dev/null; then
     log "removing what an earlier cluster $name left"
@@ -706,7 +946,8 @@ up() {
   touch "$dir/.k8s-cluster"
   save_host_state
   ok=
-  trap 'if [[ -z $ok ]]; then log "up failed; logs in $dir/logs (kept in $dir.failed-logs)"; rm -rf "$dir.failed-logs"; cp -r "$dir/logs" "$dir.failed-logs" 2>/dev/null; down; fi' EXIT
+  # KUBE_CLUSTER_KEEP_FAILED=1 leaves a failed cluster up to look at (down removes it).
+  trap 'if [[ -z $ok ]]; then log "up failed; logs in $dir/logs (kept in $dir.failed-logs)"; rm -rf "$dir.failed-logs"; cp -r "$dir/logs" "$dir.failed-logs" 2>/dev/null; [[ -n ${KUBE_CLUSTER_KEEP_FAILED:-} ]] || down; fi' EXIT
   trap 'exit 130' INT TERM HUP
   pick_net
   certs
@@ -715,9 +956,18 @@ up() {
   control_plane
   registry
   pause_image
+  [[ -z $dns ]] || binary_image "$dir/coredns.tar" "$COREDNS_IMAGE" "$abin/coredns" 0:0
+  [[ -z $netpol ]] || binary_image "$dir/netprobe.tar" "$NETPROBE_IMAGE" "$tdir/bin/netprobe" 65534:65534
   for ((i = 1; i <= nodes; i++)); do node "$i"; done
+  for ((i = 1; i <= nodes; i++)); do
+    if [[ $cni == flannel-* ]]; then flannel_wire "$i"; else eval "POD_CIDR_$i=10.$K.$((100 + i)).0/24"; fi
+  done
   wait_for "nodes Ready ($nodes)" "" nodes_ready
   wait_for "the default ServiceAccount" "" default_sa
+  if [[ -n $netpol ]]; then
+    for ((i = 1; i <= nodes; i++)); do netpol_node "$i"; done
+  fi
+  [[ -z $dns ]] || cluster_dns
   if ((dra_nics)); then
     for ((i = 1; i <= nodes; i++)); do
       wait_for "dradriver-n$i" "$(cat "$dir/pids/dradriver-n$i")" dra_ready "n$i"
@@ -727,6 +977,12 @@ up() {
   [[ -z $with_image ]] || image
   cat >"$dir/env" <<EOF
 NAME=$name
+VERSION=$("$bin/kube-apiserver" --version | awk '{print $2}')
+RUNTIME=$runtime
+CNI=$cni
+NETWORK_POLICY=${netpol:+kube-router}
+DNS=${dns:+10.$K.200.10}
+NETPROBE_IMAGE=${netpol:+$NETPROBE_IMAGE}
 KUBECONFIG=$dir/kubeconfig
 SERVER=$API
 TOKEN=$ADMIN_TOKEN
@@ -736,7 +992,7 @@ IMAGE=$IMAGE
 NODES="$(for ((i = 1; i <= nodes; i++)); do printf '%s ' "$name-n$i"; done)"
 NODE_NETNS="$(for ((i = 1; i <= nodes; i++)); do printf '%s ' "$name-n$i"; done)"
 NODE_IPS="$(for ((i = 1; i <= nodes; i++)); do printf '%s ' "10.$K.0.$((10 + i))"; done)"
-POD_CIDRS="$(for ((i = 1; i <= nodes; i++)); do printf '%s ' "10.$K.$((100 + i)).0/24"; done)"
+POD_CIDRS="$(for ((i = 1; i <= nodes; i++)); do v=POD_CIDR_$i; printf '%s ' "${!v}"; done)"
 SERVICE_CIDR=10.$K.200.0/22
 RUNNER_NETNS=$name-r
 RUNNER_KUBECONFIG=$dir/kubeconfig-runner
@@ -746,7 +1002,7 @@ DRA_LOGS="$(for ((i = 1; i <= nodes && dra_nics; i++)); do printf '%s ' "$dir/lo
 EOF
   [[ -n $IMAGE ]] && echo "$IMAGE" >"$dir/image"
   ok=1
-  log "cluster $name up in $(ms_since "$t0") ms: $nodes node(s) Ready, API $API"
+  log "cluster $name up in $(ms_since "$t0") ms: $nodes node(s) Ready ($kube_minor, $runtime, $cni${netpol:+, policy}${dns:+, DNS}), API $API"
   echo "$dir/kubeconfig"
 }
 
