@@ -298,24 +298,32 @@ async fn namespace_level(client: &kube::Client, o: &Options) -> Result<String, K
     )
 }
 
-/// The API server's own addresses (the `kubernetes` Service's endpoints
-/// in `default`), as /32 or /128: where its pod-proxy connections come
-/// from on most clusters. Logged and empty when they cannot be read.
+/// The API server's own addresses (the `kubernetes` Service's
+/// EndpointSlices in `default`), as /32 or /128: where its pod-proxy
+/// connections come from on most clusters. Logged and empty when they
+/// cannot be read. EndpointSlices, not the v1 Endpoints that 1.33 and
+/// later deprecate (every call warns).
 async fn api_server_sources(client: &kube::Client, log: &(dyn Fn(&str) + Sync)) -> Vec<String> {
-    use k8s_openapi::api::core::v1::Endpoints as Eps;
-    let api: kube::Api<Eps> = kube::Api::namespaced(client.clone(), "default");
-    match api.get("kubernetes").await {
-        Ok(e) => e
-            .subsets
-            .unwrap_or_default()
-            .into_iter()
-            .flat_map(|s| s.addresses.unwrap_or_default())
-            .filter_map(|a| a.ip.parse::<IpAddr>().ok())
-            .map(|ip| match ip {
-                IpAddr::V4(_) => format!("{ip}/32"),
-                IpAddr::V6(_) => format!("{ip}/128"),
-            })
-            .collect(),
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let api: kube::Api<EndpointSlice> = kube::Api::namespaced(client.clone(), "default");
+    let lp = kube::api::ListParams::default().labels("kubernetes.io/service-name=kubernetes");
+    match api.list(&lp).await {
+        Ok(l) => {
+            let mut out: Vec<String> = l
+                .items
+                .into_iter()
+                .flat_map(|s| s.endpoints)
+                .flat_map(|e| e.addresses)
+                .filter_map(|a| a.parse::<IpAddr>().ok())
+                .map(|ip| match ip {
+                    IpAddr::V4(_) => format!("{ip}/32"),
+                    IpAddr::V6(_) => format!("{ip}/128"),
+                })
+                .collect();
+            out.sort();
+            out.dedup();
+            out
+        }
         Err(e) => {
             log(&format!(
                 "the API server's addresses could not be read ({e}): the NetworkPolicy admits the agents' HTTP port from the run's pods only (add --api-source CIDR)"

@@ -123,10 +123,10 @@ pub fn needs(networks: &[Network]) -> Vec<Need> {
             "sysctls.rs reads each chosen node's kubelet /configz (allowedUnsafeSysctls) before setting pod sysctls",
         ),
         need(
-            "",
-            "endpoints",
-            &["get"],
-            "the API server's addresses (default/kubernetes) for the NetworkPolicy's pod-proxy rule",
+            "discovery.k8s.io",
+            "endpointslices",
+            &["list"],
+            "the API server's addresses (default/kubernetes's EndpointSlices, by label) for the NetworkPolicy's pod-proxy rule",
         ),
     ];
     if networks.contains(&Network::Dra) {

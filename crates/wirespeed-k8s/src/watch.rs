@@ -439,15 +439,33 @@ async fn watch_sets(
 
 /// The watcher's state through the API server's service proxy.
 async fn state(client: &Client, ns: &str) -> Result<WatchState, K8sError> {
+    let svcs: Api<Service> = Api::namespaced(client.clone(), ns);
+    let svc = svcs
+        .get_opt(WATCHER)
+        .await
+        .map_err(|e| K8sError::api(format!("get Service {ns}/{WATCHER}"), e))?;
+    if svc.is_none() {
+        return Err(K8sError::Invalid(format!(
+            "no watcher in namespace {ns}: it has no Service {WATCHER} (`k8s watch apply --namespace {ns}` makes one)"
+        )));
+    }
     let path = format!("/api/v1/namespaces/{ns}/services/{WATCHER}:http/proxy/v1/watch");
     let req = http::Request::get(&path)
         .body(Vec::new())
         .map_err(|e| K8sError::Invalid(format!("GET {path}: {e}")))?;
-    client
-        .request::<WatchState>(req)
-        .await
-        .map_err(|e| K8sError::api(format!("read the watcher's state (GET {path})"), e))
+    // kube's client retries a 503 (the proxy's "no endpoints available"
+    // while the watcher is not Ready) for minutes: bound the whole call.
+    match tokio::time::timeout(STATE_TIMEOUT, client.request::<WatchState>(req)).await {
+        Ok(r) => r.map_err(|e| K8sError::api(format!("read the watcher's state (GET {path})"), e)),
+        Err(_) => Err(K8sError::Timeout {
+            what: format!("the watcher's state (GET {path}; is its pod Ready?)"),
+            secs: STATE_TIMEOUT.as_secs(),
+        }),
+    }
 }
+
+/// The longest wait for the watcher's state through the API server.
+const STATE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The key in the namespace's Secret, when there is one.
 async fn existing_key(client: &Client, ns: &str) -> Result<Option<Vec<u8>>, K8sError> {

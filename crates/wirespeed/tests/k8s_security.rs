@@ -139,20 +139,19 @@ fn unprivileged_sysctls(pod: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `curl` from node 1's own network namespace (a host on the node network,
-/// outside the run's pods): (HTTP status, body).
-fn curl_from_node(c: &Cluster, method: &str, url: &str) -> (String, String) {
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &format!("{}-n1", c.name),
-            "curl",
-            "-s",
-            "--noproxy",
-            "*",
-        ])
-        .args(["-m", "5", "-X", method, "-w", "\n%{http_code}", url])
+/// `curl` to pod `pod`'s port 5380 through the API server's pod proxy as
+/// the admin, who holds no fleet key (the NetworkPolicy admits the API
+/// server; on an enforcing cluster nothing outside the run reaches the
+/// port directly, k8s_fixtures proves that): (HTTP status, body).
+fn curl_via_api(c: &Cluster, ns: &str, pod: &str, method: &str, path: &str) -> (String, String) {
+    let url = format!(
+        "{}/api/v1/namespaces/{ns}/pods/{pod}:5380/proxy{path}",
+        c.get("SERVER")
+    );
+    let out = Command::new("curl")
+        .args(["-s", "--noproxy", "*", "--cacert", c.get("CA"), "-H"])
+        .arg(format!("Authorization: Bearer {}", c.get("TOKEN")))
+        .args(["-m", "5", "-X", method, "-w", "\n%{http_code}", &url])
         .output()
         .expect("curl");
     let t = String::from_utf8_lossy(&out.stdout).to_string();
@@ -160,22 +159,21 @@ fn curl_from_node(c: &Cluster, method: &str, url: &str) -> (String, String) {
     (code.to_string(), body.to_string())
 }
 
-/// From outside the run: every agent endpoint but /healthz answers 401
-/// and tells nothing of the host, the data ports refuse connections, and
-/// the NetworkPolicy is in place with the agents' ports. (The test
-/// cluster's bridge CNI does not enforce policies, so this checks the
-/// agent's own lock and the object, not enforcement.)
+/// From outside the run: through the API server's pod proxy (which the
+/// NetworkPolicy admits) every agent endpoint but /healthz answers 401
+/// to a caller without the key and tells nothing of the host; from a
+/// node the data ports refuse connections (the agent's, or the policy's
+/// REJECT where it is enforced); the NetworkPolicy is in place with the
+/// agents' ports. This checks the agent's own lock and the object;
+/// k8s_fixtures proves enforcement.
 fn locked_from_outside(c: &Cluster, ns: &str, pods: &[Value]) {
     let kernel = String::from_utf8_lossy(&Command::new("uname").arg("-r").output().unwrap().stdout)
         .trim()
         .to_string();
     for p in pods {
         let ip = p["status"]["podIP"].as_str().expect("pod IP");
-        let base = format!("http://{ip}:5380");
-        assert_eq!(
-            curl_from_node(c, "GET", &format!("{base}/healthz")).0,
-            "200"
-        );
+        let pod = p["metadata"]["name"].as_str().expect("pod name");
+        assert_eq!(curl_via_api(c, ns, pod, "GET", "/healthz").0, "200");
         for (m, path) in [
             ("GET", "/metrics"),
             ("GET", "/v1/facts"),
@@ -183,7 +181,7 @@ fn locked_from_outside(c: &Cluster, ns: &str, pods: &[Value]) {
             ("POST", "/v1/run"),
             ("PUT", "/v1/fleet"),
         ] {
-            let (code, body) = curl_from_node(c, m, &format!("{base}{path}"));
+            let (code, body) = curl_via_api(c, ns, pod, m, path);
             assert_eq!(code, "401", "{m} {path}: {body}");
             assert!(!body.contains(&kernel) && !body.contains("eth0"), "{body}");
         }

@@ -1,8 +1,13 @@
 //! A real Kubernetes cluster for the binary's tests:
 //! k8s/testenv/cluster.sh brings it up (etcd, kube-apiserver, scheduler,
 //! controller-manager, per node a network namespace with containerd,
-//! runc, the CNI bridge, a kubelet and kube-proxy; a registry holding the
-//! agent image the binary under test built) and takes it down on drop.
+//! runc, a CNI, a kubelet and kube-proxy; a registry holding the agent
+//! image the binary under test built) and takes it down on drop.
+//!
+//! Two fixtures: [`NEWEST`], which every real-cluster test runs on
+//! (`Cluster::up`), and [`OLDEST`], the oldest supported, which keeps a
+//! smoke test. `WIRESPEED_K8S_FIXTURE=oldest` runs them all on the oldest
+//! (a machine without `build.sh --version 1.37` and `build.sh addons`).
 
 use super::bin;
 use serde_json::Value;
@@ -19,19 +24,77 @@ pub fn script() -> PathBuf {
     repo().join("k8s/testenv/cluster.sh")
 }
 
-/// Whether this machine can run the cluster; under CI=true it must.
-pub fn can_run(test: &str) -> bool {
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    let bins = std::env::var("KUBE_TESTENV_BIN")
+/// The newest fixture: Kubernetes 1.37, containerd 2, flannel's vxlan
+/// backend, NetworkPolicy enforced (kube-router's firewall), CoreDNS.
+pub const NEWEST: &[&str] = &[
+    "--version",
+    "1.37",
+    "--runtime",
+    "containerd2",
+    "--cni",
+    "flannel-vxlan",
+    "--network-policy",
+    "--dns",
+];
+
+/// The oldest supported fixture: Kubernetes 1.34, containerd 1.6, the
+/// bridge CNI with static routes, no policy, no DNS.
+pub const OLDEST: &[&str] = &[
+    "--version",
+    "1.34",
+    "--runtime",
+    "containerd1",
+    "--cni",
+    "bridge",
+];
+
+/// The fixture `Cluster::up` uses: [`NEWEST`] unless
+/// `WIRESPEED_K8S_FIXTURE=oldest`.
+pub fn default_fixture() -> &'static [&'static str] {
+    match std::env::var("WIRESPEED_K8S_FIXTURE").as_deref() {
+        Ok("oldest") => OLDEST,
+        _ => NEWEST,
+    }
+}
+
+/// What `fixture` needs that build.sh has not built, if anything.
+fn missing_bins(fixture: &[&str]) -> Option<String> {
+    let root = std::env::var("KUBE_TESTENV_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| repo().join("target/k8s-testenv/bin"));
+        .unwrap_or_else(|_| repo().join("target/k8s-testenv"));
+    let newest = fixture.contains(&"1.37");
+    let bins = if newest {
+        root.join("1.37/bin")
+    } else {
+        std::env::var("KUBE_TESTENV_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| root.join("bin"))
+    };
+    let mut need = vec![(bins.join("kubelet"), "k8s/testenv/build.sh")];
+    if newest {
+        need[0].1 = "k8s/testenv/build.sh --version 1.37";
+        need.push((
+            root.join("addons/bin/flanneld"),
+            "k8s/testenv/build.sh addons",
+        ));
+    }
+    need.into_iter()
+        .find(|(p, _)| !p.exists())
+        .map(|(p, how)| format!("{} is missing: run {how}", p.display()))
+}
+
+/// Whether this machine can run the default fixture; under CI=true it must.
+pub fn can_run(test: &str) -> bool {
+    can_run_on(test, default_fixture())
+}
+
+/// Whether this machine can run `fixture`; under CI=true it must.
+pub fn can_run_on(test: &str, fixture: &[&str]) -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let why = if !wirespeed_lab::is_root() {
         Some("needs root".to_string())
-    } else if !bins.join("kubelet").exists() {
-        Some(format!(
-            "{} has no kubelet: run k8s/testenv/build.sh",
-            bins.display()
-        ))
+    } else if let Some(m) = missing_bins(fixture) {
+        Some(m)
     } else if Command::new("containerd")
         .arg("--version")
         .output()
@@ -60,9 +123,16 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// A cluster of the default fixture with `args` (nodes, zones, ...).
     pub fn up(name: &str, args: &[&str]) -> Cluster {
+        Cluster::up_on(name, default_fixture(), args)
+    }
+
+    /// A cluster of `fixture` ([`NEWEST`], [`OLDEST`]) with `args`.
+    pub fn up_on(name: &str, fixture: &[&str], args: &[&str]) -> Cluster {
         let out = Command::new(script())
             .args(["up", "--name", name])
+            .args(fixture)
             .args(args)
             .env("WIRESPEED_BIN", bin())
             .stdin(Stdio::null())
