@@ -111,25 +111,22 @@ build_dradriver() {
   echo "$want_d" >"$bin/dradriver.stamp"
   echo "built dradriver in $bin in $(($(secs) - t0))s"
 }
-# netprobe/ (standard library only): the TCP probe the NetworkPolicy test
-# runs as a pod (cluster.sh --network-policy imports its image); stamped
-# like the driver, beside it in $root/bin.
+# netprobe/ (standard library only): the TCP and DNS probe the
+# NetworkPolicy test runs as a pod (cluster.sh --network-policy imports
+# its image); stamped like the driver, beside it in $root/bin.
 build_netprobe() {
   local src=$here/netprobe want_p pbin=$root/bin
   want_p="netprobe=$(cd "$src" && cat go.mod ./*.go | sha256sum | cut -c1-16) $(go env GOVERSION)"
-  if [[ -x $pbin/netprobe && -f $pbin/netprobe.stamp && "$(cat "$pbin/netprobe.stamp")" == "$want_p" ]]; then
+  if [[ -x $pbin/netprobe && "$(cat "$pbin/netprobe.stamp" 2>/dev/null)" == "$want_p" ]]; then
     echo "netprobe up to date in $pbin"
-    return 0
+  else
+    mkdir -p "$pbin"
+    (cd "$src" && GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOFLAGS="-trimpath -buildvcs=false -mod=readonly" \
+      go build -ldflags="-s -w" -o "$pbin/netprobe.new" .) || die "netprobe build failed"
+    mv -f "$pbin/netprobe.new" "$pbin/netprobe"
+    echo "$want_p" >"$pbin/netprobe.stamp"
+    echo "built netprobe in $pbin"
   fi
-  mkdir -p "$pbin"
-  (
-    cd "$src"
-    GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOFLAGS="-trimpath -buildvcs=false -mod=readonly" \
-      go build -ldflags="-s -w" -o "$pbin/netprobe.new" .
-  ) || die "netprobe build failed"
-  mv -f "$pbin/netprobe.new" "$pbin/netprobe"
-  echo "$want_p" >"$pbin/netprobe.stamp"
-  echo "built netprobe in $pbin"
 }
 
 # The add-ons, each built in a writable copy of its own module (its go.mod

@@ -700,22 +700,31 @@ EOF
       --place="$([[ -n $dra_place ]] && echo true || echo false)"
   fi
 }
-# containerd_config NODEDIR RUNDIR: the node's containerd.toml, version 2
-# for containerd 1.6, version 3 (with CDI and NRI on) for containerd 2.
-containerd_config() {
-  local nd=$1 rd=$2
-  if [[ $runtime == containerd1 ]]; then
-    cat >"$nd/containerd.toml" <<EOF
-version = 2
+# containerd_head VERSION SNAPSHOTTER: what both config versions share
+# (this node's root, state and sockets; the snapshotters that cannot run
+# here, SNAPSHOTTER among them, and tracing off). Uses nd and rd.
+containerd_head() {
+  local p=io.containerd.snapshotter.v1
+  cat <<EOF
+version = $1
 root = "$nd/containerd"
 state = "$rd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp"]
+disabled_plugins = ["$p.$2", "$p.btrfs", "$p.devmapper", "$p.zfs", "io.containerd.tracing.processor.v1.otlp"]
 [grpc]
   address = "$rd/containerd.sock"
 [ttrpc]
   address = "$rd/containerd.sock.ttrpc"
 [debug]
   address = "$rd/debug.sock"
+EOF
+}
+# containerd_config NODEDIR RUNDIR: the node's containerd.toml, version 2
+# for containerd 1.6, version 3 (with CDI and NRI on) for containerd 2.
+containerd_config() {
+  local nd=$1 rd=$2
+  if [[ $runtime == containerd1 ]]; then
+    containerd_head 2 aufs >"$nd/containerd.toml"
+    cat >>"$nd/containerd.toml" <<EOF
 [plugins."io.containerd.internal.v1.opt"]
   path = "$nd/opt"
 [plugins."io.containerd.grpc.v1.cri"]
@@ -741,17 +750,8 @@ EOF
   mkdir -p "$nd/certs.d/$REG" "$nd/cdi" "$nd/nri/conf.d" "$nd/nri/plugins"
   printf 'server = "http://%s"\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n' "$REG" "$REG" \
     >"$nd/certs.d/$REG/hosts.toml"
-  cat >"$nd/containerd.toml" <<EOF
-version = 3
-root = "$nd/containerd"
-state = "$rd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.snapshotter.v1.erofs"]
-[grpc]
-  address = "$rd/containerd.sock"
-[ttrpc]
-  address = "$rd/containerd.sock.ttrpc"
-[debug]
-  address = "$rd/debug.sock"
+  containerd_head 3 erofs >"$nd/containerd.toml"
+  cat >>"$nd/containerd.toml" <<EOF
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = 'overlayfs'
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
