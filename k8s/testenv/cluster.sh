@@ -308,6 +308,8 @@ check_prereqs() {
   if [[ -n $netpol ]]; then
     addons+=(kube-router)
     need ipset
+    [[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]] ||
+      die "--network-policy needs br_netfilter (bridged pod traffic through iptables): modprobe br_netfilter"
     [[ -x $tdir/bin/netprobe ]] || die "$tdir/bin/netprobe missing: run k8s/testenv/build.sh addons first"
   fi
   [[ -n $dns ]] && { addons+=(coredns); need python3; }
@@ -702,7 +704,8 @@ EOF
 }
 # containerd_head VERSION SNAPSHOTTER: what both config versions share
 # (this node's root, state and sockets; the snapshotters that cannot run
-# here, SNAPSHOTTER among them, and tracing off). Uses nd and rd.
+# here, SNAPSHOTTER among them, and tracing off; the opt plugin's
+# directory, which is /opt/containerd on the host otherwise). Uses nd, rd.
 containerd_head() {
   local p=io.containerd.snapshotter.v1
   cat <<EOF
@@ -716,6 +719,8 @@ disabled_plugins = ["$p.$2", "$p.btrfs", "$p.devmapper", "$p.zfs", "io.container
   address = "$rd/containerd.sock.ttrpc"
 [debug]
   address = "$rd/debug.sock"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$nd/opt"
 EOF
 }
 # containerd_config NODEDIR RUNDIR: the node's containerd.toml, version 2
@@ -725,8 +730,6 @@ containerd_config() {
   if [[ $runtime == containerd1 ]]; then
     containerd_head 2 aufs >"$nd/containerd.toml"
     cat >>"$nd/containerd.toml" <<EOF
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$nd/opt"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
   restrict_oom_score_adj = true

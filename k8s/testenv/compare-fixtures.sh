@@ -32,7 +32,7 @@ for f in "${fixtures[@]}"; do
   WIRESPEED_BIN=$ws "$here/cluster.sh" up --name "$name" --nodes 2 $f >/dev/null 2>"$out/up.log" ||
     { cat "$out/up.log" >&2; exit 1; }
   # shellcheck disable=SC1091
-  source "$repo/target/k8s-cluster/$name/env"
+  source "$("$here/cluster.sh" env --name "$name")"
   key=$out/key
   openssl rand -hex 16 >"$key"
   chmod 600 "$key"

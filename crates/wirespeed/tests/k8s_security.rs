@@ -187,7 +187,15 @@ fn locked_from_outside(c: &Cluster, ns: &str, pods: &[Value]) {
         }
         // The top of the range: run A's one test at a time takes the bottom.
         let data = Command::new("ip")
-            .args(["netns", "exec", &format!("{}-n1", c.name), "bash", "-c"])
+            .args([
+                "netns",
+                "exec",
+                &format!("{}-n1", c.name),
+                "timeout",
+                "5",
+                "bash",
+                "-c",
+            ])
             .arg(format!("exec 3<>/dev/tcp/{ip}/5316"))
             .output()
             .unwrap();
