@@ -86,6 +86,28 @@ stamp=$bin/VERSIONS
 secs() { date +%s; }
 # `go mod download -json M@V` -> value of one string field.
 json_field() { sed -n "s/^[[:space:]]*\"$1\": \"\(.*\)\",\{0,1\}\$/\1/p"; }
+# download M@V: `go mod download -json` in $src (the caller's), or die
+# with its error.
+download() {
+  local out err
+  out=$(cd "$src" && go mod download -json "$1") || { echo "$out" >&2; die "cannot download $1"; }
+  err=$(json_field Error <<<"$out")
+  [[ -z $err ]] || die "cannot download $1: $err"
+  printf '%s\n' "$out"
+}
+# module_copy M@V DEST: a writable copy of module M@V at DEST, without
+# go.work and vendor/ (vendor/ would turn on -mod=vendor); prints
+# download's JSON.
+module_copy() {
+  local info dir
+  info=$(download "$1")
+  dir=$(json_field Dir <<<"$info")
+  [[ -d $dir ]] || die "$1: no module dir"
+  cp -r "$dir" "$2"
+  chmod -R u+w "$2"
+  rm -rf "$2/go.work" "$2/go.work.sum" "$2/vendor"
+  printf '%s\n' "$info"
+}
 
 # The test DRA driver (dradriver/, a Go module of its own): its stamp is
 # a hash of its sources and the Go version, apart from VERSIONS, so a
@@ -156,14 +178,9 @@ build_addons() {
       local drop= cgo=0
       if [[ $1 == --cgo ]]; then cgo=1; shift; fi
       if [[ $1 == --drop-import ]]; then drop=$2; shift 2; fi
-      local m=$1 d=$src/$2 info dir
+      local m=$1 d=$src/$2
       shift 2
-      info=$(cd "$src" && go mod download -json "$m") || die "cannot download $m"
-      dir=$(json_field Dir <<<"$info")
-      [[ -d $dir ]] || die "$m: no module dir ($(json_field Error <<<"$info"))"
-      cp -r "$dir" "$d"
-      chmod -R u+w "$d"
-      rm -rf "$d/go.work" "$d/go.work.sum" "$d/vendor"
+      module_copy "$m" "$d" >/dev/null
       if [[ -n $drop ]]; then
         grep -q "\"$drop\"" "$d/main.go" || die "$m: main.go does not import $drop"
         sed -i "\#\"$drop\"#d" "$d/main.go"
@@ -231,13 +248,6 @@ trap cleanup EXIT
 cleanup
 mkdir -p "$src" "$new"
 
-download() {
-  local out err
-  out=$(cd "$src" && go mod download -json "$1") || { echo "$out" >&2; die "cannot download $1"; }
-  err=$(json_field Error <<<"$out")
-  [[ -z $err ]] || die "cannot download $1: $err"
-  printf '%s\n' "$out"
-}
 
 total0=$(secs)
 
@@ -263,14 +273,9 @@ echo "built etcd $ETCD_VERSION in ${etcd_secs}s"
 # missing staging dirs and vendor/ holds only an OWNERS file (it would turn
 # on -mod=vendor): both go.
 t0=$(secs)
-info=$(download "k8s.io/kubernetes@$KUBE_VERSION")
-moddir=$(json_field Dir <<<"$info")
-infofile=$(json_field Info <<<"$info")
-[[ -d $moddir ]] || die "k8s.io/kubernetes@$KUBE_VERSION: no module dir"
 kube=$src/kubernetes
-cp -r "$moddir" "$kube"
-chmod -R u+w "$kube"
-rm -rf "$kube/go.work" "$kube/go.work.sum" "$kube/vendor"
+info=$(module_copy "k8s.io/kubernetes@$KUBE_VERSION" "$kube")
+infofile=$(json_field Info <<<"$info")
 
 staging_version=v0.${KUBE_VERSION#v1.}
 edits=()
