@@ -486,17 +486,31 @@ pub fn status(st: &StateDir) -> Result<Option<Journal>, HostError> {
 
 /// The watchdog's life: detaches from the terminal, waits for the
 /// deadline, rolls back unless confirmed, and writes what it did to
-/// `watchdog.log` in the state directory.
+/// `watchdog.log` in the state directory. SIGTERM, SIGINT, SIGHUP or
+/// SIGQUIT (taken between two looks at the journal, never in the middle
+/// of a rollback) end the wait early: it rolls back at once unless the
+/// journal was confirmed, then exits.
 pub fn watchdog(st: &StateDir, at: &Place) -> Result<(), HostError> {
     crate::sys::detach();
     let mut host = at.open_host()?;
     let log = st.dir().join("watchdog.log");
-    let line = match tune::watch(&mut host, st) {
+    let mut pause = |d: Duration| crate::sys::wait_stop(d).map(String::from);
+    let line = match tune::watch(&mut host, st, &mut pause) {
         Ok(tune::Watched::RolledBack(r)) => format!(
             "deadline passed without confirmation: rolled back ({})",
             rolled_text(&r)
         ),
         Ok(tune::Watched::Nothing) => "confirmed or rolled back by hand: nothing to do".into(),
+        Ok(tune::Watched::Stopped {
+            by,
+            rolled: Some(r),
+        }) => format!(
+            "{by} before the deadline: rolled back at once ({})",
+            rolled_text(&r)
+        ),
+        Ok(tune::Watched::Stopped { by, rolled: None }) => format!(
+            "{by}: confirmed, rolled back already or guarded by another watchdog: nothing to do"
+        ),
         Err(e) => format!("rollback failed: {e}"),
     };
     let _ = std::fs::write(log, format!("{line}\n"));
@@ -510,6 +524,10 @@ fn spawn_watchdog(st: &StateDir, at: &Place) -> Result<u32, HostError> {
         root: at.root.clone(),
     }
     .command()?;
+    // Its own session from the start, with the signals that stop it
+    // blocked until it waits for them: a Ctrl-C in the terminal does not
+    // reach it, and a signal sent to it early is not lost.
+    crate::sys::new_session(&mut cmd);
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());

@@ -4,11 +4,14 @@
 //! cache on a connected socket), for IPv4 and IPv6; the namespace calls
 //! [`crate::netns`] makes (mount, umount2, unshare, setns); and the
 //! signal handling of a tune session (holding signals during an apply,
-//! detaching the watchdog).
+//! starting the watchdog in a session of its own, and the watchdog's
+//! wait for a signal that tells it to stop).
 
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::RawFd;
+use std::process::Command;
+use std::time::Duration;
 
 fn check(rc: libc::c_int) -> io::Result<()> {
     if rc == 0 {
@@ -58,24 +61,83 @@ pub(crate) fn setns(fd: RawFd, nstype: libc::c_int) -> io::Result<()> {
     check(unsafe { libc::setns(fd, nstype) })
 }
 
-/// Starts a new session and ignores SIGHUP, so the watchdog outlives the
-/// SSH session or terminal that ran `tune apply`; unblocks the signals
-/// [`hold_signals`] blocked in the apply that started it.
-pub(crate) fn detach() {
-    // SAFETY: setsid and signal take no pointers; failure (already a
-    // session leader) leaves the process as it was, which is harmless.
-    // The sigset is a local, initialised by sigemptyset before use.
+/// The interrupting signals: held back while a [`SignalHold`] lives, and
+/// the ones that tell the watchdog to roll back at once and stop.
+const HELD: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// The set of [`HELD`].
+fn held_set() -> libc::sigset_t {
+    // SAFETY: the sigset is a local, initialised by sigemptyset before
+    // sigaddset reads it; the signal numbers are valid.
     unsafe {
-        libc::setsid();
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in HELD {
+            libc::sigaddset(&mut set, s);
+        }
+        set
     }
 }
 
-/// Signals held back while a [`SignalHold`] lives.
-const HELD: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+/// Starts `cmd`'s process (the watchdog) as the leader of a session of
+/// its own, so that no terminal's Ctrl-C or hangup reaches it (only a
+/// signal sent to it), with the [`HELD`] signals blocked from its first
+/// instruction: one sent before the watchdog waits for it stays pending
+/// and is acted on (see [`detach`]), instead of ending the process
+/// without a rollback.
+pub(crate) fn new_session(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let set = held_set();
+    // SAFETY: the closure runs in the child between fork and exec, where
+    // only async-signal-safe functions may be called: setsid and
+    // sigprocmask are, and it reads only its own copy of `set`, made
+    // before the fork. Failure of either leaves the child as Command
+    // would have started it, which detach() then repairs or tolerates.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setsid();
+            libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+}
+
+/// The watchdog's start: a new session (when [`new_session`] did not make
+/// one already), so it outlives the SSH session or terminal that ran
+/// `tune apply`, and exactly the [`HELD`] signals blocked, whatever mask
+/// it was started with: they then arrive only through [`wait_stop`],
+/// between two looks at the journal, never in the middle of a rollback.
+pub(crate) fn detach() {
+    let set = held_set();
+    // SAFETY: setsid takes no pointers; failure (already a session
+    // leader) leaves the process as it was, which is harmless. `set` is
+    // a live local sigset.
+    unsafe {
+        libc::setsid();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Waits up to `timeout` for one of the [`HELD`] signals (blocked by
+/// [`detach`]) and takes it: its name (`SIGTERM`, ...), or None when
+/// none came in time.
+pub(crate) fn wait_stop(timeout: Duration) -> Option<&'static str> {
+    let set = held_set();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as _,
+    };
+    // SAFETY: `set` and `ts` are live locals the kernel only reads; a
+    // null siginfo pointer is allowed. An error (timeout, EINTR) is -1.
+    let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+    match sig {
+        libc::SIGTERM => Some("SIGTERM"),
+        libc::SIGINT => Some("SIGINT"),
+        libc::SIGHUP => Some("SIGHUP"),
+        libc::SIGQUIT => Some("SIGQUIT"),
+        _ => None,
+    }
+}
 
 /// Blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT on this thread until
 /// dropped; a signal that came meanwhile then acts (by default: ends the
@@ -87,14 +149,10 @@ pub(crate) struct SignalHold {
 /// Holds the interrupting signals back for a section that must not be
 /// cut in half (an apply between its journal and its watchdog).
 pub(crate) fn hold_signals() -> SignalHold {
-    // SAFETY: both sigsets are locals initialised by sigemptyset /
-    // filled by pthread_sigmask before they are read.
+    let set = held_set();
+    // SAFETY: `set` is a live local; `old` is filled by pthread_sigmask
+    // before it is read.
     unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in HELD {
-            libc::sigaddset(&mut set, s);
-        }
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
         SignalHold { old }

@@ -182,11 +182,28 @@ pub enum Watched {
     Nothing,
     /// The deadline passed unconfirmed: rolled back.
     RolledBack(RolledBack),
+    /// Told to stop before the deadline (a signal): rolled back at once,
+    /// unless there was nothing of its own to roll back.
+    Stopped {
+        /// What told it to stop (`SIGTERM`, ...).
+        by: String,
+        /// What was restored; None when the journal was confirmed, rolled
+        /// back already, or is guarded by another watchdog that still runs.
+        rolled: Option<RolledBack>,
+    },
 }
 
-/// The watchdog's loop: waits until the deadline (checking the journal
-/// every 100 ms), then rolls back unless confirmed.
-pub fn watch(host: &mut Host, state: &StateDir) -> Result<Watched, HostError> {
+/// The watchdog's loop: waits until the deadline, looking at the journal
+/// at least every 100 ms and pausing in between with `pause(at_most)`,
+/// then rolls back unless confirmed. When `pause` returns a reason to
+/// stop (the watchdog's: a SIGTERM, SIGINT, SIGHUP or SIGQUIT that came),
+/// it rolls back at once, since changes left in place unguarded past the
+/// deadline are the unsafe outcome, and returns [`Watched::Stopped`].
+pub fn watch(
+    host: &mut Host,
+    state: &StateDir,
+    pause: &mut dyn FnMut(Duration) -> Option<String>,
+) -> Result<Watched, HostError> {
     loop {
         let Some(j) = state.load()? else {
             return Ok(Watched::Nothing);
@@ -202,6 +219,27 @@ pub fn watch(host: &mut Host, state: &StateDir) -> Result<Watched, HostError> {
         }
         // try_: a hand-edited journal's absurd deadline must not panic.
         let left = Duration::try_from_secs_f64(deadline - now_unix()).unwrap_or_default();
-        std::thread::sleep(left.clamp(Duration::from_millis(1), Duration::from_millis(100)));
+        if let Some(by) = pause(left.clamp(Duration::from_millis(1), Duration::from_millis(100))) {
+            let rolled = rollback_on_stop(host, state)?;
+            return Ok(Watched::Stopped { by, rolled });
+        }
     }
+}
+
+/// The watchdog told to stop before its deadline: under the lock (an
+/// apply that has not yet recorded this watchdog finishes first), rolls
+/// back a journal that is still unconfirmed and not guarded by another
+/// watchdog that still runs; leaves a confirmed one (or none) as it is.
+fn rollback_on_stop(host: &mut Host, state: &StateDir) -> Result<Option<RolledBack>, HostError> {
+    let lock = state.lock()?;
+    let Some(j) = state.load()? else {
+        return Ok(None);
+    };
+    let another = j
+        .watchdog_pid
+        .is_some_and(|p| p != std::process::id() && j.watchdog_alive() == Some(true));
+    if j.deadline_unix.is_none() || j.from_earlier_boot() || another {
+        return Ok(None);
+    }
+    rollback_locked(host, state, &lock).map(Some)
 }
