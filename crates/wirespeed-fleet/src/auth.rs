@@ -14,7 +14,18 @@
 //! - `x-wirespeed-nonce`: 16 random bytes in hex, never reused;
 //! - `x-wirespeed-signature`: hex HMAC-SHA256 under the key (the same
 //!   key file as the engine server's `--key-file`) of
-//!   `wirespeed-fleet-v2\n{AGENT}\n{BOOT}\n{METHOD}\n{PATH}\n{date}\n{nonce}\n{hex SHA-256 of the body}`.
+//!   `wirespeed-fleet-v2\n{AGENT}\n{BOOT}\n{METHOD}\n{TARGET}\n{date}\n{nonce}\n{hex SHA-256 of the body}`,
+//!   where TARGET is the request target as sent: the path, then `?` and
+//!   the query string when the request has one (`/v1/results?x=1`;
+//!   [`signed_target`]). A signature made for `/v1/run` does not verify
+//!   for `/v1/run?x=1`.
+//!
+//! The query became part of TARGET without a new version string: for a
+//! request without one the message is byte for byte what it was, so
+//! agents and controllers from before and after agree on every such
+//! request (every request wirespeed itself makes); only a request with a
+//! query, whose query an older agent let through unsigned, is refused by
+//! an agent of this version unless its signature covers the query.
 //!
 //! The agent accepts a request whose date is within [`MAX_SKEW`] of its
 //! own clock and whose nonce it has not seen in that window; so a
@@ -45,6 +56,7 @@
 //! time. It is the same for every agent of the fleet and does not expire:
 //! change the key to revoke it.
 
+use axum::http::Uri;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, VecDeque};
@@ -137,18 +149,27 @@ fn mac(key: &[u8]) -> HmacSha256 {
 fn message(
     target: &Target,
     method: &str,
-    path: &str,
+    path_and_query: &str,
     date: u64,
     nonce: &str,
     body: &[u8],
 ) -> Vec<u8> {
     format!(
-        "{VERSION}\n{}\n{}\n{method}\n{path}\n{date}\n{nonce}\n{}",
+        "{VERSION}\n{}\n{}\n{method}\n{path_and_query}\n{date}\n{nonce}\n{}",
         target.name,
         target.boot,
         hex(&Sha256::digest(body))
     )
     .into_bytes()
+}
+
+/// What a signature covers of a request's URI: its path and, when it
+/// has one, `?` and its query string, as sent (an absolute-form URI's
+/// scheme and authority are left out: the agent's name in the signed
+/// message already says which agent it is for).
+pub fn signed_target(uri: &Uri) -> &str {
+    uri.path_and_query()
+        .map_or_else(|| uri.path(), |p| p.as_str())
 }
 
 fn now() -> u64 {
@@ -181,19 +202,21 @@ pub fn bearer_token(key: &[u8]) -> String {
     hex(&m.finalize().into_bytes())
 }
 
-/// The five headers that sign a request for `target` (name, value).
+/// The five headers that sign a request for `target` (name, value);
+/// `path_and_query` is the request target it is sent to: the path, and
+/// `?query` when it has one.
 pub fn sign(
     key: &[u8],
     target: &Target,
     method: &str,
-    path: &str,
+    path_and_query: &str,
     body: &[u8],
 ) -> [(&'static str, String); 5] {
     let mut n = [0u8; 16];
     // A failing system RNG leaves a zero nonce: the agent then refuses
     // the second such request as a replay, which is safe.
     let _ = getrandom::fill(&mut n);
-    sign_at(key, target, method, path, body, now(), &hex(&n))
+    sign_at(key, target, method, path_and_query, body, now(), &hex(&n))
 }
 
 /// [`sign`] with a given date and nonce (tests).
@@ -201,13 +224,13 @@ pub fn sign_at(
     key: &[u8],
     target: &Target,
     method: &str,
-    path: &str,
+    path_and_query: &str,
     body: &[u8],
     date: u64,
     nonce: &str,
 ) -> [(&'static str, String); 5] {
     let mut m = mac(key);
-    m.update(&message(target, method, path, date, nonce, body));
+    m.update(&message(target, method, path_and_query, date, nonce, body));
     [
         (AGENT, target.name.clone()),
         (BOOT, target.boot.clone()),
@@ -238,23 +261,24 @@ impl Verifier {
     }
 
     /// Checks a request: a bearer token (reads only) or a signature;
-    /// `header` looks a header up. Err is the refusal (never the expected
-    /// signature or token).
+    /// `path_and_query` is the request's target as received (its
+    /// [`signed_target`]: the query too), `header` looks a header up. Err
+    /// is the refusal (never the expected signature or token).
     pub fn verify(
         &mut self,
         method: &str,
-        path: &str,
+        path_and_query: &str,
         header: impl Fn(&str) -> Option<String>,
         body: &[u8],
     ) -> Result<(), Refusal> {
-        self.verify_at(method, path, header, body, now())
+        self.verify_at(method, path_and_query, header, body, now())
     }
 
     /// [`Verifier::verify`] at a given time (tests).
     pub fn verify_at(
         &mut self,
         method: &str,
-        path: &str,
+        path_and_query: &str,
         header: impl Fn(&str) -> Option<String>,
         body: &[u8],
         now: u64,
@@ -300,7 +324,14 @@ impl Verifier {
         };
         let claimed = Target { name: agent, boot };
         let mut m = mac(&self.key);
-        m.update(&message(&claimed, method, path, date, &nonce, body));
+        m.update(&message(
+            &claimed,
+            method,
+            path_and_query,
+            date,
+            &nonce,
+            body,
+        ));
         if m.verify_slice(&sig).is_err() {
             return unauthenticated(
                 "wrong signature: the request was not signed with this fleet's key (or it was changed on the way)",
@@ -477,6 +508,65 @@ mod tests {
         assert!(message_of(r).contains("Bearer TOKEN"));
         assert_ne!(bearer_token(KEY), bearer_token(b"k2"));
         assert_eq!(bearer_token(KEY).len(), 64);
+    }
+
+    #[test]
+    fn the_signature_covers_the_query_string() {
+        let uri = |s: &str| s.parse::<Uri>().unwrap();
+        let mut v = Verifier::new(KEY.to_vec(), me());
+        // Signed for /v1/run, sent to /v1/run?x=1: refused.
+        let h = sign_at(KEY, &me(), "POST", "/v1/run", b"{}", 1000, NONCE1);
+        let sent = uri("/v1/run?x=1");
+        let r = v.verify_at("POST", signed_target(&sent), headers(&h), b"{}", 1000);
+        assert!(message_of(r).contains("wrong signature"));
+        // Signed for the whole target: passes, and only with that query.
+        let n2 = "ffeeddccbbaa99887766554433221100";
+        let h = sign_at(KEY, &me(), "GET", "/v1/results?x=1", b"", 1000, n2);
+        let r = v.verify_at(
+            "GET",
+            signed_target(&uri("/v1/results?x=2")),
+            headers(&h),
+            b"",
+            1000,
+        );
+        assert!(message_of(r).contains("wrong signature"));
+        let r = v.verify_at(
+            "GET",
+            signed_target(&uri("/v1/results")),
+            headers(&h),
+            b"",
+            1000,
+        );
+        assert!(message_of(r).contains("wrong signature"));
+        v.verify_at(
+            "GET",
+            signed_target(&uri("/v1/results?x=1")),
+            headers(&h),
+            b"",
+            1000,
+        )
+        .unwrap();
+        // An absolute-form target covers its path and query, as sent.
+        assert_eq!(
+            signed_target(&uri("http://a:5380/v1/run?x=1")),
+            "/v1/run?x=1"
+        );
+        assert_eq!(signed_target(&uri("/v1/run")), "/v1/run");
+    }
+
+    #[test]
+    fn a_request_without_a_query_is_signed_as_before() {
+        // The message of wirespeed-fleet-v2 for a target without a query
+        // is unchanged, so agents and controllers from before the query
+        // was signed still agree with these on every request they make:
+        // the HMAC-SHA256 of the message in the module's documentation
+        // (computed apart, and by the code before the query was signed).
+        let h = sign_at(KEY, &me(), "POST", "/v1/run", b"{}", 1000, NONCE1);
+        assert_eq!(VERSION, "wirespeed-fleet-v2");
+        assert_eq!(
+            h[4].1,
+            "c756b6ef356e1cdeeacccec03386393ea11564122a01df49edf718be8b41f79b"
+        );
     }
 
     #[test]

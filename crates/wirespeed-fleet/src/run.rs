@@ -187,7 +187,8 @@ impl AgentClient {
     }
 
     /// Sends one request signed with the fleet key for the agent (its
-    /// name and boot id from `/healthz`, read first when not yet known).
+    /// name and boot id from `/healthz`, read first when not yet known),
+    /// over all of `path` as sent (a `?query` in it included).
     /// A 401 may mean the agent restarted: its boot id is read again and,
     /// when it changed, the request is signed anew and sent once more.
     /// Any answer is Ok, whatever its status.

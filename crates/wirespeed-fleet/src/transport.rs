@@ -1,7 +1,8 @@
 //! How the controller reaches an agent's HTTP API.
 //!
 //! [`AgentClient`](crate::run::AgentClient) builds each request as the
-//! agent sees it (method, path, headers, body; signed over that path) and
+//! agent sees it (method, path and query, headers, body; signed over that
+//! whole target, [`crate::auth::signed_target`]) and
 //! hands it to an [`AgentTransport`]. [`Direct`] sends it over HTTP to the
 //! agent's `http` address, which the controller must reach; another
 //! transport may relay it (wirespeed-k8s sends it through the Kubernetes
@@ -24,7 +25,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub struct AgentRequest {
     /// `GET`, `PUT` or `POST`.
     pub method: String,
-    /// The path on the agent, e.g. `/v1/run` (what a signature covers).
+    /// The request target on the agent: the path, and `?query` when there
+    /// is one, e.g. `/v1/run` (all of it is what a signature covers, so a
+    /// transport sends it as it is).
     pub path: String,
     /// Header names and values (the signature's among them).
     pub headers: Vec<(String, String)>,

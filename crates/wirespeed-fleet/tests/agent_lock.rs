@@ -1,6 +1,7 @@
 //! The locked agent, attacked on loopback: nothing but `/healthz`
 //! without the key (and no host fact in the refusal), replays to the same
-//! agent, to another agent and to a restarted agent refused, an invalid
+//! agent, to another agent and to a restarted agent refused, a signature
+//! that does not cover the query string sent refused, an invalid
 //! spec refused before anything runs, and slow-loris connections, slow
 //! bodies and huge requests that do not keep normal requests out.
 
@@ -127,6 +128,30 @@ fn a_signed_read_replayed_to_the_same_agent_is_refused() {
     let (st, msg) = get_with(a.http_addr(), "/v1/facts", &extra);
     assert_eq!(st, 401, "{msg}");
     assert!(msg.contains("wrong signature"), "{msg}");
+}
+
+#[test]
+fn a_request_signed_for_a_path_is_refused_with_a_query_added() {
+    let Pair { a, .. } = pair();
+    let addr = a.http_addr();
+    let t = target(addr);
+    // Signed for /v1/run, sent to /v1/run?x=1: refused, nothing runs.
+    let body = run_body("b");
+    let extra = signed(KEY, &t, "POST", "/v1/run", &body);
+    let (st, msg) = post(addr, "/v1/run?x=1", &extra, &body);
+    assert_eq!(st, 401, "{msg}");
+    assert!(msg.contains("wrong signature"), "{msg}");
+    assert_eq!(read(addr, "/v1/results").1.trim(), "[]");
+    // A read signed for its whole target, query and all: refused with the
+    // query dropped or changed, answered as signed.
+    let extra = signed(KEY, &t, "GET", "/v1/results?x=1", "");
+    for other in ["/v1/results", "/v1/results?x=2"] {
+        let (st, msg) = get_with(addr, other, &extra);
+        assert_eq!(st, 401, "{other}: {msg}");
+        assert!(msg.contains("wrong signature"), "{other}: {msg}");
+    }
+    let (st, body) = get_with(addr, "/v1/results?x=1", &extra);
+    assert_eq!((st, body.trim()), (200, "[]"));
 }
 
 #[test]

@@ -35,7 +35,12 @@ async fn require_key(State(st): State<Arc<Shared>>, req: Request, next: Next) ->
         .verifier
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .verify(req.method().as_str(), req.uri().path(), get, &body);
+        .verify(
+            req.method().as_str(),
+            crate::auth::signed_target(req.uri()),
+            get,
+            &body,
+        );
     match verdict {
         Ok(()) => next.run(req).await,
         Err(r) => {

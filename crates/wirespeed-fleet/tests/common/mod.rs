@@ -158,7 +158,8 @@ pub fn target(addr: SocketAddr) -> Target {
     }
 }
 
-/// Header lines signing `method path body` with `key` for `t`.
+/// Header lines signing `method path body` with `key` for `t` (`path`:
+/// the request target, any `?query` included).
 pub fn signed(key: &[u8], t: &Target, method: &str, path: &str, body: &str) -> String {
     auth::sign(key, t, method, path, body.as_bytes())
         .iter()
