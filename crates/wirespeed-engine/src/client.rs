@@ -155,6 +155,7 @@ fn expect_error(m: Msg, what: &str) -> EngineError {
             match code.as_str() {
                 "busy" => EngineError::Busy(message),
                 "auth" => EngineError::Auth(message),
+                "interrupted" => EngineError::Interrupted(message),
                 _ => EngineError::Refused(format!("{message} ({})", printable(&code, 32))),
             }
         }

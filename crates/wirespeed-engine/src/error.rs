@@ -37,6 +37,10 @@ pub enum EngineError {
     /// The peer did not answer in time.
     #[error("timed out: {0}")]
     Timeout(String),
+    /// The test was ended before its time: the server was stopped
+    /// (SIGTERM, Ctrl-C) while it ran.
+    #[error("interrupted: {0}")]
+    Interrupted(String),
 }
 
 impl EngineError {

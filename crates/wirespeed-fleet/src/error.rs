@@ -33,6 +33,10 @@ pub enum FleetError {
         /// What it said or what failed.
         message: String,
     },
+    /// A history file cannot be opened, read or written; the message
+    /// names the file and what to do.
+    #[error("history: {0}")]
+    History(String),
     /// A results or baseline file is not what it should be.
     #[error("{0}")]
     Results(String),

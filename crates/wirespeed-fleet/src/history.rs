@@ -5,7 +5,8 @@
 //! pair and time (`wirespeed fleet history`), pruned by age.
 
 use crate::error::{FleetError, Result};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use wirespeed_types::TestResult;
 use wirespeed_types::fleet::{DriftEvent, FleetResults, HistoryRow as Row, HostFacts, LinkTest};
@@ -147,22 +148,29 @@ pub struct History {
 pub struct WatchLock(#[allow(dead_code)] std::fs::File);
 
 /// Takes the watcher's lock on the history at `path`; a second watcher
-/// on the same file is refused with the lock file's name.
+/// on the same file is refused with the lock file's name. The file is
+/// created first (0600) so the lock is named after the file itself, not
+/// the path given: two watchers naming one file through a symlink or a
+/// relative path take the same lock.
 pub fn lock_for_watch(path: &Path) -> Result<WatchLock> {
-    let mut name = path.as_os_str().to_owned();
+    create_private(path)?;
+    let file = std::fs::canonicalize(path)
+        .map_err(|e| FleetError::io(format!("resolve {}", path.display()), e))?;
+    let mut name = file.as_os_str().to_owned();
     name.push(".watch.lock");
     let lock = std::path::PathBuf::from(name);
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(&lock)
         .map_err(|e| FleetError::io(format!("open {}", lock.display()), e))?;
     match f.try_lock() {
         Ok(()) => Ok(WatchLock(f)),
-        Err(std::fs::TryLockError::WouldBlock) => Err(FleetError::Fleet(format!(
+        Err(std::fs::TryLockError::WouldBlock) => Err(FleetError::History(format!(
             "another watcher writes {} (it holds {}): one watcher per history file",
-            path.display(),
+            file.display(),
             lock.display()
         ))),
         Err(std::fs::TryLockError::Error(e)) => {
@@ -171,41 +179,143 @@ pub fn lock_for_watch(path: &Path) -> Result<WatchLock> {
     }
 }
 
+/// Creates the history file readable by its owner only (it holds the
+/// fleet's hosts, addresses and settings) unless it exists; refuses a
+/// path that is not a regular file (a device, a directory), which SQLite
+/// would write into.
+fn create_private(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => return Ok(()),
+        Ok(_) => {
+            return Err(FleetError::History(format!(
+                "{} is not a regular file: give a history file's path",
+                path.display()
+            )));
+        }
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(FleetError::io(format!("stat {}", path.display()), e));
+        }
+        Err(_) => {}
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map(drop)
+        .map_err(|e| FleetError::io(format!("create {}", path.display()), e))
+}
+
+/// SQLite's integrity check of the file (every page, every index against
+/// its table: 0.35 s for 200,000 tests); the first problems it names.
+fn check_integrity(db: &Connection, name: &str) -> Result<()> {
+    let damage = db
+        .prepare("PRAGMA integrity_check(5)")
+        .and_then(|mut st| {
+            st.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()
+        })
+        .unwrap_or_else(|e| vec![e.to_string()]);
+    if damage.len() == 1 && damage[0] == "ok" {
+        return Ok(());
+    }
+    Err(FleetError::History(format!(
+        "{name} is damaged ({}): nothing was read from it or written to it; move it aside (a watcher then starts a new history) or salvage its rows with `sqlite3 {name} .recover`",
+        damage.join("; ").replace('\n', " ")
+    )))
+}
+
 fn sql(what: &str, e: rusqlite::Error) -> FleetError {
-    FleetError::Fleet(format!("history: {what}: {e}"))
+    FleetError::History(format!("{what}: {e}"))
+}
+
+/// A watcher and a `fleet history` may share the file: wait for a
+/// writer rather than fail at once.
+fn configure(db: &Connection) -> Result<()> {
+    db.busy_timeout(std::time::Duration::from_secs(5))
+        .and_then(|_| db.pragma_update(None, "foreign_keys", true))
+        .map_err(|e| sql("configure", e))
+}
+
+/// The file's schema version; a newer one than this build's is refused.
+fn schema_of(db: &Connection, name: &str) -> Result<i64> {
+    let version: i64 = db
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| sql(&format!("read the schema version of {name}"), e))?;
+    if version > SCHEMA {
+        return Err(FleetError::History(format!(
+            "{name} has schema {version}, newer than this wirespeed's {SCHEMA}: use the wirespeed that wrote it"
+        )));
+    }
+    Ok(version)
 }
 
 impl History {
-    /// Opens (creating) the file at `path` and migrates it to [`SCHEMA`].
+    /// Opens the file at `path` for writing (created 0600 when missing),
+    /// checks its integrity and migrates it to [`SCHEMA`]: the watcher's
+    /// and `fleet run --history`'s way in.
     pub fn open(path: &Path) -> Result<History> {
-        let db = Connection::open(path).map_err(|e| sql(&format!("open {}", path.display()), e))?;
-        Self::init(db, &path.display().to_string())
+        create_private(path)?;
+        let name = path.display().to_string();
+        let db = Connection::open(path).map_err(|e| sql(&format!("open {name}"), e))?;
+        configure(&db)?;
+        check_integrity(&db, &name)?;
+        let version = schema_of(&db, &name)?;
+        let h = History { db };
+        h.migrate(version)?;
+        Ok(h)
+    }
+
+    /// Opens an existing file read-only, as readers do (`fleet history`):
+    /// nothing is created, migrated or written. A file of an older schema
+    /// is copied into memory and migrated there; an empty file, or one
+    /// that is not a history, is refused.
+    pub fn open_read(path: &Path) -> Result<History> {
+        let name = path.display().to_string();
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => {
+                return Err(FleetError::History(format!(
+                    "{name} is not a regular file: give a history file's path"
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(FleetError::History(format!(
+                    "no history file {name} (a watcher or `fleet run --history` writes one)"
+                )));
+            }
+            Err(e) => return Err(FleetError::io(format!("stat {name}"), e)),
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let db = Connection::open_with_flags(path, flags)
+            .map_err(|e| sql(&format!("open {name}"), e))?;
+        configure(&db)?;
+        check_integrity(&db, &name)?;
+        let version = schema_of(&db, &name)?;
+        if version == 0 {
+            return Err(FleetError::History(format!(
+                "{name} is not a wirespeed history (it has no schema)"
+            )));
+        }
+        if version == SCHEMA {
+            return Ok(History { db });
+        }
+        let mut mem = Connection::open_in_memory().map_err(|e| sql("open", e))?;
+        rusqlite::backup::Backup::new(&db, &mut mem)
+            .and_then(|b| b.run_to_completion(256, std::time::Duration::ZERO, None))
+            .map_err(|e| sql(&format!("copy {name} (schema {version}) to read it"), e))?;
+        let h = History { db: mem };
+        h.migrate(version)?;
+        Ok(h)
     }
 
     /// A history in memory (tests, dry runs).
     pub fn in_memory() -> Result<History> {
-        Self::init(
-            Connection::open_in_memory().map_err(|e| sql("open", e))?,
-            "memory",
-        )
-    }
-
-    fn init(db: Connection, name: &str) -> Result<History> {
-        // A watcher and a `fleet history` may share the file: wait for a
-        // writer rather than fail at once.
-        db.busy_timeout(std::time::Duration::from_secs(5))
-            .and_then(|_| db.pragma_update(None, "foreign_keys", true))
-            .map_err(|e| sql("configure", e))?;
-        let version: i64 = db
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(|e| sql(&format!("read the schema version of {name}"), e))?;
-        if version > SCHEMA {
-            return Err(FleetError::Fleet(format!(
-                "history {name} has schema {version}, newer than this wirespeed's {SCHEMA}: use the wirespeed that wrote it"
-            )));
-        }
+        let db = Connection::open_in_memory().map_err(|e| sql("open", e))?;
+        configure(&db)?;
         let h = History { db };
-        h.migrate(version)?;
+        h.migrate(0)?;
         Ok(h)
     }
 
@@ -413,6 +523,113 @@ mod tests {
     }
     use wirespeed_types::fleet::AgentStatus;
 
+    /// A fresh directory for one test, removed when dropped.
+    struct Dir(std::path::PathBuf);
+    impl Dir {
+        fn new(tag: &str) -> Dir {
+            let d = std::env::temp_dir().join(format!("ws-h{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            Dir(d)
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn one_lock_per_file_whatever_path_names_it() {
+        let d = Dir::new("link");
+        let db = d.0.join("h.db");
+        std::os::unix::fs::symlink(&db, d.0.join("alias.db")).unwrap();
+        let first = lock_for_watch(&db).unwrap();
+        for other in [d.0.join("alias.db"), d.0.join(".").join("h.db")] {
+            let e = lock_for_watch(&other).unwrap_err().to_string();
+            assert!(e.contains("another watcher"), "{}: {e}", other.display());
+        }
+        drop(first);
+        assert!(lock_for_watch(&d.0.join("alias.db")).is_ok());
+    }
+
+    #[test]
+    fn a_damaged_file_is_refused_by_writers_and_readers() {
+        let d = Dir::new("bad");
+        let db = d.0.join("h.db");
+        {
+            let mut h = History::open(&db).unwrap();
+            for i in 0..40 {
+                h.record("watch", &run(100.0 + i as f64, 9e9, "1500"))
+                    .unwrap();
+            }
+        }
+        let mut bytes = std::fs::read(&db).unwrap();
+        assert!(bytes.len() > 8192);
+        for b in &mut bytes[4096..4296] {
+            *b ^= 0xff;
+        }
+        std::fs::write(&db, &bytes).unwrap();
+        for e in [
+            History::open(&db).err().map(|e| e.to_string()),
+            History::open_read(&db).err().map(|e| e.to_string()),
+        ] {
+            let e = e.expect("a damaged file opened");
+            assert!(e.contains("is damaged") && e.contains(".recover"), "{e}");
+        }
+        assert_eq!(
+            std::fs::read(&db).unwrap(),
+            bytes,
+            "a damaged file is left as it was"
+        );
+    }
+
+    #[test]
+    fn a_reader_creates_migrates_and_writes_nothing() {
+        let d = Dir::new("ro");
+        let empty = d.0.join("empty.db");
+        std::fs::write(&empty, b"").unwrap();
+        let e = History::open_read(&empty).err().unwrap().to_string();
+        assert!(e.contains("not a wirespeed history"), "{e}");
+        assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+        let none = d.0.join("none.db");
+        let e = History::open_read(&none).err().unwrap().to_string();
+        assert!(e.contains("no history file"), "{e}");
+        assert!(!none.exists());
+        let e = History::open_read(&d.0).err().unwrap().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let old = d.0.join("v1.db");
+        write_schema_1(&old);
+        let before = std::fs::read(&old).unwrap();
+        let rows = History::open_read(&old)
+            .unwrap()
+            .tests(&Query::default())
+            .unwrap();
+        assert_eq!((rows.len(), rows[0].client_idle_pct), (1, None));
+        assert_eq!(std::fs::read(&old).unwrap(), before, "read, not migrated");
+    }
+
+    #[test]
+    fn a_new_history_is_private_and_a_device_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = Dir::new("mode");
+        let db = d.0.join("h.db");
+        History::open(&db).unwrap();
+        let mode = std::fs::metadata(&db).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let _lock = lock_for_watch(&d.0.join("l.db")).unwrap();
+        let mode = std::fs::metadata(d.0.join("l.db.watch.lock"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let e = History::open(Path::new("/dev/null"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+
     fn run(at: f64, tput: f64, mtu: &str) -> FleetResults {
         let facts = HostFacts {
             kernel: "6.18".into(),
@@ -518,20 +735,23 @@ mod tests {
         );
     }
 
+    /// A schema 1 file with one run of one test at `path`.
+    fn write_schema_1(path: &Path) {
+        let db = Connection::open(path).unwrap();
+        db.execute_batch(&format!("{} PRAGMA user_version = 1;", MIGRATIONS[0]))
+            .unwrap();
+        db.execute_batch(
+            "INSERT INTO runs VALUES (1, 100.0, 'run', 'pairs');
+             INSERT INTO tests VALUES (1, 100.0, 'stream', 'a', 'b', '', '', 9e9, 0, NULL, NULL, NULL);",
+        )
+        .unwrap();
+    }
+
     #[test]
     fn a_schema_1_file_is_migrated_and_keeps_its_tests() {
         let path = std::env::temp_dir().join(format!("ws-history-v1-{}.db", std::process::id()));
         let _ = std::fs::remove_file(&path);
-        {
-            let db = Connection::open(&path).unwrap();
-            db.execute_batch(&format!("{} PRAGMA user_version = 1;", MIGRATIONS[0]))
-                .unwrap();
-            db.execute_batch(
-                "INSERT INTO runs VALUES (1, 100.0, 'run', 'pairs');
-                 INSERT INTO tests VALUES (1, 100.0, 'stream', 'a', 'b', '', '', 9e9, 0, NULL, NULL, NULL);",
-            )
-            .unwrap();
-        }
+        write_schema_1(&path);
         let mut h = History::open(&path).unwrap();
         assert_eq!(h.schema().unwrap(), SCHEMA);
         let rows = h.tests(&Query::default()).unwrap();

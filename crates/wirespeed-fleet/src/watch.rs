@@ -65,6 +65,33 @@ pub struct WatchOptions {
     /// and are stored (the Kubernetes watcher sets it when its agents
     /// change, then watches the new set on the same history).
     pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Set to end the watch now (SIGTERM, Ctrl-C): no new test starts,
+    /// those in flight get [`INTERRUPT_GRACE`] to finish and be stored,
+    /// then the watch returns what it has (the agents end the rest on
+    /// their side when the test's time is up).
+    pub interrupt: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+/// How long an interrupted watch waits for its tests in flight: well
+/// inside Kubernetes' 30 s grace and the 2 s a stopping pod should take.
+pub const INTERRUPT_GRACE: Duration = Duration::from_millis(1200);
+
+/// Whether an optional flag is set.
+fn is_set(flag: &Option<Arc<std::sync::atomic::AtomicBool>>) -> bool {
+    flag.as_ref()
+        .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Refuses a retention shorter than the probe period: it would prune
+/// every earlier test at start, and each probe soon after it is stored.
+fn check_retention(retain: Option<Duration>, probe_period_s: f64) -> Result<()> {
+    match retain {
+        Some(keep) if keep.as_secs_f64() < probe_period_s => Err(FleetError::Plan(format!(
+            "--retain {:.0} s is shorter than the probe period ({probe_period_s:.0} s): it would delete the history as it is written; keep at least one period (hours or days are usual)",
+            keep.as_secs_f64()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// What the loop keeps between ticks.
@@ -143,6 +170,7 @@ pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Resul
         .max()
         .unwrap_or(1);
     let schedule = Schedule::new(fleet.agents.len(), &budget)?;
+    check_retention(opts.retain, schedule.probe_period_s())?;
     let _lock = crate::history::lock_for_watch(&opts.history)?;
     let mut history = History::open(&opts.history)?;
     if let Some(keep) = opts.retain {
@@ -273,14 +301,17 @@ impl Loop {
         let mut cursor = start;
         let mut next_facts = start;
         let mut next_prune = start + 3600.0;
+        let mut interrupted: Option<std::time::Instant> = None;
         loop {
             let now = now_unix();
-            let stopping = end.is_some_and(|e| now >= e)
-                || self
-                    .opts
-                    .stop
-                    .as_ref()
-                    .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+            if is_set(&self.opts.interrupt) {
+                let at = *interrupted.get_or_insert_with(std::time::Instant::now);
+                if self.in_flight == 0 || at.elapsed() >= INTERRUPT_GRACE {
+                    break;
+                }
+            }
+            let stopping =
+                end.is_some_and(|e| now >= e) || is_set(&self.opts.stop) || interrupted.is_some();
             if stopping && self.in_flight == 0 {
                 break;
             }
@@ -321,7 +352,7 @@ impl Loop {
                 self.store(tests).await?;
             }
         }
-        if self.ok_tests == 0 {
+        if self.ok_tests == 0 && interrupted.is_none() {
             return Err(FleetError::Fleet(
                 "watch: no test succeeded (each failed, or none was due before the end: watch for longer than a probe period)".into(),
             ));
@@ -676,5 +707,21 @@ fn results(now: f64, agents: Vec<AgentStatus>, tests: Vec<LinkTest>) -> FleetRes
         agents,
         tests,
         ..FleetResults::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retention_shorter_than_a_probe_period_is_refused() {
+        let e = check_retention(Some(Duration::ZERO), 30.0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--retain 0 s") && e.contains("30 s"), "{e}");
+        assert!(check_retention(Some(Duration::from_secs(29)), 30.0).is_err());
+        assert!(check_retention(Some(Duration::from_secs(30)), 30.0).is_ok());
+        assert!(check_retention(None, 30.0).is_ok());
     }
 }

@@ -156,6 +156,7 @@ fn watch_sets_the_fleet(fleet: &Fleet) {
         retain: None,
         on_event: None,
         stop: None,
+        interrupt: None,
     };
     let t = Instant::now();
     let st = wirespeed_fleet::watch::run_blocking(fleet, &opts, None).unwrap();

@@ -409,7 +409,10 @@ async fn watch_sets(
     let end = opts.duration.map(|d| Instant::now() + d);
     loop {
         let watch = Watch::new(c.ready_timeout, log);
-        let agents = discover_with(client, &c.namespace, c.network, &watch).await?;
+        let agents = tokio::select! {
+            a = discover_with(client, &c.namespace, c.network, &watch) => a?,
+            _ = interrupted(opts) => return Ok(live.state.lock().unwrap_or_else(|p| p.into_inner()).clone()),
+        };
         let fleet = fleet_of(&agents, c.port, c.http_port);
         let names: Vec<String> = agents
             .iter()
@@ -428,12 +431,24 @@ async fn watch_sets(
         tokio::pin!(w);
         tokio::select! {
             r = &mut w => return r.map_err(|e| K8sError::Fleet(e.to_string())),
+            _ = interrupted(opts) => return w.await.map_err(|e| K8sError::Fleet(e.to_string())),
             why = changed(client, c, &agents, log) => {
                 log(&format!("{why}: finishing the tests in flight, then watching the new set"));
                 stop.store(true, Ordering::Relaxed);
                 w.await.map_err(|e| K8sError::Fleet(e.to_string()))?;
             }
         }
+    }
+}
+
+/// Resolves once the watch is interrupted (a stop signal); never when
+/// nothing can interrupt it.
+async fn interrupted(opts: &WatchOptions) {
+    let Some(flag) = &opts.interrupt else {
+        return std::future::pending().await;
+    };
+    while !flag.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -373,6 +373,19 @@ pub fn document(r: &TestResult, h: &Iperf3Host) -> Value {
     json!({"start": start(r, h), "intervals": intervals, "end": end(r)})
 }
 
+/// The document `iperf3 -J` writes when a test fails (a refused
+/// connection, a server gone mid-test): a `start` with no connection and
+/// the version and host, no intervals, an empty `end` and the `error`.
+/// `version` is wirespeed's.
+pub fn error_document(h: &Iperf3Host, version: &str, error: &str) -> Value {
+    let start = json!({
+        "connected": [],
+        "version": format!("wirespeed {version}"),
+        "system_info": h.system_info,
+    });
+    json!({"start": start, "intervals": [], "end": {}, "error": error})
+}
+
 /// One line of iperf3's `--json-stream` (3.17+): `{"event": .., "data": ..}`.
 pub fn stream_event(event: &str, data: Value) -> String {
     json!({"event": event, "data": data}).to_string()

@@ -156,6 +156,18 @@ impl Stream {
         };
         out + &iperf3::stream_event("end", data) + "\n"
     }
+
+    /// The events that end the stream of a failed test: an error event
+    /// with the reason, then, in iperf3's format, the empty end event
+    /// iperf3 writes after it.
+    fn error(&mut self, why: &str) -> String {
+        self.started = false;
+        let mut out = iperf3::stream_event("error", serde_json::json!(why)) + "\n";
+        if self.iperf3.is_some() {
+            out += &(iperf3::stream_event("end", serde_json::json!({})) + "\n");
+        }
+        out
+    }
 }
 
 fn now_unix() -> f64 {
@@ -221,6 +233,27 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// Says in the output that a test failed where the format has a way
+    /// to: --json-stream's error event, iperf3-json's error document (as
+    /// `iperf3 -J` writes one). Returns the error, for stderr and the
+    /// exit status.
+    fn failed(&mut self, e: anyhow::Error) -> anyhow::Error {
+        let why = format!("{e:#}");
+        let text = match (self.stream.as_mut(), self.format) {
+            (Some(st), _) => st.error(&why),
+            (None, Format::Iperf3Json) => {
+                let host = iperf3_host(self.cmd);
+                let doc = iperf3::error_document(&host, env!("CARGO_PKG_VERSION"), &why);
+                serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+            }
+            (None, _) => return e,
+        };
+        if let Err(w) = self.out.raw(&text) {
+            eprintln!("warning: the error could not be written to the output: {w:#}");
+        }
+        e
+    }
+
     /// Runs one test of the sweep, showing its intervals as they come.
     fn run_one(&mut self, cfg: &ClientConfig, reach: &Reach, s: &TestSpec) -> Result<TestResult> {
         let mut shown = Ok(());
@@ -233,7 +266,8 @@ impl Session<'_> {
             eprint!("\r\x1b[2K");
         }
         shown?;
-        let mut r = r.with_context(|| format!("test against {} failed", self.cmd.host))?;
+        let r = r.with_context(|| format!("test against {} failed", self.cmd.host));
+        let mut r = r.map_err(|e| self.failed(e))?;
         if let Some(b) = r.breakdown.as_mut() {
             wirespeed_host::ethtool::add_device_clock(b, &r.server);
         }

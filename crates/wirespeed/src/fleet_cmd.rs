@@ -35,6 +35,7 @@ pub fn run_agent(a: AgentArgs) -> Result<()> {
         metrics_open: a.metrics_open,
         ..AgentConfig::new(&name, key)
     };
+    let stop = crate::stop::on_stop_signals()?;
     let agent = wirespeed_fleet::Agent::start(cfg)?;
     // The banner is the readiness signal scripts wait for.
     let mut out = std::io::stdout().lock();
@@ -46,7 +47,8 @@ pub fn run_agent(a: AgentArgs) -> Result<()> {
     );
     let _ = out.flush();
     drop(out);
-    agent.wait()?;
+    agent.wait_until(&stop)?;
+    eprintln!("wirespeed agent {name}: stopped by a signal");
     Ok(())
 }
 
@@ -80,12 +82,11 @@ fn history(a: HistoryArgs) -> Result<()> {
             a.pair.unwrap_or_default()
         ),
     };
-    if !a.db.exists() {
-        bail!("no history file {}", a.db.display());
-    }
-    let mut h = History::open(&a.db)?;
     if a.prune {
-        let gone = h.prune(now - age)?;
+        if !a.db.is_file() {
+            bail!("no history file {}", a.db.display());
+        }
+        let gone = History::open(&a.db)?.prune(now - age)?;
         println!("removed {gone} run(s) older than {}", a.since);
         return Ok(());
     }
@@ -95,7 +96,7 @@ fn history(a: HistoryArgs) -> Result<()> {
         workload: a.workload,
         limit: a.limit,
     };
-    let rows = h.tests(&q)?;
+    let rows = History::open_read(&a.db)?.tests(&q)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {

@@ -16,13 +16,12 @@ mod lab;
 mod model_cmd;
 mod optimize;
 mod report_cmd;
+mod stop;
 mod watch_cmd;
 
 use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches};
 use std::io::Write;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use wirespeed_cli::*;
 use wirespeed_engine::{Server, ServerConfig};
 
@@ -90,7 +89,9 @@ fn serve(a: ServeArgs) -> Result<()> {
             let _ = out.flush();
         }
     });
-    server.serve(Arc::new(AtomicBool::new(false)))?;
+    let stop = stop::on_stop_signals()?;
+    server.serve(stop)?;
+    eprintln!("wirespeed server: stopped by a signal");
     Ok(())
 }
 

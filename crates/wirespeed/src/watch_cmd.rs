@@ -61,6 +61,7 @@ pub fn prepare(a: &WatchArgs) -> Result<(WatchOptions, Http)> {
             let _ = writeln!(std::io::stdout().lock(), "drift: {}", e.message);
         })),
         stop: None,
+        interrupt: Some(crate::stop::on_stop_signals()?),
     };
     let http = match a.listen {
         Some(addr) => {
@@ -106,5 +107,12 @@ pub fn run(a: WatchArgs) -> Result<()> {
     let (opts, http) = prepare(&a)?;
     let st = wirespeed_fleet::watch::run_blocking(&fleet, &opts, http)?;
     println!("{}", summary(&st, &opts.history));
+    if opts
+        .interrupt
+        .as_ref()
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    {
+        eprintln!("stopped by a signal: the tests that had finished are stored");
+    }
     Ok(())
 }

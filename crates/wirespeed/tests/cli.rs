@@ -6,7 +6,7 @@ mod common;
 mod ports;
 use common::{assert_clean_failure, bin, first_result, serve, ws};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -350,10 +350,16 @@ fn can_limit_fds() -> bool {
     ok
 }
 
-/// `wirespeed serve` on 127.0.0.1 with at most 48 open files. setpriv
+/// `wirespeed serve` on 127.0.0.1 with at most 48 open files.
+fn serve_with_48_fds(extra: &[&str]) -> common::ServerProc {
+    serve_with_fds(48, extra)
+}
+
+/// `wirespeed serve` on 127.0.0.1 with at most `n` open files. setpriv
 /// drops CAP_SYS_RESOURCE so the server cannot raise the hard limit that
 /// prlimit sets.
-fn serve_with_48_fds(extra: &[&str]) -> common::ServerProc {
+fn serve_with_fds(n: u32, extra: &[&str]) -> common::ServerProc {
+    let nofile = format!("--nofile={n}:{n}");
     let mut cmd = Command::new("setpriv");
     cmd.args([
         "--bounding-set",
@@ -361,7 +367,7 @@ fn serve_with_48_fds(extra: &[&str]) -> common::ServerProc {
         "--inh-caps",
         "-sys_resource",
         "prlimit",
-        "--nofile=48:48",
+        &nofile,
         bin(),
         "serve",
         "--bind",
@@ -398,7 +404,11 @@ fn out_of_descriptors_the_server_says_busy_and_stays_idle() {
         "100",
         "--max-per-source",
         "100",
+        "--max-connections",
+        "100",
         "--handshake-timeout",
+        "60s",
+        "--idle-timeout",
         "60s",
     ]);
     let pid = srv.proc.0.id();
@@ -417,21 +427,48 @@ fn out_of_descriptors_the_server_says_busy_and_stays_idle() {
     assert!(took < Duration::from_secs(3), "{took:?}");
     let cpu = cpu_secs(pid) - cpu0;
     assert!(cpu < 0.5, "the server used {cpu} s of CPU in {took:?}");
-    // Hold handshakes until the descriptors run out: the next client is
-    // told so, not met with silence, and the server does not spin.
-    let mut held = Vec::new();
+    // Hold handshakes: they get an eighth of the descriptor limit (6
+    // here), the oldest making room for the next (told `busy`), so a
+    // client that authenticates is still served, and the server does not
+    // spin.
+    let cpu0 = cpu_secs(pid);
+    let mut held: Vec<TcpStream> = (0..60)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    held[0]
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let n = held[0].read(&mut buf).unwrap_or(0);
+    let told = String::from_utf8_lossy(&buf[..n]);
+    assert!(
+        told.contains("busy") && told.contains("dropped to make room"),
+        "{told}"
+    );
+    let cpu = cpu_secs(pid) - cpu0;
+    assert!(cpu < 0.3, "{cpu} s of CPU holding 60 handshakes");
+    let out = ws(&["bench", &addr, "-d", "0.2s", "--warmup", "0s"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(held);
+    // As authenticated connections take the descriptors, the handshakes
+    // still open (3, below their share) make room; with none left to
+    // drop, the next client is told the server is out of descriptors,
+    // not met with silence.
+    let waiting: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    let cfg = wirespeed_engine::ClientConfig::new(&addr);
+    let mut authed = Vec::new();
     let mut refused = None;
     for _ in 0..60 {
-        let mut s = TcpStream::connect(&addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_millis(150)))
-            .unwrap();
-        let mut buf = [0u8; 512];
-        match s.read(&mut buf) {
-            Ok(n) if n > 0 => {
-                refused = Some(String::from_utf8_lossy(&buf[..n]).to_string());
+        match wirespeed_engine::client::Control::connect(&cfg) {
+            Ok(c) => authed.push(c),
+            Err(e) => {
+                refused = Some(e.to_string());
                 break;
             }
-            _ => held.push(s),
         }
     }
     let refused = refused.expect("never refused");
@@ -439,6 +476,12 @@ fn out_of_descriptors_the_server_says_busy_and_stays_idle() {
         refused.contains("busy") && refused.contains("file descriptors"),
         "{refused}"
     );
+    for mut s in waiting {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let n = s.read(&mut buf).unwrap_or(0);
+        let told = String::from_utf8_lossy(&buf[..n]);
+        assert!(told.contains("dropped to make room"), "{told}");
+    }
     let cpu0 = cpu_secs(pid);
     let t0 = Instant::now();
     for _ in 0..10 {
@@ -453,7 +496,7 @@ fn out_of_descriptors_the_server_says_busy_and_stays_idle() {
     assert!(cpu < 0.3, "{cpu} s of CPU in {:?}", t0.elapsed());
     // Freed descriptors serve again: once the server has closed every
     // connection it accepted.
-    drop(held);
+    drop(authed);
     let control: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
     common::cluster::wait_for("the server to close the held connections", 10, || {
         (ports::connections_on(&pid.to_string(), control) == 0).then_some(())
@@ -543,4 +586,183 @@ fn out_of_descriptors_in_a_crr_test_the_workers_do_not_spin() {
         client.0.try_wait().unwrap().is_some(),
         "the client never ended"
     );
+}
+
+/// A connection to `to` from local address `from` that never sends a
+/// byte (the engine's data-socket code binds the source address).
+fn silent_from(from: IpAddr, to: SocketAddr) -> TcpStream {
+    use wirespeed_engine::sockets::{LocalBind, ResolvedPath, connect_flow};
+    let path = ResolvedPath {
+        local: LocalBind::Addr(from),
+        remote: to,
+    };
+    let spec = wirespeed_engine::TestSpec::default();
+    connect_flow(&path, &spec, 0, &[], Duration::from_secs(2))
+        .unwrap_or_else(|e| panic!("connect from {from}: {e}"))
+        .into()
+}
+
+// Found: under `ulimit -n 128`, 100 silent connections from 100
+// addresses took every descriptor and the server refused a keyed client
+// "out of file descriptors". Handshakes now get a share of the limit and
+// the oldest makes room, so a client that completes its handshake is
+// served while the silent ones are still connected.
+#[test]
+fn silent_handshakes_cannot_lock_a_keyed_client_out_under_a_low_fd_limit() {
+    if !can_limit_fds() {
+        return;
+    }
+    let key = KeyFile::new("key-fds", "a-shared-secret-of-some-length\n", 0o600);
+    let srv = serve_with_fds(
+        128,
+        &["--key-file", key.path(), "--handshake-timeout", "60s"],
+    );
+    let addr = banner_addr(&srv.banner);
+    let to: SocketAddr = addr.parse().unwrap();
+    let held: Vec<TcpStream> = (2..102u8)
+        .map(|i| silent_from(IpAddr::from([127, 0, 0, i]), to))
+        .collect();
+    let (out, took) = run_bounded(
+        &[
+            "bench",
+            &addr,
+            "--key-file",
+            key.path(),
+            "-d",
+            "0.3s",
+            "--warmup",
+            "0s",
+        ],
+        Duration::from_secs(20),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the keyed client was refused: {err}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    drop(held);
+}
+
+/// The lines a child writes on stdout, as they come.
+fn stdout_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// A --json-stream line as JSON.
+fn event(line: &str) -> serde_json::Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+}
+
+// Found: a server killed mid-test left --json-stream without an end or
+// an error event. Now the stream ends with an "error" event carrying the
+// reason (in iperf3's format followed by an empty "end", as iperf3 3.17+
+// writes it), and bench exits non-zero.
+#[test]
+fn json_stream_ends_with_an_error_event_when_the_server_dies_mid_test() {
+    for extra in [&[][..], &["--format", "iperf3-json"]] {
+        let mut cmd = Command::new(bin());
+        cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"]);
+        let mut srv = serve(cmd);
+        let addr = banner_addr(&srv.banner);
+        let mut client = common::Proc(
+            Command::new(bin())
+                .args(["bench", &addr, "--json-stream", "-d", "30s"])
+                .args(["--warmup", "0s", "-i", "0.2s"])
+                .args(extra)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let lines = stdout_lines(&mut client.0);
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !seen
+            .iter()
+            .any(|v: &serde_json::Value| v["event"] == "interval")
+        {
+            let left = deadline.saturating_duration_since(Instant::now());
+            seen.push(event(&lines.recv_timeout(left).expect("an interval event")));
+        }
+        srv.proc.0.kill().unwrap();
+        srv.proc.0.wait().unwrap();
+        let t0 = Instant::now();
+        while client.0.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let status = client.0.try_wait().unwrap().expect("bench still running");
+        assert!(!status.success(), "{extra:?}: bench exited 0");
+        // The pipe ends with bench: every line is in once the reader stops.
+        while let Ok(l) = lines.recv_timeout(Duration::from_secs(5)) {
+            seen.push(event(&l));
+        }
+        let names: Vec<&str> = seen.iter().filter_map(|v| v["event"].as_str()).collect();
+        let err = seen
+            .iter()
+            .rposition(|v| v["event"] == "error")
+            .unwrap_or_else(|| panic!("{extra:?}: no error event in {names:?}"));
+        let why = seen[err]["data"].as_str().unwrap_or_default();
+        assert!(!why.is_empty(), "{extra:?}: {}", seen[err]);
+        let tail = &names[err..];
+        if extra.is_empty() {
+            assert_eq!(tail, ["error"], "{names:?}");
+        } else {
+            assert_eq!(tail, ["error", "end"], "{names:?}");
+            assert_eq!(seen[err + 1]["data"], serde_json::json!({}));
+        }
+    }
+}
+
+/// SIGTERM (what Kubernetes and systemd send) to a server with a test in
+/// flight: the server exits within 2 s with status 0, and its client is
+/// told the test was interrupted (before: the signal killed the server
+/// outright, or as a container's first process it was ignored until the
+/// 30 s grace ran out).
+#[test]
+fn sigterm_ends_the_server_and_tells_its_client_the_test_was_interrupted() {
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"]);
+    let mut server = serve(cmd);
+    let addr = banner_addr(&server.banner);
+    let client = Command::new(bin())
+        .args(["bench", &addr, "-d", "30s", "--warmup", "0s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut client = common::Proc(client);
+    server.wait_for("started", 10);
+    let stopped = common::terminate(&mut server.proc.0, Duration::from_secs(5));
+    let (status, took) = stopped.expect("the server ran on 5 s after SIGTERM");
+    assert!(
+        status.success() && took < Duration::from_secs(2),
+        "{status} after {took:?}"
+    );
+    let t = Instant::now();
+    let done = loop {
+        if let Some(st) = client.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "the client ran on");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    client
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!done.success(), "the client exited 0: {err}");
+    assert!(err.contains("interrupted: the server is stopping"), "{err}");
 }

@@ -413,13 +413,13 @@ fn link_bytes(f: &Fleet) -> Vec<((String, String), (u64, u64))> {
 
 fn history_rows(db: &Path) -> Vec<wirespeed_types::fleet::HistoryRow> {
     use wirespeed_fleet::history::{History, Query};
-    History::open(db)
+    History::open_read(db)
         .and_then(|h| h.tests(&Query::default()))
         .unwrap_or_default()
 }
 
 fn history_events(db: &Path) -> Vec<wirespeed_types::fleet::DriftEvent> {
-    wirespeed_fleet::history::History::open(db)
+    wirespeed_fleet::history::History::open_read(db)
         .and_then(|h| h.events(0.0))
         .unwrap_or_default()
 }
@@ -585,7 +585,7 @@ fn a_watched_fleet_names_the_host_whose_mtu_changed() {
     let db = f.dir.join("watch.db");
     let before = link_bytes(&f);
     let t0 = Instant::now();
-    let first = Proc(watch_cmd(&f, &file, &db, 180).spawn().unwrap());
+    let mut first = Proc(watch_cmd(&f, &file, &db, 180).spawn().unwrap());
     // The plant at minute 1, once every pair has a baseline.
     wait_for_baselines(&db, t0, 10);
     let i = HOSTS.iter().position(|h| *h == PLANTED).unwrap();
@@ -634,7 +634,19 @@ fn a_watched_fleet_names_the_host_whose_mtu_changed() {
         e.changed
     );
     let (html, charts) = live_page_shows_the_event(&f);
-    // Killed after the event; restarted for the rest of the 3 minutes.
+    // Stopped after the event as Kubernetes stops a pod (SIGTERM: it
+    // ends within 2 s, status 0, what had finished stored); restarted
+    // for the rest of the 3 minutes.
+    let stopped = common::terminate(&mut first.0, Duration::from_secs(5));
+    let (status, took) = stopped.expect("the watcher still ran 5 s after SIGTERM");
+    println!(
+        "the watcher stopped {:.2} s after SIGTERM",
+        took.as_secs_f64()
+    );
+    assert!(
+        status.success() && took < Duration::from_millis(2500),
+        "{status} after {took:?}"
+    );
     drop(first);
     let stored = history_rows(&db).len();
     let left = 180u64.saturating_sub(t0.elapsed().as_secs()).max(30);
@@ -682,6 +694,14 @@ fn a_watched_fleet_names_the_host_whose_mtu_changed() {
         assert!(
             tx <= cap && rx <= cap,
             "{k:?}: {tx} / {rx} bytes in {secs:.0} s, budget {cap:.0}"
+        );
+    }
+    for (name, agent) in &mut f.agents {
+        let stopped = common::terminate(&mut agent.0, Duration::from_secs(5));
+        let (status, took) = stopped.unwrap_or_else(|| panic!("agent {name} ran on after SIGTERM"));
+        assert!(
+            status.success() && took < Duration::from_millis(2500),
+            "agent {name}: {status} after {took:?}"
         );
     }
     f.agents.clear();
@@ -767,4 +787,54 @@ fn a_watched_fleet_says_when_the_cpus_had_no_idle_time() {
         );
     }
     f.agents.clear();
+}
+
+/// `fleet history` reads: an empty file stays empty and is refused, a
+/// damaged one is refused naming the damage, both with a non-zero exit
+/// (before: 0-byte files became 32 KiB databases, and damaged files gave
+/// some rows and exit 0). No root needed.
+#[test]
+fn fleet_history_writes_nothing_and_refuses_a_damaged_file() {
+    let dir = std::env::temp_dir().join(format!("ws-fh-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let history = |db: &Path| {
+        let out = common::ws(&["fleet", "history", "--db", db.to_str().unwrap()]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let empty = dir.join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let (code, err) = history(&empty);
+    let empty_len = std::fs::metadata(&empty).unwrap().len();
+    let db = dir.join("h.db");
+    {
+        let mut h = wirespeed_fleet::history::History::open(&db).unwrap();
+        let r = wirespeed_types::fleet::FleetResults {
+            started_unix: now_unix(),
+            pattern: "pairs".into(),
+            tests: vec![wirespeed_types::fleet::LinkTest::default(); 200],
+            ..Default::default()
+        };
+        for _ in 0..4 {
+            h.record("watch", &r).unwrap();
+        }
+    }
+    let mut bytes = std::fs::read(&db).unwrap();
+    for b in &mut bytes[4096..4296] {
+        *b ^= 0xff;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let (damaged_code, damaged_err) = history(&db);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(code.is_some_and(|c| c != 0), "empty file: exit {code:?}");
+    assert!(err.contains("not a wirespeed history"), "{err}");
+    assert_eq!(empty_len, 0, "a reader wrote the file it was given");
+    assert!(
+        damaged_code.is_some_and(|c| c != 0),
+        "damaged: exit {damaged_code:?}"
+    );
+    assert!(damaged_err.contains("is damaged"), "{damaged_err}");
 }

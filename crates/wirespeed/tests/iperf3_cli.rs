@@ -76,3 +76,39 @@ fn fleet_run_refuses_the_flags_that_pick_how_bench_reaches_its_server() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// Found: on a refused connection `--format iperf3-json` printed nothing,
+// where `iperf3 -J` prints {"start": {"connected": [], "version",
+// "system_info"}, "intervals": [], "end": {}, "error": "..."}. Now it
+// prints that document (and exits non-zero), and --json-stream ends with
+// an error event.
+#[test]
+fn a_refused_connection_is_an_iperf3_error_document() {
+    // Port 1 on loopback: nothing listens there.
+    let out = common::ws(&["bench", "127.0.0.1:1", "--format", "iperf3-json"]);
+    assert!(!out.status.success(), "exited 0");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {text:?}"));
+    let error = doc["error"].as_str().unwrap_or_default();
+    assert!(error.contains("Connection refused"), "{doc}");
+    assert_eq!(doc["start"]["connected"], serde_json::json!([]), "{doc}");
+    assert!(doc["start"]["version"].is_string(), "{doc}");
+    assert!(doc["start"]["system_info"].is_string(), "{doc}");
+    assert_eq!(doc["intervals"], serde_json::json!([]), "{doc}");
+    assert_eq!(doc["end"], serde_json::json!({}), "{doc}");
+    // The stream has an error event with the reason, whichever format.
+    for extra in [&[][..], &["--format", "iperf3-json"]] {
+        let args = [&["bench", "127.0.0.1:1", "--json-stream"][..], extra].concat();
+        let out = common::ws(&args);
+        assert!(!out.status.success(), "{args:?} exited 0");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let events: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        let error = events.iter().find(|v| v["event"] == "error");
+        let why = error.and_then(|v| v["data"].as_str()).unwrap_or_default();
+        assert!(why.contains("Connection refused"), "{args:?}: {text}");
+    }
+}

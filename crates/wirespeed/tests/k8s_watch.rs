@@ -168,6 +168,19 @@ fn replaced_agent(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String]) {
         None,
     );
     assert!(r["kind"].is_string(), "delete pod {old}: {r}");
+    // The agent stops on SIGTERM (tests ended, exit within 2 s), so the
+    // kubelet confirms the deletion long before the 30 s grace period.
+    let asked = Instant::now();
+    wait_for("the old pod's deletion to complete", 30, || {
+        let r = c.api("GET", &format!("/api/v1/namespaces/{ns}/pods/{old}"), None);
+        (r["code"] == 404).then_some(())
+    });
+    let took = asked.elapsed();
+    eprintln!("agent pod {old} deleted in {took:?}");
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "agent pod {old} took {took:?} to go"
+    );
     let new = wait_for("a new agent pod", 90, || {
         agent_on(c, ns, node).filter(|p| *p != old)
     });
@@ -249,8 +262,17 @@ fn loud_failures(c: &Cluster, ns: &str) {
 }
 
 fn delete(c: &Cluster, ns: &str) {
+    let t = Instant::now();
     let (out, _) = c.runner(&["k8s", "watch", "delete", "--namespace", ns]);
     assert!(out.status.success(), "{}", text(&out));
+    // 44 s before the agents and the watcher stopped on SIGTERM (each
+    // pod waited out its 30 s grace period).
+    eprintln!("k8s watch delete took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(20),
+        "k8s watch delete took {:?}",
+        t.elapsed()
+    );
     let r = c.api("GET", &format!("/api/v1/namespaces/{ns}"), None);
     assert_eq!(r["code"], 404, "namespace gone: {r}");
 }

@@ -23,6 +23,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Connections still in the handshake at once; when full, the oldest
     /// is dropped (answered `busy`) so the newest always gets its turn.
+    /// [`Server::bind`](super::Server::bind) lowers it to
+    /// [`handshake_limit_for`] the open-file limit.
     pub max_unauthenticated: usize,
     /// Control connections from one address (an IPv6 /64) at once,
     /// handshaking or not; a new one first displaces that address's oldest
@@ -156,9 +158,31 @@ pub fn flow_limit_for(nofile: u64) -> u32 {
     spare.max(nofile / 4).clamp(1, 20_000) as u32
 }
 
+/// The most handshakes a server whose open-file limit is `nofile` holds
+/// at once: each takes two descriptors (the socket and the handle that
+/// drops it to make room), and together they get an eighth of the limit
+/// (a quarter of the descriptors), at least 1. So silent connections
+/// cannot take the descriptors an authenticated client's test needs: the
+/// oldest makes room instead. `nofile` 0 (unknown) sets no bound.
+pub fn handshake_limit_for(nofile: u64) -> usize {
+    match nofile {
+        0 => usize::MAX,
+        n => usize::try_from(n / 8).unwrap_or(usize::MAX).max(1),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handshakes_get_a_quarter_of_the_descriptors() {
+        assert_eq!(handshake_limit_for(128), 16);
+        assert_eq!(handshake_limit_for(48), 6);
+        assert_eq!(handshake_limit_for(1024), 128);
+        assert_eq!(handshake_limit_for(4), 1);
+        assert_eq!(handshake_limit_for(0), usize::MAX);
+    }
 
     #[test]
     fn the_flow_limit_leaves_descriptors_to_spare() {

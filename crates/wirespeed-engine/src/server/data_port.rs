@@ -68,8 +68,7 @@ pub(super) fn open_data_port(
 
 /// Whether `e` is the process (or system) out of file descriptors.
 pub(super) fn is_out_of_fds(e: &EngineError) -> bool {
-    matches!(e, EngineError::Io { error, .. }
-        if matches!(error.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)))
+    matches!(e, EngineError::Io { error, .. } if super::table::out_of_fds(error))
 }
 
 /// A test's TCP data listener on `addr`, with the spec's socket options.

@@ -27,7 +27,7 @@ mod key_file;
 mod run;
 mod table;
 
-pub use config::{ServerConfig, ServerEvent, flow_limit_for};
+pub use config::{ServerConfig, ServerEvent, flow_limit_for, handshake_limit_for};
 pub use key_file::{KeyFile, MAX_KEY_FILE, read_key_file};
 pub use table::source_of;
 
@@ -68,12 +68,19 @@ fn reserve_fd() -> Option<std::fs::File> {
     std::fs::File::open("/dev/null").ok()
 }
 
+/// How long a stopped server waits for its tests in flight to end.
+pub const STOP_DRAIN: Duration = Duration::from_millis(1500);
+
 impl Server {
     /// Binds the control port; falls back from `::` to 0.0.0.0 without IPv6.
+    /// Handshakes are held to their share of the open-file limit
+    /// ([`handshake_limit_for`]).
     pub fn bind(mut cfg: ServerConfig) -> Result<Server, EngineError> {
-        sys::raise_fd_limit();
+        let nofile = sys::raise_fd_limit();
         cfg.max_connections = cfg.max_connections.max(1);
-        cfg.max_unauthenticated = cfg.max_unauthenticated.max(1);
+        cfg.max_unauthenticated = cfg
+            .max_unauthenticated
+            .clamp(1, handshake_limit_for(nofile));
         cfg.max_per_source = cfg.max_per_source.max(1);
         let addr = SocketAddr::new(cfg.bind, cfg.port);
         let sock = match listen_socket(addr, 128) {
@@ -106,7 +113,10 @@ impl Server {
             .map_err(|e| EngineError::io("read the listening address", e))
     }
 
-    /// Serves until `stop` becomes true (checked at least every 200 ms).
+    /// Serves until `stop` becomes true (checked at least every 200 ms),
+    /// then ends the tests in flight (each client is told it was
+    /// interrupted) and returns once they have ended, within
+    /// [`STOP_DRAIN`].
     pub fn serve(self, stop: Arc<AtomicBool>) -> Result<(), EngineError> {
         self.listener
             .set_nonblocking(true)
@@ -121,10 +131,19 @@ impl Server {
             let (stream, peer) = match self.listener.accept() {
                 Ok(x) => x,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) => {
-                    // Answer one waiting client with the reserve descriptor,
-                    // then back off: the listener stays readable until
-                    // descriptors free up, and must not spin.
+                Err(e) if table::out_of_fds(&e) => {
+                    // A handshake is the cheapest thing to give up: the
+                    // oldest one makes room (one of its two descriptors
+                    // is freed at once, the other as its thread wakes),
+                    // so no silent client keeps out one that
+                    // authenticates.
+                    if self.table.displace_oldest() {
+                        continue;
+                    }
+                    // Nothing to give up: answer one waiting client with
+                    // the reserve descriptor, then back off: the listener
+                    // stays readable until descriptors free up, and must
+                    // not spin.
                     drop(reserve.take());
                     if let Ok((s, peer)) = self.listener.accept() {
                         refuse(s, "busy", OUT_OF_FDS);
@@ -173,6 +192,11 @@ impl Server {
                 }
             }
         }
+        // Stopped: the tests in flight end at their next tick and tell
+        // their clients they were interrupted; wait for that (bounded)
+        // so the process does not exit under them.
+        self.registry.stop();
+        self.registry.drain(STOP_DRAIN);
         Ok(())
     }
 }

@@ -32,6 +32,9 @@ pub(super) fn run_test(
     if let Err(e) = spec.validate(&cfg.limits) {
         return Err(fail(stream, "limits", e.to_string()));
     }
+    if reg.stopping() {
+        return Err(fail(stream, "busy", STOPPING.to_string()));
+    }
     let Some(admission) = reg.admit(cfg.max_tests) else {
         return Err(fail(
             stream,
@@ -81,15 +84,15 @@ pub(super) fn run_test(
             summary: spec.summary(),
         },
     );
-    let (window, stop_seen) = match watch_window(&side, &spec, &mut frames, fd) {
+    let (window, stop_seen) = match watch_window(&side, &spec, &mut frames, fd, reg) {
         Ok(w) => w,
         Err(e) => {
             drop(side);
-            let _ = write_msg_until(
-                fd,
-                &Msg::error("aborted", e.to_string()),
-                Instant::now() + ERROR_WRITE,
-            );
+            let (code, text) = match &e {
+                EngineError::Interrupted(m) => ("interrupted", m.clone()),
+                _ => ("aborted", e.to_string()),
+            };
+            let _ = write_msg_until(fd, &Msg::error(code, text), Instant::now() + ERROR_WRITE);
             return Err(e);
         }
     };
@@ -187,17 +190,26 @@ fn keep_listener(
     Ok((listener, joins))
 }
 
+/// A stopping server (SIGTERM, Ctrl-C) ends its tests with this.
+const STOPPING: &str = "the server is stopping (it was sent a stop signal): the test was interrupted; run it again once the server is back";
+
 /// Runs the test's window while watching the control connection for the
-/// client's stop; returns the window and whether the stop came in it.
+/// client's stop and the server for its own; returns the window and
+/// whether the client's stop came in it.
 fn watch_window(
     side: &Side,
     spec: &TestSpec,
     frames: &mut FrameReader,
     fd: RawFd,
+    reg: &Registry,
 ) -> Result<(crate::side::Window, bool), EngineError> {
     let mut stop_seen = false;
     let mut control_error: Option<EngineError> = None;
     let window = side.run_window(spec, |_, _| {
+        if reg.stopping() {
+            control_error = Some(EngineError::Interrupted(STOPPING.into()));
+            return Err(EngineError::Interrupted(STOPPING.into()));
+        }
         match frames.poll(fd, "the client's stop") {
             Ok(None) => return Ok(Tick::Continue),
             Ok(Some(Msg::Stop)) => {

@@ -89,10 +89,7 @@ impl Table {
         stream: &TcpStream,
         cfg: &ServerConfig,
     ) -> Result<Ticket, String> {
-        let kick = stream.try_clone().map_err(|e| match e.raw_os_error() {
-            Some(libc::EMFILE) | Some(libc::ENFILE) => OUT_OF_FDS.to_string(),
-            _ => format!("cannot take the connection: {e}"),
-        })?;
+        let kick = self.kick_handle(stream)?;
         let mut t = self.lock();
         if t.per_source.get(&ip).copied().unwrap_or(0) >= cfg.max_per_source {
             let oldest = t
@@ -135,6 +132,35 @@ impl Table {
             authenticated: false,
         })
     }
+
+    /// Drops the oldest connection still in the handshake (answered
+    /// `busy`) to free its descriptors; false when there is none.
+    pub(super) fn displace_oldest(&self) -> bool {
+        let mut t = self.lock();
+        let Some(id) = t.handshaking.keys().next().copied() else {
+            return false;
+        };
+        t.displace(id);
+        true
+    }
+
+    /// A second handle on `stream`, for [`TableInner::displace`]; out of
+    /// descriptors, the oldest handshake makes room for it first.
+    fn kick_handle(&self, stream: &TcpStream) -> Result<TcpStream, String> {
+        let mut r = stream.try_clone();
+        if r.as_ref().is_err_and(out_of_fds) && self.displace_oldest() {
+            r = stream.try_clone();
+        }
+        r.map_err(|e| match out_of_fds(&e) {
+            true => OUT_OF_FDS.to_string(),
+            false => format!("cannot take the connection: {e}"),
+        })
+    }
+}
+
+/// Whether `e` is the process (or system) out of file descriptors.
+pub(super) fn out_of_fds(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
 }
 
 impl Ticket {
@@ -250,5 +276,26 @@ mod tests {
         drop((a1, a2, a3, a4, a5, b1));
         let t = table.lock();
         assert!(t.handshaking.is_empty() && t.authenticated == 0 && t.per_source.is_empty());
+    }
+
+    #[test]
+    fn out_of_descriptors_the_oldest_handshake_makes_room() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let cfg = ServerConfig::default();
+        let table = Arc::new(Table::default());
+        let ip: IpAddr = "127.0.0.1".parse().unwrap();
+        let (s1, _c1) = pair(&l, "127.0.0.1");
+        let (s2, _c2) = pair(&l, "127.0.0.1");
+        let (s3, _c3) = pair(&l, "127.0.0.1");
+        let mut authed = table.admit(ip, &s1, &cfg).unwrap();
+        authed.authenticate(cfg.max_connections).unwrap();
+        let old = table.admit(ip, &s2, &cfg).unwrap();
+        let new = table.admit(ip, &s3, &cfg).unwrap();
+        assert!(table.displace_oldest());
+        assert!(old.displaced() && !new.displaced() && !authed.displaced());
+        assert!(table.displace_oldest() && new.displaced());
+        // Authenticated connections are never given up.
+        assert!(!table.displace_oldest());
+        assert_eq!(table.lock().authenticated, 1);
     }
 }

@@ -159,6 +159,25 @@ impl Agent {
         Ok(())
     }
 
+    /// Serves until `stop` is set (a stop signal), then stops both
+    /// servers: no new test or request is taken, the engine's tests in
+    /// flight are ended, and the HTTP side gets two seconds to finish.
+    pub fn wait_until(mut self, stop: &AtomicBool) -> Result<()> {
+        if let (Some(rt), Some(mut t)) = (&self.runtime, self.http_task.take()) {
+            rt.block_on(async {
+                while !stop.load(Ordering::Relaxed) {
+                    if tokio::time::timeout(Duration::from_millis(50), &mut t)
+                        .await
+                        .is_ok()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+        Ok(())
+    }
+
     /// Stops both servers and waits for them.
     pub fn stop(self) {
         drop(self)

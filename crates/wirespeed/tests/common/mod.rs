@@ -305,3 +305,27 @@ pub fn star_lab(
     spec.hosts = std::mem::take(&mut hosts);
     spec
 }
+
+/// Sends SIGTERM to `child` and waits up to `limit` for it to exit: its
+/// status and how long it took, or None when it still runs (then it is
+/// killed).
+pub fn terminate(
+    child: &mut Child,
+    limit: Duration,
+) -> Option<(std::process::ExitStatus, Duration)> {
+    let t = Instant::now();
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(sent, "kill -TERM {}", child.id());
+    while t.elapsed() < limit {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Some((st, t.elapsed()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
