@@ -189,9 +189,16 @@ pub struct RunArgs {
     #[arg(long, default_value = "api", value_name = "api|direct")]
     pub reach: String,
     /// Also write every mode's agents and fleet results, and the
-    /// comparison, as JSON here.
+    /// comparison, as JSON here. Rewritten as each test lands (with
+    /// `"partial": true` until the run ends), so an interrupted or killed
+    /// run leaves every finished test in it.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Take the tests an interrupted run wrote to FILE (its --out) and
+    /// measure only the rest; the whole run goes to --out (default:
+    /// FILE itself).
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<PathBuf>,
     /// Several workloads in one run, comma-separated (e.g. stream,rr: the
     /// host vs pod table then has throughput, latency percentiles and CPU
     /// per Gbit/s and per transaction); replaces -w.

@@ -80,6 +80,11 @@ pub struct RunOptions {
     /// How each agent's HTTP API is reached; None: [`Direct`] HTTP to its
     /// `http` address.
     pub transport: Option<TransportFactory>,
+    /// Tests measured by an earlier, interrupted run of the same plan
+    /// (`--resume`): a test of the plan that one of these already
+    /// measured (same workload, repeat, agents and NICs, no error) is
+    /// taken from it, not measured again.
+    pub earlier: Vec<LinkTest>,
 }
 
 impl RunOptions {
@@ -94,6 +99,7 @@ impl RunOptions {
             push_fleet: true,
             progress: None,
             transport: None,
+            earlier: Vec::new(),
         }
     }
 }
@@ -614,6 +620,15 @@ async fn run_job(ctx: &Ctx<'_>, round: usize, job: Job) -> Vec<LinkTest> {
                     server_nic: sn.map(|n| n.name.clone()).unwrap_or_default(),
                     ..LinkTest::default()
                 };
+                if let Some(e) = ctx.opts.earlier.iter().find(|e| same_case(e, &t)) {
+                    let e = LinkTest {
+                        round: t.round,
+                        ..e.clone()
+                    };
+                    ctx.report(&e);
+                    out.push(e);
+                    continue;
+                }
                 let down = ctx
                     .down_reason(job.client)
                     .map(|_| &ca.name)
@@ -656,6 +671,18 @@ async fn run_job(ctx: &Ctx<'_>, round: usize, job: Job) -> Vec<LinkTest> {
         }
     }
     out
+}
+
+/// Whether `earlier` measured the test `planned` stands for: the same
+/// workload, repeat, agents and NICs, and no error.
+pub fn same_case(earlier: &LinkTest, planned: &LinkTest) -> bool {
+    earlier.error.is_none()
+        && earlier.workload == planned.workload
+        && earlier.repeat == planned.repeat
+        && earlier.client == planned.client
+        && earlier.server == planned.server
+        && earlier.client_nic == planned.client_nic
+        && earlier.server_nic == planned.server_nic
 }
 
 /// Starts a test on the client agent and waits for its record; on

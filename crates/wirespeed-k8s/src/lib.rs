@@ -57,4 +57,4 @@ pub use error::K8sError;
 pub use manifests::{Network, NicSelector, Object, Options};
 pub use paths::PathKind;
 pub use proxy::Reach;
-pub use run::{PathRun, RunConfig, RunOutcome, run_blocking};
+pub use run::{OnCase, PathRun, RunConfig, RunOutcome, run_blocking};

@@ -19,9 +19,11 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use wirespeed_fleet::run::ProgressFn;
 use wirespeed_fleet::{
-    AgentSpec, Fleet, FleetResults, Job, NicSpec, Pattern, Plan, Round, RunOptions,
+    AgentSpec, Fleet, FleetResults, Job, NicSpec, Pattern, Plan, Progress, Round, RunOptions,
 };
 use wirespeed_types::fleet::LinkTest;
 
@@ -54,6 +56,23 @@ pub struct RunConfig {
     /// How the agents' HTTP APIs are reached: through the API server's pod
     /// proxy (the default) or straight to their addresses.
     pub reach: Reach,
+    /// Called as each test lands (`--out` is rewritten from it).
+    pub on_case: Option<OnCase>,
+    /// Tests an earlier, interrupted run measured, by path (`--resume`):
+    /// taken from it, not measured again.
+    pub earlier: Vec<(PathKind, Vec<LinkTest>)>,
+}
+
+/// Called with the run as it stands each time a test lands: the paths
+/// measured so far and the current one's tests, so that a run stopped
+/// at any point has every finished test written down.
+#[derive(Clone)]
+pub struct OnCase(pub Arc<dyn Fn(&RunOutcome) + Send + Sync>);
+
+impl std::fmt::Debug for OnCase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnCase")
+    }
 }
 
 /// One path's tests and results.
@@ -246,20 +265,48 @@ async fn measure(
         None => None,
     };
     let services = make_services(&o, client, dep, &planned.paths, chosen, &agents, log).await?;
-    let mut runs = Vec::new();
+    let mut done = RunOutcome {
+        selection: planned.selection.clone(),
+        unplanned: planned.unplanned.clone(),
+        runs: Vec::new(),
+        sysctls,
+    };
     for (p, links) in &planned.paths {
         let table = Endpoints {
             o: &o,
+            chosen,
             agents: &agents,
             services: &services,
         };
-        runs.push(measure_path(cfg, client, *p, links, chosen, &table, log).await?);
+        let run = measure_path(cfg, client, *p, links, &table, &done, log).await?;
+        done.runs.push(run);
     }
-    Ok(RunOutcome {
-        selection: planned.selection,
-        unplanned: planned.unplanned,
-        runs,
-        sysctls,
+    Ok(done)
+}
+
+/// The progress callback of one path's fleet run when tests are written
+/// down as they land: `inner` first, then `sink` with `done` plus this
+/// path (`current`) and its tests so far.
+fn journal(
+    sink: OnCase,
+    done: &RunOutcome,
+    current: PathRun,
+    inner: Option<ProgressFn>,
+) -> ProgressFn {
+    let mut state = done.clone();
+    state.runs.push(current);
+    let state = Mutex::new(state);
+    Arc::new(move |pr: &Progress| {
+        if let Some(f) = &inner {
+            f(pr);
+        }
+        if let Progress::Test(t) = pr {
+            let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(run) = st.runs.last_mut() {
+                run.results.tests.push((**t).clone());
+            }
+            (sink.0)(&st);
+        }
     })
 }
 
@@ -346,6 +393,7 @@ async fn read_back(
     let services = BTreeMap::new();
     let ends = Endpoints {
         o,
+        chosen: &[],
         agents,
         services: &services,
     };
@@ -486,6 +534,8 @@ async fn make_services(
 /// What a path's fleet is made from.
 struct Endpoints<'a> {
     o: &'a Options,
+    /// The nodes chosen, as the links index them.
+    chosen: &'a [NodeInfo],
     agents: &'a BTreeMap<Network, BTreeMap<String, Agent>>,
     services: &'a BTreeMap<(Network, String), IpAddr>,
 }
@@ -543,8 +593,8 @@ async fn measure_path(
     client: &kube::Client,
     p: PathKind,
     links: &[Link],
-    chosen: &[NodeInfo],
     ends: &Endpoints<'_>,
+    done: &RunOutcome,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<PathRun, K8sError> {
     let server_net = if p.needs_peer() {
@@ -573,7 +623,7 @@ async fn measure_path(
     for r in paths::rounds(links) {
         let mut jobs = Vec::new();
         for l in r {
-            let (c, s) = (&chosen[l.client].name, &chosen[l.server].name);
+            let (c, s) = (&ends.chosen[l.client].name, &ends.chosen[l.server].name);
             let client_i = index(ends.entry(p.network(), c, false), c)?;
             let server_i = index(ends.entry(server_net, s, p.through_service()), s)?;
             jobs.push(Job {
@@ -603,20 +653,42 @@ async fn measure_path(
             Reach::Direct => "on their addresses (--reach direct)",
         }
     ));
-    let fopts = fleet_options(cfg, client, &ends.o.namespace);
+    let mut fopts = fleet_options(cfg, client, &ends.o.namespace);
     if p.through_service() {
         await_service_rules(&fleet, &plan, &fopts, &|l| log(&format!("{p}: {l}"))).await?;
     }
-    let results = wirespeed_fleet::run_async(&fleet, &plan, &fopts)
-        .await
-        .map_err(|e| K8sError::Fleet(format!("{p}: {e}")))?;
-    Ok(PathRun {
+    let mut run = PathRun {
         path: p,
         network: p.network(),
         agents,
         nodes,
-        results,
-    })
+        results: FleetResults::default(),
+    };
+    fopts.earlier = earlier_of(cfg, p, log);
+    if let Some(sink) = &cfg.on_case {
+        fopts.progress = Some(journal(sink.clone(), done, run.clone(), fopts.progress));
+    }
+    run.results = wirespeed_fleet::run_async(&fleet, &plan, &fopts)
+        .await
+        .map_err(|e| K8sError::Fleet(format!("{p}: {e}")))?;
+    Ok(run)
+}
+
+/// The tests of path `p` an earlier run measured (`--resume`), logged.
+fn earlier_of(cfg: &RunConfig, p: PathKind, log: &(dyn Fn(&str) + Sync)) -> Vec<LinkTest> {
+    let tests: Vec<LinkTest> = cfg
+        .earlier
+        .iter()
+        .filter(|(q, _)| *q == p)
+        .flat_map(|(_, t)| t.iter().filter(|t| t.error.is_none()).cloned())
+        .collect();
+    if !tests.is_empty() {
+        log(&format!(
+            "{p}: {} tests measured by the earlier run are kept, not measured again",
+            tests.len()
+        ));
+    }
+    tests
 }
 
 /// Longest wait for a new Service's rules on every client's node.
@@ -637,6 +709,7 @@ async fn await_service_rules(
     let mut probe = opts.clone();
     probe.repeats = 1;
     probe.progress = None;
+    probe.earlier.clear();
     probe.workloads.truncate(1);
     for w in &mut probe.workloads {
         w.spec.duration_s = 0.2;

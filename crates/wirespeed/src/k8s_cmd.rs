@@ -86,7 +86,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         tolerations: o.tolerations.clone(),
         host_network: false,
     };
-    let cfg = wirespeed_k8s::RunConfig {
+    let mut cfg = wirespeed_k8s::RunConfig {
         kubeconfig: a.kubeconfig.clone(),
         objects: o,
         paths,
@@ -99,8 +99,28 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         delete_timeout: std::time::Duration::from_secs(60),
         keep: a.keep,
         reach: a.reach.parse()?,
+        on_case: None,
+        earlier: match &a.resume {
+            Some(p) => read_earlier(p)?,
+            None => Vec::new(),
+        },
     };
-    let out = wirespeed_k8s::run_blocking(&cfg, &|l| eprintln!("k8s: {l}"))?;
+    let out_file = a.out.clone().or_else(|| a.resume.clone());
+    if let Some(p) = &out_file {
+        cfg.on_case = Some(journal_to(p, &gates, a.repeats.clamp(1, 100)));
+    }
+    let out = match wirespeed_k8s::run_blocking(&cfg, &|l| eprintln!("k8s: {l}")) {
+        Ok(out) => out,
+        Err(e) => {
+            if let Some(p) = out_file.as_ref().filter(|p| p.exists()) {
+                eprintln!(
+                    "k8s: the tests that finished are in {0} (\"partial\": true); `--resume {0}` measures only the rest",
+                    p.display()
+                );
+            }
+            return Err(e.into());
+        }
+    };
     let report = wirespeed_k8s::gates::report(&out, &gates, a.repeats.clamp(1, 100));
     write_outputs(&a, &out, &report)?;
     for r in &out.runs {
@@ -119,21 +139,103 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     exit_status(&out, &report)
 }
 
-/// --out (JSON: nodes, each path's runs, the comparison, the cases),
-/// --csv, --junit and --html.
+/// The --out document: nodes, each path's runs, the comparison, the
+/// cases; `partial` while the run goes on (or when it was stopped).
+fn out_doc(out: &RunOutcome, report: &PathsReport, partial: bool) -> serde_json::Value {
+    serde_json::json!({
+        "partial": partial,
+        "nodes": out.selection,
+        "runs": out.runs,
+        "comparison": wirespeed_k8s::compare(&out.runs),
+        "paths": report,
+        "sysctls": out.sysctls,
+    })
+}
+
+/// Replaces `p` with `text` so that a reader (or a crash) sees the old
+/// file or the new one, never half of one: a temporary file beside it,
+/// synced, then renamed over it.
+fn write_atomic(p: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut name = p.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = p.with_file_name(name);
+    let mut f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
+    f.write_all(text.as_bytes())
+        .and_then(|_| f.sync_all())
+        .with_context(|| format!("write {}", tmp.display()))?;
+    std::fs::rename(&tmp, p).with_context(|| format!("rename {} to {}", tmp.display(), p.display()))
+}
+
+/// The callback that rewrites `p` as each test lands (a partial
+/// document); a failed write is said once and the run goes on.
+fn journal_to(
+    p: &Path,
+    gates: &wirespeed_k8s::gates::Gates,
+    repeats: u32,
+) -> wirespeed_k8s::OnCase {
+    let (p, gates) = (p.to_path_buf(), gates.clone());
+    let warned = std::sync::atomic::AtomicBool::new(false);
+    wirespeed_k8s::OnCase(std::sync::Arc::new(move |out: &RunOutcome| {
+        let report = wirespeed_k8s::gates::report(out, &gates, repeats);
+        let text = serde_json::to_string_pretty(&out_doc(out, &report, true)).unwrap_or_default();
+        if let Err(e) = write_atomic(&p, &text)
+            && !warned.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            eprintln!("warning: --out: {e:#}; the run goes on");
+        }
+    }))
+}
+
+/// The tests an earlier run wrote to its --out (`--resume FILE`), by path.
+fn read_earlier(
+    p: &Path,
+) -> Result<
+    Vec<(
+        wirespeed_k8s::PathKind,
+        Vec<wirespeed_types::fleet::LinkTest>,
+    )>,
+> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("--resume {}", p.display()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "--resume {}: not the JSON of a k8s run's --out",
+            p.display()
+        )
+    })?;
+    let Some(runs) = doc.get("runs").and_then(|r| r.as_array()) else {
+        bail!(
+            "--resume {}: no \"runs\": not a k8s run's --out",
+            p.display()
+        );
+    };
+    let mut out = Vec::new();
+    for r in runs {
+        let path: wirespeed_k8s::PathKind = serde_json::from_value(r["path"].clone())
+            .with_context(|| format!("--resume {}: a run's \"path\"", p.display()))?;
+        let tests = serde_json::from_value(r["results"]["tests"].clone())
+            .with_context(|| format!("--resume {}: the tests of path {path}", p.display()))?;
+        out.push((path, tests));
+    }
+    if doc["partial"] == false {
+        eprintln!(
+            "k8s: --resume {}: that run was complete; its tests are all kept",
+            p.display()
+        );
+    }
+    Ok(out)
+}
+
+/// --out (see [`out_doc`]), --csv, --junit and --html.
 fn write_outputs(a: &RunArgs, out: &RunOutcome, report: &PathsReport) -> Result<()> {
     let write = |p: &Path, text: String| {
         std::fs::write(p, text).with_context(|| format!("write {}", p.display()))
     };
-    if let Some(p) = &a.out {
-        let doc = serde_json::json!({
-            "nodes": out.selection,
-            "runs": out.runs,
-            "comparison": wirespeed_k8s::compare(&out.runs),
-            "paths": report,
-            "sysctls": out.sysctls,
-        });
-        write(p, serde_json::to_string_pretty(&doc)?)?;
+    if let Some(p) = a.out.as_ref().or(a.resume.as_ref()) {
+        write_atomic(
+            p,
+            &serde_json::to_string_pretty(&out_doc(out, report, false))?,
+        )?;
     }
     if let Some(p) = &a.csv {
         write(p, wirespeed_report::paths::render_paths_csv(report))?;

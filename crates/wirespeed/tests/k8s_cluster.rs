@@ -8,7 +8,8 @@
 //!
 //! One test function runs the scenarios in order on one cluster (a
 //! cluster costs about a minute of two cores) and then checks that
-//! `cluster.sh down` left nothing behind.
+//! `cluster.sh down` left nothing behind; a second kills runs and
+//! resumes them on a cluster of its own.
 
 mod common;
 
@@ -330,6 +331,188 @@ fn real_cluster_runs_agents_and_fails_loudly() {
         missing_image(&c);
         tainted_node(&c);
         in_cluster_job(&c);
+    }
+    nothing_left(&name);
+}
+
+/// The case keys (path, workload, repeat, client, server) of an --out
+/// document, each with its goodput and transactions (bit for bit: a test
+/// taken from an earlier run keeps them; a test measured again would not).
+fn cases(doc: &Value) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut out = std::collections::BTreeMap::new();
+    for run in doc["runs"].as_array().into_iter().flatten() {
+        for t in run["results"]["tests"].as_array().into_iter().flatten() {
+            if !t["error"].is_null() {
+                continue;
+            }
+            let key = format!(
+                "{} {} #{} {}>{}",
+                run["path"], t["workload"], t["repeat"], t["client"], t["server"]
+            );
+            let bits = |k: &str| t[k].as_f64().unwrap_or(0.0).to_bits();
+            let old = out.insert(
+                key.clone(),
+                (bits("throughput_bps"), bits("transactions_per_s")),
+            );
+            assert!(old.is_none(), "{key} measured twice");
+        }
+    }
+    out
+}
+
+fn read_doc(p: &std::path::Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()
+}
+
+/// `k8s run` on the pod network, 3 node pairs x stream and rr x 2
+/// repeats (12 tests), in namespace `ns`, writing `out`, with `extra`.
+fn run_cmd(
+    c: &Cluster,
+    key: &str,
+    ns: &str,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Command {
+    let mut cmd = std::process::Command::new("ip");
+    cmd.args(["netns", "exec", c.get("RUNNER_NETNS"), common::bin()])
+        .args([
+            "k8s",
+            "run",
+            "--image",
+            c.get("IMAGE"),
+            "-d",
+            "1s",
+            "--warmup",
+            "0",
+        ])
+        .args([
+            "--key-file",
+            key,
+            "--network",
+            "pod",
+            "--workloads",
+            "stream,rr",
+        ])
+        .args([
+            "--repeats",
+            "2",
+            "--namespace",
+            ns,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(extra)
+        .args(["--kubeconfig", c.get("RUNNER_KUBECONFIG")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd
+}
+
+/// A run SIGKILLed once its --out holds `at` tests, then `--resume`d:
+/// the killed run's file is partial and holds those tests; the resumed
+/// run measures only the rest, and ends with the whole set, each test
+/// once, the killed run's taken as they were.
+fn killed_then_resumed(
+    c: &Cluster,
+    s: &common::cluster::Scratch,
+    all: &std::collections::BTreeSet<String>,
+    at: usize,
+) {
+    let out = std::path::PathBuf::from(s.file(&format!("killed-{at}.json")));
+    let ns = format!("{}-k{at}", c.name);
+    let mut child = common::Proc(run_cmd(c, &s.file("key"), &ns, &out, &[]).spawn().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let partial = loop {
+        if let Some(d) = read_doc(&out).filter(|d| cases(d).len() >= at) {
+            break d;
+        }
+        assert!(
+            child.0.try_wait().unwrap().is_none(),
+            "the run ended before {at} tests"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "no {at} tests in {} within 180 s",
+            out.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    // What the killed run left: its namespace (a cleanup command is a
+    // later step of the issue; the test deletes it by name).
+    c.api("DELETE", &format!("/api/v1/namespaces/{ns}"), None);
+    let killed = cases(&read_doc(&out).unwrap());
+    assert_eq!(
+        read_doc(&out).unwrap()["partial"],
+        true,
+        "a killed run's file says it is partial"
+    );
+    assert!(
+        killed.len() >= at && killed.len() < all.len(),
+        "{} tests at the kill",
+        killed.len()
+    );
+    drop(partial);
+    let r = run_cmd(
+        c,
+        &s.file("key"),
+        &format!("{ns}-r"),
+        &out,
+        &["--resume", out.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert!(r.status.success(), "the resumed run: {}", text(&r));
+    let doc = read_doc(&out).unwrap();
+    assert_eq!(doc["partial"], false);
+    let whole = cases(&doc);
+    let keys: std::collections::BTreeSet<String> = whole.keys().cloned().collect();
+    assert_eq!(&keys, all, "the resumed run's cases");
+    for (k, v) in &killed {
+        assert_eq!(
+            whole.get(k),
+            Some(v),
+            "{k}: taken from the killed run, not measured again"
+        );
+    }
+    println!(
+        "killed at {} of {} tests; the resumed run measured {}",
+        killed.len(),
+        all.len(),
+        all.len() - killed.len()
+    );
+}
+
+/// Results survive a killed run (issue 44, item 2): `--out` is rewritten
+/// as each test lands, so a run SIGKILLed at any point leaves every
+/// finished test; `--resume` measures only what is missing. Three kill
+/// points (after 1, 6 and 11 of 12 tests) against one uninterrupted run.
+#[test]
+fn a_killed_run_resumes_with_only_what_is_missing() {
+    if !can_run("a_killed_run_resumes_with_only_what_is_missing") {
+        return;
+    }
+    let _h = heavy();
+    let name = unique("wsr");
+    {
+        let c = Cluster::up(&name, &["--nodes", "3"]);
+        check_nodes(&c, 3);
+        let s =
+            common::cluster::Scratch::with_key(&format!("{name}-scratch"), "k8s-resume-test-key");
+        let out = std::path::PathBuf::from(s.file("whole.json"));
+        let r = run_cmd(&c, &s.file("key"), &format!("{name}-whole"), &out, &[])
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", text(&r));
+        let doc = read_doc(&out).unwrap();
+        assert_eq!(doc["partial"], false);
+        let all: std::collections::BTreeSet<String> = cases(&doc).keys().cloned().collect();
+        assert_eq!(all.len(), 12, "3 pairs x 2 workloads x 2 repeats: {all:?}");
+        for at in [1, 6, 11] {
+            killed_then_resumed(&c, &s, &all, at);
+        }
     }
     nothing_left(&name);
 }
