@@ -559,7 +559,8 @@ _arguments "${_arguments_options[@]}" : \
 '--min=[Fail (exit 2) when a link'\''s median is below this rate, e.g. 5gbit]:MIN:_default' \
 '--baseline=[Fail (exit 2) when a link falls below the same link of this earlier \`fleet run --out\` by more than --tolerance]:BASELINE:_files' \
 '--tolerance=[Allowed drop against --baseline, percent]:TOLERANCE:_default' \
-'--out=[Also write the JSON results here]:OUT:_files' \
+'--out=[Also write the JSON results here; rewritten as each test lands (\`"partial"\: true\` until the run ends), so a stopped or killed run leaves every finished test in it]:OUT:_files' \
+'--resume=[Take the tests an interrupted run wrote to FILE (its --out) and measure only the rest (failed and skipped tests are measured again); the whole run goes to --out (default\: FILE itself)]:FILE:_files' \
 '--html=[Also write the HTML report (matrix heatmap, outliers) here]:HTML:_files' \
 '--history=[Also store every test and each agent'\''s facts in this history file (SQLite; created, or migrated, as needed)]:HISTORY:_files' \
 '-p+[Control port when HOST names none]:PORT:_default' \
@@ -858,7 +859,8 @@ _arguments "${_arguments_options[@]}" : \
 '--repeat=[Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by]:REPEATS:_default' \
 '--ready-timeout=[Longest wait for each mode'\''s agents to be Ready]:READY_TIMEOUT:_default' \
 '--reach=[How to reach the agents'\'' HTTP APIs\: api (through the API server'\''s pod proxy\: works from anywhere that reaches the API server) or direct (to the pod/node addresses\: from inside the cluster network)]:api|direct:_default' \
-'--out=[Also write every mode'\''s agents and fleet results, and the comparison, as JSON here]:OUT:_files' \
+'--out=[Also write every mode'\''s agents and fleet results, and the comparison, as JSON here. Rewritten as each test lands (with \`"partial"\: true\` until the run ends), so an interrupted or killed run leaves every finished test in it]:OUT:_files' \
+'--resume=[Take the tests an interrupted run wrote to FILE (its --out) and measure only the rest; the whole run goes to --out (default\: FILE itself)]:FILE:_files' \
 '(-w --workload)--workloads=[Several workloads in one run, comma-separated (e.g. stream,rr\: the host vs pod table then has throughput, latency percentiles and CPU per Gbit/s and per transaction); replaces -w]:LIST:_default' \
 '-p+[Control port when HOST names none]:PORT:_default' \
 '--port=[Control port when HOST names none]:PORT:_default' \

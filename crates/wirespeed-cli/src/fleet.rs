@@ -111,9 +111,16 @@ pub struct RunArgs {
     /// Allowed drop against --baseline, percent.
     #[arg(long, default_value_t = 10.0)]
     pub tolerance: f64,
-    /// Also write the JSON results here.
+    /// Also write the JSON results here; rewritten as each test lands
+    /// (`"partial": true` until the run ends), so a stopped or killed run
+    /// leaves every finished test in it.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Take the tests an interrupted run wrote to FILE (its --out) and
+    /// measure only the rest (failed and skipped tests are measured
+    /// again); the whole run goes to --out (default: FILE itself).
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<PathBuf>,
     /// Also write the HTML report (matrix heatmap, outliers) here.
     #[arg(long)]
     pub html: Option<PathBuf>,

@@ -335,6 +335,12 @@ pub fn read_baseline(p: &Path) -> Result<PathsReport> {
     let text = std::fs::read_to_string(p).with_context(|| format!("--baseline {}", p.display()))?;
     let mut doc: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("--baseline {}: not JSON", p.display()))?;
+    if doc["partial"] == true {
+        eprintln!(
+            "warning: --baseline {} is partial (its run was stopped before its end): cases it lacks are not compared",
+            p.display()
+        );
+    }
     let cases = doc
         .get_mut("paths")
         .map(serde_json::Value::take)

@@ -507,6 +507,7 @@ pub async fn run_async(fleet: &Fleet, plan: &Plan, opts: &RunOptions) -> Result<
         outliers: Vec::new(),
         verdict: None,
         notes,
+        partial: false,
     };
     let snaps: Vec<(String, wirespeed_host::Snapshot)> = fleet
         .agents

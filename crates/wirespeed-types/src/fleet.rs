@@ -41,6 +41,11 @@ pub struct FleetResults {
     pub verdict: Option<Verdict>,
     /// Remarks: skipped agents, defaults taken.
     pub notes: Vec<String>,
+    /// True in a file written while the run went on (`--out` is rewritten
+    /// as each test lands): the run was stopped before its end, and only
+    /// `tests` is filled (`fleet run --resume FILE` measures the rest).
+    #[serde(default)]
+    pub partial: bool,
 }
 
 /// One agent as the run saw it.

@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result, bail};
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wirespeed_cli::fleet::*;
@@ -179,6 +180,47 @@ pub(crate) fn progress_line(p: &Progress) -> String {
     }
 }
 
+/// A `fleet run --out` file, for `flag`.
+fn read_results(p: &std::path::Path, flag: &str) -> Result<FleetResults> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("{flag} {}", p.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{flag} {} is not a `fleet run --out` file", p.display()))
+}
+
+/// The run's progress: a line per event on stderr and, with an output
+/// file, the file rewritten as each test lands (`"partial": true`).
+fn progress_to(
+    out: Option<PathBuf>,
+    plan: &wirespeed_fleet::Plan,
+) -> wirespeed_fleet::run::ProgressFn {
+    let partial = std::sync::Mutex::new(FleetResults {
+        schema_version: wirespeed_types::fleet::FLEET_SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        pattern: plan.pattern.name().to_string(),
+        concurrent: plan.concurrent,
+        rounds: plan.rounds.len() as u32,
+        partial: true,
+        ..FleetResults::default()
+    });
+    let warned = std::sync::atomic::AtomicBool::new(false);
+    Arc::new(move |p: &Progress| {
+        let _ = writeln!(std::io::stderr().lock(), "{}", progress_line(p));
+        let (Some(path), Progress::Test(t)) = (&out, p) else {
+            return;
+        };
+        let mut r = partial.lock().unwrap_or_else(|e| e.into_inner());
+        r.tests.push((**t).clone());
+        let written = serde_json::to_string_pretty(&*r)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| crate::write_atomic(path, &text));
+        if let Err(e) = written
+            && !warned.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            eprintln!("warning: --out: {e:#}; the run goes on");
+        }
+    })
+}
+
 fn run_matrix(a: RunArgs) -> Result<()> {
     let fleet = Fleet::load(&a.agents)?;
     let pattern: Pattern = a.pattern.parse()?;
@@ -197,10 +239,14 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         .map(|b| b as f64);
     let baseline = match &a.baseline {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("read baseline {}", p.display()))?;
-            let b: FleetResults = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not a `fleet run --out` file", p.display()))?;
+            let b = read_results(p, "--baseline")?;
+            if b.partial {
+                eprintln!(
+                    "warning: --baseline {} is partial (its run was stopped after {} tests): links it lacks are not compared",
+                    p.display(),
+                    b.tests.len()
+                );
+            }
             Some((p.display().to_string(), b))
         }
         None => None,
@@ -214,9 +260,11 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     let plan = wirespeed_fleet::plan(&fleet, pattern, a.concurrent)?;
     let mut opts = RunOptions::new(workloads(&a.bench)?, key);
     opts.repeats = a.repeats.clamp(1, 100);
-    opts.progress = Some(Arc::new(|p: &Progress| {
-        let _ = writeln!(std::io::stderr().lock(), "{}", progress_line(p));
-    }));
+    if let Some(p) = &a.resume {
+        opts.earlier = read_results(p, "--resume")?.tests;
+    }
+    let out_file = a.out.clone().or_else(|| a.resume.clone());
+    opts.progress = Some(progress_to(out_file.clone(), &plan));
     opts.http_timeout = Duration::from_secs(5);
     let mut r = wirespeed_fleet::run(&fleet, &plan, &opts)?;
     r.verdict = Some(wirespeed_fleet::analyze::judge(
@@ -229,8 +277,8 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         wirespeed_fleet::history::History::open(p)?.record("run", &r)?;
     }
     let json = serde_json::to_string_pretty(&r)?;
-    if let Some(p) = &a.out {
-        std::fs::write(p, &json).with_context(|| format!("write {}", p.display()))?;
+    if let Some(p) = &out_file {
+        crate::write_atomic(p, &json)?;
     }
     if let Some(p) = &a.html {
         std::fs::write(p, wirespeed_report::fleet::render_fleet_html(&r))

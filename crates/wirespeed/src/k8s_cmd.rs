@@ -152,21 +152,6 @@ fn out_doc(out: &RunOutcome, report: &PathsReport, partial: bool) -> serde_json:
     })
 }
 
-/// Replaces `p` with `text` so that a reader (or a crash) sees the old
-/// file or the new one, never half of one: a temporary file beside it,
-/// synced, then renamed over it.
-fn write_atomic(p: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut name = p.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    let tmp = p.with_file_name(name);
-    let mut f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
-    f.write_all(text.as_bytes())
-        .and_then(|_| f.sync_all())
-        .with_context(|| format!("write {}", tmp.display()))?;
-    std::fs::rename(&tmp, p).with_context(|| format!("rename {} to {}", tmp.display(), p.display()))
-}
-
 /// The callback that rewrites `p` as each test lands (a partial
 /// document); a failed write is said once and the run goes on.
 fn journal_to(
@@ -179,7 +164,7 @@ fn journal_to(
     wirespeed_k8s::OnCase(std::sync::Arc::new(move |out: &RunOutcome| {
         let report = wirespeed_k8s::gates::report(out, &gates, repeats);
         let text = serde_json::to_string_pretty(&out_doc(out, &report, true)).unwrap_or_default();
-        if let Err(e) = write_atomic(&p, &text)
+        if let Err(e) = crate::write_atomic(&p, &text)
             && !warned.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
             eprintln!("warning: --out: {e:#}; the run goes on");
@@ -232,7 +217,7 @@ fn write_outputs(a: &RunArgs, out: &RunOutcome, report: &PathsReport) -> Result<
         std::fs::write(p, text).with_context(|| format!("write {}", p.display()))
     };
     if let Some(p) = a.out.as_ref().or(a.resume.as_ref()) {
-        write_atomic(
+        crate::write_atomic(
             p,
             &serde_json::to_string_pretty(&out_doc(out, report, false))?,
         )?;

@@ -308,6 +308,97 @@ fn an_agent_killed_mid_matrix_is_reported_down_and_the_rest_completes() {
             .iter()
             .any(|x| x.as_str().unwrap().contains("agent f is down"))
     );
+    // f back: `--resume` measures only f's tests, and keeps the others
+    // as they were.
+    let key = f.dir.join("key");
+    let back = start_agent(f.lab(), "f", &key);
+    f.agents.push(("f".into(), back));
+    let resumed = f.dir.join("resumed.json");
+    let args = ["--pattern", "all-to-all", "--repeats", "1", "-d", "0.5s"];
+    let o = f
+        .run_cmd(
+            &file,
+            &resumed,
+            &[&args[..], &["--resume", out.to_str().unwrap()]].concat(),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let whole = load(&resumed);
+    assert_eq!(whole["partial"], false);
+    same_but_completed(&r, &whole, 15);
+    // The runner itself SIGKILLed after 5 tests: its --out is partial and
+    // holds them; resumed, the run completes with them as they were.
+    let partial = f.dir.join("partial.json");
+    let mut child = Proc(
+        f.run_cmd(&file, &partial, &args)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let tests_in = |p: &Path| {
+        std::fs::read(p)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v["tests"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    while tests_in(&partial) < 5 {
+        assert!(
+            Instant::now() < deadline,
+            "no 5 tests in {}",
+            partial.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let killed = load(&partial);
+    assert_eq!(killed["partial"], true);
+    let o = f
+        .run_cmd(
+            &file,
+            &partial,
+            &[&args[..], &["--resume", partial.to_str().unwrap()]].concat(),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let whole = load(&partial);
+    assert_eq!(whole["partial"], false);
+    same_but_completed(&killed, &whole, 15);
+}
+
+/// `whole` has `n` tests, none failed, each (workload, client, server)
+/// once, and every test `earlier` measured is in it as it was.
+fn same_but_completed(earlier: &Value, whole: &Value, n: usize) {
+    let key = |t: &Value| {
+        format!(
+            "{} {}>{} #{}",
+            t["workload"], t["client"], t["server"], t["repeat"]
+        )
+    };
+    let tests = whole["tests"].as_array().unwrap();
+    let mut keys: Vec<String> = tests.iter().map(key).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!((tests.len(), keys.len()), (n, n), "{keys:?}");
+    assert!(tests.iter().all(|t| t["error"].is_null()), "{tests:?}");
+    for t in earlier["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["error"].is_null())
+    {
+        let now = tests.iter().find(|x| key(x) == key(t)).unwrap();
+        assert_eq!(
+            now["throughput_bps"],
+            t["throughput_bps"],
+            "{}: measured again",
+            key(t)
+        );
+    }
 }
 
 #[test]
