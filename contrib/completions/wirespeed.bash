@@ -175,6 +175,9 @@ _wirespeed() {
             wirespeed__subcmd__help__subcmd__fleet,watch)
                 cmd="wirespeed__subcmd__help__subcmd__fleet__subcmd__watch"
                 ;;
+            wirespeed__subcmd__help__subcmd__k8s,cleanup)
+                cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__cleanup"
+                ;;
             wirespeed__subcmd__help__subcmd__k8s,image)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__image"
                 ;;
@@ -235,6 +238,9 @@ _wirespeed() {
             wirespeed__subcmd__help__subcmd__tune,watchdog)
                 cmd="wirespeed__subcmd__help__subcmd__tune__subcmd__watchdog"
                 ;;
+            wirespeed__subcmd__k8s,cleanup)
+                cmd="wirespeed__subcmd__k8s__subcmd__cleanup"
+                ;;
             wirespeed__subcmd__k8s,help)
                 cmd="wirespeed__subcmd__k8s__subcmd__help"
                 ;;
@@ -249,6 +255,9 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__k8s,watch)
                 cmd="wirespeed__subcmd__k8s__subcmd__watch"
+                ;;
+            wirespeed__subcmd__k8s__subcmd__help,cleanup)
+                cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__cleanup"
                 ;;
             wirespeed__subcmd__k8s__subcmd__help,help)
                 cmd="wirespeed__subcmd__k8s__subcmd__help__subcmd__help"
@@ -1756,8 +1765,22 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__k8s)
-            opts="manifests run image watch"
+            opts="manifests run image watch cleanup"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__k8s__subcmd__cleanup)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2170,7 +2193,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s)
-            opts="-h --help manifests run image watch help"
+            opts="-h --help manifests run image watch cleanup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2183,9 +2206,53 @@ _wirespeed() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        wirespeed__subcmd__k8s__subcmd__help)
-            opts="manifests run image watch help"
+        wirespeed__subcmd__k8s__subcmd__cleanup)
+            opts="-n -h --run --namespace --force --kubeconfig --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --run)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__help)
+            opts="manifests run image watch cleanup help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__k8s__subcmd__help__subcmd__cleanup)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

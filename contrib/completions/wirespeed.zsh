@@ -1194,6 +1194,17 @@ esac
     ;;
 esac
 ;;
+(cleanup)
+_arguments "${_arguments_options[@]}" : \
+'--run=[Only this run'\''s objects (the RUNID of \`wirespeed.dev/run=RUNID\`, printed by the run when it applied them)]:RUNID:_default' \
+'-n+[Only in this namespace]:NAMESPACE:_default' \
+'--namespace=[Only in this namespace]:NAMESPACE:_default' \
+'--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
+'--force[Also delete runs whose Lease is still renewed (runs that may be alive\: their tests fail)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (help)
 _arguments "${_arguments_options[@]}" : \
 ":: :_wirespeed__subcmd__k8s__subcmd__help_commands" \
@@ -1269,6 +1280,10 @@ _arguments "${_arguments_options[@]}" : \
         esac
     ;;
 esac
+;;
+(cleanup)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
 ;;
 (help)
 _arguments "${_arguments_options[@]}" : \
@@ -1535,6 +1550,10 @@ _arguments "${_arguments_options[@]}" : \
         esac
     ;;
 esac
+;;
+(cleanup)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
 ;;
         esac
     ;;
@@ -1811,8 +1830,14 @@ _wirespeed__subcmd__help__subcmd__k8s_commands() {
 'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
 'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
 'watch:\`fleet watch\` on the cluster\: agents and a watcher Deployment that probes every pair on a schedule, keeps history and raises drift events (docs/k8s.md)' \
+'cleanup:Delete what runs that did not end left behind (a run killed with SIGKILL, or whose machine went away)\: the namespaces runs made and the objects they put in a namespace they were given, found by the label \`wirespeed.dev/run\`. A run still alive is left alone' \
     )
     _describe -t commands 'wirespeed help k8s commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__cleanup_commands] )) ||
+_wirespeed__subcmd__help__subcmd__k8s__subcmd__cleanup_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help k8s cleanup commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help__subcmd__k8s__subcmd__image_commands] )) ||
 _wirespeed__subcmd__help__subcmd__k8s__subcmd__image_commands() {
@@ -1981,9 +2006,15 @@ _wirespeed__subcmd__k8s_commands() {
 'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
 'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
 'watch:\`fleet watch\` on the cluster\: agents and a watcher Deployment that probes every pair on a schedule, keeps history and raises drift events (docs/k8s.md)' \
+'cleanup:Delete what runs that did not end left behind (a run killed with SIGKILL, or whose machine went away)\: the namespaces runs made and the objects they put in a namespace they were given, found by the label \`wirespeed.dev/run\`. A run still alive is left alone' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed k8s commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__cleanup_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__cleanup_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s cleanup commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__k8s__subcmd__help_commands] )) ||
 _wirespeed__subcmd__k8s__subcmd__help_commands() {
@@ -1992,9 +2023,15 @@ _wirespeed__subcmd__k8s__subcmd__help_commands() {
 'run:Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured' \
 'image:The agent image\: built from a wirespeed binary, without Docker or a base image' \
 'watch:\`fleet watch\` on the cluster\: agents and a watcher Deployment that probes every pair on a schedule, keeps history and raises drift events (docs/k8s.md)' \
+'cleanup:Delete what runs that did not end left behind (a run killed with SIGKILL, or whose machine went away)\: the namespaces runs made and the objects they put in a namespace they were given, found by the label \`wirespeed.dev/run\`. A run still alive is left alone' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed k8s help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__cleanup_commands] )) ||
+_wirespeed__subcmd__k8s__subcmd__help__subcmd__cleanup_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed k8s help cleanup commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__k8s__subcmd__help__subcmd__help_commands] )) ||
 _wirespeed__subcmd__k8s__subcmd__help__subcmd__help_commands() {

@@ -26,6 +26,30 @@ pub enum K8sCmd {
     /// events (docs/k8s.md).
     #[command(subcommand)]
     Watch(crate::k8s_watch::WatchCmd),
+    /// Delete what runs that did not end left behind (a run killed with
+    /// SIGKILL, or whose machine went away): the namespaces runs made and
+    /// the objects they put in a namespace they were given, found by the
+    /// label `wirespeed.dev/run`. A run still alive is left alone.
+    Cleanup(CleanupArgs),
+}
+
+/// Options of `k8s cleanup`.
+#[derive(clap::Args, Debug)]
+pub struct CleanupArgs {
+    /// Only this run's objects (the RUNID of `wirespeed.dev/run=RUNID`,
+    /// printed by the run when it applied them).
+    #[arg(long, value_name = "RUNID")]
+    pub run: Option<String>,
+    /// Only in this namespace.
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// Also delete runs whose Lease is still renewed (runs that may be
+    /// alive: their tests fail).
+    #[arg(long)]
+    pub force: bool,
+    /// The kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 /// `k8s image` subcommands.

@@ -4,7 +4,8 @@
 //! the fleet matrix against them and deleting what a run made.
 //!
 //! - [`manifests`], [`deploy`], [`cluster`]: the objects, applied and
-//!   deleted again; [`lock`]: one run per namespace at a time; [`runner`]: what runs `k8s run` inside the cluster.
+//!   deleted again; [`lock`]: one run per namespace at a time; [`runner`]: what runs `k8s run` inside the cluster;
+//!   [`cleanup`]: what runs that did not end left behind, deleted by label.
 //! - [`dranet`]: DraNet's vocabulary (NIC selectors, its config mapped
 //!   from a profile, the devices a ResourceSlice publishes); [`dra`]: the
 //!   checks against a cluster's ResourceSlices and the shared DeviceClass
@@ -29,6 +30,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cleanup;
 pub mod cluster;
 pub mod compare;
 pub mod deploy;

@@ -68,6 +68,17 @@ fn state(l: &Lease) -> (String, i64, bool) {
     (holder, age, expired)
 }
 
+/// Who holds the Lease of namespace `ns`, seconds since its last
+/// renewal and whether that has expired; None without a Lease.
+pub async fn holder(client: &Client, ns: &str) -> Result<Option<(String, i64, bool)>, K8sError> {
+    let api: Api<Lease> = Api::namespaced(client.clone(), ns);
+    let l = api
+        .get_opt(LEASE)
+        .await
+        .map_err(|e| K8sError::api(format!("read Lease {ns}/{LEASE}"), e))?;
+    Ok(l.as_ref().map(state))
+}
+
 fn busy(ns: &str, holder: &str, age: i64) -> K8sError {
     K8sError::Busy(format!(
         "namespace {ns} is in use by run {holder} (its Lease {LEASE} was renewed {age} s ago); wait for it to end, or give this run another --namespace"

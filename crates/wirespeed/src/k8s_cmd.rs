@@ -40,7 +40,29 @@ pub fn run(c: K8sCmd) -> Result<()> {
         K8sCmd::Run(a) => run_matrix(*a),
         K8sCmd::Image(ImageCmd::Build(a)) => build_image(*a),
         K8sCmd::Watch(c) => crate::k8s_watch_cmd::run(c),
+        K8sCmd::Cleanup(a) => cleanup(a),
     }
+}
+
+/// `k8s cleanup`: a line per object deleted; exit 1 when a run was left
+/// because it is alive.
+fn cleanup(a: CleanupArgs) -> Result<()> {
+    let c = wirespeed_k8s::cleanup::Cleanup {
+        run: a.run,
+        namespace: a.namespace,
+        force: a.force,
+    };
+    let done = wirespeed_k8s::cleanup::cleanup_blocking(a.kubeconfig.as_deref(), &c)?;
+    for d in &done.deleted {
+        println!("deleted {d}");
+    }
+    if done.deleted.is_empty() && done.alive.is_empty() {
+        println!("nothing to clean up: no object labelled wirespeed.dev/run matches");
+    }
+    if !done.alive.is_empty() {
+        bail!("left alone:\n  {}", done.alive.join("\n  "));
+    }
+    Ok(())
 }
 
 fn run_matrix(a: RunArgs) -> Result<()> {

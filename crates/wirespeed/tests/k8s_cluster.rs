@@ -440,9 +440,23 @@ fn killed_then_resumed(
     };
     child.0.kill().unwrap();
     child.0.wait().unwrap();
-    // What the killed run left: its namespace (a cleanup command is a
-    // later step of the issue; the test deletes it by name).
-    c.api("DELETE", &format!("/api/v1/namespaces/{ns}"), None);
+    // What the killed run left: `k8s cleanup` leaves it while its Lease
+    // is fresh (the run might be alive), and deletes it when forced.
+    let (o, _) = c.runner(&["k8s", "cleanup", "--namespace", &ns]);
+    assert!(!o.status.success(), "a fresh Lease: {}", text(&o));
+    assert!(text(&o).contains("renewed its Lease"), "{}", text(&o));
+    let (o, _) = c.runner(&["k8s", "cleanup", "--namespace", &ns, "--force"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("deleted Namespace {ns}")),
+        "{}",
+        text(&o)
+    );
+    let gone = c.api("GET", &format!("/api/v1/namespaces/{ns}"), None);
+    assert!(
+        gone["code"] == 404 || !gone["metadata"]["deletionTimestamp"].is_null(),
+        "{gone}"
+    );
     let killed = cases(&read_doc(&out).unwrap());
     assert_eq!(
         read_doc(&out).unwrap()["partial"],
@@ -513,6 +527,9 @@ fn a_killed_run_resumes_with_only_what_is_missing() {
         for at in [1, 6, 11] {
             killed_then_resumed(&c, &s, &all, at);
         }
+        let (o, _) = c.runner(&["k8s", "cleanup"]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains("nothing to clean up"), "{}", text(&o));
     }
     nothing_left(&name);
 }
