@@ -144,6 +144,11 @@ pub struct Control {
     timeout: Duration,
 }
 
+/// How long a client whose test ended early waits for the server's
+/// reason on the control connection (a dead server's closed connection
+/// answers at once).
+const SERVER_WHY: Duration = Duration::from_millis(500);
+
 /// Most characters of a server's error text the client repeats.
 const MAX_SERVER_TEXT: usize = 500;
 
@@ -556,7 +561,16 @@ fn watch_window(
     });
     let window = match window {
         Ok(w) => w,
-        Err(e) => return Err(server_error.unwrap_or(e)),
+        Err(e) => {
+            // The server closes a test's flows as it tells why (a stop
+            // signal, a fault): the flows' end may be seen first.
+            let why = server_error.or_else(|| {
+                let by = Instant::now() + SERVER_WHY;
+                let m = frames.read_until(ctl_fd, by, "the server's reason").ok()?;
+                Some(expect_error(m, "nothing during the test"))
+            });
+            return Err(why.unwrap_or(e));
+        }
     };
     if frames.partial() > 0 {
         return Err(EngineError::Protocol(
