@@ -81,11 +81,23 @@ impl Drop for Applied {
     }
 }
 
-/// Writes `res` to `path` atomically: a temporary file, then a rename.
+/// Writes `res` to `path` atomically ([`write_atomic`]).
 fn save(res: &ExperimentResults, path: &Path) -> Result<()> {
     let text = serde_json::to_string_pretty(res).ctx(|| "encode results".into())?;
+    write_atomic(path, &(text + "\n"))
+}
+
+/// Replaces `path` with `text` so that a reader (or a crash) sees the
+/// old file or the new one, never half of one: a temporary file beside
+/// it (named after this process), synced, then renamed over it. Also
+/// what `k8s run --out` and `fleet run --out` are rewritten with.
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, text + "\n").ctx(|| format!("write {}", tmp.display()))?;
+    let mut f = std::fs::File::create(&tmp).ctx(|| format!("create {}", tmp.display()))?;
+    f.write_all(text.as_bytes())
+        .and_then(|_| f.sync_all())
+        .ctx(|| format!("write {}", tmp.display()))?;
     std::fs::rename(&tmp, path).ctx(|| format!("rename {} to {}", tmp.display(), path.display()))
 }
 

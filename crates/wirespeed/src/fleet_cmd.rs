@@ -212,7 +212,7 @@ fn progress_to(
         r.tests.push((**t).clone());
         let written = serde_json::to_string_pretty(&*r)
             .map_err(anyhow::Error::from)
-            .and_then(|text| crate::write_atomic(path, &text));
+            .and_then(|text| Ok(wirespeed_experiment::runner::write_atomic(path, &text)?));
         if let Err(e) = written
             && !warned.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
@@ -278,7 +278,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     }
     let json = serde_json::to_string_pretty(&r)?;
     if let Some(p) = &out_file {
-        crate::write_atomic(p, &json)?;
+        wirespeed_experiment::runner::write_atomic(p, &json)?;
     }
     if let Some(p) = &a.html {
         std::fs::write(p, wirespeed_report::fleet::render_fleet_html(&r))

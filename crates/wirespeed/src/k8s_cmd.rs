@@ -186,7 +186,7 @@ fn journal_to(
     wirespeed_k8s::OnCase(std::sync::Arc::new(move |out: &RunOutcome| {
         let report = wirespeed_k8s::gates::report(out, &gates, repeats);
         let text = serde_json::to_string_pretty(&out_doc(out, &report, true)).unwrap_or_default();
-        if let Err(e) = crate::write_atomic(&p, &text)
+        if let Err(e) = wirespeed_experiment::runner::write_atomic(&p, &text)
             && !warned.swap(true, std::sync::atomic::Ordering::Relaxed)
         {
             eprintln!("warning: --out: {e:#}; the run goes on");
@@ -239,7 +239,7 @@ fn write_outputs(a: &RunArgs, out: &RunOutcome, report: &PathsReport) -> Result<
         std::fs::write(p, text).with_context(|| format!("write {}", p.display()))
     };
     if let Some(p) = a.out.as_ref().or(a.resume.as_ref()) {
-        crate::write_atomic(
+        wirespeed_experiment::runner::write_atomic(
             p,
             &serde_json::to_string_pretty(&out_doc(out, report, false))?,
         )?;

@@ -19,10 +19,9 @@ mod report_cmd;
 mod stop;
 mod watch_cmd;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches};
 use std::io::Write;
-use std::path::Path;
 use wirespeed_cli::*;
 use wirespeed_engine::{Server, ServerConfig};
 
@@ -94,21 +93,6 @@ fn serve(a: ServeArgs) -> Result<()> {
     server.serve(stop)?;
     eprintln!("wirespeed server: stopped by a signal");
     Ok(())
-}
-
-/// Replaces `p` with `text` so that a reader (or a crash) sees the old
-/// file or the new one, never half of one: a temporary file beside it,
-/// synced, then renamed over it.
-pub(crate) fn write_atomic(p: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut name = p.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    let tmp = p.with_file_name(name);
-    let mut f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
-    f.write_all(text.as_bytes())
-        .and_then(|_| f.sync_all())
-        .with_context(|| format!("write {}", tmp.display()))?;
-    std::fs::rename(&tmp, p).with_context(|| format!("rename {} to {}", tmp.display(), p.display()))
 }
 
 fn main() {
