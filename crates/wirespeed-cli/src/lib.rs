@@ -77,7 +77,7 @@ pub enum Cmd {
     /// Test every link of a fleet of agents; plan the rounds.
     #[command(subcommand)]
     Fleet(fleet::FleetCmd),
-    /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared.
+    /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared. Also one `fleet run` or `k8s run` --out file, saying when it is partial.
     Report(report::ReportArgs),
     /// Agents on Kubernetes: host network, pod network or DRA-claimed NICs.
     #[command(subcommand)]

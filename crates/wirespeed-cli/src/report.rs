@@ -6,7 +6,8 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
     /// Results of `wirespeed experiment`, or outputs of `wirespeed bench --json`;
-    /// several are compared on shared axes, one series per file.
+    /// several are compared on shared axes, one series per file. Or one
+    /// `fleet run --out` or `k8s run --out` file (partial or whole).
     #[arg(required = true, value_name = "RESULTS.json")]
     pub results: Vec<PathBuf>,
     /// A name for each file, in order (repeat the flag: `--label cubic --label bbr`);

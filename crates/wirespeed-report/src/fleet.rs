@@ -44,7 +44,9 @@ pub fn render_fleet(r: &FleetResults) -> String {
     for m in &r.matrices {
         matrix_text(m, &mut out);
     }
-    if r.outliers.is_empty() {
+    if r.outliers.is_empty() && r.matrices.is_empty() {
+        // A partial file: the matrices and outliers come at the run's end.
+    } else if r.outliers.is_empty() {
         let _ = writeln!(
             out,
             "\nno outlier: every link, NIC and host is within the noise band of the fleet median"

@@ -27,6 +27,8 @@ mod md;
 pub mod model;
 pub mod optimize;
 pub mod paths;
+/// Fleet and k8s run files (`--out`, maybe partial) as HTML, Markdown and CSV.
+pub mod runs;
 pub mod source;
 mod table;
 mod units;

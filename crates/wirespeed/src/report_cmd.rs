@@ -2,20 +2,34 @@
 //! reports as one self-contained HTML page with SVG charts, Markdown or
 //! CSV. One file renders as what it holds (a test, a size sweep, an
 //! experiment); several are compared on shared axes, one series per file.
+//! A run file (`fleet run --out`, `k8s run --out`), given alone, renders
+//! by the fleet or paths renderers and says first when it is partial.
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use wirespeed_cli::report::*;
 use wirespeed_engine::Report;
 use wirespeed_report::experiment::{ExperimentResults, finalize};
+use wirespeed_report::runs::{RUN_KINDS, RunFile, render_run_csv, render_run_html, render_run_md};
 use wirespeed_report::source::distinct_labels;
 use wirespeed_report::{Content, Source, plural, render_page, render_page_csv, render_page_md};
 
-/// Reads either kind of results file.
-pub fn read_content(path: &Path) -> Result<Content> {
+/// Reads a file as JSON.
+fn read_json(path: &Path) -> Result<serde_json::Value> {
     let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+}
+
+/// Reads a run file; None when the file is JSON of another kind.
+pub fn read_run(path: &Path) -> Result<Option<RunFile>> {
+    RunFile::from_value(read_json(path)?)
+        .with_context(|| format!("{} is not a valid run file", path.display()))
+}
+
+/// Reads either kind of results file; a run file is refused (it is
+/// rendered only alone).
+pub fn read_content(path: &Path) -> Result<Content> {
+    let v = read_json(path)?;
     if v.get("cells").is_some() {
         let mut res: ExperimentResults = serde_json::from_value(v)
             .with_context(|| format!("{} is not valid experiment results", path.display()))?;
@@ -28,9 +42,11 @@ pub fn read_content(path: &Path) -> Result<Content> {
             bail!("{} holds no results", path.display());
         }
         Ok(Content::Bench(report))
+    } else if let Ok(Some(r)) = RunFile::from_value(v) {
+        bail!("{} is a {}: give it alone", path.display(), r.kind())
     } else {
         bail!(
-            "{} is neither experiment results (`cells`) nor a bench report (`results`)",
+            "{} is none of the four kinds `report` reads: experiment results (`cells`), a bench report (`results`), {RUN_KINDS}",
             path.display()
         )
     }
@@ -65,23 +81,50 @@ pub fn read_sources(paths: &[PathBuf], labels: &[String]) -> Result<Vec<Source>>
     Ok(sources)
 }
 
-/// Runs `wirespeed report`.
-pub fn run(a: ReportArgs) -> Result<()> {
-    let sources = read_sources(&a.results, &a.labels)?;
+/// The output format: --format, else the output file's extension, else html.
+fn format_of(a: &ReportArgs) -> &str {
     let ext = a
         .output
         .as_ref()
         .and_then(|p| p.extension())
         .and_then(|e| e.to_str());
-    let format = a.format.as_deref().or(match ext {
-        Some("md") => Some("md"),
-        Some("csv") => Some("csv"),
+    a.format.as_deref().unwrap_or(match ext {
+        Some("md") => "md",
+        Some("csv") => "csv",
+        _ => "html",
+    })
+}
+
+/// Renders a run file, saying on stderr when it is partial.
+fn render_run(r: &RunFile, path: &Path, format: &str) -> String {
+    let file = path.display().to_string();
+    if let Some(line) = r.partial_line(&file) {
+        eprintln!("{line}");
+    }
+    match format {
+        "md" => render_run_md(r, &file),
+        "csv" => render_run_csv(r),
+        _ => render_run_html(r, &file),
+    }
+}
+
+/// Runs `wirespeed report`.
+pub fn run(a: ReportArgs) -> Result<()> {
+    let format = format_of(&a);
+    let run_file = match a.results.as_slice() {
+        [one] => read_run(one)?.map(|r| (r, one)),
         _ => None,
-    });
-    let text = match format.unwrap_or("html") {
-        "md" => render_page_md(&sources),
-        "csv" => render_page_csv(&sources),
-        _ => render_page(&sources),
+    };
+    let text = match run_file {
+        Some((r, path)) => render_run(&r, path, format),
+        None => {
+            let sources = read_sources(&a.results, &a.labels)?;
+            match format {
+                "md" => render_page_md(&sources),
+                "csv" => render_page_csv(&sources),
+                _ => render_page(&sources),
+            }
+        }
     };
     match &a.output {
         Some(p) => {
