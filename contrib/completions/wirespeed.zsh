@@ -767,7 +767,7 @@ _arguments "${_arguments_options[@]}" : \
 '--format=[html, md or csv (default\: from the output'\''s extension, else html)]:FORMAT:(html md csv)' \
 '-h[Print help]' \
 '--help[Print help]' \
-'*::results -- Results of `wirespeed experiment`, or outputs of `wirespeed bench --json`; several are compared on shared axes, one series per file:_files' \
+'*::results -- Results of `wirespeed experiment`, or outputs of `wirespeed bench --json`; several are compared on shared axes, one series per file. Or one `fleet run --out` or `k8s run --out` file (partial or whole):_files' \
 && ret=0
 ;;
 (k8s)
@@ -858,6 +858,7 @@ _arguments "${_arguments_options[@]}" : \
 '--repeats=[Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by]:REPEATS:_default' \
 '--repeat=[Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by]:REPEATS:_default' \
 '--ready-timeout=[Longest wait for each mode'\''s agents to be Ready]:READY_TIMEOUT:_default' \
+'--api-retry=[How long a request to the API server is retried after its first failure (a restarting API server refuses connections or answers 503 for a while); past it the run stops testing, says so and leaves its objects for \`k8s cleanup\`]:DURATION:_default' \
 '--reach=[How to reach the agents'\'' HTTP APIs\: api (through the API server'\''s pod proxy\: works from anywhere that reaches the API server) or direct (to the pod/node addresses\: from inside the cluster network)]:api|direct:_default' \
 '--out=[Also write every mode'\''s agents and fleet results, and the comparison, as JSON here. Rewritten as each test lands (with \`"partial"\: true\` until the run ends), so an interrupted or killed run leaves every finished test in it]:OUT:_files' \
 '--resume=[Take the tests an interrupted run wrote to FILE (its --out) and measure only the rest; the whole run goes to --out (default\: FILE itself)]:FILE:_files' \
@@ -1596,7 +1597,7 @@ _wirespeed_commands() {
 'optimize:Search the bench and host settings that raise throughput or cut latency' \
 'agent:The fleet agent\: the server plus a keyed HTTP API and Prometheus metrics' \
 'fleet:Test every link of a fleet of agents; plan the rounds' \
-'report:Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared' \
+'report:Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared. Also one \`fleet run\` or \`k8s run\` --out file, saying when it is partial' \
 'k8s:Agents on Kubernetes\: host network, pod network or DRA-claimed NICs' \
 'completions:Print a shell completion script (bash, zsh, fish, elvish, powershell)' \
 'man:Write a man page per command (wirespeed.1, wirespeed-bench.1, ...)' \
@@ -1734,7 +1735,7 @@ _wirespeed__subcmd__help_commands() {
 'optimize:Search the bench and host settings that raise throughput or cut latency' \
 'agent:The fleet agent\: the server plus a keyed HTTP API and Prometheus metrics' \
 'fleet:Test every link of a fleet of agents; plan the rounds' \
-'report:Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared' \
+'report:Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared. Also one \`fleet run\` or \`k8s run\` --out file, saying when it is partial' \
 'k8s:Agents on Kubernetes\: host network, pod network or DRA-claimed NICs' \
 'completions:Print a shell completion script (bash, zsh, fish, elvish, powershell)' \
 'man:Write a man page per command (wirespeed.1, wirespeed-bench.1, ...)' \

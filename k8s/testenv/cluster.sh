@@ -22,6 +22,8 @@
 #   k8s/testenv/cluster.sh env [--name NAME]          # path of the env file (addresses, pids)
 #   k8s/testenv/cluster.sh down [--name NAME]         # remove everything `up` made
 #   k8s/testenv/cluster.sh leftovers [--name NAME]    # list what of NAME is still on the host
+#   k8s/testenv/cluster.sh api-stop|api-start [--name NAME]   # faults: the API server stopped, started again
+#   k8s/testenv/cluster.sh node-down|node-up I [--name NAME]  # node I's kubelet stopped and link down; back
 #
 # NAME (default wsc; 1-8 of [a-z0-9], starting with a letter) prefixes
 # every namespace, link, cgroup, node and directory the cluster makes, so
@@ -82,8 +84,10 @@ runtime=containerd1
 cni=bridge
 netpol=
 dns=
+fault_node=
 while (($#)); do
   case $1 in
+    [0-9]*) fault_node=$1; shift ;;
     --name) name=${2:?--name needs a value}; shift 2 ;;
     --nodes) nodes=${2:?--nodes needs a value}; shift 2 ;;
     --zones) zones=${2:?--zones needs a value}; shift 2 ;;
@@ -910,6 +914,14 @@ nodes_ready() {
   n=$(api /api/v1/nodes | jq '[.items[] | select(.status.conditions[]? | .type == "Ready" and .status == "True")] | length')
   ((n == nodes))
 }
+# leases_renewed_since T: every node's Lease in kube-node-lease was
+# renewed after T (UTC, seconds precision): the kubelets reach the API.
+leases_renewed_since() {
+  local n
+  n=$(api /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases |
+    jq --arg t "$1" '[.items[] | select(.spec.renewTime[0:19] > $t)] | length')
+  ((n >= nodes))
+}
 default_sa() { api /api/v1/namespaces/default/serviceaccounts/default >/dev/null; }
 # NODE's driver is registered with its kubelet and its ResourceSlice is
 # published with every DRA NIC.
@@ -1009,8 +1021,77 @@ EOF
   echo "$dir/kubeconfig"
 }
 
+# ---------------------------------------------------------------- faults
+# For the fault tests: a daemon stopped (its command line kept) and
+# started again from it; a node taken off the network.
+
+# load_env: $API, $ADMIN_TOKEN and the node count of a cluster that is up.
+load_env() {
+  [[ -f $dir/env ]] || die "cluster $name is not up"
+  API=$(sed -n 's/^SERVER=//p' "$dir/env")
+  ADMIN_TOKEN=$(sed -n 's/^TOKEN=//p' "$dir/env")
+  nodes=$(sed -n 's/^NODES="\(.*\)"$/\1/p' "$dir/env" | wc -w)
+}
+
+# stop_daemon NAME: keeps its command line, SIGTERM (SIGKILL after 10 s).
+stop_daemon() {
+  local n=$1 pid i
+  pid=$(cat "$dir/pids/$n" 2>/dev/null) || die "no daemon $n in cluster $name"
+  kill -0 "$pid" 2>/dev/null || die "$n (pid $pid) is not running"
+  cp "/proc/$pid/cmdline" "$dir/pids/$n.cmd"
+  kill -TERM "$pid"
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+# start_daemon NAME NETNS|-: starts NAME again from its kept command line.
+start_daemon() {
+  local n=$1 ns=$2 args=()
+  [[ -f $dir/pids/$n.cmd ]] || die "$n was not stopped by cluster.sh"
+  mapfile -d '' args <"$dir/pids/$n.cmd"
+  mv -f "$dir/logs/$n.log" "$dir/logs/$n.log.$(date +%s)" 2>/dev/null || true
+  start "$n" "$ns" "${args[@]}"
+  rm -f "$dir/pids/$n.cmd"
+}
+
+node_index() {
+  [[ ${1:-} =~ ^[0-9]+$ ]] && ((${1} >= 1 && ${1} <= nodes)) || die "node index '${1:-}': 1 to $nodes"
+}
+
+faults() {
+  (($(id -u) == 0)) || die "needs root"
+  load_env
+  case $cmd in
+    api-stop) stop_daemon kube-apiserver ;;
+    api-start) # back when every kubelet has renewed its node Lease since
+      local since
+      since=$(date -u +%Y-%m-%dT%H:%M:%S)
+      start_daemon kube-apiserver -
+      wait_for kube-apiserver "$last_pid" api /readyz
+      wait_for "every node's Lease renewed" "$last_pid" leases_renewed_since "$since"
+      wait_for "nodes Ready ($nodes)" "$last_pid" nodes_ready
+      ;;
+    node-down) # the node's kubelet stopped and its link down: lost to the cluster
+      node_index "$fault_node"
+      stop_daemon "kubelet-n$fault_node"
+      ip -n "$name-n$fault_node" link set eth0 down
+      ;;
+    node-up)
+      node_index "$fault_node"
+      ip -n "$name-n$fault_node" link set eth0 up
+      start_daemon "kubelet-n$fault_node" "$name-n$fault_node"
+      wait_for "kubelet-n$fault_node" "$last_pid" nodes_ready
+      ;;
+  esac
+  log "$cmd${fault_node:+ $fault_node}: done"
+}
+
 case $cmd in
   up) up ;;
+  api-stop | api-start | node-down | node-up) faults ;;
   down)
     (($(id -u) == 0)) || die "needs root"
     down
@@ -1021,5 +1102,5 @@ case $cmd in
   leftovers) # exit 1, listing them, when anything of NAME is left
     if leftovers; then exit 1; fi
     ;;
-  *) die "unknown command '$cmd': up, down, kubeconfig, image, env, leftovers" ;;
+  *) die "unknown command '$cmd': up, down, kubeconfig, image, env, leftovers, api-stop, api-start, node-down, node-up" ;;
 esac

@@ -54,10 +54,25 @@ pub enum Progress {
         /// What failed.
         why: String,
     },
+    /// An agent that went down was replaced ([`RunOptions::replace`]):
+    /// tests go to its replacement from now on.
+    Replaced {
+        /// The agent (its fleet name, unchanged).
+        agent: String,
+        /// Where the replacement is reached, as its transport says.
+        now: String,
+    },
 }
 
 /// A progress callback.
 pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// Finds the replacement of an agent found down (on Kubernetes, the pod
+/// its DaemonSet made again after the old one was deleted): its new entry
+/// under the same name, or None when there is none in the finder's own
+/// time bound.
+pub type Replacer =
+    Arc<dyn Fn(AgentSpec) -> crate::transport::BoxFuture<'static, Option<AgentSpec>> + Send + Sync>;
 
 /// How a run goes.
 #[derive(Clone)]
@@ -85,6 +100,10 @@ pub struct RunOptions {
     /// measured (same workload, repeat, agents and NICs, no error) is
     /// taken from it, not measured again.
     pub earlier: Vec<LinkTest>,
+    /// Asked once each time an agent goes down: when it finds a
+    /// replacement, every agent is given the new fleet and the rest of
+    /// the agent's tests go to it. None: a down agent stays down.
+    pub replace: Option<Replacer>,
 }
 
 impl RunOptions {
@@ -100,6 +119,7 @@ impl RunOptions {
             progress: None,
             transport: None,
             earlier: Vec::new(),
+            replace: None,
         }
     }
 }
@@ -251,6 +271,11 @@ impl AgentClient {
         let r = self
             .send("health check", "GET", "/healthz", Vec::new(), Vec::new())
             .await?;
+        if r.status == 503 && r.body.starts_with(b"stopping ") {
+            return Err(self.err(
+                "health check: the agent is stopping (its pod or process is being shut down)",
+            ));
+        }
         if !(200..300).contains(&r.status) {
             return Err(self.err(format!("health check: {}", status_text(r.status))));
         }
@@ -355,6 +380,26 @@ fn status_text(code: u16) -> String {
 /// Where agents stand during a run.
 struct Board {
     down: Vec<Option<String>>,
+    /// Replacements of agents that went down: their entry and client.
+    now: Vec<Option<(AgentSpec, AgentClient)>>,
+    /// Whether a replacement was looked for since the agent last went down.
+    sought: Vec<bool>,
+    /// Why the way to the agents (a relay) is out for good, once it is.
+    relay: Option<String>,
+    /// What happened that the results should say.
+    notes: Vec<String>,
+}
+
+impl Board {
+    fn new(n: usize) -> Board {
+        Board {
+            down: vec![None; n],
+            now: vec![None; n],
+            sought: vec![false; n],
+            relay: None,
+            notes: Vec::new(),
+        }
+    }
 }
 
 struct Ctx<'a> {
@@ -362,15 +407,124 @@ struct Ctx<'a> {
     clients: Vec<AgentClient>,
     opts: &'a RunOptions,
     board: Mutex<Board>,
+    /// One replacement at a time.
+    reviving: tokio::sync::Mutex<()>,
 }
 
 impl Ctx<'_> {
+    fn new<'a>(fleet: &'a Fleet, clients: Vec<AgentClient>, opts: &'a RunOptions) -> Ctx<'a> {
+        Ctx {
+            fleet,
+            clients,
+            opts,
+            board: Mutex::new(Board::new(fleet.agents.len())),
+            reviving: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn board(&self) -> std::sync::MutexGuard<'_, Board> {
+        self.board.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Agent `i`'s entry now: its replacement's, if it was replaced.
+    fn spec(&self, i: usize) -> AgentSpec {
+        match &self.board().now[i] {
+            Some((a, _)) => a.clone(),
+            None => self.fleet.agents[i].clone(),
+        }
+    }
+
+    /// The client of agent `i` now.
+    fn client(&self, i: usize) -> AgentClient {
+        match &self.board().now[i] {
+            Some((_, c)) => c.clone(),
+            None => self.clients[i].clone(),
+        }
+    }
+
+    /// Agent `i` is down: asks [`RunOptions::replace`] (once since it went
+    /// down) for its replacement and, when one answers, gives every agent
+    /// the new fleet and tests against it from now on. Whether `i` is up.
+    async fn revive(&self, i: usize) -> bool {
+        let Some(replace) = &self.opts.replace else {
+            return false;
+        };
+        let _one = self.reviving.lock().await;
+        {
+            let mut b = self.board();
+            if b.down[i].is_none() {
+                return true;
+            }
+            if std::mem::replace(&mut b.sought[i], true) {
+                return false;
+            }
+        }
+        let Some(spec) = replace(self.spec(i)).await else {
+            return false;
+        };
+        let Ok(client) = client_of(&spec, self.opts) else {
+            return false;
+        };
+        if client.health().await.is_err() {
+            return false;
+        }
+        let fleet = Fleet {
+            agents: (0..self.fleet.agents.len())
+                .map(|j| if j == i { spec.clone() } else { self.spec(j) })
+                .collect(),
+        };
+        if self.opts.push_fleet {
+            for j in 0..fleet.agents.len() {
+                let c = if j == i {
+                    client.clone()
+                } else {
+                    self.client(j)
+                };
+                let _ = c.push_fleet(&fleet).await;
+            }
+        }
+        let now = client.transport.describe();
+        let name = self.fleet.agents[i].name.clone();
+        {
+            let mut b = self.board();
+            let why = b.down[i].clone().unwrap_or_default();
+            b.notes.push(format!(
+                "agent {name} went down ({why}) and was replaced: {now}"
+            ));
+            b.now[i] = Some((spec, client));
+            b.down[i] = None;
+            b.sought[i] = false;
+        }
+        if let Some(p) = &self.opts.progress {
+            p(&Progress::Replaced { agent: name, now });
+        }
+        true
+    }
+
+    /// After a failed request to agent `i`: whether the relay that reaches
+    /// it was out (then the failure is not the agent's), and how long it
+    /// was; Err when the relay stayed out past its bound (recorded: the
+    /// rest of the run is skipped).
+    async fn relay_was_out(&self, i: usize) -> std::result::Result<Duration, String> {
+        match self.client(i).transport.wait_relay().await {
+            Ok(w) => Ok(w),
+            Err(why) => {
+                self.board().relay.get_or_insert(why.clone());
+                Err(why)
+            }
+        }
+    }
+
+    /// Why tests cannot go on at all (the relay is out for good).
+    fn relay_out(&self) -> Option<String> {
+        self.board().relay.clone()
+    }
     fn down_reason(&self, i: usize) -> Option<String> {
-        self.board.lock().unwrap_or_else(|p| p.into_inner()).down[i].clone()
+        self.board().down[i].clone()
     }
 
     fn mark_down(&self, i: usize, why: String) {
-        let mut b = self.board.lock().unwrap_or_else(|p| p.into_inner());
+        let mut b = self.board();
         if b.down[i].is_none() {
             b.down[i] = Some(why.clone());
             drop(b);
@@ -425,14 +579,7 @@ pub async fn run_async(fleet: &Fleet, plan: &Plan, opts: &RunOptions) -> Result<
         .iter()
         .map(|a| client_of(a, opts))
         .collect::<Result<Vec<_>>>()?;
-    let ctx = Ctx {
-        fleet,
-        clients,
-        opts,
-        board: Mutex::new(Board {
-            down: vec![None; fleet.agents.len()],
-        }),
-    };
+    let ctx = Ctx::new(fleet, clients, opts);
     let mut notes = Vec::new();
     // Health, facts and the fleet, SETUP_AT_ONCE agents at a time.
     let first = futures_join_bounded(
@@ -480,6 +627,7 @@ pub async fn run_async(fleet: &Fleet, plan: &Plan, opts: &RunOptions) -> Result<
         tests.extend(done.into_iter().flatten());
     }
     let board = ctx.board.into_inner().unwrap_or_else(|p| p.into_inner());
+    notes.extend(board.notes.iter().cloned());
     let agents: Vec<AgentStatus> = fleet
         .agents
         .iter()
@@ -542,14 +690,7 @@ pub(crate) async fn run_job_now(
     opts: &RunOptions,
     job: Job,
 ) -> Vec<LinkTest> {
-    let ctx = Ctx {
-        fleet,
-        clients,
-        opts,
-        board: Mutex::new(Board {
-            down: vec![None; fleet.agents.len()],
-        }),
-    };
+    let ctx = Ctx::new(fleet, clients, opts);
     run_job(&ctx, 0, job).await
 }
 
@@ -606,11 +747,12 @@ pub(crate) async fn futures_join_bounded<F: std::future::Future>(
 
 /// Runs one job: every workload, repeat and NIC pair, in turn.
 async fn run_job(ctx: &Ctx<'_>, round: usize, job: Job) -> Vec<LinkTest> {
-    let (ca, sa) = (&ctx.fleet.agents[job.client], &ctx.fleet.agents[job.server]);
     let mut out = Vec::new();
     for w in &ctx.opts.workloads {
         for repeat in 0..ctx.opts.repeats.max(1) {
-            for (cn, sn) in ca.nic_pairs(sa) {
+            // NIC names; their addresses are read as each test starts.
+            let (ca, sa) = (ctx.spec(job.client), ctx.spec(job.server));
+            for (cn, sn) in ca.nic_pairs(&sa) {
                 let mut t = LinkTest {
                     workload: w.label.clone(),
                     round: round as u32,
@@ -630,24 +772,14 @@ async fn run_job(ctx: &Ctx<'_>, round: usize, job: Job) -> Vec<LinkTest> {
                     out.push(e);
                     continue;
                 }
-                let down = ctx
-                    .down_reason(job.client)
-                    .map(|_| &ca.name)
-                    .or(ctx.down_reason(job.server).map(|_| &sa.name));
-                if let Some(who) = down {
-                    t.error = Some(format!("skipped: agent {who} is down"));
+                if let Some(why) = skip_reason(ctx, job).await {
+                    t.error = Some(why);
                     ctx.report(&t);
                     out.push(t);
                     continue;
                 }
                 let mut spec = w.spec.clone();
-                spec.paths = match (cn, sn) {
-                    (Some(c), Some(s)) => vec![PathSpec {
-                        local: Some(c.address.to_string()),
-                        remote: s.address.to_string(),
-                    }],
-                    _ => Vec::new(),
-                };
+                spec.paths = path_now(ctx, job, cn, sn);
                 let req = RunRequest {
                     peer: sa.name.clone(),
                     spec,
@@ -674,6 +806,45 @@ async fn run_job(ctx: &Ctx<'_>, round: usize, job: Job) -> Vec<LinkTest> {
     out
 }
 
+/// The path of the NIC pair `cn`, `sn` as the agents of `job` are now
+/// (a replaced agent has new addresses under the same NIC names).
+fn path_now(
+    ctx: &Ctx<'_>,
+    job: Job,
+    cn: Option<&crate::fleet::NicSpec>,
+    sn: Option<&crate::fleet::NicSpec>,
+) -> Vec<PathSpec> {
+    let (c, s) = (ctx.spec(job.client), ctx.spec(job.server));
+    let addr = |a: &AgentSpec, n: Option<&crate::fleet::NicSpec>| {
+        let n = n?;
+        a.nics.iter().find(|x| x.name == n.name).map(|x| x.address)
+    };
+    match (addr(&c, cn), addr(&s, sn)) {
+        (Some(c), Some(s)) => vec![PathSpec {
+            local: Some(c.to_string()),
+            remote: s.to_string(),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// Why the next test of `job` cannot run: the relay is out for good, or
+/// one of its agents is down and has no replacement; None to run it.
+async fn skip_reason(ctx: &Ctx<'_>, job: Job) -> Option<String> {
+    if let Some(why) = ctx.relay_out() {
+        return Some(format!("skipped: {why}"));
+    }
+    for i in [job.client, job.server] {
+        if ctx.down_reason(i).is_some() && !ctx.revive(i).await {
+            return Some(format!(
+                "skipped: agent {} is down",
+                ctx.fleet.agents[i].name
+            ));
+        }
+    }
+    None
+}
+
 /// Whether `earlier` measured the test `planned` stands for: the same
 /// workload, repeat, agents and NICs, and no error.
 pub fn same_case(earlier: &LinkTest, planned: &LinkTest) -> bool {
@@ -687,20 +858,14 @@ pub fn same_case(earlier: &LinkTest, planned: &LinkTest) -> bool {
 }
 
 /// Starts a test on the client agent and waits for its record; on
-/// failure finds out which agent is gone and marks it down.
+/// failure finds out which agent is gone and marks it down. A relay's
+/// outage (the API server restarting) is waited out, not held against
+/// the agents.
 async fn one_test(ctx: &Ctx<'_>, job: Job, req: &RunRequest) -> Result<RunRecord, String> {
-    let client = &ctx.clients[job.client];
-    let id = match client.start(req).await {
-        Ok(id) => id,
-        Err(e) => {
-            if client.health().await.is_err() {
-                ctx.mark_down(job.client, e.to_string());
-            }
-            return Err(e.to_string());
-        }
-    };
+    let client = ctx.client(job.client);
+    let id = start_test(ctx, job, &client, req).await?;
     let s = &req.spec;
-    let deadline =
+    let mut deadline =
         Instant::now() + Duration::from_secs_f64(s.duration_s + s.warmup_s) + ctx.opts.test_grace;
     let mut misses = 0;
     let rec = loop {
@@ -708,28 +873,65 @@ async fn one_test(ctx: &Ctx<'_>, job: Job, req: &RunRequest) -> Result<RunRecord
         match client.record(id).await {
             Ok(r) if r.state != RunState::Running => break r,
             Ok(_) => misses = 0,
-            Err(e) => {
-                misses += 1;
-                if misses >= 3 {
-                    ctx.mark_down(job.client, e.to_string());
-                    return Err(e.to_string());
+            Err(e) => match ctx.relay_was_out(job.client).await? {
+                w if !w.is_zero() => deadline += w,
+                _ => {
+                    misses += 1;
+                    if misses >= 3 {
+                        ctx.mark_down(job.client, e.to_string());
+                        return Err(format!(
+                            "interrupted: agent {} went away mid-test ({e})",
+                            ctx.fleet.agents[job.client].name
+                        ));
+                    }
                 }
-            }
+            },
         }
         if Instant::now() > deadline {
-            return Err(format!(
-                "agent {}: test {id} did not end in time",
-                ctx.fleet.agents[job.client].name
-            ));
+            let e = format!("test {id} did not end in time");
+            check_server(ctx, job, &e).await?;
+            return Err(format!("agent {}: {e}", ctx.fleet.agents[job.client].name));
         }
     };
     if rec.state == RunState::Failed {
         let e = rec.error.clone().unwrap_or_else(|| "failed".into());
-        let server = &ctx.clients[job.server];
-        if let Err(h) = server.health().await {
-            ctx.mark_down(job.server, h.to_string());
-        }
+        check_server(ctx, job, &e).await?;
         return Err(format!("agent {}: {e}", ctx.fleet.agents[job.client].name));
     }
     Ok(rec)
+}
+
+/// A test of `job` failed with `e`: the server agent is marked down when
+/// it does not answer (and the relay was not out).
+async fn check_server(ctx: &Ctx<'_>, job: Job, e: &str) -> Result<(), String> {
+    if ctx.client(job.server).health().await.is_err()
+        && ctx.relay_was_out(job.server).await?.is_zero()
+    {
+        ctx.mark_down(job.server, e.to_string());
+    }
+    Ok(())
+}
+
+/// `POST /v1/run` on the client agent; its test id. When the relay was
+/// out, the start is sent once more (signed anew) after it is back: a
+/// relay that refused connections never passed the first one on. One
+/// that died after passing it on leaves the agent running a test nobody
+/// reads; the retried test's record then names it in `concurrent_with`.
+async fn start_test(
+    ctx: &Ctx<'_>,
+    job: Job,
+    client: &AgentClient,
+    req: &RunRequest,
+) -> Result<u64, String> {
+    let e = match client.start(req).await {
+        Ok(id) => return Ok(id),
+        Err(e) => e,
+    };
+    if !ctx.relay_was_out(job.client).await?.is_zero() {
+        return client.start(req).await.map_err(|e| e.to_string());
+    }
+    if client.health().await.is_err() {
+        ctx.mark_down(job.client, e.to_string());
+    }
+    Err(e.to_string())
 }

@@ -59,6 +59,14 @@ pub trait AgentTransport: Send + Sync {
     fn vouches_for_agent(&self) -> bool {
         false
     }
+    /// Called after a request failed: when the way to the agent (a relay
+    /// such as the API server, not the agent) is out, waits until it is
+    /// back and returns how long that took; Err when it stayed out past
+    /// the transport's own bound, saying so. A relay's outage must not
+    /// count against the agent. [`Direct`] has no relay: zero at once.
+    fn wait_relay(&self) -> BoxFuture<'_, Result<Duration, String>> {
+        Box::pin(async { Ok(Duration::ZERO) })
+    }
 }
 
 /// Makes the transport for each agent of a run.

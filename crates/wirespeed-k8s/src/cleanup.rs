@@ -127,7 +127,7 @@ async fn alive(
 
 /// Deletes the objects labelled `selector` in `ns`, kind by kind (what a
 /// run puts in a namespace it was given).
-async fn delete_labelled(
+pub(crate) async fn delete_labelled(
     client: &Client,
     ns: &str,
     selector: &str,

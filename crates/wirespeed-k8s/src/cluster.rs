@@ -20,6 +20,12 @@ pub const FIELD_MANAGER: &str = "wirespeed";
 /// A client from `kubeconfig`, or as kubectl finds one ($KUBECONFIG,
 /// ~/.kube/config, or the in-cluster service account).
 pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, K8sError> {
+    client_with(kubeconfig, crate::retry::API_RETRY).await
+}
+
+/// [`client`] whose requests are retried for at most `budget` after
+/// their first failure.
+pub async fn client_with(kubeconfig: Option<&Path>, budget: Duration) -> Result<Client, K8sError> {
     let config = match kubeconfig {
         Some(p) => {
             let kc = Kubeconfig::read_from(p)
@@ -32,7 +38,26 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, K8sError> {
             .await
             .map_err(|e| K8sError::Config(e.to_string()))?,
     };
-    Client::try_from(config).map_err(|e| K8sError::Config(e.to_string()))
+    client_from(config, budget)
+}
+
+/// A client of `config` whose requests are retried for at most `budget`
+/// after their first failure ([`crate::retry::ApiRetry`]; kube's own
+/// retry is off). Call it inside the runtime that will use the client:
+/// the client's request queue runs there.
+pub fn client_from(mut config: Config, budget: Duration) -> Result<Client, K8sError> {
+    config.default_retry = false;
+    let base = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| K8sError::Config(e.to_string()))?;
+    // The retry layer sends a request again, so the service under it must
+    // be cloneable: the buffer makes it so (it only hands requests on;
+    // they still run side by side).
+    Ok(base
+        .with_layer(&tower::buffer::BufferLayer::new(1024))
+        .with_layer(&tower::retry::RetryLayer::new(crate::retry::ApiRetry::new(
+            budget,
+        )))
+        .build())
 }
 
 /// Trait bundle of an object this crate applies.

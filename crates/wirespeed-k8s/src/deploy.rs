@@ -19,6 +19,11 @@ use std::time::Duration;
 pub struct Deployment {
     applied: Vec<Object>,
     lock: Option<RunLock>,
+    /// What happened on the way that the run should say (a Lease taken over).
+    pub notes: Vec<String>,
+    /// Set when teardown stopped because the API server was unreachable
+    /// (what is left is named in its error, for `k8s cleanup`).
+    pub unreachable: bool,
 }
 
 /// The Pod Security label that decides admission.
@@ -75,8 +80,32 @@ impl Deployment {
                 )));
             }
         }
-        self.lock = Some(lock::acquire(client, &name, holder).await?);
+        let lock = lock::acquire(client, &name, holder).await?;
+        let dead = lock.taken_from.clone();
+        self.lock = Some(lock);
+        if let Some(dead) = dead {
+            self.left_by(client, &name, &dead).await;
+        }
         Ok(())
+    }
+
+    /// This run took the expired Lease of run `dead` over: deletes what
+    /// `dead` left in `ns` (by its label), so that this run can apply its
+    /// own. What cannot be deleted is said in [`Deployment::notes`]; the
+    /// apply then names what is in the way.
+    async fn left_by(&mut self, client: &Client, ns: &str, dead: &str) {
+        let mut out = crate::cleanup::Cleaned::default();
+        let selector = format!("{}={dead}", crate::manifests::RUN_LABEL);
+        let r = crate::cleanup::delete_labelled(client, ns, &selector, &mut out).await;
+        self.notes.push(format!(
+            "took over the expired Lease of run {dead} (killed, or its machine lost); deleted what it left: {}{}",
+            if out.deleted.is_empty() {
+                "nothing".to_string()
+            } else {
+                out.deleted.join(", ")
+            },
+            r.err().map(|e| format!(" (then: {e})")).unwrap_or_default()
+        ));
     }
 
     /// Applies `objs` in order after checking that none exists yet (a
@@ -116,6 +145,11 @@ impl Deployment {
             }
             match cluster::delete(client, &o, wait).await {
                 Ok(()) => deleted.push(o.describe()),
+                Err(e) if e.api_unreachable() => {
+                    failed.push(e.to_string());
+                    failed.push(self.left_for_cleanup(o));
+                    break;
+                }
                 Err(e) => failed.push(e.to_string()),
             }
         }
@@ -133,6 +167,23 @@ impl Deployment {
                 }
             )))
         }
+    }
+
+    /// The API server is unreachable: what is left (`o` and every object
+    /// not yet deleted) stays, for `k8s cleanup` to delete by the run's
+    /// label once the server is back; the Lease is left to expire.
+    fn left_for_cleanup(&mut self, o: Object) -> String {
+        self.unreachable = true;
+        let mut left = vec![o.describe()];
+        left.extend(self.applied.drain(..).rev().map(|o| o.describe()));
+        if let Some(l) = self.lock.take() {
+            l.abandon();
+        }
+        format!(
+            "the API server is unreachable, so {} stay: `wirespeed k8s cleanup` deletes them by their label once it is back (its Lease expires in {} s)",
+            left.join(", "),
+            crate::lock::TTL.as_secs()
+        )
     }
 
     /// Gives up the run lock, if held (after the run's objects are gone).

@@ -287,6 +287,69 @@ pub async fn discover_with(
     Ok(agents)
 }
 
+/// The Ready agent of `network` on `node` other than pod `gone`: the pod
+/// its DaemonSet made after `gone` was deleted, evicted or restarted,
+/// waited for at most `wait` (polled every half second). None when no
+/// such pod is Ready by then: the node is lost, or the DaemonSet made no
+/// new pod.
+pub async fn replacement(
+    client: &Client,
+    ns: &str,
+    network: Network,
+    node: &str,
+    gone: &str,
+    wait: Duration,
+) -> Option<Agent> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let lp = kube::api::ListParams::default()
+        .labels(&format!(
+            "{APP_LABEL}={APP_AGENT},{NETWORK_LABEL}={}",
+            network.as_str()
+        ))
+        .fields(&format!("spec.nodeName={node}"));
+    let deadline = Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Ok(Ok(list)) = tokio::time::timeout(left, api.list(&lp)).await {
+            for p in list.items.iter().filter(|p| {
+                ready(p)
+                    && p.metadata.deletion_timestamp.is_none()
+                    && p.metadata.name.as_deref() != Some(gone)
+            }) {
+                let claims = claims_of(client, ns, network, p).await;
+                if let Ok(a) = agent_of(network, p, &claims) {
+                    return Some(a);
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The ResourceClaim of a dra pod, by name (empty for other networks or
+/// when it cannot be read).
+async fn claims_of(
+    client: &Client,
+    ns: &str,
+    network: Network,
+    p: &Pod,
+) -> BTreeMap<String, ResourceClaim> {
+    let mut out = BTreeMap::new();
+    if network != Network::Dra {
+        return out;
+    }
+    let api: Api<ResourceClaim> = Api::namespaced(client.clone(), ns);
+    if let Some(name) = claim_of(p)
+        && let Ok(c) = api.get(&name).await
+    {
+        out.insert(name, c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,6 +70,15 @@ pub enum K8sError {
 }
 
 impl K8sError {
+    /// Whether the API server stayed unreachable through every retry
+    /// ([`crate::retry::API_RETRY`]).
+    pub fn api_unreachable(&self) -> bool {
+        match self {
+            K8sError::Api { error, .. } => crate::retry::gave_up(error),
+            _ => false,
+        }
+    }
+
     /// An API error with what was being asked.
     pub fn api(what: impl Into<String>, error: kube::Error) -> K8sError {
         K8sError::Api {

@@ -13,7 +13,8 @@
 //!   built with the other objects in [`manifests`]).
 //! - [`rollout`], [`discover`]: waiting for the agents, saying why they
 //!   are not Ready, and reading their addresses.
-//! - [`proxy`]: the agents' HTTP APIs through the API server's pod proxy.
+//! - [`proxy`]: the agents' HTTP APIs through the API server's pod proxy;
+//!   [`retry`]: requests to the API server retried within a bounded time.
 //! - [`nodes`], [`paths`]: which nodes a run tests, and the paths between
 //!   them (same node, across nodes and zones, through a Service, hairpin,
 //!   host network, DRA NICs).
@@ -44,6 +45,7 @@ pub mod manifests;
 pub mod nodes;
 pub mod paths;
 pub mod proxy;
+pub mod retry;
 pub mod rollout;
 pub mod run;
 pub mod runner;

@@ -26,6 +26,8 @@ pub struct RunLock {
     api: Api<Lease>,
     holder: String,
     renew: tokio::task::JoinHandle<()>,
+    /// The run whose expired Lease this one took over, if it did.
+    pub taken_from: Option<String>,
 }
 
 fn lease(ns: &str, holder: &str, rv: Option<String>) -> Lease {
@@ -89,25 +91,26 @@ fn busy(ns: &str, holder: &str, age: i64) -> K8sError {
 pub async fn acquire(client: &Client, ns: &str, holder: &str) -> Result<RunLock, K8sError> {
     let api: Api<Lease> = Api::namespaced(client.clone(), ns);
     let what = format!("create Lease {ns}/{LEASE} (the run lock)");
-    match api
+    let taken_from = match api
         .create(&PostParams::default(), &lease(ns, holder, None))
         .await
     {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => take_over(&api, ns, holder).await?,
+        Ok(_) => None,
+        Err(kube::Error::Api(s)) if s.code == 409 => Some(take_over(&api, ns, holder).await?),
         Err(e) => return Err(K8sError::api(what, e)),
-    }
+    };
     let renew = tokio::spawn(renew_loop(api.clone(), ns.to_string(), holder.to_string()));
     Ok(RunLock {
         api,
         holder: holder.to_string(),
         renew,
+        taken_from,
     })
 }
 
 /// The Lease exists: take it only if it has expired, and only if nobody
-/// changed it since it was read.
-async fn take_over(api: &Api<Lease>, ns: &str, holder: &str) -> Result<(), K8sError> {
+/// changed it since it was read; the run it was taken from.
+async fn take_over(api: &Api<Lease>, ns: &str, holder: &str) -> Result<String, K8sError> {
     let cur = api
         .get(LEASE)
         .await
@@ -121,7 +124,7 @@ async fn take_over(api: &Api<Lease>, ns: &str, holder: &str) -> Result<(), K8sEr
         .replace(LEASE, &PostParams::default(), &lease(ns, holder, rv))
         .await
     {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(who),
         Err(kube::Error::Api(s)) if s.code == 409 => Err(busy(ns, "another run", 0)),
         Err(e) => Err(K8sError::api(
             format!("take over the expired Lease {ns}/{LEASE} of run {who}"),
@@ -148,6 +151,12 @@ async fn renew_loop(api: Api<Lease>, ns: String, holder: String) {
 }
 
 impl RunLock {
+    /// Stops renewing and leaves the Lease to expire (the API server is
+    /// out of reach, so it cannot be deleted).
+    pub fn abandon(self) {
+        self.renew.abort();
+    }
+
     /// Stops renewing and deletes the Lease if this run still holds it.
     pub async fn release(self) -> Result<(), K8sError> {
         self.renew.abort();

@@ -82,6 +82,46 @@ impl NodeInfo {
     }
 }
 
+/// How long a node's kubelet may leave its Lease in `kube-node-lease`
+/// unrenewed before the node counts as lost (kubelets renew every 10 s;
+/// the node controller waits 40-50 s before it marks the node NotReady).
+pub const NODE_LEASE_STALE: i64 = 20;
+
+/// Why node `name` looks lost, or None when it looks alive: its Ready
+/// condition is not True, or its kubelet has not renewed its node Lease
+/// for [`NODE_LEASE_STALE`] s (seen before the node controller acts).
+pub async fn lost(client: &Client, name: &str) -> Option<String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let ready = nodes.get_opt(name).await.ok()?.map(|n| {
+        n.status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == "Ready")
+            .map(|c| c.status)
+            .unwrap_or_else(|| "Unknown".into())
+    });
+    let Some(ready) = ready else {
+        return Some(format!("node {name} is gone from the cluster"));
+    };
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), "kube-node-lease");
+    let age = leases
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.renew_time)
+        .map(|t| k8s_openapi::jiff::Timestamp::now().as_second() - t.0.as_second());
+    match age {
+        Some(a) if a > NODE_LEASE_STALE => Some(format!(
+            "node {name} is lost: its kubelet has not renewed its Lease for {a} s (Ready: {ready})"
+        )),
+        _ if ready != "True" => Some(format!("node {name} is not Ready (Ready: {ready})")),
+        _ => None,
+    }
+}
+
 /// Reads every node (RBAC: `list` on nodes).
 pub async fn list(client: &Client) -> Result<Vec<NodeInfo>, K8sError> {
     let api: Api<Node> = Api::all(client.clone());

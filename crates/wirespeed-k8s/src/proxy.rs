@@ -21,6 +21,7 @@
 //! `update` for `PUT /v1/fleet`.
 
 use crate::K8sError;
+use crate::retry::API_RETRY;
 use kube::Client;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -71,6 +72,7 @@ pub struct PodProxy {
     pod: String,
     port: u16,
     timeout: Duration,
+    patience: Duration,
 }
 
 impl PodProxy {
@@ -84,7 +86,15 @@ impl PodProxy {
             pod: pod.to_string(),
             port,
             timeout,
+            patience: API_RETRY,
         }
+    }
+
+    /// How long the API server may be out before requests through it are
+    /// given up: the client's retry bound ([`crate::cluster::client_with`]).
+    pub fn with_patience(mut self, patience: Duration) -> PodProxy {
+        self.patience = patience;
+        self
     }
 
     /// The API server's path that reaches `path` on the agent.
@@ -178,12 +188,41 @@ impl AgentTransport for PodProxy {
     fn vouches_for_agent(&self) -> bool {
         true
     }
+
+    /// Asks the API server its version (retried as every request is, for
+    /// at most [`API_RETRY`]): an answer within a second means it was not
+    /// out; a later one, how long it was out; none, that it stayed out.
+    fn wait_relay(&self) -> BoxFuture<'_, Result<Duration, String>> {
+        Box::pin(async move {
+            let t = std::time::Instant::now();
+            let bound = self.patience + Duration::from_secs(5);
+            let r = tokio::time::timeout(bound, self.client.apiserver_version()).await;
+            match r {
+                Ok(Ok(_)) if t.elapsed() < Duration::from_secs(1) => Ok(Duration::ZERO),
+                Ok(Ok(_)) => Ok(t.elapsed()),
+                Ok(Err(e)) => Err(format!(
+                    "the API server did not answer for {} s ({e}); the agents cannot be reached through it",
+                    t.elapsed().as_secs()
+                )),
+                Err(_) => Err(format!(
+                    "the API server did not answer for {} s; the agents cannot be reached through it",
+                    bound.as_secs()
+                )),
+            }
+        })
+    }
 }
 
 /// The factory for [`wirespeed_fleet::RunOptions::transport`]: each agent
 /// (its pod from its `pod` label, else its name; HTTP port from its `http` address) through its
-/// pod's proxy in `ns`, each request bounded by `timeout`.
-pub fn factory(client: Client, ns: &str, timeout: Duration) -> TransportFactory {
+/// pod's proxy in `ns`, each request bounded by `timeout`, the API server
+/// waited for at most `patience` when it is out.
+pub fn factory(
+    client: Client,
+    ns: &str,
+    timeout: Duration,
+    patience: Duration,
+) -> TransportFactory {
     let ns = ns.to_string();
     Arc::new(move |a: &AgentSpec| {
         let port = a
@@ -194,13 +233,16 @@ pub fn factory(client: Client, ns: &str, timeout: Duration) -> TransportFactory 
                 agent: a.name.clone(),
                 message: format!("http address {:?} is not IP:PORT", a.http),
             })?;
-        Ok(Arc::new(PodProxy::new(
-            client.clone(),
-            &ns,
-            a.labels.get("pod").unwrap_or(&a.name),
-            port,
-            timeout,
-        )) as Arc<dyn AgentTransport>)
+        Ok(Arc::new(
+            PodProxy::new(
+                client.clone(),
+                &ns,
+                a.labels.get("pod").unwrap_or(&a.name),
+                port,
+                timeout,
+            )
+            .with_patience(patience),
+        ) as Arc<dyn AgentTransport>)
     })
 }
 

@@ -51,6 +51,9 @@ pub struct RunConfig {
     pub ready_timeout: Duration,
     /// Longest wait for each deleted object to be gone.
     pub delete_timeout: Duration,
+    /// How long a request to the API server is retried after its first
+    /// failure ([`crate::retry`]).
+    pub api_retry: Duration,
     /// Leave the objects in place (for debugging a cluster).
     pub keep: bool,
     /// How the agents' HTTP APIs are reached: through the API server's pod
@@ -104,6 +107,10 @@ pub struct RunOutcome {
     /// The profile's pod sysctls: which were set, which were left out and
     /// why, and what each pod had in force (read back from its agent).
     pub sysctls: Option<SysctlReport>,
+    /// The nodes of agents that went down and stayed down, when the node
+    /// itself looks lost ([`nodes::lost`]), each with the pairs it left
+    /// unmeasured.
+    pub lost_nodes: Vec<String>,
 }
 
 /// Resolves on Ctrl-C or SIGTERM, naming which.
@@ -243,6 +250,9 @@ async fn measure(
     let privileged = o.networks.contains(&Network::Host);
     dep.claim_namespace(client, &objs[0], &holder, privileged)
         .await?;
+    for n in &dep.notes {
+        log(n);
+    }
     log(&format!(
         "holding the run lock of namespace {} (Lease {})",
         o.namespace,
@@ -270,6 +280,7 @@ async fn measure(
         unplanned: planned.unplanned.clone(),
         runs: Vec::new(),
         sysctls,
+        lost_nodes: Vec::new(),
     };
     for (p, links) in &planned.paths {
         let table = Endpoints {
@@ -281,7 +292,38 @@ async fn measure(
         let run = measure_path(cfg, client, *p, links, &table, &done, log).await?;
         done.runs.push(run);
     }
+    done.lost_nodes = lost_nodes(client, &done.runs).await;
+    for l in &done.lost_nodes {
+        log(l);
+    }
     Ok(done)
+}
+
+/// The nodes of agents that ended the run down and look lost, each with
+/// the pairs (`client>server`) it left unmeasured.
+async fn lost_nodes(client: &kube::Client, runs: &[PathRun]) -> Vec<String> {
+    let mut pairs: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for r in runs {
+        for a in r.results.agents.iter().filter(|a| !a.up) {
+            let Some(node) = r.nodes.get(&a.name) else {
+                continue;
+            };
+            let set = pairs.entry(node.clone()).or_default();
+            for t in &r.results.tests {
+                if t.error.is_some() && (t.client == a.name || t.server == a.name) {
+                    set.insert(format!("{}>{}", t.client, t.server));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (node, set) in pairs {
+        if let Some(why) = nodes::lost(client, &node).await {
+            let set: Vec<String> = set.into_iter().collect();
+            out.push(format!("{why}; its pairs not measured: {}", set.join(", ")));
+        }
+    }
+    out
 }
 
 /// The progress callback of one path's fleet run when tests are written
@@ -442,7 +484,12 @@ async fn read_back(
 fn fleet_options(cfg: &RunConfig, client: &kube::Client, ns: &str) -> RunOptions {
     let mut fopts = cfg.fleet.clone();
     if cfg.reach == Reach::Api {
-        fopts.transport = Some(proxy::factory(client.clone(), ns, fopts.http_timeout));
+        fopts.transport = Some(proxy::factory(
+            client.clone(),
+            ns,
+            fopts.http_timeout,
+            cfg.api_retry,
+        ));
     }
     fopts
 }
@@ -605,6 +652,7 @@ async fn measure_path(
     let mut fleet = Fleet { agents: Vec::new() };
     let mut agents: Vec<Agent> = Vec::new();
     let mut nodes = BTreeMap::new();
+    let mut nets = BTreeMap::new();
     let mut index = |e: Option<(AgentSpec, Agent)>, node: &str| -> Result<usize, K8sError> {
         let (spec, a) = e.ok_or_else(|| {
             K8sError::Discovery(format!("{p}: no Ready agent (or Service) on node {node}"))
@@ -613,6 +661,7 @@ async fn measure_path(
             return Ok(i);
         }
         nodes.insert(spec.name.clone(), node.to_string());
+        nets.insert(spec.name.clone(), a.network);
         fleet.agents.push(spec);
         if !agents.contains(&a) {
             agents.push(a);
@@ -665,6 +714,7 @@ async fn measure_path(
         results: FleetResults::default(),
     };
     fopts.earlier = earlier_of(cfg, p, log);
+    fopts.replace = Some(replacer(cfg, client, nets));
     if let Some(sink) = &cfg.on_case {
         fopts.progress = Some(journal(sink.clone(), done, run.clone(), fopts.progress));
     }
@@ -672,6 +722,37 @@ async fn measure_path(
         .await
         .map_err(|e| K8sError::Fleet(format!("{p}: {e}")))?;
     Ok(run)
+}
+
+/// Longest wait for a Ready replacement of an agent that went down.
+const REPLACE_WAIT: Duration = Duration::from_secs(30);
+
+/// Finds the replacement of a fleet agent that went down: the Ready pod
+/// its DaemonSet made on the same node (at most [`REPLACE_WAIT`], or the
+/// run's ready timeout when shorter), as an entry of the same name. An
+/// entry reached through a Service keeps the Service as its address.
+fn replacer(
+    cfg: &RunConfig,
+    client: &kube::Client,
+    nets: BTreeMap<String, Network>,
+) -> wirespeed_fleet::run::Replacer {
+    let (client, o) = (client.clone(), cfg.objects.clone());
+    let wait = cfg.ready_timeout.min(REPLACE_WAIT);
+    Arc::new(move |old: AgentSpec| {
+        let (client, o, net) = (client.clone(), o.clone(), nets.get(&old.name).copied());
+        Box::pin(async move {
+            let node = old.labels.get("node")?;
+            let gone = old.labels.get("pod").cloned().unwrap_or_default();
+            let a = crate::discover::replacement(&client, &o.namespace, net?, node, &gone, wait)
+                .await?;
+            let mut new = agent_spec(&old.name, &a, o.port, o.http_port);
+            if old.name.ends_with("_svc") {
+                new.control = old.control.clone();
+                new.nics.clear();
+            }
+            Some(new)
+        })
+    })
 }
 
 /// The tests of path `p` an earlier run measured (`--resume`), logged.
@@ -786,7 +867,7 @@ fn or_dash(s: &str) -> &str {
 /// then logged.
 pub fn run_blocking(cfg: &RunConfig, log: &(dyn Fn(&str) + Sync)) -> Result<RunOutcome, K8sError> {
     cluster::runtime()?.block_on(async {
-        let client = cluster::client(cfg.kubeconfig.as_deref()).await?;
+        let client = cluster::client_with(cfg.kubeconfig.as_deref(), cfg.api_retry).await?;
         let mut dep = Deployment::new();
         let r = tokio::select! {
             r = measure(cfg, &client, &mut dep, log) => r,
@@ -806,6 +887,8 @@ pub fn run_blocking(cfg: &RunConfig, log: &(dyn Fn(&str) + Sync)) -> Result<RunO
                 gone.len(),
                 gone.join(", ")
             )),
+            // The results stand; what is left is said, for `k8s cleanup`.
+            (Ok(_), Err(e)) if dep.unreachable => log(&e.to_string()),
             (Ok(_), Err(e)) => return Err(e),
             (Err(_), Err(e)) => log(&format!("also: {e}")),
         }

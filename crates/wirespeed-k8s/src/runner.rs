@@ -104,8 +104,8 @@ pub fn needs(networks: &[Network]) -> Vec<Need> {
         need(
             "",
             "nodes",
-            &["list"],
-            "nodes::list reads every node once: zones, taints, readiness (which nodes a run tests, and why others are left out)",
+            &["get", "list"],
+            "nodes::list reads every node once: zones, taints, readiness (which nodes a run tests, and why others are left out); nodes::lost gets the node of an agent that went down",
         ),
         need("", "services", APPLIED, applied),
         need("discovery.k8s.io", "endpointslices", APPLIED, applied),
@@ -114,7 +114,7 @@ pub fn needs(networks: &[Network]) -> Vec<Need> {
             "coordination.k8s.io",
             "leases",
             &["get", "create", "update", "delete"],
-            "lock.rs: the namespace's run lock (create; get and update to renew or take over an expired one; delete at the end)",
+            "lock.rs: the namespace's run lock (create; get and update to renew or take over an expired one; delete at the end); nodes::lost gets a node's Lease in kube-node-lease",
         ),
         need(
             "",

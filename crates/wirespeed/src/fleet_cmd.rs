@@ -177,6 +177,9 @@ pub(crate) fn progress_line(p: &Progress) -> String {
             ),
         },
         Progress::Down { agent, why } => format!("agent {agent} is DOWN: {why}"),
+        Progress::Replaced { agent, now } => {
+            format!("agent {agent} is back: its replacement, {now}, takes its tests")
+        }
     }
 }
 

@@ -119,6 +119,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         fleet,
         ready_timeout: crate::duration_flag("ready-timeout", &a.ready_timeout)?,
         delete_timeout: std::time::Duration::from_secs(60),
+        api_retry: crate::duration_flag("api-retry", &a.api_retry)?,
         keep: a.keep,
         reach: a.reach.parse()?,
         on_case: None,
@@ -292,6 +293,9 @@ fn exit_status(out: &RunOutcome, report: &PathsReport) -> Result<()> {
         "k8s run: {} of {total} tests not measured{paths} (exit {EXIT_UNMEASURED}):",
         missing.len()
     );
+    for l in &out.lost_nodes {
+        eprintln!("  {l}");
+    }
     for m in missing.iter().chain(&out.unplanned) {
         eprintln!("  not measured: {m}");
     }

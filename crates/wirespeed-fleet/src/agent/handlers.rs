@@ -15,8 +15,14 @@ use prometheus_client::encoding::text::encode;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// `GET /healthz`: `ok NAME BOOT`.
+/// `GET /healthz`: `ok NAME BOOT`; 503 `stopping NAME BOOT` once the
+/// agent is stopping, so that a controller sees it gone before its
+/// process ends.
 pub(super) async fn healthz(State(st): State<Arc<Shared>>) -> Response {
+    if st.stopping.load(std::sync::atomic::Ordering::Relaxed) {
+        let body = format!("stopping {} {}\n", st.name, st.boot);
+        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, body).into_response();
+    }
     format!("ok {} {}\n", st.name, st.boot).into_response()
 }
 

@@ -3,7 +3,7 @@
 //!
 //! | method, path | key | what |
 //! |---|---|---|
-//! | `GET /healthz` | no | `ok NAME BOOT`: the agent's name and boot id ([`crate::auth`]) |
+//! | `GET /healthz` | no | `ok NAME BOOT`: the agent's name and boot id ([`crate::auth`]); 503 `stopping NAME BOOT` once it is stopping |
 //! | `GET /metrics` | read (none with `--metrics-open`) | Prometheus text: last result per peer, path, workload, direction; counters; host facts |
 //! | `GET /v1/facts` | read | the host's [`Snapshot`](wirespeed_host::Snapshot) as JSON |
 //! | `GET /v1/results` | read | the tests this agent ran, newest last (summaries) |
@@ -102,7 +102,7 @@ impl Agent {
             .map_err(|e| FleetError::io("start the agent's runtime", e))?;
         let shared = Arc::new(Shared::new(&cfg));
         count_server_events(shared.clone(), rx)?;
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = shared.stopping.clone();
         let s2 = stop.clone();
         let server = std::thread::Builder::new()
             .name("wirespeed-agent-server".into())

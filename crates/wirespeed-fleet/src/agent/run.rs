@@ -143,6 +143,13 @@ fn fleet_peer(st: &Shared, req: &RunRequest) -> Result<AgentSpec, Refused> {
 /// Takes one of the `--max-tests` places: the number of tests running
 /// before this one, or the 429 refusal.
 fn take_test_place(st: &Shared) -> Result<u64, Refused> {
+    if st.stopping.load(Ordering::Relaxed) {
+        return Err(Refused::new(
+            "stopping",
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this agent is stopping (its pod or process is being shut down)".to_string(),
+        ));
+    }
     // Count ourselves in before the check so two requests cannot both pass.
     let before = st.running.fetch_add(1, Ordering::SeqCst);
     if before as usize >= st.max_tests {

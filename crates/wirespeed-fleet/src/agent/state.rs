@@ -36,6 +36,9 @@ pub(super) struct Shared {
     pub(super) test_timeout: Duration,
     pub(super) metrics: Metrics,
     pub(super) facts: tokio::sync::Mutex<Facts>,
+    /// Set when the agent is stopping (a stop signal): `/healthz` answers
+    /// 503 and no test is started; the engine server shares it.
+    pub(super) stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How long read facts are served before they are read again.
@@ -69,6 +72,7 @@ impl Shared {
                 at: None,
                 json: None,
             }),
+            stopping: Default::default(),
         }
     }
 }
