@@ -485,12 +485,16 @@ impl Ctx<'_> {
         }
         let now = client.transport.describe();
         let name = self.fleet.agents[i].name.clone();
+        let how = if self.spec(i).labels == spec.labels && self.spec(i).http == spec.http {
+            "came back"
+        } else {
+            "was replaced"
+        };
         {
             let mut b = self.board();
             let why = b.down[i].clone().unwrap_or_default();
-            b.notes.push(format!(
-                "agent {name} went down ({why}) and was replaced: {now}"
-            ));
+            b.notes
+                .push(format!("agent {name} went down ({why}) and {how}: {now}"));
             b.now[i] = Some((spec, client));
             b.down[i] = None;
             b.sought[i] = false;

@@ -287,17 +287,18 @@ pub async fn discover_with(
     Ok(agents)
 }
 
-/// The Ready agent of `network` on `node` other than pod `gone`: the pod
-/// its DaemonSet made after `gone` was deleted, evicted or restarted,
-/// waited for at most `wait` (polled every half second). None when no
-/// such pod is Ready by then: the node is lost, or the DaemonSet made no
-/// new pod.
+/// The Ready agent of `network` on `node` that is not being deleted,
+/// waited for at most `wait` (polled every half second): after an agent
+/// went down, the pod its DaemonSet made in place of a deleted or evicted
+/// one, or the same pod once its container restarted. A pod the API still
+/// shows Ready on a lost node is returned too: the caller's health check
+/// finds it gone at once, rather than waiting here for a pod that cannot
+/// come. None when no such pod is Ready in time.
 pub async fn replacement(
     client: &Client,
     ns: &str,
     network: Network,
     node: &str,
-    gone: &str,
     wait: Duration,
 ) -> Option<Agent> {
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
@@ -311,11 +312,11 @@ pub async fn replacement(
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if let Ok(Ok(list)) = tokio::time::timeout(left, api.list(&lp)).await {
-            for p in list.items.iter().filter(|p| {
-                ready(p)
-                    && p.metadata.deletion_timestamp.is_none()
-                    && p.metadata.name.as_deref() != Some(gone)
-            }) {
+            for p in list
+                .items
+                .iter()
+                .filter(|p| ready(p) && p.metadata.deletion_timestamp.is_none())
+            {
                 let claims = claims_of(client, ns, network, p).await;
                 if let Ok(a) = agent_of(network, p, &claims) {
                     return Some(a);

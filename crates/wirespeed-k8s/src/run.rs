@@ -742,9 +742,7 @@ fn replacer(
         let (client, o, net) = (client.clone(), o.clone(), nets.get(&old.name).copied());
         Box::pin(async move {
             let node = old.labels.get("node")?;
-            let gone = old.labels.get("pod").cloned().unwrap_or_default();
-            let a = crate::discover::replacement(&client, &o.namespace, net?, node, &gone, wait)
-                .await?;
+            let a = crate::discover::replacement(&client, &o.namespace, net?, node, wait).await?;
             let mut new = agent_spec(&old.name, &a, o.port, o.http_port);
             if old.name.ends_with("_svc") {
                 new.control = old.control.clone();
