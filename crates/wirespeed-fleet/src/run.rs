@@ -459,7 +459,8 @@ impl Ctx<'_> {
                 return false;
             }
         }
-        let Some(spec) = replace(self.spec(i)).await else {
+        let old = self.spec(i);
+        let Some(spec) = replace(old.clone()).await else {
             return false;
         };
         let Ok(client) = client_of(&spec, self.opts) else {
@@ -468,24 +469,12 @@ impl Ctx<'_> {
         if client.health().await.is_err() {
             return false;
         }
-        let fleet = Fleet {
-            agents: (0..self.fleet.agents.len())
-                .map(|j| if j == i { spec.clone() } else { self.spec(j) })
-                .collect(),
-        };
         if self.opts.push_fleet {
-            for j in 0..fleet.agents.len() {
-                let c = if j == i {
-                    client.clone()
-                } else {
-                    self.client(j)
-                };
-                let _ = c.push_fleet(&fleet).await;
-            }
+            self.push_fleet_with(i, &spec, &client).await;
         }
         let now = client.transport.describe();
         let name = self.fleet.agents[i].name.clone();
-        let how = if self.spec(i).labels == spec.labels && self.spec(i).http == spec.http {
+        let how = if old.labels == spec.labels && old.http == spec.http {
             "came back"
         } else {
             "was replaced"
@@ -503,6 +492,24 @@ impl Ctx<'_> {
             p(&Progress::Replaced { agent: name, now });
         }
         true
+    }
+
+    /// Gives every agent the fleet with agent `i` as `spec` (reached by
+    /// `client`): the others find it by name at its new address.
+    async fn push_fleet_with(&self, i: usize, spec: &AgentSpec, client: &AgentClient) {
+        let fleet = Fleet {
+            agents: (0..self.fleet.agents.len())
+                .map(|j| if j == i { spec.clone() } else { self.spec(j) })
+                .collect(),
+        };
+        for j in 0..fleet.agents.len() {
+            let c = if j == i {
+                client.clone()
+            } else {
+                self.client(j)
+            };
+            let _ = c.push_fleet(&fleet).await;
+        }
     }
 
     /// After a failed request to agent `i`: whether the relay that reaches
@@ -752,10 +759,11 @@ pub(crate) async fn futures_join_bounded<F: std::future::Future>(
 /// Runs one job: every workload, repeat and NIC pair, in turn.
 async fn run_job(ctx: &Ctx<'_>, round: usize, job: Job) -> Vec<LinkTest> {
     let mut out = Vec::new();
+    // Names and NIC names: a replaced agent keeps them; the addresses are
+    // read as each test starts ([`path_now`]).
+    let (ca, sa) = (ctx.spec(job.client), ctx.spec(job.server));
     for w in &ctx.opts.workloads {
         for repeat in 0..ctx.opts.repeats.max(1) {
-            // NIC names; their addresses are read as each test starts.
-            let (ca, sa) = (ctx.spec(job.client), ctx.spec(job.server));
             for (cn, sn) in ca.nic_pairs(&sa) {
                 let mut t = LinkTest {
                     workload: w.label.clone(),

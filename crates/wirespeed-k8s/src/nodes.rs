@@ -56,11 +56,7 @@ impl NodeInfo {
                 .into_iter()
                 .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
                 .collect(),
-            ready: n
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True")),
+            ready: ready_status(n) == "True",
             unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
             kernel: n
                 .status
@@ -82,6 +78,17 @@ impl NodeInfo {
     }
 }
 
+/// The status of node `n`'s Ready condition: `True`, `False`, or
+/// `Unknown` (also when it has none).
+fn ready_status(n: &Node) -> String {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.status.clone())
+        .unwrap_or_else(|| "Unknown".into())
+}
+
 /// How long a node's kubelet may leave its Lease in `kube-node-lease`
 /// unrenewed before the node counts as lost (kubelets renew every 10 s;
 /// the node controller waits 40-50 s before it marks the node NotReady).
@@ -92,15 +99,7 @@ pub const NODE_LEASE_STALE: i64 = 20;
 /// for [`NODE_LEASE_STALE`] s (seen before the node controller acts).
 pub async fn lost(client: &Client, name: &str) -> Option<String> {
     let nodes: Api<Node> = Api::all(client.clone());
-    let ready = nodes.get_opt(name).await.ok()?.map(|n| {
-        n.status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .into_iter()
-            .find(|c| c.type_ == "Ready")
-            .map(|c| c.status)
-            .unwrap_or_else(|| "Unknown".into())
-    });
+    let ready = nodes.get_opt(name).await.ok()?.map(|n| ready_status(&n));
     let Some(ready) = ready else {
         return Some(format!("node {name} is gone from the cluster"));
     };

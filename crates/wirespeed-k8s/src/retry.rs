@@ -74,56 +74,46 @@ impl std::fmt::Display for GaveUp {
 
 impl std::error::Error for GaveUp {}
 
-/// Whether `e` (or a cause of it) is a request that ran out of retries:
-/// the API server stayed unreachable for the whole bound.
-pub fn gave_up(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    while let Some(c) = cur {
-        if c.is::<GaveUp>() {
-            return true;
-        }
-        cur = c.source();
-    }
-    false
+type Cause<'a> = &'a (dyn std::error::Error + 'static);
+
+/// `e` and its causes, outermost first.
+fn causes(e: Cause<'_>) -> impl Iterator<Item = Cause<'_>> {
+    std::iter::successors(Some(e), |c| c.source())
 }
 
-/// An error with its causes, `a: b: c`.
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+/// Whether `e` (or a cause of it) is a request that ran out of retries:
+/// the API server stayed unreachable for the whole bound.
+pub fn gave_up(e: Cause<'_>) -> bool {
+    causes(e).any(|c| c.is::<GaveUp>())
+}
+
+/// An error with its causes, `a: b: c` (a cause its outer error already
+/// quotes is left out).
+fn chain(e: Cause<'_>) -> String {
     let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
+    for t in causes(e).skip(1).map(|c| c.to_string()) {
         if !s.contains(&t) {
             s.push_str(": ");
             s.push_str(&t);
         }
-        cur = c.source();
     }
     s
 }
 
 /// Whether the request never reached the server: no connection was made.
-fn never_sent(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    while let Some(c) = cur {
-        if c.downcast_ref::<hyper_util::client::legacy::Error>()
+fn never_sent(e: Cause<'_>) -> bool {
+    causes(e).any(|c| {
+        c.downcast_ref::<hyper_util::client::legacy::Error>()
             .is_some_and(|h| h.is_connect())
-        {
-            return true;
-        }
-        if let Some(io) = c.downcast_ref::<std::io::Error>()
-            && matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionRefused
-                    | std::io::ErrorKind::HostUnreachable
-                    | std::io::ErrorKind::NetworkUnreachable
-            )
-        {
-            return true;
-        }
-        cur = c.source();
-    }
-    false
+            || c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    std::io::ErrorKind::ConnectionRefused
+                        | std::io::ErrorKind::HostUnreachable
+                        | std::io::ErrorKind::NetworkUnreachable
+                )
+            })
+    })
 }
 
 /// A request to an agent through the pod proxy (`.../pods/NAME:PORT/proxy/...`).
