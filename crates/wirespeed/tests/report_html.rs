@@ -581,7 +581,7 @@ fn synthetic_bench_reports_render_and_bad_files_fail_cleanly() {
     for (file, text, needle) in [
         ("missing.json", None, "missing.json"),
         ("bad.json", Some("{"), "not json"),
-        ("other.json", Some("{\"x\": 1}"), "neither"),
+        ("other.json", Some("{\"x\": 1}"), "none of the four kinds"),
         (
             "empty.json",
             Some("{\"schema_version\":1,\"results\":[]}"),
