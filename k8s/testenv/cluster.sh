@@ -218,9 +218,12 @@ kill_cgroup_procs() {
     sleep 0.1
   done
 }
-# /var/log/pods and /var/log/containers are the kubelet's, hard-coded and
-# shared by every kubelet on the machine: remove only this cluster's pods'
-# entries (their UIDs are the kubelets' pod dirs).
+# Each kubelet keeps its pods' logs in its node's dir (podLogsDir): in the
+# shared default, /var/log/pods, kubelets removed each other's pod logs as
+# orphans within minutes (reading a pod's log then failed with "lstat
+# .../0.log"). /var/log/containers is hard-coded and shared: remove this
+# cluster's dangling links, and what a cluster made before podLogsDir left
+# in /var/log/pods (by pod UID, the kubelets' pod dirs).
 remove_pod_logs() {
   local uid l
   for uid in $(ls "$dir"/nodes/*/kubelet/pods 2>/dev/null | grep -E '^[0-9a-f-]{36}$' || true); do
@@ -650,6 +653,7 @@ cgroupRoot: /$node
 failCgroupV1: false
 failSwapOn: false
 containerRuntimeEndpoint: unix://$rd/containerd.sock
+podLogsDir: $nd/pod-logs
 enforceNodeAllocatable: [pods]
 resolvConf: ""
 serializeImagePulls: false

@@ -4,8 +4,9 @@
 use crate::error::EngineError;
 use crate::merge::merge;
 use crate::proto::{
-    CONTROL_MAGIC, FrameReader, MAX_FRAME, MAX_REPORT_FRAME, Msg, PROTOCOL_VERSION, SideReport,
-    auth_mac, data_preamble, encode, printable, read_msg_until, unhex, write_until,
+    CONTROL_MAGIC, FrameReader, MAX_FRAME, MAX_REPORT_FRAME, MIN_PROTOCOL_VERSION, Msg,
+    PROTOCOL_VERSION, SideReport, auth_mac, data_preamble, encode, printable, read_msg_until,
+    unhex, write_until,
 };
 use crate::result::{IntervalSample, TestResult};
 use crate::side::{Side, SideSetup, Tick};
@@ -21,6 +22,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wirespeed_types::protocol::{Speaks, agree};
 
 /// Default control port of `wirespeed serve`.
 pub const DEFAULT_PORT: u16 = 5300;
@@ -168,6 +170,28 @@ fn expect_error(m: Msg, what: &str) -> EngineError {
     }
 }
 
+/// Checks the version a server chose in its challenge (None: a release
+/// that spoke only the client's exact version, which it then accepted).
+fn check_chosen(version: Option<u32>, server: Option<String>) -> Result<(), EngineError> {
+    let Some(v) = version else { return Ok(()) };
+    if (MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&v) {
+        return Ok(());
+    }
+    let ours = Speaks::this("client", MIN_PROTOCOL_VERSION, PROTOCOL_VERSION);
+    let theirs = Speaks {
+        role: "server".into(),
+        release: printable(server.as_deref().unwrap_or("an unnamed release"), 64),
+        min: v,
+        max: v,
+    };
+    let why = agree("control protocol", &ours, &theirs)
+        .err()
+        .unwrap_or_else(|| {
+            format!("the server chose control protocol {v}, which this client does not speak")
+        });
+    Err(EngineError::Refused(format!("{why} (version)")))
+}
+
 fn secs(d: Duration) -> String {
     format!("{} s", d.as_secs_f64())
 }
@@ -198,14 +222,20 @@ impl Control {
         let mut first = CONTROL_MAGIC.to_vec();
         first.extend(encode(&Msg::Hello {
             version: PROTOCOL_VERSION,
-            client: format!("wirespeed {}", env!("CARGO_PKG_VERSION")),
+            min_version: Some(MIN_PROTOCOL_VERSION),
+            client: format!("wirespeed {}", wirespeed_types::protocol::RELEASE),
         })?);
         c.send_bytes(&first, "hello")?;
         let (nonce, required) = match c.recv("the server's challenge")? {
             Msg::Challenge {
                 nonce,
                 auth_required,
-            } => (nonce, auth_required),
+                version,
+                server,
+            } => {
+                check_chosen(version, server)?;
+                (nonce, auth_required)
+            }
             m => return Err(expect_error(m, "challenge")),
         };
         let nonce =

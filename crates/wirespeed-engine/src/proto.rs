@@ -13,8 +13,13 @@ use std::io::{self, Read, Write};
 use std::os::fd::RawFd;
 use std::time::Instant;
 
-/// Version of the control protocol; both sides must speak the same one.
+/// Newest version of the control protocol this build speaks (the hello
+/// states it, the challenge states the one chosen).
 pub const PROTOCOL_VERSION: u32 = 1;
+/// Oldest version this build still speaks: a release speaks its own
+/// version and its predecessor's, so a rolling upgrade works
+/// ([`wirespeed_types::protocol::agree`]).
+pub const MIN_PROTOCOL_VERSION: u32 = 1;
 /// First bytes of a control connection.
 pub const CONTROL_MAGIC: [u8; 4] = *b"WSPC";
 /// First bytes of a data connection.
@@ -110,10 +115,14 @@ pub struct SideReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Msg {
-    /// Client: first message, with its protocol version.
+    /// Client: first message, with its protocol versions.
     Hello {
-        /// Protocol version the client speaks.
+        /// Newest protocol version the client speaks.
         version: u32,
+        /// Oldest one it speaks (absent from releases that spoke only
+        /// `version`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min_version: Option<u32>,
         /// Free-form client name and version.
         client: String,
     },
@@ -123,6 +132,13 @@ pub enum Msg {
         nonce: String,
         /// Whether the server requires a key.
         auth_required: bool,
+        /// The protocol version the server chose (absent from releases
+        /// that spoke only the client's exact version).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        version: Option<u32>,
+        /// The server's name and release, e.g. `wirespeed 0.1.0`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
     },
     /// Client: the proof, HMAC-SHA256(key, context || nonce), hex.
     Auth {
@@ -511,6 +527,7 @@ mod tests {
         let mut buf = Vec::new();
         let m = Msg::Hello {
             version: 1,
+            min_version: None,
             client: "x".into(),
         };
         write_msg(&mut buf, &m).unwrap();

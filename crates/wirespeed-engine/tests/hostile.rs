@@ -36,6 +36,7 @@ fn slow_hello() -> Vec<u8> {
         &mut b,
         &Msg::Hello {
             version: 1,
+            min_version: None,
             client: "t".repeat(200),
         },
     )
@@ -165,6 +166,7 @@ fn a_trickler_is_dropped_at_the_handshake_deadline() {
             &mut b,
             &Msg::Hello {
                 version: 1,
+                min_version: None,
                 client: "slow".repeat(10),
             },
         )
@@ -437,22 +439,32 @@ fn a_busy_answer_is_never_lost() {
     }
 }
 
+/// A fake server's side of a connection up to the client's hello.
+fn accept_hello(l: &TcpListener) -> Option<TcpStream> {
+    let (mut s, _) = l.accept().ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut magic = [0u8; 4];
+    s.read_exact(&mut magic).unwrap();
+    let _hello = read_msg(&mut s).unwrap();
+    Some(s)
+}
+
 /// A fake server: handshake, accept the flows, run a window, then send
 /// the report `mangle` makes of a plausible one.
 fn fake_server(mangle: impl Fn(&mut SideReport) + Send + 'static) -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     std::thread::spawn(move || {
-        let Ok((mut s, _)) = l.accept() else { return };
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut magic = [0u8; 4];
-        s.read_exact(&mut magic).unwrap();
-        let _hello = read_msg(&mut s).unwrap();
+        let Some(mut s) = accept_hello(&l) else {
+            return;
+        };
         write_msg(
             &mut s,
             &Msg::Challenge {
                 nonce: "00".repeat(32),
                 auth_required: false,
+                version: None,
+                server: None,
             },
         )
         .unwrap();
@@ -732,4 +744,40 @@ fn unauthenticated_floods_cannot_flood_the_log() {
         lines.iter().any(|l| l.contains("more like it")),
         "{lines:#?}"
     );
+}
+
+/// A server of a later release that chose a control protocol this client
+/// does not speak: the client refuses before it authenticates, naming
+/// both sides and which to upgrade.
+#[test]
+fn a_server_choosing_a_version_this_client_lacks_is_named() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let future = wirespeed_engine::proto::PROTOCOL_VERSION + 5;
+    std::thread::spawn(move || {
+        let Some(mut s) = accept_hello(&l) else {
+            return;
+        };
+        let _ = write_msg(
+            &mut s,
+            &Msg::Challenge {
+                nonce: "00".repeat(32),
+                auth_required: false,
+                version: Some(future),
+                server: Some("wirespeed 9.0.0".into()),
+            },
+        );
+        let mut b = [0u8; 16];
+        let _ = s.read(&mut b);
+    });
+    let cfg = wirespeed_engine::ClientConfig::new(&addr.to_string());
+    let e = run_test(&cfg, &short(), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    for want in [
+        format!("the server (wirespeed 9.0.0) speaks {future}"),
+        "upgrade the client to wirespeed 9.0.0".to_string(),
+    ] {
+        assert!(e.contains(&want), "{want:?} in {e}");
+    }
 }

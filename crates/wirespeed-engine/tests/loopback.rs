@@ -368,6 +368,7 @@ fn bad_control_input_gets_an_error_and_the_server_keeps_serving() {
         &mut s,
         &Msg::Hello {
             version: PROTOCOL_VERSION - 1,
+            min_version: None,
             client: "old".into(),
         },
     )
@@ -387,6 +388,68 @@ fn bad_control_input_gets_an_error_and_the_server_keeps_serving() {
     assert!(srv.run(&short(TestSpec::default())).unwrap().throughput_bps > 0.0);
 }
 
+/// Sends a hello speaking `min..=max` as `client`; the server's answer.
+fn hello(srv: &TestServer, min: u32, max: u32, client: &str) -> Msg {
+    let mut s = raw_control(srv.addr);
+    s.write_all(&CONTROL_MAGIC).unwrap();
+    write_msg(
+        &mut s,
+        &Msg::Hello {
+            version: max,
+            min_version: Some(min),
+            client: client.into(),
+        },
+    )
+    .unwrap();
+    read_msg(&mut s).unwrap()
+}
+
+#[test]
+fn the_handshake_agrees_on_the_newest_shared_version_or_names_both_sides() {
+    let srv = TestServer::start(ServerConfig::default());
+    let release = format!("wirespeed {}", env!("CARGO_PKG_VERSION"));
+    // A newer client that still speaks this version: the server says
+    // which one it chose and who it is.
+    match hello(
+        &srv,
+        PROTOCOL_VERSION,
+        PROTOCOL_VERSION + 1,
+        "wirespeed 9.0.0",
+    ) {
+        Msg::Challenge {
+            version, server, ..
+        } => {
+            assert_eq!(version, Some(PROTOCOL_VERSION));
+            assert_eq!(server.as_deref(), Some(release.as_str()));
+        }
+        other => panic!("expected a challenge, got {other:?}"),
+    }
+    // Two releases ahead: refused, naming both and the side to upgrade.
+    let (lo, hi) = (PROTOCOL_VERSION + 4, PROTOCOL_VERSION + 5);
+    match hello(&srv, lo, hi, "wirespeed 9.0.0") {
+        Msg::Error { code, message } => {
+            assert_eq!(code, "version");
+            for want in [
+                format!("the server ({release}) speaks control protocol {PROTOCOL_VERSION}"),
+                format!("the client (wirespeed 9.0.0) speaks {lo}-{hi}"),
+                "upgrade the server to wirespeed 9.0.0".to_string(),
+            ] {
+                assert!(message.contains(&want), "{want:?} in {message}");
+            }
+        }
+        other => panic!("expected a version error, got {other:?}"),
+    }
+    // A hello without min_version (releases before it) speaks exactly
+    // `version`, as those releases did.
+    let old =
+        format!(r#"{{"type":"hello","version":{PROTOCOL_VERSION},"client":"wirespeed 0.0.9"}}"#);
+    let mut s = raw_control(srv.addr);
+    s.write_all(&CONTROL_MAGIC).unwrap();
+    s.write_all(&(old.len() as u32).to_be_bytes()).unwrap();
+    s.write_all(old.as_bytes()).unwrap();
+    assert!(matches!(read_msg(&mut s).unwrap(), Msg::Challenge { .. }));
+}
+
 #[test]
 fn a_client_that_vanishes_mid_test_leaves_the_server_serving() {
     let srv = TestServer::start(ServerConfig {
@@ -400,6 +463,7 @@ fn a_client_that_vanishes_mid_test_leaves_the_server_serving() {
         &mut s,
         &Msg::Hello {
             version: PROTOCOL_VERSION,
+            min_version: None,
             client: "t".into(),
         },
     )

@@ -122,6 +122,7 @@ fn legitimate_clients_succeed_beside_hostile_connections_of_every_kind() {
             &mut hello,
             &Msg::Hello {
                 version: 1,
+                min_version: None,
                 client: "x".repeat(100),
             },
         )
@@ -162,6 +163,7 @@ fn legitimate_clients_succeed_beside_hostile_connections_of_every_kind() {
                 &mut b,
                 &Msg::Hello {
                     version: 1,
+                    min_version: None,
                     client: "x".into(),
                 },
             )

@@ -21,6 +21,9 @@
 //!   ([`watch_http`]), drift raised as events ([`drift`]).
 //! - [`history`]: every run's tests and host facts in one SQLite file,
 //!   queried by pair and time, pruned by age.
+//! - [`protocol`]: the versions every endpoint states (a header on each
+//!   request and response, the end of `/healthz`), and the error that
+//!   names both releases when a runner and an agent share none.
 //! - [`analyze`]: the matrix per workload, outliers against the noise
 //!   band, drift from the fleet majority, and the `--min`/baseline verdict.
 //!
@@ -40,6 +43,7 @@ pub mod fleet;
 pub mod fleet_parts;
 pub mod history;
 pub mod plan;
+pub mod protocol;
 pub mod run;
 pub mod schedule;
 pub mod transport;

@@ -9,6 +9,7 @@ use crate::auth;
 use crate::error::{FleetError, Result};
 use crate::fleet::{AgentSpec, Fleet};
 use crate::plan::{Job, Plan};
+use crate::protocol;
 use crate::transport::{AgentRequest, AgentResponse, AgentTransport, Direct, TransportFactory};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -198,6 +199,8 @@ impl AgentClient {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) -> Result<AgentResponse> {
+        let mut headers = headers;
+        headers.push((protocol::HEADER.to_string(), protocol::statement()));
         let req = AgentRequest {
             method: method.to_string(),
             path: path.to_string(),
@@ -284,10 +287,12 @@ impl AgentClient {
         let (Some("ok"), Some(name), Some(boot)) = (words.next(), words.next(), words.next())
         else {
             return Err(self.err(format!(
-                "health check: {:?} is not `ok NAME BOOT`: an agent older than this controller? (run the same wirespeed version on both)",
+                "health check: {:?} is not `ok NAME BOOT`: is this a wirespeed agent?",
                 text.trim()
             )));
         };
+        let stated = protocol::Stated::parse(&words.collect::<Vec<_>>().join(" "));
+        protocol::agree_fleet("runner", &stated, "agent").map_err(|why| self.err(why))?;
         if !self.transport.vouches_for_agent() && name != self.signs_for {
             return Err(self.err(format!(
                 "the agent at {} runs as {:?} (its --name), not {:?}: start it with --name {} or set agent_name = {:?} in the fleet file",

@@ -317,7 +317,8 @@ pub async fn serve(
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             limits.request_timeout,
-        ));
+        ))
+        .layer(axum::middleware::from_fn(crate::protocol::stamp));
     accept_loop(listener, app, gauges, limits, stop).await;
     Ok(())
 }

@@ -89,11 +89,18 @@ fn no_endpoint_but_healthz_answers_without_the_key_and_refusals_tell_nothing() {
         bearer()
     );
     assert_eq!(raw(addr, &put).0, 401);
-    // /healthz tells the name and boot id, nothing else.
+    // /healthz tells the name, boot id and protocol versions, nothing else.
     let (st, h) = get(addr, "/healthz");
     assert_eq!(st, 200);
     let t = target(addr);
-    assert_eq!(h, format!("ok a {}\n", t.boot));
+    assert_eq!(
+        h,
+        format!(
+            "ok a {} {}\n",
+            t.boot,
+            wirespeed_fleet::protocol::statement()
+        )
+    );
     let (_, m) = read(addr, "/metrics");
     assert!(
         counter(&m, "wirespeed_refusals_total", "unauthenticated") >= 14.0,

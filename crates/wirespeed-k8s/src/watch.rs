@@ -343,9 +343,30 @@ async fn changed(
     log: &(dyn Fn(&str) + Sync),
 ) -> String {
     let was = identity(now);
+    // Since when listing fails (the API server out): said once, and once
+    // more when it works again; the known agents are probed meanwhile.
+    let mut failing: Option<Instant> = None;
     loop {
         tokio::time::sleep(c.rediscover).await;
-        match listed(client, c).await {
+        let listing = listed(client, c).await;
+        match (&listing, failing) {
+            (Err(e), None) => {
+                failing = Some(Instant::now());
+                log(&format!(
+                    "listing the agents failed: {e}; probing the {} agents known meanwhile",
+                    now.len()
+                ));
+            }
+            (Ok(_), Some(t)) => {
+                failing = None;
+                log(&format!(
+                    "listing the agents works again after {:.0} s",
+                    t.elapsed().as_secs_f64()
+                ));
+            }
+            _ => {}
+        }
+        match listing {
             Ok(a) if identity(&a) != was => {
                 let is = identity(&a);
                 let gone: Vec<&str> = was.difference(&is).map(|x| x.1.as_str()).collect();
@@ -356,8 +377,7 @@ async fn changed(
                     or_none(&new)
                 );
             }
-            Ok(_) => {}
-            Err(e) => log(&format!("listing the agents again failed: {e}")),
+            _ => {}
         }
     }
 }

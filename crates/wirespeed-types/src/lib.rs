@@ -3,7 +3,8 @@
 //! rates, durations), each parsed once with one range per unit; the
 //! result schemas with their statistics ([`experiment`], [`fleet`],
 //! [`paths`]) and the one median ([`stats`]); what is read from and
-//! changed on a host ([`host`]); numbers as people read them ([`text`]).
+//! changed on a host ([`host`]); numbers as people read them ([`text`]);
+//! the protocol versions two releases agree on ([`protocol`]).
 //!
 //! The engine produces these types, the model judges them and the report
 //! renders them; this crate has no sockets, so the pure crates do not
@@ -17,6 +18,7 @@ pub mod experiment;
 pub mod fleet;
 pub mod host;
 pub mod paths;
+pub mod protocol;
 pub mod result;
 pub mod spec;
 pub mod stats;

@@ -6,8 +6,11 @@
 //! the watcher probes every pair (read back through the API server's
 //! service proxy: `k8s watch status` and `/metrics`); a replaced agent
 //! pod is found again and its node's links are measured on the new pod;
-//! bad flags and an unknown namespace fail loudly; delete removes it all
-//! and refuses a namespace wirespeed did not make.
+//! with the history on a PersistentVolumeClaim, the watcher's pod is
+//! replaced without losing history, a burst or a false drift; the API
+//! server out for a minute does not stop the probes; bad flags and an
+//! unknown namespace fail loudly; delete removes it all and refuses a
+//! namespace wirespeed did not make.
 
 mod common;
 
@@ -88,36 +91,41 @@ fn now_unix() -> f64 {
         .as_secs_f64()
 }
 
-/// Applies the watcher and checks it probes every pair, through the API
-/// server only.
-fn apply_and_watch(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String]) {
+/// Applies the watcher (with `extra` apply flags) and checks it probes
+/// every pair, through the API server only.
+fn apply_and_watch(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String], extra: &[&str]) {
     let key = s.key();
-    let (out, took) = c.runner(&[
-        "k8s",
-        "watch",
-        "apply",
-        "--image",
-        c.get("IMAGE"),
-        "--namespace",
-        ns,
-        "--network",
-        "pod",
-        "--key-file",
-        &key,
-        "--rediscover",
-        "3s",
-        "--ready-timeout",
-        "3m",
-        "--",
-        "--probe-period",
-        "5s",
-        "--bandwidth-duration",
-        "1s",
-        "--link-rate",
-        "1gbit",
-        "--budget",
-        "10",
-    ]);
+    let mut args = vec!["k8s", "watch", "apply"];
+    args.extend(extra);
+    let (out, took) = c.runner(
+        &[
+            args.as_slice(),
+            &[
+                "--image",
+                c.get("IMAGE"),
+                "--namespace",
+                ns,
+                "--network",
+                "pod",
+                "--key-file",
+                &key,
+                "--rediscover",
+                "3s",
+                "--ready-timeout",
+                "3m",
+                "--",
+                "--probe-period",
+                "5s",
+                "--bandwidth-duration",
+                "1s",
+                "--link-rate",
+                "1gbit",
+                "--budget",
+                "10",
+            ],
+        ]
+        .concat(),
+    );
     let all = text(&out);
     assert!(out.status.success(), "apply failed after {took:?}: {all}");
     assert!(all.contains("watches 3 agents"), "{all}");
@@ -185,11 +193,15 @@ fn replaced_agent(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String]) {
         agent_on(c, ns, node).filter(|p| *p != old)
     });
     let deleted = Instant::now();
+    // After an API server outage the agents may have changed before (the
+    // node controller marks pods not Ready until their kubelets report
+    // again): any change that ends watching the new pod will do.
     let log = wait_for("the watcher to watch the new pod", 120, || {
         let l = watcher_log(c, ns);
-        let moved = l.split("the agents changed").nth(1)?;
-        moved.contains("watching 3 agents").then_some(())?;
-        moved.contains(&new).then_some(l)
+        l.split("the agents changed")
+            .skip(1)
+            .any(|moved| moved.contains("watching 3 agents") && moved.contains(&new))
+            .then_some(l)
     });
     assert!(log.contains(&old), "names the pod gone: {log}");
     eprintln!(
@@ -224,6 +236,229 @@ fn watcher_log(c: &Cluster, ns: &str) -> String {
         None,
     ))
     .into_owned()
+}
+
+/// The probe period the watcher runs with (`--probe-period 5s`).
+const PERIOD: f64 = 5.0;
+
+/// The watcher's pod: (name, node, pod IP), once one is Ready and not
+/// being deleted.
+fn watcher_pod(c: &Cluster, ns: &str) -> Option<(String, String, String)> {
+    let pods = c.api(
+        "GET",
+        &format!(
+            "/api/v1/namespaces/{ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dwirespeed-watch"
+        ),
+        None,
+    );
+    pods["items"].as_array()?.iter().find_map(|p| {
+        let ready = p["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        (ready && p["metadata"]["deletionTimestamp"].is_null()).then_some(())?;
+        Some((
+            p["metadata"]["name"].as_str()?.to_string(),
+            p["spec"]["nodeName"].as_str()?.to_string(),
+            p["status"]["podIP"].as_str()?.to_string(),
+        ))
+    })
+}
+
+/// A hostPath PersistentVolume (in `dir`, owned by the watcher's user)
+/// and the claim `history` in `ns` bound to it by the controller manager.
+fn history_claim(c: &Cluster, ns: &str, dir: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    std::os::unix::fs::chown(dir, Some(65532), Some(65532)).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let pv = format!("{ns}-history");
+    let body = json!({"apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": pv},
+        "spec": {"capacity": {"storage": "100Mi"}, "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+            "hostPath": {"path": dir.to_string_lossy(), "type": "Directory"},
+            "claimRef": {"namespace": ns, "name": "history"}}});
+    let r = c.api(
+        "POST",
+        "/api/v1/persistentvolumes",
+        Some(("application/json", &body)),
+    );
+    assert_eq!(r["metadata"]["name"], pv.as_str(), "{r}");
+    let body = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "history"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": pv,
+            "resources": {"requests": {"storage": "100Mi"}}}});
+    let path = format!("/api/v1/namespaces/{ns}/persistentvolumeclaims");
+    let r = c.api("POST", &path, Some(("application/json", &body)));
+    assert_eq!(r["metadata"]["name"], "history", "{r}");
+    wait_for("the claim bound", 60, || {
+        let r = c.api("GET", &format!("{path}/history"), None);
+        (r["status"]["phase"] == "Bound").then_some(())
+    });
+    pv
+}
+
+/// The rr probes of each pair in `st.recent`, times sorted.
+fn probe_times(st: &Value) -> std::collections::BTreeMap<(String, String), Vec<f64>> {
+    let mut out: std::collections::BTreeMap<_, Vec<f64>> = Default::default();
+    for r in st["recent"].as_array().into_iter().flatten() {
+        if r["workload"] != "rr" || !r["error"].is_null() {
+            continue;
+        }
+        let (a, b) = (
+            r["client"].as_str().unwrap_or("").to_string(),
+            r["server"].as_str().unwrap_or("").to_string(),
+        );
+        let k = if a < b { (a, b) } else { (b, a) };
+        out.entry(k)
+            .or_default()
+            .push(r["at_unix"].as_f64().unwrap_or(0.0));
+    }
+    for v in out.values_mut() {
+        v.sort_by(f64::total_cmp);
+    }
+    out
+}
+
+/// The watcher's pod deleted with its history on a PersistentVolume
+/// (issue 44, item 4): the new pod continues the same history (the
+/// old pod's probes are in its state), no pair waits longer than the
+/// replacement took plus a period, none is probed twice in half a
+/// period (no burst), and no drift is raised.
+fn watcher_replaced_keeps_history(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String]) {
+    let jf = s.file("history.json");
+    let t = now_unix();
+    wait_for("two probes of every pair on the volume", 60, || {
+        let times = probe_times(&status(c, ns, &jf)?);
+        (times.len() == 3
+            && times
+                .values()
+                .all(|v| v.iter().filter(|&&x| x > t - 60.0).count() >= 2))
+        .then_some(())
+    });
+    let (old, _, _) = watcher_pod(c, ns).expect("a Ready watcher");
+    let asked = now_unix();
+    c.api(
+        "DELETE",
+        &format!("/api/v1/namespaces/{ns}/pods/{old}"),
+        None,
+    );
+    let (new, _, _) = wait_for("a new Ready watcher pod", 120, || {
+        watcher_pod(c, ns).filter(|(p, _, _)| *p != old)
+    });
+    let back = wait_for("the new watcher's state", 60, || {
+        status(c, ns, &jf).filter(|st| st["started_unix"].as_f64() > Some(asked))
+    });
+    let took = back["started_unix"].as_f64().unwrap() - asked;
+    let before = probe_times(&back);
+    assert!(
+        before.values().all(|v| v.iter().any(|&x| x < asked)),
+        "the new pod {new} starts from the old pod's history: {before:?}"
+    );
+    let st = wait_for("every pair probed twice by the new pod", 90, || {
+        let st = status(c, ns, &jf)?;
+        let times = probe_times(&st);
+        (times.len() == 3
+            && times
+                .values()
+                .all(|v| v.iter().filter(|&&x| x > asked).count() >= 2))
+        .then_some(st)
+    });
+    for (pair, v) in probe_times(&st) {
+        let gaps: Vec<f64> = v.windows(2).map(|w| w[1] - w[0]).collect();
+        let widest = gaps.iter().cloned().fold(0.0, f64::max);
+        let closest = gaps.iter().cloned().fold(f64::MAX, f64::min);
+        eprintln!(
+            "{pair:?}: widest gap {widest:.1} s, closest {closest:.1} s (replacement {took:.1} s)"
+        );
+        assert!(
+            widest <= took + PERIOD + 5.0,
+            "{pair:?} waited {widest:.1} s: {v:?}"
+        );
+        assert!(
+            closest >= PERIOD / 2.0 - 0.5,
+            "{pair:?} probed in a burst: {v:?}"
+        );
+    }
+    assert_eq!(
+        st["events"].as_array().map(Vec::len),
+        Some(0),
+        "no drift: {}",
+        st["events"]
+    );
+    assert_eq!(all_pairs(nodes).len(), 3);
+}
+
+/// The watcher's state read straight from its pod, from node 1's
+/// network namespace (the API server may be out).
+fn state_direct(c: &Cluster, ip: &str) -> Option<Value> {
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("{}-n1", c.name),
+            "curl",
+            "-s",
+            "-m",
+            "5",
+        ])
+        .arg(format!("http://{ip}:5390/v1/watch"))
+        .output()
+        .ok()?;
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+/// The API server out for a minute (issue 44, item 4): the watcher goes
+/// on probing the agents it knows, read straight from its pod meanwhile;
+/// once the server is back its log says listing failed and works again,
+/// and every pair was measured during the outage.
+fn api_server_out_a_minute(c: &Cluster, ns: &str, s: &Scratch) {
+    let (_, _, ip) = watcher_pod(c, ns).expect("a Ready watcher");
+    let stored = |st: &Value| st["tests_stored"].as_u64().unwrap_or(0);
+    let at_stop = stored(&state_direct(c, &ip).expect("the watcher answers"));
+    let o = common::cluster::cs(&["api-stop", "--name", &c.name]);
+    assert!(o.status.success(), "{}", text(&o));
+    let down = now_unix();
+    // Probes go on: at least two rounds of the three pairs while it is out.
+    wait_for("probes while the API server is out", 45, || {
+        (stored(&state_direct(c, &ip)?) >= at_stop + 6).then_some(())
+    });
+    wait_for("a minute of outage", 70, || {
+        (now_unix() - down >= 60.0).then_some(())
+    });
+    let o = common::cluster::cs(&["api-start", "--name", &c.name]);
+    assert!(o.status.success(), "{}", text(&o));
+    let up = now_unix();
+    let jf = s.file("api.json");
+    let st = wait_for("the state through the API server again", 60, || {
+        status(c, ns, &jf)
+    });
+    let during: BTreeSet<_> = probe_times(&st)
+        .into_iter()
+        .filter(|(_, v)| v.iter().any(|&x| x > down + PERIOD && x < up))
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(
+        during.len(),
+        3,
+        "every pair probed during the outage: {during:?}"
+    );
+    assert_eq!(
+        st["events"].as_array().map(Vec::len),
+        Some(0),
+        "no drift: {}",
+        st["events"]
+    );
+    let log = wait_for("the watcher to list its agents again", 60, || {
+        let l = watcher_log(c, ns);
+        l.contains("listing the agents works again").then_some(l)
+    });
+    assert!(log.contains("listing the agents failed"), "{log}");
+    eprintln!(
+        "the API server was out {:.0} s; the watcher probed on",
+        up - down
+    );
 }
 
 /// Bad flags, an unknown namespace and a namespace wirespeed did not
@@ -290,10 +525,15 @@ fn real_cluster_watches_every_pair_and_follows_replaced_agents() {
         let nodes = c.nodes();
         let s = Scratch::with_key(&format!("{name}-scratch"), "k8s-watch-test-key");
         let ns = format!("{name}-watch");
-        apply_and_watch(&c, &ns, &s, &nodes);
+        apply_and_watch(&c, &ns, &s, &nodes, &[]);
+        let pv = history_claim(&c, &ns, &s.0.join("pv"));
+        apply_and_watch(&c, &ns, &s, &nodes, &["--history-claim", "history"]);
+        watcher_replaced_keeps_history(&c, &ns, &s, &nodes);
+        api_server_out_a_minute(&c, &ns, &s);
         replaced_agent(&c, &ns, &s, &nodes);
         loud_failures(&c, &ns);
         delete(&c, &ns);
+        c.api("DELETE", &format!("/api/v1/persistentvolumes/{pv}"), None);
     }
     nothing_left(&name);
 }

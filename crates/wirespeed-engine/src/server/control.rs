@@ -8,12 +8,13 @@ use super::run::run_test;
 use super::table::Ticket;
 use crate::error::EngineError;
 use crate::proto::{
-    CONTROL_MAGIC, MAX_FRAME, Msg, PROTOCOL_VERSION, auth_verify, hex, printable, random_bytes,
-    read_exact_until, read_msg_until, write_msg_until,
+    CONTROL_MAGIC, MAX_FRAME, MIN_PROTOCOL_VERSION, Msg, PROTOCOL_VERSION, auth_verify, hex,
+    printable, random_bytes, read_exact_until, read_msg_until, write_msg_until,
 };
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::Instant;
+use wirespeed_types::protocol::{Speaks, agree};
 
 /// What a handshake deadline error says: `what` was due by the end of
 /// the handshake.
@@ -35,21 +36,22 @@ pub(super) fn handle_control(
 ) -> Result<(), EngineError> {
     stream.set_nodelay(true).ok();
     let hs = Instant::now() + cfg.handshake_timeout;
-    let Some(client) = read_hello(&stream, cfg, hs, ticket)? else {
+    let Some((client, version)) = read_hello(&stream, cfg, hs, ticket)? else {
         return Ok(());
     };
-    authenticate(&stream, cfg, hs, ticket)?;
+    authenticate(&stream, cfg, hs, ticket, version)?;
     serve_specs(&stream, peer, &client, cfg, reg)
 }
 
-/// Reads the client's preamble and hello by `hs`; returns its name, or
-/// None for a connection that closed at once.
+/// Reads the client's preamble and hello by `hs`; returns its name and
+/// the protocol version both speak, or None for a connection that closed
+/// at once.
 fn read_hello(
     stream: &TcpStream,
     cfg: &ServerConfig,
     hs: Instant,
     ticket: &Ticket,
-) -> Result<Option<String>, EngineError> {
+) -> Result<Option<(String, u32)>, EngineError> {
     let fd = stream.as_raw_fd();
     let mut magic = [0u8; 4];
     match read_exact_until(fd, &mut magic, hs, &within(cfg, "the client's preamble")) {
@@ -78,16 +80,24 @@ fn read_hello(
     )
     .map_err(|e| fail_read(stream, e, ticket.displaced()))?;
     match hello {
-        Msg::Hello { version, client } if version == PROTOCOL_VERSION => {
-            Ok(Some(printable(&client, MAX_CLIENT_NAME)))
+        Msg::Hello {
+            version,
+            min_version,
+            client,
+        } => {
+            let client = printable(&client, MAX_CLIENT_NAME);
+            let theirs = Speaks {
+                role: "client".into(),
+                release: client.clone(),
+                min: min_version.unwrap_or(version).min(version),
+                max: version,
+            };
+            let ours = Speaks::this("server", MIN_PROTOCOL_VERSION, PROTOCOL_VERSION);
+            match agree("control protocol", &ours, &theirs) {
+                Ok(v) => Ok(Some((client, v))),
+                Err(why) => Err(fail(stream, "version", why)),
+            }
         }
-        Msg::Hello { version, .. } => Err(fail(
-            stream,
-            "version",
-            format!(
-                "server speaks protocol {PROTOCOL_VERSION}, client {version}: run the same wirespeed version on both ends"
-            ),
-        )),
         other => Err(fail(
             stream,
             "protocol",
@@ -96,13 +106,15 @@ fn read_hello(
     }
 }
 
-/// Challenges the client, checks its answer against the key and takes a
-/// connection slot, by `hs`; then welcomes it.
+/// Challenges the client (stating the protocol `version` chosen and this
+/// release), checks its answer against the key and takes a connection
+/// slot, by `hs`; then welcomes it.
 fn authenticate(
     stream: &TcpStream,
     cfg: &ServerConfig,
     hs: Instant,
     ticket: &mut Ticket,
+    version: u32,
 ) -> Result<(), EngineError> {
     let fd = stream.as_raw_fd();
     let nonce: [u8; 32] = random_bytes()?;
@@ -111,6 +123,8 @@ fn authenticate(
         &Msg::Challenge {
             nonce: hex(&nonce),
             auth_required: cfg.key.is_some(),
+            version: Some(version),
+            server: Some(format!("wirespeed {}", wirespeed_types::protocol::RELEASE)),
         },
         hs,
     )?;

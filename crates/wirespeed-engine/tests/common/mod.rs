@@ -78,6 +78,7 @@ pub fn handshake(addr: SocketAddr, key: Option<&[u8]>, name: &str) -> Result<Tcp
         &mut s,
         &Msg::Hello {
             version: PROTOCOL_VERSION,
+            min_version: None,
             client: name.into(),
         },
     )

@@ -68,6 +68,6 @@ pub struct ErrorBody {
 }
 
 /// An [`ErrorBody`] answer with `status`.
-pub(super) fn json_error(status: StatusCode, msg: impl Into<String>) -> Response {
+pub(crate) fn json_error(status: StatusCode, msg: impl Into<String>) -> Response {
     (status, axum::Json(ErrorBody { error: msg.into() })).into_response()
 }

@@ -7,6 +7,7 @@ use super::state::{FACTS_TTL, Shared};
 use crate::error::Result;
 use crate::fleet::Fleet;
 use crate::fleet_parts::{FleetPart, Progress};
+use crate::protocol::statement;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -15,15 +16,16 @@ use prometheus_client::encoding::text::encode;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// `GET /healthz`: `ok NAME BOOT`; 503 `stopping NAME BOOT` once the
-/// agent is stopping, so that a controller sees it gone before its
-/// process ends.
+/// `GET /healthz`: `ok NAME BOOT` and the protocol statement
+/// (`fleet=2 control=1 release=0.1.0`, [`crate::protocol`]); 503
+/// `stopping NAME BOOT ...` once the agent is stopping, so that a
+/// controller sees it gone before its process ends.
 pub(super) async fn healthz(State(st): State<Arc<Shared>>) -> Response {
     if st.stopping.load(std::sync::atomic::Ordering::Relaxed) {
-        let body = format!("stopping {} {}\n", st.name, st.boot);
+        let body = format!("stopping {} {} {}\n", st.name, st.boot, statement());
         return (axum::http::StatusCode::SERVICE_UNAVAILABLE, body).into_response();
     }
-    format!("ok {} {}\n", st.name, st.boot).into_response()
+    format!("ok {} {} {}\n", st.name, st.boot, statement()).into_response()
 }
 
 /// Reads the host (at most every [`FACTS_TTL`]) and refreshes the info metrics.

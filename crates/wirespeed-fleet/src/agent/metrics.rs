@@ -31,6 +31,30 @@ pub(super) struct Metrics {
     pub(super) http_evictions: Counter,
 }
 
+/// `wirespeed_build_info{release, fleet_protocol, control_protocol} 1`:
+/// during a rolling upgrade, `count by (release)` shows how far it got.
+fn build_info() -> Family<Labels, Gauge> {
+    let f = Family::<Labels, Gauge>::default();
+    let stated = crate::protocol::Stated::parse(&crate::protocol::statement());
+    let range = |r: Option<(u32, u32)>| {
+        r.map(|(a, b)| {
+            if a == b {
+                b.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .unwrap_or_default()
+    };
+    f.get_or_create(&vec![
+        ("release".into(), wirespeed_types::protocol::RELEASE.into()),
+        ("fleet_protocol".into(), range(stated.fleet)),
+        ("control_protocol".into(), range(stated.control)),
+    ])
+    .set(1);
+    f
+}
+
 impl Metrics {
     pub(super) fn new() -> Metrics {
         let mut registry = Registry::with_prefix("wirespeed");
@@ -106,6 +130,11 @@ impl Metrics {
             "http_evictions",
             "HTTP connections closed to make room for a new one (idle or slow ones, of the source holding the most)",
             m.http_evictions.clone(),
+        );
+        registry.register(
+            "build_info",
+            "This agent's release and the protocol versions it speaks, as labels (value 1)",
+            build_info(),
         );
         Metrics { registry, ..m }
     }

@@ -3,7 +3,7 @@
 //!
 //! | method, path | key | what |
 //! |---|---|---|
-//! | `GET /healthz` | no | `ok NAME BOOT`: the agent's name and boot id ([`crate::auth`]); 503 `stopping NAME BOOT` once it is stopping |
+//! | `GET /healthz` | no | `ok NAME BOOT fleet=2 control=1 release=R`: the agent's name and boot id ([`crate::auth`]) and its protocol versions ([`crate::protocol`]); 503 `stopping ...` once it is stopping |
 //! | `GET /metrics` | read (none with `--metrics-open`) | Prometheus text: last result per peer, path, workload, direction; counters; host facts |
 //! | `GET /v1/facts` | read | the host's [`Snapshot`](wirespeed_host::Snapshot) as JSON |
 //! | `GET /v1/results` | read | the tests this agent ran, newest last (summaries) |
@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wirespeed_engine::Server;
 
-mod api;
+pub(crate) mod api;
 mod config;
 mod conn;
 mod handlers;

@@ -1,5 +1,6 @@
 //! The routes, the key check in front of all but `/healthz`, and the
-//! limits on each request (deadline, body size, requests in flight).
+//! limits on each request (deadline, body size, requests in flight), and
+//! the protocol statement on every response ([`crate::protocol::stamp`]).
 
 use super::api::json_error;
 use super::config::HttpLimits;
@@ -108,4 +109,5 @@ pub(super) fn router(st: Arc<Shared>, limits: &HttpLimits, metrics_open: bool) -
                 .load_shed()
                 .concurrency_limit(limits.max_in_flight),
         )
+        .layer(axum::middleware::from_fn(crate::protocol::stamp))
 }

@@ -1,0 +1,154 @@
+//! The versions a fleet endpoint states. Every agent and watcher response
+//! carries the [`HEADER`] (`wirespeed-protocol: fleet=2 control=1
+//! release=0.1.0`), an agent's `/healthz` ends with the same words, and a
+//! runner sends the header with each request. A runner reads the agent's
+//! words in `/healthz` before it signs anything; an agent refuses a
+//! request that states a fleet protocol it does not speak. Either way the
+//! error names both sides' versions and releases and which side to
+//! upgrade ([`wirespeed_types::protocol::agree`]). An endpoint that
+//! states nothing predates the statements and spoke fleet 2, control 1.
+
+use wirespeed_types::protocol::{RELEASE, Speaks, agree, parse_range};
+
+/// Newest fleet protocol this build speaks (the signed requests of
+/// [`crate::auth`], whose first line is [`crate::auth::VERSION`], and
+/// the API's bodies).
+pub const FLEET_PROTOCOL: u32 = 2;
+/// Oldest fleet protocol this build still speaks.
+pub const MIN_FLEET_PROTOCOL: u32 = 2;
+/// The header that states them, on requests and responses.
+pub const HEADER: &str = "wirespeed-protocol";
+/// What an endpoint that states nothing spoke: fleet 2, control 1.
+const UNSTATED: (u32, u32) = (2, 1);
+
+/// This build's statement: `fleet=2 control=1 release=0.1.0` (a range as
+/// `2-3`).
+pub fn statement() -> String {
+    let range = |a: u32, b: u32| {
+        if a == b {
+            b.to_string()
+        } else {
+            format!("{a}-{b}")
+        }
+    };
+    format!(
+        "fleet={} control={} release={RELEASE}",
+        range(MIN_FLEET_PROTOCOL, FLEET_PROTOCOL),
+        range(
+            wirespeed_engine::proto::MIN_PROTOCOL_VERSION,
+            wirespeed_engine::proto::PROTOCOL_VERSION
+        ),
+    )
+}
+
+/// What the other side stated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stated {
+    /// Its fleet protocol range.
+    pub fleet: Option<(u32, u32)>,
+    /// Its control protocol range.
+    pub control: Option<(u32, u32)>,
+    /// Its release.
+    pub release: Option<String>,
+}
+
+impl Stated {
+    /// Reads the `key=value` words of `text` (a header, or the rest of a
+    /// `/healthz` line); other words are ignored, so later releases may
+    /// add some.
+    pub fn parse(text: &str) -> Stated {
+        let mut s = Stated::default();
+        for w in text.split(|c: char| c.is_whitespace() || c == ';' || c == ',') {
+            match w.split_once('=') {
+                Some(("fleet", v)) => s.fleet = parse_range(v),
+                Some(("control", v)) => s.control = parse_range(v),
+                Some(("release", v)) if !v.is_empty() => {
+                    s.release = Some(v.chars().take(40).collect())
+                }
+                _ => {}
+            }
+        }
+        s
+    }
+
+    /// The fleet protocol it speaks, as `role`.
+    fn fleet_side(&self, role: &str) -> Speaks {
+        let (min, max) = self.fleet.unwrap_or((UNSTATED.0, UNSTATED.0));
+        let release = match (&self.release, self.fleet) {
+            (Some(r), _) => format!("wirespeed {r}"),
+            (None, None) => "a release that states no version".into(),
+            (None, Some(_)) => "an unnamed release".into(),
+        };
+        Speaks {
+            role: role.into(),
+            release,
+            min,
+            max,
+        }
+    }
+}
+
+/// The fleet protocol this build (as `ours`) and a side that stated
+/// `theirs` (as `their_role`) agree on, or the error naming both.
+pub fn agree_fleet(ours: &str, theirs: &Stated, their_role: &str) -> Result<u32, String> {
+    let me = Speaks::this(ours, MIN_FLEET_PROTOCOL, FLEET_PROTOCOL);
+    agree("fleet protocol", &me, &theirs.fleet_side(their_role))
+}
+
+/// The control protocol range a side stated, or what one that states
+/// nothing spoke.
+pub fn control_of(s: &Stated) -> (u32, u32) {
+    s.control.unwrap_or((UNSTATED.1, UNSTATED.1))
+}
+
+/// Middleware of the agent's and the watcher's routers: a request that
+/// states a fleet protocol this build does not speak gets 400 naming
+/// both; every response states this build's versions.
+pub async fn stamp(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let stated = req
+        .headers()
+        .get(HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(Stated::parse)
+        .filter(|s| s.fleet.is_some());
+    let mut resp = match stated.map(|s| agree_fleet("agent", &s, "runner")) {
+        Some(Err(why)) => crate::agent::api::json_error(axum::http::StatusCode::BAD_REQUEST, why),
+        _ => next.run(req).await,
+    };
+    if let Ok(v) = axum::http::HeaderValue::from_str(&statement()) {
+        resp.headers_mut().insert(HEADER, v);
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_build_states_what_it_speaks_and_reads_itself_back() {
+        let s = Stated::parse(&statement());
+        assert_eq!(s.fleet, Some((MIN_FLEET_PROTOCOL, FLEET_PROTOCOL)));
+        assert_eq!(s.release.as_deref(), Some(RELEASE));
+        assert_eq!(agree_fleet("runner", &s, "agent"), Ok(FLEET_PROTOCOL));
+    }
+
+    #[test]
+    fn an_endpoint_that_states_nothing_spoke_fleet_2() {
+        let s = Stated::parse("");
+        assert_eq!(agree_fleet("runner", &s, "agent"), Ok(2));
+        assert_eq!(control_of(&s), (1, 1));
+    }
+
+    #[test]
+    fn a_release_two_apart_is_named_with_what_to_upgrade() {
+        let s = Stated::parse("fleet=7-8; control=5 release=0.9.0");
+        let e = agree_fleet("runner", &s, "agent").unwrap_err();
+        assert!(e.contains("agent (wirespeed 0.9.0) speaks 7-8"), "{e}");
+        assert!(e.contains("upgrade the runner to wirespeed 0.9.0"), "{e}");
+        assert!(e.contains(&format!("wirespeed {RELEASE}")), "{e}");
+    }
+}
