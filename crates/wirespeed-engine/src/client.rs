@@ -223,7 +223,7 @@ impl Control {
         first.extend(encode(&Msg::Hello {
             version: PROTOCOL_VERSION,
             min_version: Some(MIN_PROTOCOL_VERSION),
-            client: format!("wirespeed {}", wirespeed_types::protocol::RELEASE),
+            client: wirespeed_types::protocol::RELEASE_NAME.into(),
         })?);
         c.send_bytes(&first, "hello")?;
         let (nonce, required) = match c.recv("the server's challenge")? {

@@ -8,7 +8,8 @@
 //! upgrade ([`wirespeed_types::protocol::agree`]). An endpoint that
 //! states nothing predates the statements and spoke fleet 2, control 1.
 
-use wirespeed_types::protocol::{RELEASE, Speaks, agree, parse_range};
+use std::sync::LazyLock;
+use wirespeed_types::protocol::{RELEASE, Speaks, agree, parse_range, range_text};
 
 /// Newest fleet protocol this build speaks (the signed requests of
 /// [`crate::auth`], whose first line is [`crate::auth::VERSION`], and
@@ -18,27 +19,23 @@ pub const FLEET_PROTOCOL: u32 = 2;
 pub const MIN_FLEET_PROTOCOL: u32 = 2;
 /// The header that states them, on requests and responses.
 pub const HEADER: &str = "wirespeed-protocol";
-/// What an endpoint that states nothing spoke: fleet 2, control 1.
-const UNSTATED: (u32, u32) = (2, 1);
+/// The fleet protocol of an endpoint that states nothing.
+const UNSTATED_FLEET: u32 = 2;
 
 /// This build's statement: `fleet=2 control=1 release=0.1.0` (a range as
-/// `2-3`).
-pub fn statement() -> String {
-    let range = |a: u32, b: u32| {
-        if a == b {
-            b.to_string()
-        } else {
-            format!("{a}-{b}")
-        }
-    };
-    format!(
-        "fleet={} control={} release={RELEASE}",
-        range(MIN_FLEET_PROTOCOL, FLEET_PROTOCOL),
-        range(
-            wirespeed_engine::proto::MIN_PROTOCOL_VERSION,
-            wirespeed_engine::proto::PROTOCOL_VERSION
-        ),
-    )
+/// `2-3`), made once: every request and answer carries it.
+pub fn statement() -> &'static str {
+    static STATEMENT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "fleet={} control={} release={RELEASE}",
+            range_text(MIN_FLEET_PROTOCOL, FLEET_PROTOCOL),
+            range_text(
+                wirespeed_engine::proto::MIN_PROTOCOL_VERSION,
+                wirespeed_engine::proto::PROTOCOL_VERSION
+            ),
+        )
+    });
+    &STATEMENT
 }
 
 /// What the other side stated.
@@ -62,8 +59,9 @@ impl Stated {
             match w.split_once('=') {
                 Some(("fleet", v)) => s.fleet = parse_range(v),
                 Some(("control", v)) => s.control = parse_range(v),
+                // Printable only: a peer's words reach the user's terminal.
                 Some(("release", v)) if !v.is_empty() => {
-                    s.release = Some(v.chars().take(40).collect())
+                    s.release = Some(v.chars().filter(char::is_ascii_graphic).take(40).collect())
                 }
                 _ => {}
             }
@@ -73,7 +71,7 @@ impl Stated {
 
     /// The fleet protocol it speaks, as `role`.
     fn fleet_side(&self, role: &str) -> Speaks {
-        let (min, max) = self.fleet.unwrap_or((UNSTATED.0, UNSTATED.0));
+        let (min, max) = self.fleet.unwrap_or((UNSTATED_FLEET, UNSTATED_FLEET));
         let release = match (&self.release, self.fleet) {
             (Some(r), _) => format!("wirespeed {r}"),
             (None, None) => "a release that states no version".into(),
@@ -95,12 +93,6 @@ pub fn agree_fleet(ours: &str, theirs: &Stated, their_role: &str) -> Result<u32,
     agree("fleet protocol", &me, &theirs.fleet_side(their_role))
 }
 
-/// The control protocol range a side stated, or what one that states
-/// nothing spoke.
-pub fn control_of(s: &Stated) -> (u32, u32) {
-    s.control.unwrap_or((UNSTATED.1, UNSTATED.1))
-}
-
 /// Middleware of the agent's and the watcher's routers: a request that
 /// states a fleet protocol this build does not speak gets 400 naming
 /// both; every response states this build's versions.
@@ -118,7 +110,7 @@ pub async fn stamp(
         Some(Err(why)) => crate::agent::api::json_error(axum::http::StatusCode::BAD_REQUEST, why),
         _ => next.run(req).await,
     };
-    if let Ok(v) = axum::http::HeaderValue::from_str(&statement()) {
+    if let Ok(v) = axum::http::HeaderValue::from_str(statement()) {
         resp.headers_mut().insert(HEADER, v);
     }
     resp
@@ -130,7 +122,7 @@ mod tests {
 
     #[test]
     fn this_build_states_what_it_speaks_and_reads_itself_back() {
-        let s = Stated::parse(&statement());
+        let s = Stated::parse(statement());
         assert_eq!(s.fleet, Some((MIN_FLEET_PROTOCOL, FLEET_PROTOCOL)));
         assert_eq!(s.release.as_deref(), Some(RELEASE));
         assert_eq!(agree_fleet("runner", &s, "agent"), Ok(FLEET_PROTOCOL));
@@ -140,7 +132,6 @@ mod tests {
     fn an_endpoint_that_states_nothing_spoke_fleet_2() {
         let s = Stated::parse("");
         assert_eq!(agree_fleet("runner", &s, "agent"), Ok(2));
-        assert_eq!(control_of(&s), (1, 1));
     }
 
     #[test]
@@ -150,5 +141,11 @@ mod tests {
         assert!(e.contains("agent (wirespeed 0.9.0) speaks 7-8"), "{e}");
         assert!(e.contains("upgrade the runner to wirespeed 0.9.0"), "{e}");
         assert!(e.contains(&format!("wirespeed {RELEASE}")), "{e}");
+    }
+
+    #[test]
+    fn a_peers_release_reaches_the_terminal_printable_only() {
+        let s = Stated::parse("fleet=7 release=9.0\u{1b}[2J\u{7}.0");
+        assert_eq!(s.release.as_deref(), Some("9.0[2J.0"));
     }
 }

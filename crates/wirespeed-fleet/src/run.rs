@@ -196,11 +196,10 @@ impl AgentClient {
         what: &str,
         method: &str,
         path: &str,
-        headers: Vec<(String, String)>,
+        mut headers: Vec<(String, String)>,
         body: Vec<u8>,
     ) -> Result<AgentResponse> {
-        let mut headers = headers;
-        headers.push((protocol::HEADER.to_string(), protocol::statement()));
+        headers.push((protocol::HEADER.to_string(), protocol::statement().into()));
         let req = AgentRequest {
             method: method.to_string(),
             path: path.to_string(),

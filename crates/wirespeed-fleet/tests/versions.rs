@@ -42,7 +42,7 @@ fn every_answer_states_the_versions_and_a_foreign_one_is_refused_naming_both() {
         ),
     ] {
         let answer = whole(addr, &req);
-        assert_eq!(header_of(&answer), Some(statement()), "{answer}");
+        assert_eq!(header_of(&answer).as_deref(), Some(statement()), "{answer}");
     }
     let (_, m) = read(addr, "/metrics");
     let release = env!("CARGO_PKG_VERSION");

@@ -190,8 +190,9 @@ impl AgentTransport for PodProxy {
     }
 
     /// Asks the API server its version (retried as every request is, for
-    /// at most the client's bound, which `patience` is): an answer within a second means it was not
-    /// out; a later one, how long it was out; none, that it stayed out.
+    /// at most the client's bound, which `patience` is): an answer within
+    /// a second means it was not out; a later one, how long it was out;
+    /// none, that it stayed out.
     fn wait_relay(&self) -> BoxFuture<'_, Result<Duration, String>> {
         Box::pin(async move {
             let t = std::time::Instant::now();

@@ -6,6 +6,17 @@
 
 /// This build's release, e.g. `0.1.0`.
 pub const RELEASE: &str = env!("CARGO_PKG_VERSION");
+/// This build as a peer names it, e.g. `wirespeed 0.1.0`.
+pub const RELEASE_NAME: &str = concat!("wirespeed ", env!("CARGO_PKG_VERSION"));
+
+/// Versions `min..=max` as a person reads them: `2`, or `2-3`.
+pub fn range_text(min: u32, max: u32) -> String {
+    if min >= max {
+        max.to_string()
+    } else {
+        format!("{min}-{max}")
+    }
+}
 
 /// What one side speaks of one protocol.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +36,7 @@ impl Speaks {
     pub fn this(role: &str, min: u32, max: u32) -> Speaks {
         Speaks {
             role: role.to_string(),
-            release: format!("wirespeed {RELEASE}"),
+            release: RELEASE_NAME.into(),
             min,
             max,
         }
@@ -33,11 +44,7 @@ impl Speaks {
 
     /// The versions as a person reads them: `2`, or `2-3`.
     pub fn range(&self) -> String {
-        if self.min >= self.max {
-            self.max.to_string()
-        } else {
-            format!("{}-{}", self.min, self.max)
-        }
+        range_text(self.min, self.max)
     }
 }
 

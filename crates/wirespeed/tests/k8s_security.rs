@@ -186,19 +186,8 @@ fn locked_from_outside(c: &Cluster, ns: &str, pods: &[Value]) {
             assert!(!body.contains(&kernel) && !body.contains("eth0"), "{body}");
         }
         // The top of the range: run A's one test at a time takes the bottom.
-        let data = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &format!("{}-n1", c.name),
-                "timeout",
-                "5",
-                "bash",
-                "-c",
-            ])
-            .arg(format!("exec 3<>/dev/tcp/{ip}/5316"))
-            .output()
-            .unwrap();
+        let connect = format!("exec 3<>/dev/tcp/{ip}/5316");
+        let data = c.on_node(1, &["timeout", "5", "bash", "-c", &connect]);
         assert!(
             !data.status.success(),
             "data port 5316 of {ip} accepted a connection"

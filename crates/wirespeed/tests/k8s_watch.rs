@@ -393,19 +393,8 @@ fn watcher_replaced_keeps_history(c: &Cluster, ns: &str, s: &Scratch, nodes: &[S
 /// The watcher's state read straight from its pod, from node 1's
 /// network namespace (the API server may be out).
 fn state_direct(c: &Cluster, ip: &str) -> Option<Value> {
-    let out = std::process::Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &format!("{}-n1", c.name),
-            "curl",
-            "-s",
-            "-m",
-            "5",
-        ])
-        .arg(format!("http://{ip}:5390/v1/watch"))
-        .output()
-        .ok()?;
+    let url = format!("http://{ip}:5390/v1/watch");
+    let out = c.on_node(1, &["curl", "-s", "-m", "5", &url]);
     serde_json::from_slice(&out.stdout).ok()
 }
 

@@ -124,7 +124,7 @@ fn authenticate(
             nonce: hex(&nonce),
             auth_required: cfg.key.is_some(),
             version: Some(version),
-            server: Some(format!("wirespeed {}", wirespeed_types::protocol::RELEASE)),
+            server: Some(wirespeed_types::protocol::RELEASE_NAME.into()),
         },
         hs,
     )?;

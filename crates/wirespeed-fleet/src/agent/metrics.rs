@@ -34,22 +34,20 @@ pub(super) struct Metrics {
 /// `wirespeed_build_info{release, fleet_protocol, control_protocol} 1`:
 /// during a rolling upgrade, `count by (release)` shows how far it got.
 fn build_info() -> Family<Labels, Gauge> {
+    use crate::protocol::{FLEET_PROTOCOL, MIN_FLEET_PROTOCOL};
+    use wirespeed_engine::proto::{MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+    use wirespeed_types::protocol::{RELEASE, range_text};
     let f = Family::<Labels, Gauge>::default();
-    let stated = crate::protocol::Stated::parse(&crate::protocol::statement());
-    let range = |r: Option<(u32, u32)>| {
-        r.map(|(a, b)| {
-            if a == b {
-                b.to_string()
-            } else {
-                format!("{a}-{b}")
-            }
-        })
-        .unwrap_or_default()
-    };
     f.get_or_create(&vec![
-        ("release".into(), wirespeed_types::protocol::RELEASE.into()),
-        ("fleet_protocol".into(), range(stated.fleet)),
-        ("control_protocol".into(), range(stated.control)),
+        ("release".into(), RELEASE.into()),
+        (
+            "fleet_protocol".into(),
+            range_text(MIN_FLEET_PROTOCOL, FLEET_PROTOCOL),
+        ),
+        (
+            "control_protocol".into(),
+            range_text(MIN_PROTOCOL_VERSION, PROTOCOL_VERSION),
+        ),
     ])
     .set(1);
     f

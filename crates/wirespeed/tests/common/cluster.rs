@@ -234,6 +234,17 @@ impl Cluster {
         self.runner(&all).0
     }
 
+    /// `cmd` run in node `i`'s network namespace (1-based), where pods
+    /// and their ports are reached directly.
+    pub fn on_node(&self, i: usize, cmd: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &format!("{}-n{i}", self.name)])
+            .args(cmd)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run a command in a node's namespace")
+    }
+
     /// `wirespeed ARGS` in the runner's namespace, which reaches the API
     /// server and nothing else (`--kubeconfig` goes before a `--`).
     pub fn runner(&self, args: &[&str]) -> (Output, Duration) {
