@@ -240,6 +240,7 @@ impl Loop {
             agents: self.fleet.agents.iter().map(|a| a.name.clone()).collect(),
             probe_period_s: self.schedule.probe_period_s(),
             bandwidth_every_s: self.schedule.bandwidth_every_s(),
+            latest: newest_of_each(&recent),
             recent,
             events,
             ..WatchState::default()
@@ -352,7 +353,9 @@ impl Loop {
                 self.store(tests).await?;
             }
         }
-        if self.ok_tests == 0 && interrupted.is_none() {
+        // A watch ended early (interrupted, or stopped for a new agent
+        // set) may well have measured nothing yet: that is not a failure.
+        if self.ok_tests == 0 && interrupted.is_none() && !is_set(&self.opts.stop) {
             return Err(FleetError::Fleet(
                 "watch: no test succeeded (each failed, or none was due before the end: watch for longer than a probe period)".into(),
             ));
@@ -454,20 +457,12 @@ impl Loop {
         self.live.metrics.tests(&tests);
         self.history
             .record("watch", &results(now, Vec::new(), tests.clone()))?;
-        let rows: Vec<HistoryRow> = tests.iter().map(|t| crate::history::row(t, now)).collect();
-        {
-            let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
-            st.now_unix = now;
-            st.tests_stored += rows.len() as u64;
-            for r in &rows {
-                let key = drift::series_key(r);
-                st.latest.retain(|x| drift::series_key(x) != key);
-                st.latest.push(r.clone());
-            }
-            st.recent.extend(rows.iter().cloned());
-            let over = st.recent.len().saturating_sub(RECENT);
-            st.recent.drain(..over);
-        }
+        let rows = remember(&self.live, &tests, now);
+        self.live
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .tests_stored += rows.len() as u64;
         for r in rows.iter().filter(|r| r.error.is_none()) {
             self.check_series(r, now)?;
         }
@@ -656,6 +651,92 @@ impl Loop {
     }
 }
 
+/// The newest row of each series in `rows` (oldest first): what a
+/// restarted watch shows of each link until it is measured again, a
+/// link marked down among them.
+fn newest_of_each(rows: &[HistoryRow]) -> Vec<HistoryRow> {
+    let mut by: BTreeMap<(String, String), &HistoryRow> = BTreeMap::new();
+    for r in rows {
+        by.insert(drift::series_key(r), r);
+    }
+    let mut out: Vec<HistoryRow> = by.into_values().cloned().collect();
+    out.sort_by(|a, b| a.at_unix.total_cmp(&b.at_unix));
+    out
+}
+
+/// Puts `tests` in the live state as its newest rows; returns them.
+fn remember(live: &Live, tests: &[LinkTest], now: f64) -> Vec<HistoryRow> {
+    let rows: Vec<HistoryRow> = tests.iter().map(|t| crate::history::row(t, now)).collect();
+    let mut st = live.state.lock().unwrap_or_else(|p| p.into_inner());
+    st.now_unix = now;
+    for r in &rows {
+        let key = drift::series_key(r);
+        st.latest.retain(|x| drift::series_key(x) != key);
+        st.latest.push(r.clone());
+    }
+    st.recent.extend(rows.iter().cloned());
+    let over = st.recent.len().saturating_sub(RECENT);
+    st.recent.drain(..over);
+    rows
+}
+
+/// Every link (directed, per workload) the live state or the metrics
+/// know, as tests with no figures: both directions of a pair, though
+/// the state's newest rows keep one per pair.
+fn known_links(live: &Live) -> Vec<LinkTest> {
+    let mut by: BTreeMap<[String; 5], LinkTest> = BTreeMap::new();
+    let st = live.state.lock().unwrap_or_else(|p| p.into_inner());
+    let rows = st.latest.iter().chain(&st.recent).map(|r| LinkTest {
+        workload: r.workload.clone(),
+        client: r.client.clone(),
+        server: r.server.clone(),
+        client_nic: r.client_nic.clone(),
+        server_nic: r.server_nic.clone(),
+        ..LinkTest::default()
+    });
+    for t in rows.chain(live.metrics.links()) {
+        let key = [
+            t.client.clone(),
+            t.server.clone(),
+            t.client_nic.clone(),
+            t.server_nic.clone(),
+            t.workload.clone(),
+        ];
+        by.insert(key, t);
+    }
+    by.into_values().collect()
+}
+
+/// Marks the links of hosts that left the watched set as down, between
+/// two watches on `history` (none may run): each link of theirs in
+/// the live state's newest rows gets an error row, `gone`'s reason for
+/// its host, stored in the history and the live state, and its figures
+/// leave the metrics. Drift is judged on measured rows only, so a link
+/// whose end is gone raises no event. How many links were marked.
+pub fn mark_gone(
+    history: &std::path::Path,
+    live: &Live,
+    gone: &[(String, String)],
+) -> Result<usize> {
+    let why = |h: &str| gone.iter().find(|(g, _)| g == h).map(|(_, w)| w.clone());
+    let links: Vec<LinkTest> = known_links(live)
+        .into_iter()
+        .filter_map(|t| {
+            let error = Some(why(&t.client).or_else(|| why(&t.server))?);
+            Some(LinkTest { error, ..t })
+        })
+        .collect();
+    if links.is_empty() {
+        return Ok(0);
+    }
+    let now = now_unix();
+    let _lock = crate::history::lock_for_watch(history)?;
+    History::open(history)?.record("watch", &results(now, Vec::new(), links.clone()))?;
+    remember(live, &links, now);
+    live.metrics.gone(&links);
+    Ok(links.len())
+}
+
 /// "the latency floor (fastest transaction) of rr-64k rose 1.8x (6200
 /// us -> 11000 us) on c's links (5 of 5 pairs) from 14:02:10 UTC; c/eth0
 /// mtu: 9000 -> 1500".
@@ -713,6 +794,74 @@ fn results(now: f64, agents: Vec<AgentStatus>, tests: Vec<LinkTest>) -> FleetRes
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn measured(client: &str, server: &str, workload: &str) -> LinkTest {
+        LinkTest {
+            workload: workload.into(),
+            client: client.into(),
+            server: server.into(),
+            transactions_per_s: 1000.0,
+            ..LinkTest::default()
+        }
+    }
+
+    #[test]
+    fn a_host_that_left_has_its_links_marked_down_in_history_state_and_metrics() {
+        let dir = std::env::temp_dir().join(format!("ws-gone-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("h.db");
+        let live = Live::default();
+        let tests = [
+            measured("a", "b", "rr"),
+            measured("b", "c", "rr"),
+            measured("c", "b", "rr"),
+            measured("c", "a", "stream"),
+        ];
+        remember(&live, &tests, now_unix());
+        live.metrics.tests(&tests);
+        let gone = [("c".to_string(), "node c left".to_string())];
+        // Both directions of b - c (the state's newest rows keep one).
+        assert_eq!(mark_gone(&file, &live, &gone).unwrap(), 3);
+        let st = live.state.lock().unwrap().clone();
+        let down: Vec<_> = st.latest.iter().filter(|r| r.error.is_some()).collect();
+        assert_eq!(down.len(), 2, "{:?}", st.latest);
+        assert!(
+            down.iter()
+                .all(|r| r.error.as_deref() == Some("node c left"))
+        );
+        assert!(
+            st.latest
+                .iter()
+                .any(|r| r.client == "a" && r.error.is_none())
+        );
+        let stored = History::open(&file)
+            .unwrap()
+            .tests(&Query::default())
+            .unwrap();
+        assert_eq!(stored.len(), 3);
+        let m = live.metrics.encode().unwrap();
+        let line = |needle: &str| {
+            m.lines()
+                .filter(|l| l.contains(needle) && !l.starts_with('#'))
+                .count()
+        };
+        assert_eq!(line("link_up{"), 4, "{m}");
+        assert!(m.contains("server=\"c\"") || m.contains("client=\"c\""));
+        let up_c: Vec<&str> = m
+            .lines()
+            .filter(|l| l.starts_with("wirespeed_watch_link_up") && l.contains("\"c\""))
+            .collect();
+        assert!(up_c.iter().all(|l| l.ends_with(" 0")), "{up_c:?}");
+        // The figures of c's links are withdrawn; a's to b stays.
+        let tps: Vec<&str> = m
+            .lines()
+            .filter(|l| l.starts_with("wirespeed_watch_goodput"))
+            .collect();
+        assert!(tps.iter().all(|l| !l.contains("\"c\"")), "{tps:?}");
+        // Nothing left: nothing marked, nothing written.
+        assert_eq!(mark_gone(&file, &live, &[]).unwrap(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_retention_shorter_than_a_probe_period_is_refused() {

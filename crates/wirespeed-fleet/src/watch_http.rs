@@ -39,6 +39,7 @@ pub const EXPORTED: &[&str] = &[
     "wirespeed_watch_cpu_cores_per_gbps",
     "wirespeed_watch_loss_ratio",
     "wirespeed_watch_test_timestamp_seconds",
+    "wirespeed_watch_link_up",
     "wirespeed_watch_tests_total",
     "wirespeed_watch_drift_events_total",
     "wirespeed_watch_drift_last_timestamp_seconds",
@@ -69,6 +70,9 @@ pub struct WatchMetrics {
     cpu: Family<Labels, FGauge>,
     loss: Family<Labels, FGauge>,
     when: Family<Labels, FGauge>,
+    up: Family<Labels, Gauge>,
+    /// Every link (directed) and workload with a `link_up` series.
+    links: std::sync::Mutex<std::collections::BTreeSet<Labels>>,
     tests: Family<Labels, Counter>,
     events: Family<Labels, Counter>,
     last_event: Family<Labels, FGauge>,
@@ -91,6 +95,8 @@ impl Default for WatchMetrics {
             cpu: Family::default(),
             loss: Family::default(),
             when: Family::default(),
+            up: Family::default(),
+            links: Default::default(),
             tests: Family::default(),
             events: Family::default(),
             last_event: Family::default(),
@@ -131,6 +137,11 @@ impl Default for WatchMetrics {
             "test_timestamp_seconds",
             format!("When the newest test ran (Unix seconds), {link}"),
             m.when.clone(),
+        );
+        r.register(
+            "link_up",
+            format!("1 when the newest test measured, 0 when it failed or an end left the watched set, {link}"),
+            m.up.clone(),
         );
         r.register(
             "tests",
@@ -195,16 +206,15 @@ impl WatchMetrics {
                     ("outcome".into(), outcome.into()),
                 ])
                 .inc();
+            let l = link_labels(t);
+            self.up.get_or_create(&l).set(i64::from(t.error.is_none()));
+            self.links
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(l.clone());
             let Some(r) = t.result.as_ref().filter(|_| t.error.is_none()) else {
                 continue;
             };
-            let l = vec![
-                ("client".into(), t.client.clone()),
-                ("server".into(), t.server.clone()),
-                ("client_nic".into(), t.client_nic.clone()),
-                ("server_nic".into(), t.server_nic.clone()),
-                ("workload".into(), t.workload.clone()),
-            ];
             if let Some(lat) = &r.latency {
                 self.min.get_or_create(&l).set(lat.min_us / 1e6);
                 self.p50.get_or_create(&l).set(lat.p50_us / 1e6);
@@ -219,6 +229,50 @@ impl WatchMetrics {
                 self.loss.get_or_create(&l).set(x);
             }
             self.when.get_or_create(&l).set(r.started_unix);
+        }
+    }
+
+    /// The links (directed) and workloads with series, as tests with
+    /// no figures.
+    pub fn links(&self) -> Vec<LinkTest> {
+        let known = self.links.lock().unwrap_or_else(|p| p.into_inner());
+        known
+            .iter()
+            .map(|l| {
+                let v = |k: &str| {
+                    l.iter()
+                        .find(|(n, _)| n == k)
+                        .map(|(_, x)| x.clone())
+                        .unwrap_or_default()
+                };
+                LinkTest {
+                    client: v("client"),
+                    server: v("server"),
+                    client_nic: v("client_nic"),
+                    server_nic: v("server_nic"),
+                    workload: v("workload"),
+                    ..LinkTest::default()
+                }
+            })
+            .collect()
+    }
+
+    /// Links one of whose ends left the watched set: down, and their
+    /// figures withdrawn (a stale figure would read as a live link).
+    pub fn gone(&self, links: &[LinkTest]) {
+        for t in links {
+            let l = link_labels(t);
+            self.up.get_or_create(&l).set(0);
+            for f in [
+                &self.min,
+                &self.p50,
+                &self.p99,
+                &self.goodput,
+                &self.cpu,
+                &self.loss,
+            ] {
+                f.remove(&l);
+            }
         }
     }
 
@@ -244,6 +298,17 @@ impl WatchMetrics {
             .map_err(|e| FleetError::Fleet(format!("encode the metrics: {e}")))?;
         Ok(openmetrics_to_prometheus(&out))
     }
+}
+
+/// The labels of a link's series.
+fn link_labels(t: &LinkTest) -> Labels {
+    vec![
+        ("client".into(), t.client.clone()),
+        ("server".into(), t.server.clone()),
+        ("client_nic".into(), t.client_nic.clone()),
+        ("server_nic".into(), t.server_nic.clone()),
+        ("workload".into(), t.workload.clone()),
+    ]
 }
 
 /// Renders the live page from the state.

@@ -11,7 +11,10 @@
 //! - [`run_in_cluster`]: what the watcher's pod runs. It finds its agents
 //!   through the API server, watches them, and when the set changes (a
 //!   node joins or leaves, an agent pod is replaced) it lets the tests in
-//!   flight finish and watches the new set on the same history.
+//!   flight finish, marks the links of a node left without an agent down,
+//!   and watches the agents Ready then on the same history. Only the
+//!   first set waits for a rollout; a running watcher outlives a failed
+//!   set.
 //! - [`apply_blocking`], [`status_blocking`], [`delete_blocking`]: what
 //!   the user runs from anywhere that reaches the API server; the page and
 //!   state are read through the API server's service proxy.
@@ -334,14 +337,21 @@ async fn listed(client: &Client, c: &InCluster) -> Result<Vec<Agent>, K8sError> 
         .collect()
 }
 
-/// Returns, as a sentence, when the agents differ from `now`; looks every
+/// How the agents changed: a sentence, and the nodes that no longer have
+/// a Ready agent, each with why its links are down.
+struct Changed {
+    why: String,
+    gone: Vec<(String, String)>,
+}
+
+/// Returns when the agents differ from `now`; looks every
 /// `c.rediscover`. A failed list is logged and is not a change.
 async fn changed(
     client: &Client,
     c: &InCluster,
     now: &[Agent],
     log: &(dyn Fn(&str) + Sync),
-) -> String {
+) -> Changed {
     let was = identity(now);
     // Since when listing fails (the API server out): said once, and once
     // more when it works again; the known agents are probed meanwhile.
@@ -371,15 +381,35 @@ async fn changed(
                 let is = identity(&a);
                 let gone: Vec<&str> = was.difference(&is).map(|x| x.1.as_str()).collect();
                 let new: Vec<&str> = is.difference(&was).map(|x| x.1.as_str()).collect();
-                return format!(
-                    "the agents changed (gone: {}; new or moved: {})",
-                    or_none(&gone),
-                    or_none(&new)
-                );
+                return Changed {
+                    why: format!(
+                        "the agents changed (gone: {}; new or moved: {})",
+                        or_none(&gone),
+                        or_none(&new)
+                    ),
+                    gone: nodes_left(now, &a),
+                };
             }
             _ => {}
         }
     }
+}
+
+/// The nodes of `was` with no agent in `is`, each with the reason its
+/// links are down. A lost node's pod turns not Ready once the node
+/// controller marks the node; a deleted pod leaves until its replacement
+/// is Ready.
+fn nodes_left(was: &[Agent], is: &[Agent]) -> Vec<(String, String)> {
+    was.iter()
+        .filter(|w| !is.iter().any(|a| a.node == w.node))
+        .map(|w| {
+            let why = format!(
+                "node {} left the watched set: its agent pod {} is gone or not Ready",
+                w.node, w.pod
+            );
+            (w.node.clone(), why)
+        })
+        .collect()
 }
 
 fn or_none(v: &[&str]) -> String {
@@ -427,38 +457,135 @@ async fn watch_sets(
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<WatchState, K8sError> {
     let end = opts.duration.map(|d| Instant::now() + d);
+    let mut first = true;
     loop {
         let watch = Watch::new(c.ready_timeout, log);
+        // The first set waits for the DaemonSet to roll out (a failure
+        // there is apply's to report); a later set is the agents Ready
+        // now: a running watcher neither waits for a rollout nor stops
+        // on its problems (a lost node, pods marked not Ready after an
+        // API server outage).
+        let found = async {
+            if first {
+                discover_with(client, &c.namespace, c.network, &watch).await
+            } else {
+                Ok(ready_now(client, c, log).await)
+            }
+        };
         let agents = tokio::select! {
-            a = discover_with(client, &c.namespace, c.network, &watch) => a?,
+            a = found => a?,
             _ = interrupted(opts) => return Ok(live.state.lock().unwrap_or_else(|p| p.into_inner()).clone()),
         };
-        let fleet = fleet_of(&agents, c.port, c.http_port);
-        let names: Vec<String> = agents
-            .iter()
-            .map(|a| format!("{} ({} at {})", a.node, a.pod, a.control))
-            .collect();
-        log(&format!(
-            "watching {} agents: {}",
-            agents.len(),
-            names.join(", ")
-        ));
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut o = opts.clone();
-        o.stop = Some(stop.clone());
-        o.duration = end.map(|e| e.saturating_duration_since(Instant::now()));
-        let w = wirespeed_fleet::watch::watch(&fleet, &o, live.clone());
-        tokio::pin!(w);
-        tokio::select! {
-            r = &mut w => return r.map_err(|e| K8sError::Fleet(e.to_string())),
-            _ = interrupted(opts) => return w.await.map_err(|e| K8sError::Fleet(e.to_string())),
-            why = changed(client, c, &agents, log) => {
-                log(&format!("{why}: finishing the tests in flight, then watching the new set"));
-                stop.store(true, Ordering::Relaxed);
-                w.await.map_err(|e| K8sError::Fleet(e.to_string()))?;
+        let was_first = std::mem::replace(&mut first, false);
+        match watch_set(client, c, opts, &live, &agents, end, log).await? {
+            SetEnd::Done(st) => return Ok(st),
+            SetEnd::Changed => {}
+            // A set's watch that fails (none of its agents answers, say)
+            // ends the watcher only when it is the first or its time is
+            // up: a running watcher says why and looks at its agents
+            // again.
+            SetEnd::Failed(e) if was_first || end.is_some_and(|t| Instant::now() >= t) => {
+                return Err(K8sError::Fleet(e));
+            }
+            SetEnd::Failed(e) => {
+                log(&format!(
+                    "the watch of {} agents failed: {e}; looking at the agents again in {} s",
+                    agents.len(),
+                    c.rediscover.as_secs()
+                ));
+                tokio::time::sleep(c.rediscover).await;
             }
         }
     }
+}
+
+/// How the watch of one agent set ended.
+enum SetEnd {
+    /// By itself (its duration) or interrupted (a failure then is
+    /// returned as an error): the state.
+    Done(WatchState),
+    /// The agents changed; the links of nodes that left are marked down.
+    Changed,
+    /// It failed.
+    Failed(String),
+}
+
+/// Watches `agents` until the watch ends, is interrupted, or the agents
+/// change.
+async fn watch_set(
+    client: &Client,
+    c: &InCluster,
+    opts: &WatchOptions,
+    live: &Arc<Live>,
+    agents: &[Agent],
+    end: Option<Instant>,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<SetEnd, K8sError> {
+    let fleet = fleet_of(agents, c.port, c.http_port);
+    let names: Vec<String> = agents
+        .iter()
+        .map(|a| format!("{} ({} at {})", a.node, a.pod, a.control))
+        .collect();
+    log(&format!(
+        "watching {} agents: {}",
+        agents.len(),
+        names.join(", ")
+    ));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut o = opts.clone();
+    o.stop = Some(stop.clone());
+    o.duration = end.map(|e| e.saturating_duration_since(Instant::now()));
+    let w = wirespeed_fleet::watch::watch(&fleet, &o, live.clone());
+    tokio::pin!(w);
+    let failed = |e: wirespeed_fleet::FleetError| SetEnd::Failed(e.to_string());
+    Ok(tokio::select! {
+        r = &mut w => r.map_or_else(failed, SetEnd::Done),
+        _ = interrupted(opts) => SetEnd::Done(w.await.map_err(|e| K8sError::Fleet(e.to_string()))?),
+        ch = changed(client, c, agents, log) => {
+            log(&format!("{}: finishing the tests in flight, then watching the new set", ch.why));
+            stop.store(true, Ordering::Relaxed);
+            match w.await {
+                Ok(_) => {
+                    mark_gone(opts, live, &ch.gone, log)?;
+                    SetEnd::Changed
+                }
+                Err(e) => failed(e),
+            }
+        }
+    })
+}
+
+/// The Ready agents, listed every `c.rediscover` until there is one; a
+/// failed list or an empty one is logged once.
+async fn ready_now(client: &Client, c: &InCluster, log: &(dyn Fn(&str) + Sync)) -> Vec<Agent> {
+    let mut said = false;
+    loop {
+        match listed(client, c).await {
+            Ok(a) if !a.is_empty() => return a,
+            Ok(_) if !said => log("no agent is Ready: waiting for one"),
+            Err(e) if !said => log(&format!("listing the agents failed: {e}; trying again")),
+            _ => {}
+        }
+        said = true;
+        tokio::time::sleep(c.rediscover).await;
+    }
+}
+
+/// Marks the links of the nodes that left as down, and says so.
+fn mark_gone(
+    opts: &WatchOptions,
+    live: &Live,
+    gone: &[(String, String)],
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<(), K8sError> {
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let n = wirespeed_fleet::watch::mark_gone(&opts.history, live, gone)
+        .map_err(|e| K8sError::Fleet(e.to_string()))?;
+    let why: Vec<&str> = gone.iter().map(|(_, w)| w.as_str()).collect();
+    log(&format!("{}: {n} links marked down", why.join("; ")));
+    Ok(())
 }
 
 /// Resolves once the watch is interrupted (a stop signal); never when
@@ -696,6 +823,29 @@ mod tests {
             history_claim: None,
             rediscover: Duration::from_secs(30),
         }
+    }
+
+    fn agent(node: &str, pod: &str) -> Agent {
+        Agent {
+            pod: pod.into(),
+            node: node.into(),
+            network: Network::Pod,
+            control: "10.0.0.1".parse().unwrap(),
+            nics: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_node_left_only_when_no_agent_of_its_is_listed() {
+        let was = [agent("n1", "a1"), agent("n2", "a2"), agent("n3", "a3")];
+        // n1's pod replaced (a new name, the same node): not gone; n3
+        // gone.
+        let is = [agent("n1", "b1"), agent("n2", "a2")];
+        let gone = nodes_left(&was, &is);
+        assert_eq!(gone.len(), 1, "{gone:?}");
+        assert_eq!(gone[0].0, "n3");
+        assert!(gone[0].1.contains("node n3 left") && gone[0].1.contains("a3"));
+        assert!(nodes_left(&was, &was).is_empty());
     }
 
     #[test]

@@ -8,9 +8,12 @@
 //! pod is found again and its node's links are measured on the new pod;
 //! with the history on a PersistentVolumeClaim, the watcher's pod is
 //! replaced without losing history, a burst or a false drift; the API
-//! server out for a minute does not stop the probes; bad flags and an
-//! unknown namespace fail loudly; delete removes it all and refuses a
-//! namespace wirespeed did not make.
+//! server out for a minute does not stop the probes; a lost node's links
+//! are marked down, not drifted, and measured again once it is back;
+//! bad flags and an unknown namespace fail loudly; delete removes it all
+//! and refuses a namespace wirespeed did not make. A second test, on its
+//! own cluster, rolls a watch from the previous release's image to this
+//! build's (issue 44, item 5).
 
 mod common;
 
@@ -94,15 +97,29 @@ fn now_unix() -> f64 {
 /// Applies the watcher (with `extra` apply flags) and checks it probes
 /// every pair, through the API server only.
 fn apply_and_watch(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String], extra: &[&str]) {
+    apply_and_watch_as(c, common::bin(), c.get("IMAGE"), ns, s, nodes, extra);
+}
+
+/// [`apply_and_watch`] by the runner binary `bin`, of `image`.
+fn apply_and_watch_as(
+    c: &Cluster,
+    bin: &str,
+    image: &str,
+    ns: &str,
+    s: &Scratch,
+    nodes: &[String],
+    extra: &[&str],
+) {
     let key = s.key();
     let mut args = vec!["k8s", "watch", "apply"];
     args.extend(extra);
-    let (out, took) = c.runner(
+    let (out, took) = c.runner_as(
+        bin,
         &[
             args.as_slice(),
             &[
                 "--image",
-                c.get("IMAGE"),
+                image,
                 "--namespace",
                 ns,
                 "--network",
@@ -193,15 +210,12 @@ fn replaced_agent(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String]) {
         agent_on(c, ns, node).filter(|p| *p != old)
     });
     let deleted = Instant::now();
-    // After an API server outage the agents may have changed before (the
-    // node controller marks pods not Ready until their kubelets report
-    // again): any change that ends watching the new pod will do.
-    let log = wait_for("the watcher to watch the new pod", 120, || {
-        let l = watcher_log(c, ns);
+    // The old pod's leaving and the new pod's coming may be one change or
+    // two: any change that ends watching the new pod will do.
+    let log = wait_log_until(c, ns, "the watcher to watch the new pod", 120, |l| {
         l.split("the agents changed")
             .skip(1)
             .any(|moved| moved.contains("watching 3 agents") && moved.contains(&new))
-            .then_some(l)
     });
     assert!(log.contains(&old), "names the pod gone: {log}");
     eprintln!(
@@ -236,6 +250,50 @@ fn watcher_log(c: &Cluster, ns: &str) -> String {
         None,
     ))
     .into_owned()
+}
+
+/// Waits for `needle` in the watcher's log; the log then. On a timeout
+/// the panic shows the log and the watcher pods' states.
+fn wait_log(c: &Cluster, ns: &str, what: &str, needle: &str, secs: u64) -> String {
+    wait_log_until(c, ns, what, secs, |l| l.contains(needle))
+}
+
+/// Waits until the watcher's log passes `done`; the log then. On a
+/// timeout the panic shows the log and the watcher pods' states.
+fn wait_log_until(
+    c: &Cluster,
+    ns: &str,
+    what: &str,
+    secs: u64,
+    done: impl Fn(&str) -> bool,
+) -> String {
+    let end = Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let l = watcher_log(c, ns);
+        if done(&l) {
+            return l;
+        }
+        if Instant::now() >= end {
+            let pods = c.api(
+                "GET",
+                &format!(
+                    "/api/v1/namespaces/{ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dwirespeed-watch"
+                ),
+                None,
+            );
+            panic!(
+                "timed out after {secs} s waiting for {what}; its log:\n{l}\npods: {}",
+                pods["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|p| format!("{} {}", p["metadata"]["name"], p["status"]))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
 }
 
 /// The probe period the watcher runs with (`--probe-period 5s`).
@@ -439,14 +497,121 @@ fn api_server_out_a_minute(c: &Cluster, ns: &str, s: &Scratch) {
         "no drift: {}",
         st["events"]
     );
-    let log = wait_for("the watcher to list its agents again", 60, || {
-        let l = watcher_log(c, ns);
-        l.contains("listing the agents works again").then_some(l)
-    });
+    let log = wait_log(
+        c,
+        ns,
+        "the watcher to list its agents again",
+        "listing the agents works again",
+        60,
+    );
     assert!(log.contains("listing the agents failed"), "{log}");
     eprintln!(
         "the API server was out {:.0} s; the watcher probed on",
         up - down
+    );
+}
+
+/// The rows of `st.latest` with `node` at one end.
+fn links_of<'a>(st: &'a Value, node: &str) -> Vec<&'a Value> {
+    st["latest"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["client"] == node || r["server"] == node)
+        .collect()
+}
+
+/// A node lost (issue 44, item 4): its kubelet stopped and its link
+/// down, on a node the watcher does not run on. Once the node controller
+/// marks the agent's pod not Ready the watcher drops it and marks each
+/// of its links down (an error row naming the node, `link_up` 0, the
+/// figures withdrawn); no drift is raised; the remaining pair goes on
+/// being probed; after `node-up` the node's links are measured again.
+fn node_lost(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String]) {
+    // Right after the outage the controller manager may show pods not
+    // Ready until their kubelets report again.
+    let (_, home, _) = wait_for("a Ready watcher", 60, || watcher_pod(c, ns));
+    let (i, lost) = nodes
+        .iter()
+        .enumerate()
+        .find(|(_, n)| **n != home)
+        .expect("a node without the watcher");
+    let pod = agent_on(c, ns, lost).expect("an agent on the node");
+    let said = format!("node {lost} left the watched set");
+    // Right after the API server's outage the node may have left and
+    // come back already: only a new line counts.
+    let before = watcher_log(c, ns).matches(&said).count();
+    let o = common::cluster::cs(&["node-down", &(i + 1).to_string(), "--name", &c.name]);
+    assert!(o.status.success(), "{}", text(&o));
+    let down = now_unix();
+    let log = wait_log_until(c, ns, "the lost node's links marked down", 240, |l| {
+        l.matches(&said).count() > before
+    });
+    let marked = now_unix();
+    eprintln!(
+        "node {lost} down; its links marked down after {:.0} s",
+        marked - down
+    );
+    assert!(log.contains(&pod), "names the agent pod: {log}");
+    let jf = s.file("lost.json");
+    let st = status(c, ns, &jf).expect("the state");
+    let links = links_of(&st, lost);
+    assert!(links.len() >= 2, "the lost node's links: {st}");
+    for r in &links {
+        assert!(
+            r["error"].as_str().is_some_and(|e| e.contains(&said)),
+            "a link of {lost} not marked down: {r}"
+        );
+    }
+    let metrics = String::from_utf8_lossy(&c.curl(
+        "GET",
+        &format!("/api/v1/namespaces/{ns}/services/wirespeed-watch:http/proxy/metrics"),
+        None,
+    ))
+    .into_owned();
+    let of = |name: &str| -> Vec<&str> {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(name) && l.contains(&format!("\"{lost}\"")))
+            .collect()
+    };
+    let up = of("wirespeed_watch_link_up{");
+    assert!(
+        !up.is_empty() && up.iter().all(|l| l.ends_with(" 0")),
+        "{up:?}"
+    );
+    assert!(
+        of("wirespeed_watch_latency_min_seconds{").is_empty(),
+        "{metrics}"
+    );
+    let others: BTreeSet<_> = all_pairs(nodes)
+        .into_iter()
+        .filter(|(a, b)| a != lost && b != lost)
+        .collect();
+    wait_for("the remaining pair probed", 60, || {
+        let st = status(c, ns, &jf)?;
+        (measured_pairs(&st, marked) == others).then_some(())
+    });
+    let st = status(c, ns, &jf).expect("the state");
+    assert_eq!(
+        st["events"].as_array().map(Vec::len),
+        Some(0),
+        "no drift: {}",
+        st["events"]
+    );
+    let o = common::cluster::cs(&["node-up", &(i + 1).to_string(), "--name", &c.name]);
+    assert!(o.status.success(), "{}", text(&o));
+    let back = now_unix();
+    wait_for("the node's links measured again", 180, || {
+        let st = status(c, ns, &jf)?;
+        measured_pairs(&st, back)
+            .iter()
+            .any(|(a, b)| a == lost || b == lost)
+            .then_some(())
+    });
+    eprintln!(
+        "node {lost} back; measured again after {:.0} s",
+        now_unix() - back
     );
 }
 
@@ -518,9 +683,213 @@ fn real_cluster_watches_every_pair_and_follows_replaced_agents() {
         let pv = history_claim(&c, &ns, &s.0.join("pv"));
         apply_and_watch(&c, &ns, &s, &nodes, &["--history-claim", "history"]);
         watcher_replaced_keeps_history(&c, &ns, &s, &nodes);
-        api_server_out_a_minute(&c, &ns, &s);
+        // Before the outage: right after it the kubelets may take seconds
+        // to see a deletion (their watches reconnect), which is not the
+        // agent's stop being measured. After it, node_lost shows that
+        // discovery resumed.
         replaced_agent(&c, &ns, &s, &nodes);
+        api_server_out_a_minute(&c, &ns, &s);
+        node_lost(&c, &ns, &s, &nodes);
         loud_failures(&c, &ns);
+        delete(&c, &ns);
+        c.api("DELETE", &format!("/api/v1/persistentvolumes/{pv}"), None);
+    }
+    nothing_left(&name);
+}
+
+/// The image of `bin` pushed to the cluster's registry as `tag`.
+fn image_of(c: &Cluster, bin: &str, tag: &str) -> String {
+    let reg = c.get("REGISTRY");
+    let out = std::process::Command::new(bin)
+        .args(["k8s", "image", "build", "--binary", bin, "--push"])
+        .arg(format!("{reg}/wirespeed:{tag}"))
+        .arg("--plain-http")
+        .output()
+        .expect("run k8s image build");
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    all.split_whitespace()
+        .rfind(|w| w.starts_with(reg) && w.contains("@sha256:"))
+        .unwrap_or_else(|| panic!("no REF@sha256:DIGEST in: {all}"))
+        .to_string()
+}
+
+/// The agents' pods: node -> (image, Ready), those not being deleted.
+fn agent_images(c: &Cluster, ns: &str) -> std::collections::BTreeMap<String, (String, bool)> {
+    let pods = c.api(
+        "GET",
+        &format!(
+            "/api/v1/namespaces/{ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dwirespeed-agent"
+        ),
+        None,
+    );
+    let mut out = std::collections::BTreeMap::new();
+    for p in pods["items"].as_array().into_iter().flatten() {
+        if !p["metadata"]["deletionTimestamp"].is_null() {
+            continue;
+        }
+        let ready = p["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        let node = p["spec"]["nodeName"].as_str().unwrap_or("").to_string();
+        let image = p["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        out.insert(node, (image, ready));
+    }
+    out
+}
+
+/// The watcher pod's image, once one is Ready.
+fn watcher_image(c: &Cluster, ns: &str) -> Option<String> {
+    let (pod, _, _) = watcher_pod(c, ns)?;
+    let p = c.api("GET", &format!("/api/v1/namespaces/{ns}/pods/{pod}"), None);
+    p["spec"]["containers"][0]["image"]
+        .as_str()
+        .map(String::from)
+}
+
+/// Waits until every pair has two probes after `t`; the state then.
+fn probed_twice_after(c: &Cluster, ns: &str, jf: &str, t: f64, what: &str) -> Value {
+    wait_for(what, 120, || {
+        let st = status(c, ns, jf)?;
+        let times = probe_times(&st);
+        (times.len() == 3
+            && times
+                .values()
+                .all(|v| v.iter().filter(|&&x| x > t).count() >= 2))
+        .then_some(st)
+    })
+}
+
+/// The widest gap between two probes of a pair may not pass this during
+/// the upgrade: a replaced agent or watcher costs its replacement
+/// (seconds), a change of the agent set a rediscovery (3 s), plus a
+/// period.
+const UPGRADE_GAP: f64 = 45.0;
+
+/// The rolling upgrade (issue 44, item 5): the watcher and its agents
+/// run the previous release (k8s/testenv/prev-release.sh) with the
+/// history on a volume; the watcher alone is moved to the working tree's
+/// image first (`kubectl set image`: the new runner probes the old
+/// agents), then `k8s watch apply --image NEW` rolls the agents' DaemonSet
+/// node by node. The history is kept, no drift is raised, and no pair
+/// goes unprobed longer than [`UPGRADE_GAP`].
+fn upgrade(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String], old_image: &str) {
+    let new_image = c.get("IMAGE").to_string();
+    let jf = s.file("upgrade.json");
+    let start = now_unix();
+    probed_twice_after(
+        c,
+        ns,
+        &jf,
+        start - 60.0,
+        "two probes of every pair on the old release",
+    );
+    assert!(
+        agent_images(c, ns)
+            .values()
+            .all(|(i, r)| i == old_image && *r),
+        "{:?}",
+        agent_images(c, ns)
+    );
+    // 1. The watcher alone (the runner side of the fleet protocol).
+    let t1 = now_unix();
+    let patch = json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "watch", "image": new_image}]}}}});
+    let r = c.api(
+        "PATCH",
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments/wirespeed-watch"),
+        Some(("application/strategic-merge-patch+json", &patch)),
+    );
+    assert!(r["kind"] == "Deployment", "{r}");
+    wait_for("the new watcher Ready", 120, || {
+        (watcher_image(c, ns)? == new_image).then_some(())
+    });
+    let st = probed_twice_after(
+        c,
+        ns,
+        &jf,
+        t1 + 1.0,
+        "the new watcher probing the old agents",
+    );
+    assert!(
+        st["started_unix"].as_f64() > Some(t1),
+        "a new watcher: {st}"
+    );
+    let agents = agent_images(c, ns);
+    assert!(
+        agents.values().all(|(i, _)| i == old_image),
+        "the agents still run the previous release: {agents:?}"
+    );
+    eprintln!(
+        "the new watcher probes the old agents {:.0} s after set image",
+        now_unix() - t1
+    );
+    // 2. The agents, rolled by the DaemonSet controller.
+    let t2 = now_unix();
+    apply_and_watch_as(
+        c,
+        common::bin(),
+        &new_image,
+        ns,
+        s,
+        nodes,
+        &["--history-claim", "history"],
+    );
+    wait_for("every agent on the new image", 180, || {
+        let a = agent_images(c, ns);
+        (a.len() == 3 && a.values().all(|(i, r)| *i == new_image && *r)).then_some(())
+    });
+    let rolled = now_unix();
+    let st = probed_twice_after(c, ns, &jf, rolled, "every pair probed on the new release");
+    eprintln!("agents rolled {:.0} s after apply", rolled - t2);
+    let times = probe_times(&st);
+    for (pair, v) in &times {
+        assert!(
+            v.iter().any(|&x| x < t1),
+            "{pair:?}: the previous release's probes are kept: {v:?}"
+        );
+        let during: Vec<f64> = v.iter().cloned().filter(|&x| x > t1 - PERIOD).collect();
+        let widest = during.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+        eprintln!("{pair:?}: widest gap over the upgrade {widest:.1} s");
+        assert!(
+            widest <= UPGRADE_GAP,
+            "{pair:?} waited {widest:.1} s: {during:?}"
+        );
+    }
+    assert_eq!(
+        st["events"].as_array().map(Vec::len),
+        Some(0),
+        "no drift: {}",
+        st["events"]
+    );
+}
+
+#[test]
+fn rolling_upgrade_from_the_previous_release_keeps_history_and_measures() {
+    if !can_run("rolling_upgrade_from_the_previous_release_keeps_history_and_measures") {
+        return;
+    }
+    let _h = heavy();
+    let prev = common::prev_release();
+    let name = unique("wsu");
+    {
+        let c = Cluster::up(&name, &["--nodes", "3"]);
+        check_nodes(&c, 3);
+        let nodes = c.nodes();
+        let s = Scratch::with_key(&format!("{name}-scratch"), "k8s-upgrade-test-key");
+        let ns = format!("{name}-watch");
+        let old_image = image_of(&c, &prev, "prev");
+        assert_ne!(old_image, c.get("IMAGE"));
+        apply_and_watch_as(&c, &prev, &old_image, &ns, &s, &nodes, &[]);
+        let pv = history_claim(&c, &ns, &s.0.join("pv"));
+        let claim = ["--history-claim", "history"];
+        apply_and_watch_as(&c, &prev, &old_image, &ns, &s, &nodes, &claim);
+        upgrade(&c, &ns, &s, &nodes, &old_image);
         delete(&c, &ns);
         c.api("DELETE", &format!("/api/v1/persistentvolumes/{pv}"), None);
     }

@@ -248,10 +248,16 @@ impl Cluster {
     /// `wirespeed ARGS` in the runner's namespace, which reaches the API
     /// server and nothing else (`--kubeconfig` goes before a `--`).
     pub fn runner(&self, args: &[&str]) -> (Output, Duration) {
+        self.runner_as(bin(), args)
+    }
+
+    /// [`Cluster::runner`] with the wirespeed binary `wirespeed` (the
+    /// previous release's, for the upgrade test).
+    pub fn runner_as(&self, wirespeed: &str, args: &[&str]) -> (Output, Duration) {
         let t = Instant::now();
         let cut = args.iter().position(|a| *a == "--").unwrap_or(args.len());
         let out = Command::new("ip")
-            .args(["netns", "exec", self.get("RUNNER_NETNS"), bin()])
+            .args(["netns", "exec", self.get("RUNNER_NETNS"), wirespeed])
             .args(&args[..cut])
             .args(["--kubeconfig", self.get("RUNNER_KUBECONFIG")])
             .args(&args[cut..])

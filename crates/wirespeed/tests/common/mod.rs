@@ -25,6 +25,21 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_wirespeed")
 }
 
+/// The previous release's binary: k8s/testenv/prev-release.sh builds it
+/// once from its pinned commit and caches it under target/.
+pub fn prev_release() -> String {
+    let out = Command::new(cluster::repo().join("k8s/testenv/prev-release.sh"))
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run k8s/testenv/prev-release.sh");
+    assert!(
+        out.status.success(),
+        "the previous release did not build (k8s/testenv/prev-release.sh; its output is above)"
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// A child process killed (and reaped) on drop.
 pub struct Proc(pub Child);
 
