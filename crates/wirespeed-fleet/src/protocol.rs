@@ -93,10 +93,27 @@ pub fn agree_fleet(ours: &str, theirs: &Stated, their_role: &str) -> Result<u32,
     agree("fleet protocol", &me, &theirs.fleet_side(their_role))
 }
 
-/// Middleware of the agent's and the watcher's routers: a request that
-/// states a fleet protocol this build does not speak gets 400 naming
-/// both; every response states this build's versions.
+/// Middleware of the agent's router ([`stamp_as`] as the agent).
 pub async fn stamp(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    stamp_as("agent", req, next).await
+}
+
+/// Middleware of the watcher's router ([`stamp_as`] as the watcher).
+pub async fn stamp_watcher(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    stamp_as("watcher", req, next).await
+}
+
+/// A request that states a fleet protocol this build does not speak gets
+/// 400 naming both sides (this one as `role`); every response states this
+/// build's versions.
+async fn stamp_as(
+    role: &str,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -106,7 +123,7 @@ pub async fn stamp(
         .and_then(|v| v.to_str().ok())
         .map(Stated::parse)
         .filter(|s| s.fleet.is_some());
-    let mut resp = match stated.map(|s| agree_fleet("agent", &s, "runner")) {
+    let mut resp = match stated.map(|s| agree_fleet(role, &s, "runner")) {
         Some(Err(why)) => crate::agent::api::json_error(axum::http::StatusCode::BAD_REQUEST, why),
         _ => next.run(req).await,
     };

@@ -383,7 +383,7 @@ pub async fn serve(
             StatusCode::REQUEST_TIMEOUT,
             limits.request_timeout,
         ))
-        .layer(axum::middleware::from_fn(crate::protocol::stamp));
+        .layer(axum::middleware::from_fn(crate::protocol::stamp_watcher));
     accept_loop(listener, app, gauges, limits, stop).await;
     Ok(())
 }

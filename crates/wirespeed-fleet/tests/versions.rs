@@ -127,3 +127,36 @@ fn a_runner_reads_the_agents_versions_before_it_signs_anything() {
     let t = rt.block_on(client_of(addr).health()).unwrap();
     assert_eq!((t.name.as_str(), t.boot.as_str()), ("x", boot));
 }
+
+/// The watcher's face states its versions too, and refuses a foreign
+/// fleet protocol as the watcher (it once said "agent").
+#[test]
+fn the_watcher_states_its_versions_and_names_itself_when_it_refuses() {
+    use std::sync::Arc;
+    use wirespeed_fleet::watch_http::{Live, serve};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let page: wirespeed_fleet::watch_http::PageFn = Arc::new(|_| String::new());
+    let (s2, live) = (stop.clone(), Arc::new(Live::default()));
+    let server = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(serve(l, live, page, s2))
+    });
+    let ok = whole(
+        addr,
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(header_of(&ok).as_deref(), Some(statement()), "{ok}");
+    let foreign = format!(
+        "GET /v1/watch HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{HEADER}: fleet=7-8 control=5 release=9.0.0\r\n\r\n"
+    );
+    let answer = whole(addr, &foreign);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("the watcher (wirespeed "), "{answer}");
+    // The server thread ends with the test binary.
+    drop((stop, server));
+}
