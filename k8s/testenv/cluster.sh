@@ -698,6 +698,10 @@ EOF
     mkdir -p "$nd/flannel"
     jq -cn --arg n "10.$K.64.0/18" --arg b "${cni#flannel-}" '{Network:$n,EnableIPv4:true,Backend:{Type:$b}}' \
       >"$nd/flannel/net-conf.json"
+    # Its subnet manager exits when the node has no podCIDR yet (the
+    # kubelet registers the node, then the controller manager assigns
+    # one): wait for it, where the DaemonSet would restart flanneld.
+    wait_for "node $node's podCIDR" "$(cat "$dir/pids/kubelet-n$i")" node_has_cidr "$node"
     start "flanneld-n$i" "$node" env NODE_NAME="$node" "$abin/flanneld" --kube-subnet-mgr \
       --kubeconfig-file "$dir/kubeconfig" --iface eth0 --ip-masq \
       --subnet-file "$nd/flannel/subnet.env" --net-config-path "$nd/flannel/net-conf.json"
@@ -926,6 +930,7 @@ leases_renewed_since() {
     jq --arg t "$1" '[.items[] | select(.spec.renewTime[0:19] > $t)] | length')
   ((n >= nodes))
 }
+node_has_cidr() { api "/api/v1/nodes/$1" | jq -e '.spec.podCIDR != null' >/dev/null; }
 default_sa() { api /api/v1/namespaces/default/serviceaccounts/default >/dev/null; }
 # NODE's driver is registered with its kubelet and its ResourceSlice is
 # published with every DRA NIC.
