@@ -22,6 +22,7 @@ use crate::run::{
     AgentClient, RunOptions, WorkloadSpec, client_of, futures_join_bounded, run_job_now,
 };
 use crate::schedule::{Budget, Kind, Schedule};
+use crate::watch_http::LinkKey;
 pub use crate::watch_http::Live;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -684,34 +685,36 @@ fn remember(live: &Live, tests: &[LinkTest], now: f64) -> Vec<HistoryRow> {
 /// know, as tests with no figures: both directions of a pair, though
 /// the state's newest rows keep one per pair.
 fn known_links(live: &Live) -> Vec<LinkTest> {
-    let mut by: BTreeMap<[String; 5], LinkTest> = BTreeMap::new();
+    let mut keys: std::collections::BTreeSet<LinkKey> = live.metrics.links().into_iter().collect();
     let st = live.state.lock().unwrap_or_else(|p| p.into_inner());
-    let rows = st.latest.iter().chain(&st.recent).map(|r| LinkTest {
-        workload: r.workload.clone(),
-        client: r.client.clone(),
-        server: r.server.clone(),
-        client_nic: r.client_nic.clone(),
-        server_nic: r.server_nic.clone(),
-        ..LinkTest::default()
-    });
-    for t in rows.chain(live.metrics.links()) {
-        let key = [
-            t.client.clone(),
-            t.server.clone(),
-            t.client_nic.clone(),
-            t.server_nic.clone(),
-            t.workload.clone(),
-        ];
-        by.insert(key, t);
-    }
-    by.into_values().collect()
+    keys.extend(st.latest.iter().chain(&st.recent).map(|r| {
+        [
+            r.client.clone(),
+            r.server.clone(),
+            r.client_nic.clone(),
+            r.server_nic.clone(),
+            r.workload.clone(),
+        ]
+    }));
+    keys.into_iter()
+        .map(
+            |[client, server, client_nic, server_nic, workload]| LinkTest {
+                workload,
+                client,
+                server,
+                client_nic,
+                server_nic,
+                ..LinkTest::default()
+            },
+        )
+        .collect()
 }
 
 /// Marks the links of hosts that left the watched set as down, between
-/// two watches on `history` (none may run): each link of theirs in
-/// the live state's newest rows gets an error row, `gone`'s reason for
-/// its host, stored in the history and the live state, and its figures
-/// leave the metrics. Drift is judged on measured rows only, so a link
+/// two watches on `history` (none may run): each link of theirs that the
+/// live state or the metrics know ([`known_links`]) gets an error row,
+/// `gone`'s reason for its host, stored in the history and the live
+/// state, and its figures leave the metrics. Drift is judged on measured rows only, so a link
 /// whose end is gone raises no event. How many links were marked.
 pub fn mark_gone(
     history: &std::path::Path,

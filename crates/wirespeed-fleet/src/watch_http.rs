@@ -72,7 +72,7 @@ pub struct WatchMetrics {
     when: Family<Labels, FGauge>,
     up: Family<Labels, Gauge>,
     /// Every link (directed) and workload with a `link_up` series.
-    links: std::sync::Mutex<std::collections::BTreeSet<Labels>>,
+    links: std::sync::Mutex<std::collections::BTreeSet<LinkKey>>,
     tests: Family<Labels, Counter>,
     events: Family<Labels, Counter>,
     last_event: Family<Labels, FGauge>,
@@ -211,7 +211,7 @@ impl WatchMetrics {
             self.links
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(l.clone());
+                .insert(link_key(t));
             let Some(r) = t.result.as_ref().filter(|_| t.error.is_none()) else {
                 continue;
             };
@@ -232,29 +232,10 @@ impl WatchMetrics {
         }
     }
 
-    /// The links (directed) and workloads with series, as tests with
-    /// no figures.
-    pub fn links(&self) -> Vec<LinkTest> {
+    /// The links (directed) and workloads with series.
+    pub fn links(&self) -> Vec<LinkKey> {
         let known = self.links.lock().unwrap_or_else(|p| p.into_inner());
-        known
-            .iter()
-            .map(|l| {
-                let v = |k: &str| {
-                    l.iter()
-                        .find(|(n, _)| n == k)
-                        .map(|(_, x)| x.clone())
-                        .unwrap_or_default()
-                };
-                LinkTest {
-                    client: v("client"),
-                    server: v("server"),
-                    client_nic: v("client_nic"),
-                    server_nic: v("server_nic"),
-                    workload: v("workload"),
-                    ..LinkTest::default()
-                }
-            })
-            .collect()
+        known.iter().cloned().collect()
     }
 
     /// Links one of whose ends left the watched set: down, and their
@@ -298,6 +279,20 @@ impl WatchMetrics {
             .map_err(|e| FleetError::Fleet(format!("encode the metrics: {e}")))?;
         Ok(openmetrics_to_prometheus(&out))
     }
+}
+
+/// A directed link and its workload: client, server, their NICs and the
+/// workload.
+pub type LinkKey = [String; 5];
+
+fn link_key(t: &LinkTest) -> LinkKey {
+    [
+        t.client.clone(),
+        t.server.clone(),
+        t.client_nic.clone(),
+        t.server_nic.clone(),
+        t.workload.clone(),
+    ]
 }
 
 /// The labels of a link's series.

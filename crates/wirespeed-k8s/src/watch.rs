@@ -459,7 +459,6 @@ async fn watch_sets(
     let end = opts.duration.map(|d| Instant::now() + d);
     let mut first = true;
     loop {
-        let watch = Watch::new(c.ready_timeout, log);
         // The first set waits for the DaemonSet to roll out (a failure
         // there is apply's to report); a later set is the agents Ready
         // now: a running watcher neither waits for a rollout nor stops
@@ -467,6 +466,7 @@ async fn watch_sets(
         // API server outage).
         let found = async {
             if first {
+                let watch = Watch::new(c.ready_timeout, log);
                 discover_with(client, &c.namespace, c.network, &watch).await
             } else {
                 Ok(ready_now(client, c, log).await)
