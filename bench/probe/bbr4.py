@@ -14,7 +14,7 @@
 # and the C sinks itself.
 import rounds
 import json, os, re, statistics, subprocess, sys, time
-W = os.environ.get("WIRESPEED", "target/release/wirespeed")
+W = os.environ.get("WIRESPEED", "target/dist/wirespeed")
 PAIR = os.environ.get("PAIR", "/tmp/pair")
 ROUNDS, D = int(sys.argv[1]), sys.argv[2]
 B = "10.77.0.2"

@@ -4,7 +4,7 @@
 # one core). Needs root, WIRESPEED and `wirespeed serve --port 5300` in zcB.
 import json, subprocess, sys, statistics
 import os
-W=os.environ.get("WIRESPEED","target/release/wirespeed")
+W=os.environ.get("WIRESPEED","target/dist/wirespeed")
 ROUNDS=int(sys.argv[1]); D=sys.argv[2]
 def gro(on):
     for ns,dev in (("zcA","zcv0"),("zcB","zcv1")):

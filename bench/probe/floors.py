@@ -9,7 +9,7 @@
 # crr.c) and WIRESPEED; starts and stops the servers itself.
 import rounds
 import json, os, re, statistics, subprocess, sys
-W = os.environ.get("WIRESPEED", "target/release/wirespeed")
+W = os.environ.get("WIRESPEED", "target/dist/wirespeed")
 ROUNDS, D = int(sys.argv[1]), sys.argv[2]
 B = "10.77.0.2"
 

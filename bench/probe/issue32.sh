@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${1:-10}; SECS=${2:-3}
-export WIRESPEED=${WIRESPEED:-$PWD/target/release/wirespeed}
+export WIRESPEED=${WIRESPEED:-$PWD/target/dist/wirespeed}
 for t in gcc ethtool iperf3 sockperf python3; do
   command -v "$t" >/dev/null || { echo "issue32.sh needs $t (apt-get install $t)" >&2; exit 1; }
 done

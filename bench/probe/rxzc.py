@@ -8,7 +8,7 @@
 # zcB) and PAIR (gcc -O2 -pthread -o bench/probe/pair bench/probe/pair.c).
 import json, subprocess, sys, statistics, time
 import os
-W=os.environ.get("WIRESPEED","target/release/wirespeed")
+W=os.environ.get("WIRESPEED","target/dist/wirespeed")
 PAIR=os.environ.get("PAIR","bench/probe/pair")
 ROUNDS=int(sys.argv[1]); D=sys.argv[2] if len(sys.argv)>2 else "3"
 CC="cubic"

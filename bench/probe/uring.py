@@ -7,7 +7,7 @@
 # Needs `wirespeed serve --port PORT` running and WIRESPEED (the binary);
 # ONLY=I,J limits the rows.
 import json, subprocess, sys, statistics, os
-W = os.environ.get("WIRESPEED", "target/release/wirespeed")
+W = os.environ.get("WIRESPEED", "target/dist/wirespeed")
 ROUNDS = int(sys.argv[1]); D = sys.argv[2]; PORT = sys.argv[3]
 ROWS = {
     "stream, 1 flow": ["-w", "stream"],

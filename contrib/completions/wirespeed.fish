@@ -80,12 +80,17 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l pacing -d 
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l pin -d 'Pin client worker threads to these CPUs, e.g. 0,1 or 0-3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l remote-pin -d 'Pin server worker threads to these CPUs' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s i -l interval -d 'Interval reports, e.g. 1s' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l format -d 'Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J\'s document)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l format -d 'Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J\'s document)' -r -f -a "table\t''
+json\t''
+kv\t''
+iperf3-json\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l key-file -d 'Key file for a server started with --key-file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l timeout -d 'Timeout for connecting and for each control answer as a whole' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l connect-timeout -d 'Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s B -l bind -d 'Client address to send from (control and data; iperf3\'s -B)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l cport -d 'Client data port: flow N binds PORT + N (iperf3\'s --cport)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l loaders -d 'Run this request/response test beside K loaders on the same server (report 3\'s interference): one stream of K flows on K threads, started first. In an experiment, sweep it (`arg = "--loaders"`)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l loaders-from -d 'Lab hosts the --loaders run from, K spread over them in turn (experiments only; default: the cell\'s own client host)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l logfile -d 'Write the output to this file (appended) instead of stdout' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l timestamps -d 'Begin each line of text output with the time: UTC (`2026-11-26 01:02:03 UTC `) without a FORMAT, else the local time in strftime FORMAT as iperf3 does (`--timestamps=\'%c \'`)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l profile -d 'Cloud profile: gce, ibm-vpc, tpu-multinic, aws, azure, lab, custom, or a TOML file\'s path' -r
@@ -97,6 +102,9 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l flow-cap -
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l vm-cap -d 'Per-VM cap, e.g. 100gbit (overrides the profile\'s rule)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l encap -d 'Encapsulation on the path: vxlan, ipip, wireguard, ...' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l path-cap -d 'Cap of each path when known apart from the profile, e.g. a lab link\'s 1gbit' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l interference -d 'Interference: measure the -w rr/crr/udp-rr test (the victim) alone and beside K loaders on the same server, for each K listed (e.g. 0,1,2,4,8), at each --size (default 4k,64k,1m); prints the victim\'s trans/s and p50/p99/p99.9 per K and names the K where p99 doubles. The loaders are one test of K flows on K threads (the server needs --max-tests 2 or more)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l loader -d 'What each --interference loader runs: stream (bulk, the defaults) or the victim\'s own workload at its size' -r -f -a "stream\t'Bulk TCP at bench\'s defaults'
+same\t'The victim\'s own workload and block size'"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s u -l udp -d 'Short for --workload udp-stream (iperf3\'s -u)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -s R -l reverse -d 'Short for --direction reverse'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand bench" -l bidir -d 'Short for --direction bidir'
@@ -373,12 +381,17 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pin -d 'Pin client worker threads to these CPUs, e.g. 0,1 or 0-3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l remote-pin -d 'Pin server worker threads to these CPUs' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s i -l interval -d 'Interval reports, e.g. 1s' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l format -d 'Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J\'s document)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l format -d 'Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J\'s document)' -r -f -a "table\t''
+json\t''
+kv\t''
+iperf3-json\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l key-file -d 'Key file for a server started with --key-file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l timeout -d 'Timeout for connecting and for each control answer as a whole' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l connect-timeout -d 'Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s B -l bind -d 'Client address to send from (control and data; iperf3\'s -B)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l cport -d 'Client data port: flow N binds PORT + N (iperf3\'s --cport)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l loaders -d 'Run this request/response test beside K loaders on the same server (report 3\'s interference): one stream of K flows on K threads, started first. In an experiment, sweep it (`arg = "--loaders"`)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l loaders-from -d 'Lab hosts the --loaders run from, K spread over them in turn (experiments only; default: the cell\'s own client host)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s u -l udp -d 'Short for --workload udp-stream (iperf3\'s -u)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s R -l reverse -d 'Short for --direction reverse'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l bidir -d 'Short for --direction bidir'
@@ -554,12 +567,17 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l pin -d 'Pin client worker threads to these CPUs, e.g. 0,1 or 0-3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l remote-pin -d 'Pin server worker threads to these CPUs' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s i -l interval -d 'Interval reports, e.g. 1s' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l format -d 'Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J\'s document)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l format -d 'Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J\'s document)' -r -f -a "table\t''
+json\t''
+kv\t''
+iperf3-json\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l key-file -d 'Key file for a server started with --key-file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l timeout -d 'Timeout for connecting and for each control answer as a whole' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l connect-timeout -d 'Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s B -l bind -d 'Client address to send from (control and data; iperf3\'s -B)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l cport -d 'Client data port: flow N binds PORT + N (iperf3\'s --cport)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l loaders -d 'Run this request/response test beside K loaders on the same server (report 3\'s interference): one stream of K flows on K threads, started first. In an experiment, sweep it (`arg = "--loaders"`)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l loaders-from -d 'Lab hosts the --loaders run from, K spread over them in turn (experiments only; default: the cell\'s own client host)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l engine-paths -d 'Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l keep-ebpf -d 'dra: leave the NICs\' eBPF programs attached (DraNet detaches them by default here, as report 1 did)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l tolerate-all -d 'Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name'

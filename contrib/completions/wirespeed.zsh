@@ -88,13 +88,15 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
 '-i+[Interval reports, e.g. 1s]:INTERVAL:_default' \
 '--interval=[Interval reports, e.g. 1s]:INTERVAL:_default' \
-'--format=[Output\: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J'\''s document)]:FORMAT:_default' \
+'--format=[Output\: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J'\''s document)]:FORMAT:(table json kv iperf3-json)' \
 '--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
 '--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
 '--connect-timeout=[Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3]:CONNECT_TIMEOUT:_default' \
 '(--path --paths)-B+[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
 '(--path --paths)--bind=[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
 '--cport=[Client data port\: flow N binds PORT + N (iperf3'\''s --cport)]:CPORT:_default' \
+'--loaders=[Run this request/response test beside K loaders on the same server (report 3'\''s interference)\: one stream of K flows on K threads, started first. In an experiment, sweep it (\`arg = "--loaders"\`)]:K:_default' \
+'--loaders-from=[Lab hosts the --loaders run from, K spread over them in turn (experiments only; default\: the cell'\''s own client host)]:HOST,HOST,...:_default' \
 '--logfile=[Write the output to this file (appended) instead of stdout]:LOGFILE:_files' \
 '--timestamps=[Begin each line of text output with the time\: UTC (\`2026-11-26 01\:02\:03 UTC \`) without a FORMAT, else the local time in strftime FORMAT as iperf3 does (\`--timestamps='\''%c '\''\`)]::FORMAT:_default' \
 '--profile=[Cloud profile\: gce, ibm-vpc, tpu-multinic, aws, azure, lab, custom, or a TOML file'\''s path]:PROFILE:_default' \
@@ -106,6 +108,9 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--vm-cap=[Per-VM cap, e.g. 100gbit (overrides the profile'\''s rule)]:VM_CAP:_default' \
 '--encap=[Encapsulation on the path\: vxlan, ipip, wireguard, ...]:ENCAP:_default' \
 '--path-cap=[Cap of each path when known apart from the profile, e.g. a lab link'\''s 1gbit]:PATH_CAP:_default' \
+'*--interference=[Interference\: measure the -w rr/crr/udp-rr test (the victim) alone and beside K loaders on the same server, for each K listed (e.g. 0,1,2,4,8), at each --size (default 4k,64k,1m); prints the victim'\''s trans/s and p50/p99/p99.9 per K and names the K where p99 doubles. The loaders are one test of K flows on K threads (the server needs --max-tests 2 or more)]:K,K,...:_default' \
+'--loader=[What each --interference loader runs\: stream (bulk, the defaults) or the victim'\''s own workload at its size]:LOADER:((stream\:"Bulk TCP at bench'\''s defaults"
+same\:"The victim'\''s own workload and block size"))' \
 '(-w --workload)-u[Short for --workload udp-stream (iperf3'\''s -u)]' \
 '(-w --workload)--udp[Short for --workload udp-stream (iperf3'\''s -u)]' \
 '(--bidir)-R[Short for --direction reverse]' \
@@ -621,13 +626,15 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
 '-i+[Interval reports, e.g. 1s]:INTERVAL:_default' \
 '--interval=[Interval reports, e.g. 1s]:INTERVAL:_default' \
-'--format=[Output\: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J'\''s document)]:FORMAT:_default' \
+'--format=[Output\: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J'\''s document)]:FORMAT:(table json kv iperf3-json)' \
 '--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
 '--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
 '--connect-timeout=[Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3]:CONNECT_TIMEOUT:_default' \
 '(--path --paths)-B+[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
 '(--path --paths)--bind=[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
 '--cport=[Client data port\: flow N binds PORT + N (iperf3'\''s --cport)]:CPORT:_default' \
+'--loaders=[Run this request/response test beside K loaders on the same server (report 3'\''s interference)\: one stream of K flows on K threads, started first. In an experiment, sweep it (\`arg = "--loaders"\`)]:K:_default' \
+'--loaders-from=[Lab hosts the --loaders run from, K spread over them in turn (experiments only; default\: the cell'\''s own client host)]:HOST,HOST,...:_default' \
 '(-w --workload)-u[Short for --workload udp-stream (iperf3'\''s -u)]' \
 '(-w --workload)--udp[Short for --workload udp-stream (iperf3'\''s -u)]' \
 '(--bidir)-R[Short for --direction reverse]' \
@@ -920,13 +927,15 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--remote-pin=[Pin server worker threads to these CPUs]:REMOTE_PIN:_default' \
 '-i+[Interval reports, e.g. 1s]:INTERVAL:_default' \
 '--interval=[Interval reports, e.g. 1s]:INTERVAL:_default' \
-'--format=[Output\: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J'\''s document)]:FORMAT:_default' \
+'--format=[Output\: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J'\''s document)]:FORMAT:(table json kv iperf3-json)' \
 '--key-file=[Key file for a server started with --key-file]:KEY_FILE:_files' \
 '--timeout=[Timeout for connecting and for each control answer as a whole]:TIMEOUT:_default' \
 '--connect-timeout=[Timeout for each TCP connect alone, control and data; a bare number is milliseconds, as in iperf3]:CONNECT_TIMEOUT:_default' \
 '(--path --engine-paths)-B+[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
 '(--path --engine-paths)--bind=[Client address to send from (control and data; iperf3'\''s -B)]:BIND:_default' \
 '--cport=[Client data port\: flow N binds PORT + N (iperf3'\''s --cport)]:CPORT:_default' \
+'--loaders=[Run this request/response test beside K loaders on the same server (report 3'\''s interference)\: one stream of K flows on K threads, started first. In an experiment, sweep it (\`arg = "--loaders"\`)]:K:_default' \
+'--loaders-from=[Lab hosts the --loaders run from, K spread over them in turn (experiments only; default\: the cell'\''s own client host)]:HOST,HOST,...:_default' \
 '--engine-paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
 '--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \

@@ -172,6 +172,11 @@ pub fn workloads(b: &BenchArgs) -> Result<Vec<WorkloadSpec>> {
             "-4/-6, -B, --cport and --connect-timeout do not apply: the agents reach each other at the fleet file's addresses"
         );
     }
+    if b.loaders > 0 || b.loaders_from.is_some() {
+        bail!(
+            "--loaders and --loaders-from run in bench and experiments; a fleet or cluster run does not load its servers yet"
+        );
+    }
     let one = sizes.len() == 1 && b.size.is_none();
     // -u names its workload without -w.
     let name = spec.workload.name();

@@ -266,13 +266,14 @@ pub fn run_workloads(a: &RunArgs) -> Result<Vec<wirespeed_fleet::WorkloadSpec>> 
     };
     let mut out = Vec::new();
     for w in &names {
-        if !known.contains(&w.as_str()) {
+        let Some(workload) = wirespeed_engine::Workload::from_name(w) else {
             bail!(
                 "--workloads: {w:?} is not a workload ({})",
                 known.join(", ")
             );
-        }
-        let rr = matches!(w.as_str(), "rr" | "crr" | "udp-rr");
+        };
+        // A transactional workload's -s takes the size list itself.
+        let rr = !workload.is_bulk();
         for f in &flows {
             let mut b = a.bench.clone();
             b.workload = w.clone();

@@ -201,3 +201,32 @@ pub fn server_config(a: &ServeArgs) -> Result<(ServerConfig, Option<(u32, u64)>)
     };
     Ok((cfg, a.max_flows.is_none().then_some((max_flows, nofile))))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_host::reentry::Reentry;
+
+    /// wirespeed-host re-runs this binary with subcommands it spells
+    /// itself (the watchdog, the backup timer's rollback): each must
+    /// parse as the tune command it names.
+    #[test]
+    fn the_host_crates_re_runs_parse_as_tune_commands() {
+        let runs = [
+            Reentry::Watchdog {
+                state_dir: "/run/ws".into(),
+                root: Some("/tmp/root".into()),
+            },
+            Reentry::RollbackIfOverdue {
+                state_dir: "/run/ws".into(),
+                netns: Some("ns1".into()),
+            },
+        ];
+        for r in runs {
+            let mut argv = r.argv().unwrap();
+            argv[0] = "wirespeed".into();
+            let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            assert!(matches!(cli.cmd, Cmd::Tune(_)), "{argv:?}");
+        }
+    }
+}

@@ -41,6 +41,17 @@ pub enum EngineError {
     /// (SIGTERM, Ctrl-C) while it ran.
     #[error("interrupted: {0}")]
     Interrupted(String),
+    /// The loaders' test of an interference run failed (`bench
+    /// --interference`); the cause is kept as its variant, printed once.
+    #[error("the {k} loaders' test failed: {cause}{hint}")]
+    Loaders {
+        /// How many loaders it had.
+        k: u32,
+        /// Why it failed.
+        cause: Box<EngineError>,
+        /// What to do, when the cause says (empty otherwise).
+        hint: &'static str,
+    },
 }
 
 impl EngineError {

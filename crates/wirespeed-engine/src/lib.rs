@@ -22,6 +22,7 @@ pub mod cpu;
 mod crr;
 pub mod error;
 pub mod harness;
+pub mod interference;
 pub mod merge;
 pub mod proto;
 mod rr;

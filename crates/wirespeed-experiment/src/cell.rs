@@ -194,8 +194,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub probe_rr: bool,
     /// Output: table, json, kv (neper-style key=value) or iperf3-json (iperf3 -J's document).
-    #[arg(long, default_value = "table")]
-    pub format: String,
+    #[arg(long, default_value = "table", value_parser = format_parser())]
+    pub format: wirespeed_report::Format,
     /// Short for --format json.
     #[arg(long)]
     pub json: bool,
@@ -224,6 +224,15 @@ pub struct BenchArgs {
     /// Client data port: flow N binds PORT + N (iperf3's --cport).
     #[arg(long)]
     pub cport: Option<u16>,
+    /// Run this request/response test beside K loaders on the same server
+    /// (report 3's interference): one stream of K flows on K threads,
+    /// started first. In an experiment, sweep it (`arg = "--loaders"`).
+    #[arg(long, default_value_t = 0, value_name = "K")]
+    pub loaders: u32,
+    /// Lab hosts the --loaders run from, K spread over them in turn
+    /// (experiments only; default: the cell's own client host).
+    #[arg(long, value_name = "HOST,HOST,...")]
+    pub loaders_from: Option<String>,
 }
 
 /// `-w`'s values: every workload's name, with its one-line description.
@@ -233,6 +242,13 @@ fn workload_parser() -> clap::builder::PossibleValuesParser {
             .iter()
             .map(|i| clap::builder::PossibleValue::new(i.name).help(i.about)),
     )
+}
+
+/// `--format`'s values, parsed to the renderer's [`wirespeed_report::Format`].
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = wirespeed_report::Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(wirespeed_report::Format::NAMES)
+        .try_map(|s| s.parse::<wirespeed_report::Format>())
 }
 
 /// Bench's flags as a clap command of their own (no program name, no
@@ -261,7 +277,16 @@ fn keep_named(m: &mut ArgMatches) -> Vec<String> {
         match m.value_source(&id) {
             Some(ValueSource::CommandLine) => named.push(id),
             Some(_) => {
-                let _ = remove_default!(m, &id, String, bool, u32, u16, PathBuf);
+                let _ = remove_default!(
+                    m,
+                    &id,
+                    String,
+                    bool,
+                    u32,
+                    u16,
+                    PathBuf,
+                    wirespeed_report::Format
+                );
             }
             None => {}
         }
@@ -515,6 +540,15 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
             "--probe-rr measures latency beside a stream test; rr and crr measure latency already"
                 .into(),
         );
+    }
+    if a.loaders > 0 && workload.is_bulk() {
+        return Err(format!(
+            "--loaders loads the server beside a request/response test (rr, crr, udp-rr), not {}",
+            workload.name()
+        ));
+    }
+    if a.loaders > 1024 {
+        return Err(format!("--loaders {}: at most 1024", a.loaders));
     }
     let sizes = rr_sizes(a, workload)?;
     spec.request_size = sizes[0].0;

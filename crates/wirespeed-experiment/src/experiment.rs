@@ -617,6 +617,15 @@ fn plan_cells(
         };
         let bench = cell_bench(start, layers, &plan, er)?;
         crate::cell::spec_from(&bench).map_err(|e| er.at(*table, "bench", e))?;
+        for h in bench.loaders_from.iter().flat_map(|l| l.split(',')) {
+            if !lab.hosts.iter().any(|x| x.name == h.trim()) {
+                let e = format!(
+                    "--loaders-from names {:?}, which is not a host of the lab",
+                    h.trim()
+                );
+                return Err(er.at(*table, "bench", e));
+            }
+        }
         let sweep = cell_sweep(&chain, &plan, *table, er)?;
         configurations += sweep.as_ref().map_or(1, |s| s.values.len().max(1));
         check_sweep(&bench, sweep.as_ref(), configurations, *table, er)?;

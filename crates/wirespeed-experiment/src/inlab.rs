@@ -18,13 +18,20 @@ pub struct LabServer {
     thread: Option<JoinHandle<Result<(), wirespeed_lab::LabError>>>,
 }
 
+/// Tests a lab's server runs at once: a victim and a loader test from
+/// each of up to 63 other lab hosts.
+const LAB_MAX_TESTS: u32 = 64;
+
 impl LabServer {
     /// Starts a server on `port` (all addresses) in `host`'s namespace,
-    /// with `wirespeed serve`'s defaults, and returns once it listens.
+    /// with `wirespeed serve`'s defaults but room for a test beside one
+    /// loader test per lab host (`--loaders-from`), and returns once it
+    /// listens.
     pub fn start(lab: &Lab, host: &str, port: u16) -> Result<LabServer> {
         let nofile = wirespeed_engine::sys::raise_fd_limit();
         let mut cfg = ServerConfig {
             port,
+            max_tests: LAB_MAX_TESTS,
             ..ServerConfig::default()
         };
         cfg.limits.max_flows = wirespeed_engine::server::flow_limit_for(nofile);
@@ -90,4 +97,82 @@ pub fn run_in<T: Send + 'static>(
 pub fn test_in(lab: &Lab, host: &str, cfg: &ClientConfig, spec: &TestSpec) -> Result<TestResult> {
     let (cfg, spec) = (cfg.clone(), spec.clone());
     run_in(lab, host, move || run_test(&cfg, &spec, &mut |_| {}))?.map_err(ExperimentError::from)
+}
+
+/// Runs one test from `host`'s namespace beside `k` loaders (report 3's
+/// interference): the loaders are stream tests against the same server
+/// from the hosts `from` (their K flows spread over them in turn, one test
+/// per host, a thread per flow), started first; the test starts once
+/// every loader has reported a sample, and its result notes the loaders'
+/// goodput. A loader that fails fails the test.
+pub fn test_beside_loaders(
+    lab: &Lab,
+    host: &str,
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    k: u32,
+    from: &[String],
+) -> Result<TestResult> {
+    use wirespeed_engine::interference;
+    let (tx, rx) = std::sync::mpsc::channel::<usize>();
+    let mut loaders = Vec::new();
+    for (h, n) in shares(k, from) {
+        let mut ls = interference::loaders_beside(spec, wirespeed_engine::Workload::Stream, n);
+        ls.paths.clear();
+        let (cfg, tx, i) = (cfg.clone(), tx.clone(), loaders.len());
+        let t = wirespeed_lab::spawn_in(&lab.ns(h), move || {
+            run_test(&cfg, &ls, &mut |_| {
+                let _ = tx.send(i);
+            })
+        })?;
+        loaders.push((h, t));
+    }
+    drop(tx);
+    let started = interference::all_started(&rx, loaders.len(), interference::start_within(cfg));
+    let victim = started.then(|| test_in(lab, host, cfg, spec));
+    let mut bps = 0.0;
+    for (h, t) in loaders {
+        let what = format!("the {k} loaders' test from {h}");
+        match t.join() {
+            Ok(Ok(Ok(r))) => bps += r.throughput_bps,
+            Ok(Ok(Err(e))) => return Err(failed(what, interference::loader_error(k, e))),
+            Ok(Err(e)) => return Err(failed(what, e)),
+            Err(_) => return Err(failed(what, "its thread panicked")),
+        }
+    }
+    let Some(victim) = victim else {
+        return Err(failed(format!("the {k} loaders"), "did not start"));
+    };
+    let mut v = victim?;
+    v.notes.push(format!(
+        "beside {k} loaders from {}: {:.2} Gbit/s together",
+        from.join(","),
+        bps / 1e9
+    ));
+    Ok(v)
+}
+
+/// `k` loaders over `hosts` in turn: each host with its count, those with
+/// none left out.
+fn shares(k: u32, hosts: &[String]) -> Vec<(&str, u32)> {
+    let n = hosts.len().max(1) as u32;
+    hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.as_str(), k / n + u32::from((i as u32) < k % n)))
+        .filter(|(_, c)| *c > 0)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loaders_are_spread_over_their_hosts_in_turn() {
+        let hosts: Vec<String> = ["c2", "c3", "c4"].map(String::from).to_vec();
+        assert_eq!(shares(4, &hosts), [("c2", 2), ("c3", 1), ("c4", 1)]);
+        assert_eq!(shares(2, &hosts), [("c2", 1), ("c3", 1)]);
+        assert_eq!(shares(0, &hosts), []);
+    }
 }

@@ -7,7 +7,7 @@
 use crate::cell::spec_from;
 use crate::error::{Context, ExperimentError, Result, failed};
 use crate::experiment::{Plan, Planned, Setting, TuneDef, fingerprint, sweep_point};
-use crate::inlab::{LabServer, test_in};
+use crate::inlab::{LabServer, test_beside_loaders, test_in};
 use crate::sys::stop_requested as stopped;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -231,12 +231,20 @@ fn bench_once(
 ) -> Result<Vec<TestResult>> {
     let (spec, sizes) = spec_from(bench).map_err(ExperimentError::Bench)?;
     let (cfg, _) = bench.client(target).map_err(ExperimentError::Bench)?;
+    let from: Vec<String> = match &bench.loaders_from {
+        Some(l) => l.split(',').map(|h| h.trim().to_string()).collect(),
+        None => vec![plan.client.clone()],
+    };
     let mut out = Vec::new();
     for (req, resp) in sizes {
         let mut s = spec.clone();
         s.request_size = req;
         s.response_size = resp;
-        match test_in(lab, &plan.client, &cfg, &s) {
+        let r = match bench.loaders {
+            0 => test_in(lab, &plan.client, &cfg, &s),
+            k => test_beside_loaders(lab, &plan.client, &cfg, &s, k, &from),
+        };
+        match r {
             Ok(r) => out.push(r),
             Err(_) if stopped() => return Err(ExperimentError::Interrupted),
             Err(e) => {

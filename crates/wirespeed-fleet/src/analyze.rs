@@ -14,7 +14,6 @@
 use crate::drift::median;
 use crate::fleet::AgentSpec;
 use std::collections::{BTreeMap, BTreeSet};
-use wirespeed_types::Workload;
 use wirespeed_types::fleet::{
     BottleneckNote, Cell, Drift, FindingNote, FleetResults, HostFacts, LinkTest, Matrix, NicFacts,
     Outlier, Scope, Verdict,
@@ -156,10 +155,12 @@ type Groups<'a> = BTreeMap<String, Vec<&'a LinkTest>>;
 /// The matrix of workload `label` from its successful tests `ok`, grouped
 /// by link in `groups`: links, NICs, hosts and the noise band.
 fn matrix(label: &str, hosts: &[String], ok: &[&LinkTest], groups: &Groups) -> Matrix {
+    // Judged by latency when the workload is transactional (rr, crr,
+    // udp-rr); stream and udp-stream are judged by goodput.
     let latency = ok.iter().any(|t| {
         t.result
             .as_ref()
-            .is_some_and(|x| x.spec.workload != Workload::Stream)
+            .is_some_and(|x| !x.spec.workload.is_bulk())
     });
     let (links, spreads) = link_cells(groups);
     let (noise_band, noise_source) = noise_band(&spreads, groups.len());
@@ -624,4 +625,58 @@ pub fn judge(
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_types::Workload;
+    use wirespeed_types::fleet::AgentStatus;
+    use wirespeed_types::{TestResult, TestSpec};
+
+    /// Three agents, every ordered pair tested once with `workload`.
+    fn results(workload: Workload) -> FleetResults {
+        let names = ["a", "b", "c"];
+        let mut r = FleetResults {
+            agents: names
+                .iter()
+                .map(|n| AgentStatus {
+                    name: n.to_string(),
+                    up: true,
+                    ..AgentStatus::default()
+                })
+                .collect(),
+            ..FleetResults::default()
+        };
+        for c in names {
+            for s in names.iter().filter(|s| **s != c) {
+                let spec = TestSpec {
+                    workload,
+                    ..TestSpec::default()
+                };
+                r.tests.push(LinkTest {
+                    workload: workload.name().to_string(),
+                    client: c.into(),
+                    server: s.to_string(),
+                    throughput_bps: 1e9,
+                    result: Some(TestResult {
+                        spec,
+                        ..TestResult::default()
+                    }),
+                    ..LinkTest::default()
+                });
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn a_matrix_is_judged_by_latency_only_for_transactional_workloads() {
+        for w in wirespeed_types::spec::WORKLOADS {
+            let mut r = results(w.workload);
+            analyze(&mut r, &[]);
+            assert_eq!(r.matrices.len(), 1, "{}", w.name);
+            assert_eq!(r.matrices[0].latency, w.transactional, "{}", w.name);
+        }
+    }
 }

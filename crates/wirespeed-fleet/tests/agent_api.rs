@@ -145,7 +145,10 @@ fn a_keyed_run_measures_and_metrics_pass_promtool() {
         .stderr(std::process::Stdio::piped())
         .spawn()
     {
-        Err(_) => eprintln!("skipping promtool: not installed (apt-get install prometheus)"),
+        Err(_) => {
+            let why = "promtool is missing (apt-get install prometheus)";
+            wirespeed_testkit::require(false, why, "promtool check metrics");
+        }
         Ok(mut child) => {
             child.stdin.take().unwrap().write_all(m.as_bytes()).unwrap();
             let out = child.wait_with_output().unwrap();

@@ -147,10 +147,16 @@ fn tune_sets_and_rolls_back_a_recorded_bond_policy() {
     let _ = std::fs::remove_dir_all(&root);
     copy_tree(&fixture("bond-8023ad-layer2"), &root);
     let snap = snapshot_with("bond-8023ad-layer2", false);
-    let Ok(mut host) = Host::open(Fs::at(&root)) else {
-        eprintln!("skipping: no netlink here");
+    let host = Host::open(Fs::at(&root));
+    let why = "no netlink socket here";
+    if !wirespeed_testkit::require(
+        host.is_ok(),
+        why,
+        "tune_sets_and_rolls_back_a_recorded_bond_policy",
+    ) {
         return;
-    };
+    }
+    let mut host = host.unwrap();
     let state = StateDir::new(root.join("state"));
     let action = Action {
         setting: Setting::BondHashPolicy {

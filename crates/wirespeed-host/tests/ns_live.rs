@@ -9,14 +9,7 @@ use wirespeed_host::netns;
 use wirespeed_host::tune::{self, Host, Journal, NsChanges, Setting, StateDir};
 use wirespeed_host::{Fs, LinkSize, Op};
 
-fn root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .find(|l| l.starts_with("Uid:"))
-            .and_then(|l| l.split_whitespace().nth(2))
-            == Some("0")
-    })
-}
+use wirespeed_testkit::need_root;
 
 /// Removes the namespace (and with it the veth pair) on drop.
 struct Ns(String);
@@ -29,8 +22,7 @@ impl Drop for Ns {
 
 #[test]
 fn a_journal_of_the_old_format_rolls_back() {
-    if !root() {
-        eprintln!("skipping a_journal_of_the_old_format_rolls_back: needs root");
+    if !need_root("a_journal_of_the_old_format_rolls_back") {
         return;
     }
     let ns = Ns(format!("wsj-p{}-0", std::process::id()));
@@ -107,8 +99,7 @@ fn read_all(ns: &str, settings: &[Setting]) -> Vec<String> {
 
 #[test]
 fn changes_in_a_namespace_are_undone_with_their_side_effects() {
-    if !root() {
-        eprintln!("skipping changes_in_a_namespace_are_undone: needs root");
+    if !need_root("changes_in_a_namespace_are_undone") {
         return;
     }
     let ns = Ns(format!("wsc-p{}-0", std::process::id()));
@@ -158,8 +149,7 @@ fn changes_in_a_namespace_are_undone_with_their_side_effects() {
 // in its JSON).
 #[test]
 fn timestamping_capabilities_read_on_veth_and_loopback() {
-    if !root() {
-        eprintln!("skipping timestamping_capabilities_read: needs root");
+    if !need_root("timestamping_capabilities_read") {
         return;
     }
     let ns = Ns(format!("wst-p{}-0", std::process::id()));

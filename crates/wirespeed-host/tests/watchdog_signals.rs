@@ -36,15 +36,6 @@ const PROFILE: &str = r#"
 mtu = 4000
 "#;
 
-fn root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .find(|l| l.starts_with("Uid:"))
-            .and_then(|l| l.split_whitespace().nth(2))
-            == Some("0")
-    })
-}
-
 /// The wirespeed binary's `tune watchdog` and `tune rollback --if-overdue`
 /// (the backup timer's, armed only where systemd is PID 1).
 fn reentered(args: &[String]) {
@@ -325,9 +316,9 @@ fn main() {
     let chosen = tests.iter().filter(|(name, _)| {
         filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
     });
-    if !root() {
+    if !wirespeed_testkit::is_root() {
         for (name, _) in chosen {
-            eprintln!("skipping {name}: needs root");
+            wirespeed_testkit::need_root(name);
         }
         return;
     }

@@ -33,19 +33,7 @@ fn bin_dir() -> PathBuf {
     repo().join("target/k8s-testenv/bin")
 }
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// Skips (prints why, returns false) outside CI; fails under CI=true.
-pub fn require(ok: bool, why: &str, test: &str) -> bool {
-    if ok {
-        return true;
-    }
-    assert!(!in_ci(), "{test}: {why} (CI=true: not skipping)");
-    eprintln!("SKIP {test}: {why}");
-    false
-}
+pub use wirespeed_testkit::require;
 
 /// A running testenv; dropping it stops both servers and removes its dir.
 pub struct TestEnv {

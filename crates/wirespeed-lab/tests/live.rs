@@ -7,13 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use wirespeed_lab::{CapKind, HostSpec, Lab, LabSpec, LinkSpec, RouteSpec, VxlanSpec};
 
-fn root_or_skip(test: &str) -> bool {
-    let root = wirespeed_lab::is_root();
-    if !root {
-        eprintln!("skipping {test}: needs root for network namespaces");
-    }
-    root
-}
+use wirespeed_testkit::need_root as root_or_skip;
 
 fn ns_exists(ns: &str) -> bool {
     Path::new("/run/netns").join(ns).exists()

@@ -20,6 +20,7 @@ pub mod fixtures;
 pub mod fleet;
 pub mod host;
 mod html;
+pub mod interference;
 pub mod iperf3;
 mod kv;
 pub mod latency;
@@ -50,7 +51,8 @@ use wirespeed_types::result::IntervalSample;
 use wirespeed_types::{Report, Workload};
 
 /// An output format of `bench`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// Human-readable tables.
     Table,
@@ -60,6 +62,11 @@ pub enum Format {
     Kv,
     /// The document `iperf3 -J` writes ([`iperf3`]).
     Iperf3Json,
+}
+
+impl Format {
+    /// Every format's name, as `--format` takes it.
+    pub const NAMES: [&'static str; 4] = ["table", "json", "kv", "iperf3-json"];
 }
 
 impl std::str::FromStr for Format {

@@ -2,7 +2,7 @@
 //! measured ([`TestResult`], [`Report`]) and the units a user types (sizes,
 //! rates, durations), each parsed once with one range per unit; the
 //! result schemas with their statistics ([`experiment`], [`fleet`],
-//! [`paths`]) and the one median ([`stats`]); what is read from and
+//! [`paths`], [`interference`]) and the one median ([`stats`]); what is read from and
 //! changed on a host ([`host`]); numbers as people read them ([`text`]);
 //! the protocol versions two releases agree on ([`protocol`]).
 //!
@@ -17,6 +17,7 @@ pub mod error;
 pub mod experiment;
 pub mod fleet;
 pub mod host;
+pub mod interference;
 pub mod paths;
 pub mod protocol;
 pub mod result;

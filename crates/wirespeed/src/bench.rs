@@ -293,6 +293,9 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
     if let Some(w) = warning {
         eprintln!("warning: {w}");
     }
+    if let Some(plan) = wirespeed_cli::bench::interference_plan(&cmd, &spec, &sizes)? {
+        return run_interference(&cmd, &plan, format, &cfg, &reach);
+    }
     let host = iperf3_host(&cmd);
     let stream = cmd.json_stream.then(|| Stream {
         iperf3: (format == Format::Iperf3Json).then(|| host.clone()),
@@ -328,6 +331,45 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         crate::model_cmd::explain_after_bench(r, &cmd.model, format != Format::Table)?;
     }
     Ok(())
+}
+
+/// `bench --interference`: the victim per K and size, a progress line per
+/// point on stderr, then the tables (or the JSON document).
+fn run_interference(
+    cmd: &BenchCmd,
+    plan: &wirespeed_engine::interference::Plan,
+    format: Format,
+    cfg: &wirespeed_engine::ClientConfig,
+    reach: &wirespeed_engine::Reach,
+) -> Result<()> {
+    if matches!(format, Format::Kv | Format::Iperf3Json) || cmd.json_stream {
+        anyhow::bail!(
+            "--interference writes a table or --json: drop --format kv, iperf3-json and --json-stream"
+        );
+    }
+    let mut out = Out::open(cmd)?;
+    let report = wirespeed_engine::interference::run(cfg, reach, plan, &mut |size, p| {
+        let loaders = match p.k {
+            0 => "alone".to_string(),
+            k => format!(
+                "beside {k} loaders ({})",
+                wirespeed_report::human_bps(p.loaders_bps())
+            ),
+        };
+        eprintln!(
+            "interference {} K={}: {} trans/s, p99 {}, {loaders}",
+            wirespeed_report::human_size(u64::from(size)),
+            p.k,
+            wirespeed_report::human_count(p.victim_tps),
+            wirespeed_report::human_us(p.p99_us),
+        );
+    })?;
+    match format {
+        Format::Json => out.raw(&(serde_json::to_string_pretty(&report)? + "\n")),
+        _ => out.text(&wirespeed_report::interference::render_interference(
+            &report,
+        )),
+    }
 }
 
 /// Writes the finished report in `format`.

@@ -287,7 +287,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         std::fs::write(p, wirespeed_report::fleet::render_fleet_html(&r))
             .with_context(|| format!("write {}", p.display()))?;
     }
-    if a.bench.json || a.bench.format == "json" {
+    if a.bench.json || a.bench.format == wirespeed_report::Format::Json {
         println!("{json}");
     } else {
         print!("{}", wirespeed_report::render_fleet(&r));

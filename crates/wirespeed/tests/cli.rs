@@ -43,7 +43,15 @@ fn bad_flags_get_clear_errors() {
     assert_clean_failure(&["bench", "127.0.0.1", "--paths", "=10.0.0.1"], "bad path");
     assert_clean_failure(&["bench", "127.0.0.1", "--duration=-1s"], "duration");
     assert_clean_failure(&["bench", "127.0.0.1", "-F", "0"], "at least 1");
-    assert_clean_failure(&["bench", "127.0.0.1", "--format", "xml"], "format");
+    // A closed set fails in clap, naming the flag and listing the choices.
+    assert_clean_failure(
+        &["bench", "127.0.0.1", "--format", "bogus"],
+        "invalid value 'bogus' for '--format <format>'",
+    );
+    assert_clean_failure(
+        &["bench", "127.0.0.1", "--format", "bogus"],
+        "[possible values: table, json, kv, iperf3-json]",
+    );
     assert_clean_failure(&["bench", "127.0.0.1", "--pin", "3-1"], "cpu list");
     assert_clean_failure(
         &["bench", "127.0.0.1", "--size", "1k"],
@@ -96,12 +104,7 @@ fn loopback_bench_with_key_sweep_and_formats() {
         k,
     ]);
     let server = serve(cmd);
-    let line = server.banner.clone();
-    let addr = line
-        .split_whitespace()
-        .find(|w| w.starts_with("127.0.0.1:"))
-        .expect("address in line")
-        .to_string();
+    let addr = server.loopback_addr();
     // Without the key: refused.
     let out = ws(&["bench", &addr, "-d", "0.3s", "--warmup", "0s"]);
     assert!(!out.status.success());
@@ -332,22 +335,15 @@ fn fd_count(pid: u32) -> usize {
         .unwrap_or(0)
 }
 
-fn banner_addr(banner: &str) -> String {
-    banner
-        .split_whitespace()
-        .find(|w| w.starts_with("127.0.0.1:"))
-        .expect("address in banner")
-        .to_string()
-}
-
 /// Whether prlimit and setpriv (util-linux) are here; says so if not.
 fn can_limit_fds() -> bool {
     let ok = Command::new("prlimit").arg("--version").output().is_ok()
         && Command::new("setpriv").arg("--version").output().is_ok();
-    if !ok {
-        eprintln!("skipping: needs prlimit and setpriv (util-linux)");
-    }
-    ok
+    wirespeed_testkit::require(
+        ok,
+        "needs prlimit and setpriv (util-linux)",
+        "the fd limit test",
+    )
 }
 
 /// `wirespeed serve` on 127.0.0.1 with at most 48 open files.
@@ -412,7 +408,7 @@ fn out_of_descriptors_the_server_says_busy_and_stays_idle() {
         "60s",
     ]);
     let pid = srv.proc.0.id();
-    let addr = banner_addr(&srv.banner);
+    let addr = srv.loopback_addr();
     let cpu0 = cpu_secs(pid);
     let (out, took) = run_bounded(
         &["bench", &addr, "-F", "80", "-d", "1s", "--warmup", "0s"],
@@ -516,7 +512,7 @@ fn a_killed_clients_descriptors_are_released_within_two_seconds() {
     cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"]);
     let srv = serve(cmd);
     let pid = srv.proc.0.id();
-    let addr = banner_addr(&srv.banner);
+    let addr = srv.loopback_addr();
     let base = fd_count(pid);
     let mut client = common::Proc(
         Command::new(bin())
@@ -550,7 +546,7 @@ fn out_of_descriptors_in_a_crr_test_the_workers_do_not_spin() {
     }
     let srv = serve_with_48_fds(&["--preamble-timeout", "30s"]);
     let pid = srv.proc.0.id();
-    let addr = banner_addr(&srv.banner);
+    let addr = srv.loopback_addr();
     let control: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
     let mut client = common::Proc(
         Command::new(bin())
@@ -617,7 +613,7 @@ fn silent_handshakes_cannot_lock_a_keyed_client_out_under_a_low_fd_limit() {
         128,
         &["--key-file", key.path(), "--handshake-timeout", "60s"],
     );
-    let addr = banner_addr(&srv.banner);
+    let addr = srv.loopback_addr();
     let to: SocketAddr = addr.parse().unwrap();
     let held: Vec<TcpStream> = (2..102u8)
         .map(|i| silent_from(IpAddr::from([127, 0, 0, i]), to))
@@ -672,7 +668,7 @@ fn json_stream_ends_with_an_error_event_when_the_server_dies_mid_test() {
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"]);
         let mut srv = serve(cmd);
-        let addr = banner_addr(&srv.banner);
+        let addr = srv.loopback_addr();
         let mut client = common::Proc(
             Command::new(bin())
                 .args(["bench", &addr, "--json-stream", "-d", "30s"])
@@ -732,7 +728,7 @@ fn sigterm_ends_the_server_and_tells_its_client_the_test_was_interrupted() {
     let mut cmd = Command::new(bin());
     cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"]);
     let mut server = serve(cmd);
-    let addr = banner_addr(&server.banner);
+    let addr = server.loopback_addr();
     let client = Command::new(bin())
         .args(["bench", &addr, "-d", "30s", "--warmup", "0s"])
         .stdout(Stdio::null())
@@ -765,4 +761,87 @@ fn sigterm_ends_the_server_and_tells_its_client_the_test_was_interrupted() {
         .unwrap();
     assert!(!done.success(), "the client exited 0: {err}");
     assert!(err.contains("interrupted: the server is stopping"), "{err}");
+}
+
+// `bench --interference` on loopback: the victim alone and beside two
+// loaders, per size; every point measured, the loaders' goodput per
+// loader, the knee in words, and the refusals of what makes no sense.
+#[test]
+fn interference_measures_the_victim_alone_and_beside_loaders() {
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"]);
+    let server = serve(cmd);
+    let addr = server.loopback_addr();
+    let base = ["bench", &addr, "-w", "rr", "-d", "0.5s", "--warmup", "0s"];
+    let args = [
+        &base[..],
+        &["--size", "4k,64k", "--interference", "0,2", "--json"],
+    ]
+    .concat();
+    let out = ws(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("interference 64 KiB K=2:"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["victim_workload"], "rr");
+    assert_eq!(v["loader_workload"], "stream");
+    let curves = v["curves"].as_array().unwrap();
+    assert_eq!(curves.len(), 2);
+    for (c, size) in curves.iter().zip([4096, 65536]) {
+        assert_eq!(c["size"], size);
+        let ks: Vec<u64> = c["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["k"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ks, [0, 2]);
+        for p in c["points"].as_array().unwrap() {
+            assert!(p["victim_tps"].as_f64().unwrap() > 0.0, "{p}");
+            assert!(
+                p["p99_us"].as_f64().unwrap() >= p["p50_us"].as_f64().unwrap(),
+                "{p}"
+            );
+            assert_eq!(p["victim"]["spec"]["request_size"], size);
+        }
+        let loaders = c["points"][1]["loader_bps"].as_array().unwrap();
+        assert_eq!(loaders.len(), 2, "{c}");
+        assert!(loaders.iter().all(|b| b.as_f64().unwrap() > 1e6), "{c}");
+        assert!(c["points"][0]["loader"].is_null());
+    }
+    // The table names the knee (or how far p99 rose) per size.
+    let args = [&base[..], &["--size", "4k", "--interference", "0,1"]].concat();
+    let out = ws(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("beside K loaders running stream"), "{text}");
+    assert!(text.contains("knee: p99 "), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    assert_clean_failure(
+        &["bench", &addr, "--interference", "0,2"],
+        "request/response victim",
+    );
+    assert_clean_failure(
+        &["bench", &addr, "-w", "rr", "--interference", "2,1"],
+        "ascending",
+    );
+    assert_clean_failure(
+        &[
+            "bench",
+            &addr,
+            "-w",
+            "rr",
+            "--interference",
+            "0,2",
+            "--format",
+            "kv",
+        ],
+        "drop --format kv",
+    );
+    assert_clean_failure(&["bench", &addr, "--loader", "same"], "--interference");
 }

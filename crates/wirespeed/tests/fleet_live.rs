@@ -55,8 +55,7 @@ fn up() -> Option<Fleet> {
 
 /// The fleet lab with host c at MTU `c_mtu` (the others at FLEET_MTU).
 fn up_with(c_mtu: u32) -> Option<Fleet> {
-    if !wirespeed_lab::is_root() {
-        eprintln!("skipping: the fleet lab needs root");
+    if !wirespeed_testkit::need_root("the fleet lab") {
         return None;
     }
     let name = Lab::unique("fleet");

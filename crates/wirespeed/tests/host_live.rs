@@ -836,10 +836,11 @@ fn unprivileged_users_can_inspect_but_not_tune() {
             .args(args)
             .output()
     };
-    let Ok(out) = as_nobody(&["inspect", "--json"]) else {
-        eprintln!("skipping: no setpriv");
+    let out = as_nobody(&["inspect", "--json"]);
+    if !wirespeed_testkit::require(out.is_ok(), "no setpriv (util-linux)", "inspect as nobody") {
         return;
-    };
+    }
+    let out = out.unwrap();
     if String::from_utf8_lossy(&out.stderr).contains("Permission denied") && !out.status.success() {
         eprintln!("skipping: the binary is not reachable by nobody");
         return;

@@ -35,10 +35,6 @@ impl Drop for Guard {
     }
 }
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
     l.local_addr().unwrap().port()
@@ -71,12 +67,8 @@ fn get(addr: &str, path: &str, accept: &str) -> std::io::Result<(u16, Vec<u8>)> 
 /// dir and waits until GET /v2/ answers 200; `None` (skip) when it is not
 /// installed, except under CI=true where that fails the test.
 fn start_registry(test: &str) -> Option<(Guard, String)> {
-    if !Path::new(REGISTRY).exists() {
-        assert!(
-            !ci(),
-            "{test}: {REGISTRY} missing (apt-get install -y docker-registry; CI=true: not skipping)"
-        );
-        eprintln!("skipping {test}: {REGISTRY} missing (apt-get install -y docker-registry)");
+    let why = format!("{REGISTRY} missing (apt-get install -y docker-registry)");
+    if !wirespeed_testkit::require(Path::new(REGISTRY).exists(), &why, test) {
         return None;
     }
     let dir = temp_dir(test);
@@ -253,9 +245,12 @@ fn image_output_is_an_oci_layout_whose_index_points_at_the_manifest() {
 
 /// A containerd of its own (socket, root and state in a temp dir, no CRI).
 fn start_containerd(test: &str) -> Option<(Guard, String)> {
-    let have = |c: &str| Command::new(c).arg("--version").output().is_ok();
-    if !wirespeed_lab::is_root() || !have("containerd") || !have("runc") || !have("ctr") {
-        eprintln!("skipping {test}: needs root, containerd, runc and ctr");
+    let tools = ["containerd", "runc", "ctr"];
+    if !wirespeed_testkit::need_root(test)
+        || !tools
+            .iter()
+            .all(|t| wirespeed_testkit::need_tool(t, "containerd runc", test))
+    {
         return None;
     }
     let dir = temp_dir(test);

@@ -245,12 +245,7 @@ fn explain_a_loopback_bench_result() {
     let mut cmd = Command::new(bin());
     cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"]);
     let server = serve(cmd);
-    let addr = server
-        .banner
-        .split_whitespace()
-        .find(|w| w.starts_with("127.0.0.1:"))
-        .expect("address in banner")
-        .to_string();
+    let addr = server.loopback_addr();
     let out = ws(&[
         "bench", &addr, "-d", "0.5s", "--warmup", "0s", "-F", "2", "--json",
     ]);

@@ -146,12 +146,7 @@ fn server() -> (ServerProc, String) {
     let mut cmd = Command::new(bin());
     cmd.args(["serve", "--bind", "127.0.0.1", "--port", "0"]);
     let s = serve(cmd);
-    let addr = s
-        .banner
-        .split_whitespace()
-        .find(|w| w.starts_with("127.0.0.1:"))
-        .expect("address in the banner")
-        .to_string();
+    let addr = s.loopback_addr();
     (s, addr)
 }
 

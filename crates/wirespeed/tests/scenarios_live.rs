@@ -275,8 +275,13 @@ fn mptcp_two_paths_beats_one_path() {
     if !root_or_skip("mptcp_two_paths_beats_one_path") {
         return;
     }
-    if let Some(why) = wirespeed_host::mptcp::unsupported(std::path::Path::new("/proc/sys")) {
-        eprintln!("skipped: {why}");
+    let unsupported = wirespeed_host::mptcp::unsupported(std::path::Path::new("/proc/sys"));
+    let why = unsupported.clone().unwrap_or_default();
+    if !wirespeed_testkit::require(
+        unsupported.is_none(),
+        &why,
+        "mptcp_two_paths_beats_one_path",
+    ) {
         return;
     }
     let _g = heavy();
@@ -287,4 +292,78 @@ fn mptcp_two_paths_beats_one_path() {
     assert!((0.8e9..1.0e9).contains(&tcp), "TCP over one path: {tcp}");
     assert!(mp > 1.4 * tcp, "MPTCP {mp} vs TCP {tcp}: no second path");
     assert!(mp < 2.0e9, "MPTCP {mp} above both caps");
+}
+
+/// The victim's p99 at each K of a cell of the interference experiment.
+fn p99_by_k(v: &Value, name: &str) -> Vec<(u64, f64)> {
+    cell(v, name)["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let k = p["x"].as_str().unwrap().parse().unwrap();
+            let r = &p["runs"][0];
+            (k, r["latency"]["p99_us"].as_f64().unwrap())
+        })
+        .collect()
+}
+
+// Report 3's interference: eight clients, one storage host behind one
+// shared 10 Gbit/s link. From many hosts (the experiment: the victim on
+// c1, K loaders from c2..c8), the victim's p99 grows with K at every
+// block size and the loaders fill the shared link; from one host (bench
+// --interference, the loaders c1's own threads), the table names the knee.
+#[test]
+fn interference_many_clients_on_one_storage_host() {
+    if !root_or_skip("interference_many_clients_on_one_storage_host") {
+        return;
+    }
+    let _g = heavy();
+    let v = experiment("interference", "experiment.toml", 1, "1s");
+    for name in ["victim rr 4k", "victim rr 64k", "victim rr 1m"] {
+        let curve = p99_by_k(&v, name);
+        let ks: Vec<u64> = curve.iter().map(|c| c.0).collect();
+        assert_eq!(ks, [0, 1, 2, 4, 8], "{name}");
+        let (alone, most) = (curve[0].1, curve[4].1);
+        assert!(
+            most > 2.0 * alone,
+            "{name}: p99 {alone} us alone, {most} us beside 8: {curve:?}"
+        );
+        let loaded = &cell(&v, name)["points"][4]["runs"][0]["notes"];
+        assert!(
+            loaded
+                .to_string()
+                .contains("beside 8 loaders from c2,c3,c4,c5,c6,c7,c8"),
+            "{name}: {loaded}"
+        );
+    }
+    let text = std::fs::read_to_string(scenario("interference", "lab.toml")).unwrap();
+    let mut spec = LabSpec::from_toml_str(&text).unwrap();
+    spec.name = Lab::unique("intf");
+    let lab = Lab::up(&spec).expect("lab up");
+    let mut cmd = lab.command("s", bin());
+    cmd.args(["serve", "--port", "5300", "--idle-timeout", "3s"]);
+    let _server = common::serve(cmd);
+    let out = lab
+        .command("c1", bin())
+        .args(["bench", "10.213.0.1", "-p", "5300", "-w", "rr", "--nodelay"])
+        .args([
+            "--size",
+            "4k",
+            "--interference",
+            "0,4",
+            "-d",
+            "1s",
+            "--warmup",
+            "0.3s",
+        ])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(table.contains("knee: p99 doubles at K=4"), "{table}");
 }

@@ -24,11 +24,12 @@ fn browser(test: &str) -> Option<&'static str> {
             .output()
             .is_ok_and(|o| o.status.success())
     });
-    if found.is_none() {
-        eprintln!(
-            "skipping the browser check of {test}: chromium is not installed (apt-get install chromium)"
-        );
-    }
+    let why = "chromium is not installed (apt-get install chromium)";
+    wirespeed_testkit::require(
+        found.is_some(),
+        why,
+        &format!("the browser check of {test}"),
+    );
     found
 }
 

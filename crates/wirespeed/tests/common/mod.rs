@@ -102,6 +102,15 @@ pub struct ServerProc {
 }
 
 impl ServerProc {
+    /// The loopback `127.0.0.1:PORT` its listening line names.
+    pub fn loopback_addr(&self) -> String {
+        self.banner
+            .split_whitespace()
+            .find(|w| w.starts_with("127.0.0.1:"))
+            .expect("a 127.0.0.1 address in the listening line")
+            .to_string()
+    }
+
     /// Waits for a log line containing `needle` (the server's readiness
     /// signal for test start, end and failure); panics after `secs`.
     pub fn wait_for(&self, needle: &str, secs: u64) -> String {
@@ -195,14 +204,8 @@ pub fn f(v: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("{key} missing in {v}"))
 }
 
-/// Whether we may build namespaces; prints why a test is skipped if not.
-pub fn root_or_skip(test: &str) -> bool {
-    let root = wirespeed_lab::is_root();
-    if !root {
-        eprintln!("skipping {test}: needs root for network namespaces");
-    }
-    root
-}
+#[allow(unused_imports)]
+pub use wirespeed_testkit::need_root as root_or_skip;
 
 /// A 2-host lab with `nics` links capped at `rate`, and a server on host b.
 pub fn lab_with_server(
