@@ -8,7 +8,7 @@
 //! the session's own connections are found. Needs root; skips otherwise.
 
 mod common;
-use common::{bin, root_or_skip, serve};
+use common::{bin, root_or_skip, serve, ws};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -77,13 +77,6 @@ links = [1]
         h,
         lab,
     }
-}
-
-fn ws(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("run wirespeed")
 }
 
 fn text(out: &Output) -> String {

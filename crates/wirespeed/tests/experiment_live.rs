@@ -6,11 +6,11 @@
 
 mod chromium;
 mod common;
-use common::{bin, heavy, namespaces_with, root_or_skip, temp_dir};
+use common::{bin, heavy, namespaces_with, root_or_skip, temp_dir, ws};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 const EXPERIMENT: &str = r#"name = "two-links"
 repeats = 2
@@ -32,13 +32,6 @@ bench = ["--paths", "{a.0}={b.0},{a.1}={b.1}", "-F", "2", "-T", "2"]
 "#;
 
 /// Runs the wirespeed binary with these arguments.
-fn ws(args: &[&Path]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("run wirespeed")
-}
-
 fn run_experiment(file: &Path, out: &Path) -> (Value, String) {
     let o = ws(&[Path::new("experiment"), file, Path::new("--out"), out]);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();

@@ -5,7 +5,7 @@
 //! Needs root; skips (with a note) otherwise.
 
 mod common;
-use common::{bin, f, first_result, heavy, root_or_skip, run, serve};
+use common::{bin, f, first_result, heavy, root_or_skip, run, serve, ws};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Output;
@@ -40,14 +40,6 @@ fn link_local_routes_in_place(ns: &str) -> bool {
                 .iter()
                 .any(|r| r["dst"] == "fe80::/64" && r["dev"] == l["name"])
         })
-}
-
-fn ws(args: &[&str]) -> Output {
-    run({
-        let mut c = std::process::Command::new(bin());
-        c.args(args);
-        c
-    })
 }
 
 fn ok(out: &Output) -> String {

@@ -536,6 +536,17 @@ fn node_lost(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String]) {
         .enumerate()
         .find(|(_, n)| **n != home)
         .expect("a node without the watcher");
+    // After the outage the node may also have left and not be back in
+    // the watched set yet (its pod shown not Ready until its kubelet
+    // reports again, then found at the next rediscovery): downing it then
+    // would mark nothing new. Wait until the newest set watches it.
+    let watched = format!("{lost} (");
+    wait_log_until(c, ns, "the node back in the watched set", 120, |l| {
+        l.lines()
+            .rev()
+            .find(|x| x.contains("k8s watch: watching "))
+            .is_some_and(|x| x.contains(&watched))
+    });
     let pod = agent_on(c, ns, lost).expect("an agent on the node");
     let said = format!("node {lost} left the watched set");
     // Right after the API server's outage the node may have left and

@@ -1,15 +1,9 @@
 //! `wirespeed lab up | exec | down` from a TOML file, as a user runs them.
 
 mod common;
-use common::{bin, namespaces_with, root_or_skip, run, temp_dir};
+use common::{bin, namespaces_with, root_or_skip, temp_dir, ws};
 use std::path::Path;
 use std::process::Command;
-
-fn ws(args: &[&str]) -> std::process::Output {
-    let mut c = Command::new(bin());
-    c.args(args);
-    run(c)
-}
 
 /// `wirespeed lab exec NAME HOST --state-dir DIR -- CMD...`.
 fn lab_exec(name: &str, host: &str, dir: &str, cmd: &[&str]) -> std::process::Output {

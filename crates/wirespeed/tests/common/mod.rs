@@ -164,8 +164,8 @@ pub fn run(mut cmd: Command) -> Output {
     cmd.output().expect("run command")
 }
 
-/// Runs the binary with these arguments.
-pub fn ws(args: &[&str]) -> Output {
+/// Runs the binary with these arguments (strings or paths).
+pub fn ws<A: AsRef<std::ffi::OsStr>>(args: &[A]) -> Output {
     let mut c = Command::new(bin());
     c.args(args);
     run(c)
