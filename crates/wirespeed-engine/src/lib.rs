@@ -6,7 +6,8 @@
 //! and the server ([`server::Server`]) agree on the spec over a versioned,
 //! optionally authenticated control connection, derive the same flow
 //! roster from it, run their workers for the same window and return both
-//! sides' figures as one [`TestResult`].
+//! sides' figures as one [`TestResult`]. [`interference`] runs a victim
+//! test beside loader tests on the same server (`bench --interference`).
 //!
 //! This crate knows nothing of netlink, CLIs or rendering: it moves bytes
 //! and counts them. Its `unsafe` lives in three modules: [`sys`] (sockets,

@@ -3,7 +3,8 @@
 //! optimize's search, doctor's measured (peer) rules and the demo's
 //! scenario, and doctor itself ([`peer::doctor`]). Tests run with the
 //! engine in-process, inside a lab's network namespaces when there is a
-//! lab ([`inlab`]); tuning a lab host runs wirespeed-host's tune session
+//! lab ([`inlab`], which also runs a cell beside loaders from other lab
+//! hosts for `--loaders`); tuning a lab host runs wirespeed-host's tune session
 //! in-process too, on a thread with that namespace's /sys. It starts no
 //! wirespeed process.
 //!

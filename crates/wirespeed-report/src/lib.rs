@@ -2,7 +2,9 @@
 //! schema of docs/json-schema.md), neper-style key=value lines, and the
 //! report (`wirespeed report`) as HTML with SVG charts, Markdown and CSV:
 //! of one test, one size sweep, several results compared, or an
-//! experiment (repeated cells against a baseline).
+//! experiment (repeated cells against a baseline); and the tables of an
+//! interference run ([`interference`]), fleet runs, k8s path runs and the
+//! watcher.
 //!
 //! This crate only formats: it takes finished result types and returns
 //! text. It never measures or touches the host, and it depends on
