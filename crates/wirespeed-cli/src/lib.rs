@@ -230,3 +230,23 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod loaders_tests {
+    use wirespeed_experiment::BenchArgs;
+
+    /// A fleet or cluster run refuses --loaders instead of ignoring it.
+    #[test]
+    fn fleet_and_cluster_runs_refuse_loaders() {
+        let mut b = BenchArgs::defaults();
+        b.workload = "rr".into();
+        b.loaders = 2;
+        let e = crate::fleet::workloads(&b).unwrap_err().to_string();
+        assert!(e.contains("--loaders"), "{e}");
+        b.loaders = 0;
+        b.loaders_from = Some("c2".into());
+        assert!(crate::fleet::workloads(&b).is_err());
+        b.loaders_from = None;
+        assert!(crate::fleet::workloads(&b).is_ok());
+    }
+}
