@@ -84,8 +84,9 @@ pub fn interference_plan(
     if ks.is_empty() || ks.windows(2).any(|w| w[0] >= w[1]) {
         bail!("--interference {ks:?}: list K in ascending order, e.g. 0,1,2,4,8");
     }
-    if let Some(k) = ks.iter().find(|k| **k > 1024) {
-        bail!("--interference: K={k} loaders is more than 1024 threads");
+    let max = wirespeed_engine::interference::MAX_LOADERS;
+    if let Some(k) = ks.iter().find(|k| **k > max) {
+        bail!("--interference: K={k} loaders is more than {max} threads");
     }
     if sizes.iter().any(|(q, r)| q != r) {
         bail!("--interference takes one size per block (--size 4k,64k), not REQ/RESP pairs");

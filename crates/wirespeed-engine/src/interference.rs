@@ -19,6 +19,9 @@ use wirespeed_types::{TestResult, TestSpec, Workload};
 /// duration, so the victim's handshake and its last sample are loaded too.
 const LOADER_SLACK_S: f64 = 1.0;
 
+/// The most loaders one test runs beside (each is a thread of its own).
+pub const MAX_LOADERS: u32 = 1024;
+
 /// How often the loaders report; their first report releases the victim.
 const LOADER_INTERVAL_S: f64 = 0.25;
 
@@ -82,12 +85,6 @@ fn victim_at(plan: &Plan, size: u32) -> TestSpec {
     }
 }
 
-/// The loaders' spec: K flows on K threads over the victim's paths, for
-/// the victim's whole test and a little more.
-pub fn loader_spec(plan: &Plan, size: u32, k: u32) -> TestSpec {
-    loaders_beside(&victim_at(plan, size), plan.loader, k)
-}
-
 /// The spec of `k` loaders running `loader` beside `victim` (at the
 /// victim's block size when the loader is transactional): K flows on K
 /// threads over the victim's paths, reporting every quarter second, for
@@ -125,7 +122,7 @@ fn point(
         let v = run_test_via(cfg, reach, &victim, &mut |_| {})?;
         return Ok(point_of(0, v, None));
     }
-    let lspec = loader_spec(plan, size, k);
+    let lspec = loaders_beside(&victim, plan.loader, k);
     let (tx, rx) = mpsc::channel::<usize>();
     std::thread::scope(|s| {
         let loaders = s.spawn(|| {
@@ -246,19 +243,12 @@ mod tests {
             ks: vec![0, 4],
             sizes: vec![4096],
         };
-        let l = loader_spec(&plan, 4096, 4);
+        let l = loaders_beside(&victim_at(&plan, 4096), plan.loader, 4);
         assert_eq!((l.flows, l.threads), (4, 4));
         assert!(l.duration_s > plan.victim.warmup_s + plan.victim.duration_s);
         assert_eq!((l.request_size, l.response_size), (4096, 4096));
         assert!(l.nodelay);
-        let stream = loader_spec(
-            &Plan {
-                loader: Workload::Stream,
-                ..plan
-            },
-            4096,
-            2,
-        );
+        let stream = loaders_beside(&victim_at(&plan, 4096), Workload::Stream, 2);
         assert_eq!(stream.workload, Workload::Stream);
         assert_eq!(stream.request_size, 1);
     }

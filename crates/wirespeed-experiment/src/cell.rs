@@ -411,6 +411,12 @@ impl BenchArgs {
         Ok(r)
     }
 
+    /// The lab hosts `--loaders-from` names, trimmed (None without it).
+    pub fn loader_hosts(&self) -> Option<Vec<String>> {
+        let l = self.loaders_from.as_ref()?;
+        Some(l.split(',').map(|h| h.trim().to_string()).collect())
+    }
+
     /// The client's settings against `host`: port, timeout and key (with
     /// the key file's warning, if any).
     pub fn client(&self, host: &str) -> Result<(ClientConfig, Option<String>)> {
@@ -547,8 +553,9 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
             workload.name()
         ));
     }
-    if a.loaders > 1024 {
-        return Err(format!("--loaders {}: at most 1024", a.loaders));
+    let max = wirespeed_engine::interference::MAX_LOADERS;
+    if a.loaders > max {
+        return Err(format!("--loaders {}: at most {max}", a.loaders));
     }
     let sizes = rr_sizes(a, workload)?;
     spec.request_size = sizes[0].0;

@@ -617,12 +617,9 @@ fn plan_cells(
         };
         let bench = cell_bench(start, layers, &plan, er)?;
         crate::cell::spec_from(&bench).map_err(|e| er.at(*table, "bench", e))?;
-        for h in bench.loaders_from.iter().flat_map(|l| l.split(',')) {
-            if !lab.hosts.iter().any(|x| x.name == h.trim()) {
-                let e = format!(
-                    "--loaders-from names {:?}, which is not a host of the lab",
-                    h.trim()
-                );
+        for h in bench.loader_hosts().unwrap_or_default() {
+            if !lab.hosts.iter().any(|x| x.name == h) {
+                let e = format!("--loaders-from names {h:?}, which is not a host of the lab");
                 return Err(er.at(*table, "bench", e));
             }
         }

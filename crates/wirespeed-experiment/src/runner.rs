@@ -231,10 +231,9 @@ fn bench_once(
 ) -> Result<Vec<TestResult>> {
     let (spec, sizes) = spec_from(bench).map_err(ExperimentError::Bench)?;
     let (cfg, _) = bench.client(target).map_err(ExperimentError::Bench)?;
-    let from: Vec<String> = match &bench.loaders_from {
-        Some(l) => l.split(',').map(|h| h.trim().to_string()).collect(),
-        None => vec![plan.client.clone()],
-    };
+    let from = bench
+        .loader_hosts()
+        .unwrap_or_else(|| vec![plan.client.clone()]);
     let mut out = Vec::new();
     for (req, resp) in sizes {
         let mut s = spec.clone();

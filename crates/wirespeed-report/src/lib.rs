@@ -67,7 +67,9 @@ pub enum Format {
 }
 
 impl Format {
-    /// Every format's name, as `--format` takes it.
+    /// Every format, in `--format`'s order.
+    pub const ALL: [Format; 4] = [Format::Table, Format::Json, Format::Kv, Format::Iperf3Json];
+    /// Every format's name, as `--format` takes it, in [`Format::ALL`]'s order.
     pub const NAMES: [&'static str; 4] = ["table", "json", "kv", "iperf3-json"];
 }
 
@@ -75,13 +77,11 @@ impl std::str::FromStr for Format {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "table" => Ok(Format::Table),
-            "json" => Ok(Format::Json),
-            "kv" => Ok(Format::Kv),
-            "iperf3-json" => Ok(Format::Iperf3Json),
-            other => Err(format!(
-                "unknown format {other:?}: use table, json, kv or iperf3-json"
+        match Format::NAMES.iter().position(|n| *n == s) {
+            Some(i) => Ok(Format::ALL[i]),
+            None => Err(format!(
+                "unknown format {s:?}: use {}",
+                Format::NAMES.join(", ")
             )),
         }
     }
