@@ -561,6 +561,7 @@ _arguments "${_arguments_options[@]}" : \
 '--pattern=[pairs, ring, all-to-all, one-to-many or many-to-one]:PATTERN:_default' \
 '--concurrent=[Tests each host takes part in at once (1\: never two at once)]:CONCURRENT:_default' \
 '--repeats=[Runs of each test; two or more measure the noise band]:REPEATS:_default' \
+'--retries=[Times a contended test (an end'\''s CPUs taken by other work\: a worker waited for a CPU, or a host had none idle) is measured again before it is reported as contended (exit 3)]:RETRIES:_default' \
 '--min=[Fail (exit 2) when a link'\''s median is below this rate, e.g. 5gbit]:MIN:_default' \
 '--baseline=[Fail (exit 2) when a link falls below the same link of this earlier \`fleet run --out\` by more than --tolerance]:BASELINE:_files' \
 '--tolerance=[Allowed drop against --baseline, percent]:TOLERANCE:_default' \
@@ -859,11 +860,12 @@ _arguments "${_arguments_options[@]}" : \
 '--sweep-sizes=[Message sizes to sweep on every path (comma-separated, e.g. 1k,16k,64k)\: one workload per size]:SIZES:_default' \
 '--sweep-flows=[Flows per pair to sweep on every path (e.g. 1,4,8)\: one workload per count]:COUNTS:_default' \
 '--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
-'--namespace=[Namespace to create (it must not exist) \[default\: wirespeed-RUNID\]]:NAMESPACE:_default' \
+'--namespace=[Namespace to run in \[default\: wirespeed-RUNID\]\: made by the run (and deleted after it) when it does not exist; an existing one is used as it is, never relabelled, and only what the run put there is deleted]:NAMESPACE:_default' \
 '--pattern=[pairs, ring, all-to-all, one-to-many or many-to-one]:PATTERN:_default' \
 '--concurrent=[Tests each agent takes part in at once]:CONCURRENT:_default' \
 '--repeats=[Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by]:REPEATS:_default' \
 '--repeat=[Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by]:REPEATS:_default' \
+'--retries=[Times a contended test (an end'\''s CPUs taken by other work\: a worker waited for a CPU, or a host had none idle) is measured again before it is reported as contended (exit 3)]:RETRIES:_default' \
 '--ready-timeout=[Longest wait for each mode'\''s agents to be Ready]:READY_TIMEOUT:_default' \
 '--api-retry=[How long a request to the API server is retried after its first failure (a restarting API server refuses connections or answers 503 for a while); past it the run stops testing, says so and leaves its objects for \`k8s cleanup\`]:DURATION:_default' \
 '--reach=[How to reach the agents'\'' HTTP APIs\: api (through the API server'\''s pod proxy\: works from anywhere that reaches the API server) or direct (to the pod/node addresses\: from inside the cluster network)]:api|direct:_default' \

@@ -101,6 +101,11 @@ pub struct RunArgs {
     /// Runs of each test; two or more measure the noise band.
     #[arg(long, default_value_t = 2)]
     pub repeats: u32,
+    /// Times a contended test (an end's CPUs taken by other work: a
+    /// worker waited for a CPU, or a host had none idle) is measured
+    /// again before it is reported as contended (exit 3).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
+    pub retries: u32,
     /// Fail (exit 2) when a link's median is below this rate, e.g. 5gbit.
     #[arg(long)]
     pub min: Option<String>,

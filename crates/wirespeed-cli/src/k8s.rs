@@ -188,7 +188,10 @@ pub struct RunArgs {
     /// The kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
-    /// Namespace to create (it must not exist) [default: wirespeed-RUNID].
+    /// Namespace to run in [default: wirespeed-RUNID]: made by the run
+    /// (and deleted after it) when it does not exist; an existing one is
+    /// used as it is, never relabelled, and only what the run put there is
+    /// deleted.
     #[arg(long)]
     pub namespace: Option<String>,
     /// pairs, ring, all-to-all, one-to-many or many-to-one.
@@ -201,6 +204,11 @@ pub struct RunArgs {
     /// interval, which the gates judge by.
     #[arg(long, visible_alias = "repeat", default_value_t = 1)]
     pub repeats: u32,
+    /// Times a contended test (an end's CPUs taken by other work: a
+    /// worker waited for a CPU, or a host had none idle) is measured
+    /// again before it is reported as contended (exit 3).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
+    pub retries: u32,
     /// Longest wait for each mode's agents to be Ready.
     #[arg(long, default_value = "5m")]
     pub ready_timeout: String,

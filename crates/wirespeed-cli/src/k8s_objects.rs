@@ -154,7 +154,7 @@ impl ObjectArgs {
         o.privileged_namespace = self.privileged_namespace;
         o.network_policy = !self.no_network_policy;
         o.api_sources = self.api_source.clone();
-        o.validate()?;
+        o.validate_fields()?;
         Ok(o)
     }
 }

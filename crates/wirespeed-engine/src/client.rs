@@ -725,13 +725,15 @@ pub fn check_report(r: &mut SideReport, spec: &TestSpec) -> Result<(), EngineErr
     let cpu = [c.user_pct, c.system_pct, c.total_pct, c.max_core_pct]
         .into_iter()
         .chain(c.per_core_pct.iter().copied())
-        .chain(c.per_thread_pct.iter().copied());
+        .chain(c.per_thread_pct.iter().copied())
+        .chain(c.per_thread_wait_pct.iter().copied());
     for v in cpu {
         if !(v.is_finite() && v >= 0.0) {
             return bad(format!("has a CPU figure of {v}"));
         }
     }
-    if c.per_core_pct.len() > 65536 || c.per_thread_pct.len() > 65536 {
+    let most = [&c.per_core_pct, &c.per_thread_pct, &c.per_thread_wait_pct];
+    if most.iter().any(|v| v.len() > 65536) || c.host_id.len() > 64 {
         return bad("has too many CPU figures".into());
     }
     for l in [&r.latency, &r.probe_latency].into_iter().flatten() {

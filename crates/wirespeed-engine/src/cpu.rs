@@ -72,12 +72,39 @@ impl CpuSnapshot {
             per_core_pct,
             max_core_pct,
             per_thread_pct: Vec::new(),
+            per_thread_wait_pct: Vec::new(),
+            host_id: host_id().to_string(),
         }
     }
 }
 
+/// The kernel's boot id (/proc/sys/kernel/random/boot_id), read once:
+/// the same in every namespace and pod of one host. Empty when unreadable.
+pub fn host_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    })
+}
+
+/// Nanoseconds the calling thread has waited on a run queue for a CPU
+/// (the second field of /proc/thread-self/schedstat); None where the
+/// kernel keeps no such count.
+pub fn thread_run_wait_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn this_kernel_keeps_a_boot_id_and_run_queue_waits() {
+        assert_eq!(super::host_id().len(), 36, "{}", super::host_id());
+        assert!(super::thread_run_wait_ns().is_some());
+    }
+
     use super::*;
 
     #[test]

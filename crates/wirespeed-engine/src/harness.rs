@@ -672,6 +672,9 @@ pub struct WorkerOut {
     pub zc: ZcDrain,
     /// Thread CPU microseconds inside the window.
     pub cpu_window_us: u64,
+    /// Nanoseconds the thread waited for a CPU inside the window (None
+    /// where the kernel keeps no count).
+    pub wait_window_ns: Option<u64>,
     /// Window length the thread saw, seconds.
     pub window_s: f64,
     /// What each roster flow handed back at its end.
@@ -688,6 +691,12 @@ impl WorkerOut {
     /// The thread's CPU % of one core over its window.
     pub fn cpu_pct(&self) -> f64 {
         finite(self.cpu_window_us as f64 / 1e6 / self.window_s * 100.0)
+    }
+
+    /// The % of its window the thread waited for a CPU, where known.
+    pub fn wait_pct(&self) -> Option<f64> {
+        let ns = self.wait_window_ns?;
+        Some(finite(ns as f64 / 1e9 / self.window_s * 100.0).clamp(0.0, 100.0))
     }
 }
 
@@ -963,9 +972,38 @@ pub(crate) fn io_len(spec: &TestSpec) -> usize {
         .clamp(4096, MAX_IO)
 }
 
-/// When the measured window opened: the time and the thread's CPU
-/// microseconds then.
-pub(crate) type WindowStart = Option<(Instant, u64)>;
+/// When the measured window opened, if it has.
+pub(crate) type WindowStart = Option<WindowMark>;
+
+/// A worker thread's counters when its measured window opened.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WindowMark {
+    at: Instant,
+    cpu_us: u64,
+    wait_ns: Option<u64>,
+}
+
+impl WindowMark {
+    /// The counters now.
+    pub(crate) fn now() -> WindowMark {
+        WindowMark {
+            at: Instant::now(),
+            cpu_us: sys::thread_cpu_us(),
+            wait_ns: crate::cpu::thread_run_wait_ns(),
+        }
+    }
+
+    /// Closes the window into `out`: its length, and the thread's CPU
+    /// time and run-queue wait inside it.
+    pub(crate) fn close(&self, out: &mut WorkerOut) {
+        out.window_s = self.at.elapsed().as_secs_f64();
+        out.cpu_window_us = sys::thread_cpu_us().saturating_sub(self.cpu_us);
+        out.wait_window_ns = self
+            .wait_ns
+            .zip(crate::cpu::thread_run_wait_ns())
+            .map(|(a, b)| b.saturating_sub(a));
+    }
+}
 
 /// Runs the worker's flows until the test stops, aborts or they all
 /// end; returns when its measured window opened.
@@ -1044,14 +1082,13 @@ fn follow_phase(
     ts.flows = slab.active;
     if phase >= PHASE_MEASURE && measure_start.is_none() && !ts.stopping {
         ts.measuring = true;
-        *measure_start = Some((Instant::now(), sys::thread_cpu_us()));
+        *measure_start = Some(WindowMark::now());
     }
     if (phase >= PHASE_STOP || abort) && !ts.stopping {
         ts.stopping = true;
         ts.measuring = false;
-        if let Some((t0, c0)) = *measure_start {
-            out.window_s = t0.elapsed().as_secs_f64();
-            out.cpu_window_us = sys::thread_cpu_us().saturating_sub(c0);
+        if let Some(m) = measure_start {
+            m.close(out);
         }
         *deadline = Some(Instant::now() + ctl.drain_timeout);
         slab.stop_all(ts);

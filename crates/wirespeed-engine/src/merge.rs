@@ -117,6 +117,7 @@ pub fn merge(
         probe_latency: client.probe_latency.clone(),
         fairness: jain(&goodputs),
         path_balance: balance(&path_tp),
+        contended: wirespeed_types::contention::judge(&client.cpu, &remote.cpu),
         local_cpu: client.cpu.clone(),
         remote_cpu: remote.cpu.clone(),
         server_concurrent_tests: remote.concurrent_tests.max(1),

@@ -350,6 +350,7 @@ impl Side {
         let mut probe = new_hist();
         let mut ends: Vec<FlowEnd> = vec![FlowEnd::default(); self.roster.len()];
         let mut per_thread = Vec::new();
+        let mut per_thread_wait = Vec::new();
         let mut notes = std::mem::take(&mut self.notes);
         let mut forced = 0;
         let (mut zc_done, mut zc_copied) = (0, 0);
@@ -363,6 +364,7 @@ impl Side {
             let _ = hist.add(&out.hist);
             let _ = probe.add(&out.probe);
             per_thread.push(out.cpu_pct());
+            per_thread_wait.extend(out.wait_pct());
             for e in out.ends {
                 if let Some(slot) = ends.get_mut(e.id as usize) {
                     *slot = e;
@@ -415,6 +417,7 @@ impl Side {
             .collect();
         let mut cpu = w.cpu.0.usage_until(&w.cpu.1);
         cpu.per_thread_pct = per_thread;
+        cpu.per_thread_wait_pct = per_thread_wait;
         SideReport {
             window_s: w.secs,
             flows,

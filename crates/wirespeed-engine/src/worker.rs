@@ -55,6 +55,7 @@ fn worker_main(
         probe: new_hist(),
         zc: ZcDrain::default(),
         cpu_window_us: 0,
+        wait_window_ns: None,
         window_s: 0.0,
         ends: Vec::new(),
         forced: 0,
@@ -104,10 +105,9 @@ fn worker_main(
         }
     };
     if !ts.stopping
-        && let Some((t0, c0)) = measure_start
+        && let Some(m) = measure_start
     {
-        out.window_s = t0.elapsed().as_secs_f64();
-        out.cpu_window_us = sys::thread_cpu_us().saturating_sub(c0);
+        m.close(&mut out);
     }
     slab.finish_all();
     out.ends = slab.ends;

@@ -171,6 +171,7 @@ fn matrix(label: &str, hosts: &[String], ok: &[&LinkTest], groups: &Groups) -> M
         hosts: hosts.to_vec(),
         median_bps: median_bps(&links),
         median_p99_us: median_opt(links.iter().map(|c| c.p99_us)),
+        median_tps: median_opt(links.iter().map(|c| c.transactions_per_s)),
         links,
         nics,
         per_host,
@@ -200,6 +201,10 @@ fn link_cells(groups: &Groups) -> (Vec<Cell>, Vec<f64>) {
             p50_us: median_opt(ts.iter().map(|t| t.p50_us)),
             p99_us: median_opt(ts.iter().map(|t| t.p99_us)),
             samples: ts.iter().map(|t| t.throughput_bps).collect(),
+            transactions_per_s: median_opt(
+                ts.iter()
+                    .map(|t| Some(t.transactions_per_s).filter(|x| *x > 0.0)),
+            ),
         });
     }
     (links, spreads)
@@ -262,6 +267,7 @@ fn aggregate_cell(name: String, host: &str, nic: Option<String>, cs: &[&Cell]) -
         p50_us: median_opt(cs.iter().map(|c| c.p50_us)),
         p99_us: median_opt(cs.iter().map(|c| c.p99_us)),
         samples: cs.iter().map(|c| c.throughput_bps).collect(),
+        transactions_per_s: median_opt(cs.iter().map(|c| c.transactions_per_s)),
     }
 }
 
@@ -569,6 +575,7 @@ pub fn judge(
         baseline: baseline.map(|b| b.0.to_string()),
         tolerance_pct: baseline.map(|_| tolerance_pct),
         failures: Vec::new(),
+        contended: Vec::new(),
     };
     let human = |bps: f64| format!("{:.1} Mbit/s", bps / 1e6);
     for a in r.agents.iter().filter(|a| !a.up) {
@@ -591,8 +598,25 @@ pub fn judge(
         v.failures
             .push(format!("{failed} of {} tests failed", r.tests.len()));
     }
+    // Only a gate can pass or fail a contended link silently: without
+    // one, the contended tests are listed with the results, not judged.
+    let gated = min_bps.is_some() || baseline.is_some();
+    let contended: Vec<(&str, String)> = r
+        .tests
+        .iter()
+        .filter(|_| gated)
+        .filter_map(|t| Some((t.workload.as_str(), link_name(t), t.contended()?)))
+        .map(|(w, l, why)| {
+            v.contended.push(format!("{w} {l}: {why}"));
+            (w, l)
+        })
+        .collect();
     for m in &r.matrices {
-        for c in &m.links {
+        let judged = m
+            .links
+            .iter()
+            .filter(|c| !contended.contains(&(m.workload.as_str(), c.name.clone())));
+        for c in judged {
             if let Some(min) = min_bps
                 && c.throughput_bps < min
             {

@@ -162,76 +162,140 @@ fn gap(v: f64, base: f64) -> String {
     format!("{:+.1}%", (v / base - 1.0) * 100.0)
 }
 
-/// One row of the table: a value per mode, then each later mode's gap
-/// to the first; nothing when no mode has a value.
-fn row(name: &str, v: &[Option<f64>]) -> String {
-    if v.iter().all(Option::is_none) {
-        return String::new();
-    }
-    let mut s = format!("  {name:<26}");
-    for x in v {
-        s += &format!("{:>19}", x.map_or("-".into(), |x| format!("{x:.3}")));
-    }
-    for x in v.iter().skip(1) {
-        let g = match (x, v[0]) {
-            (Some(x), Some(b)) => gap(*x, b),
-            _ => "-".into(),
-        };
-        s += &format!("{g:>26}");
-    }
-    s + "\n"
+/// The widest line [`render_comparison`] writes: a terminal's width.
+pub const WIDTH: usize = 100;
+
+/// A figure with `d` decimals, or "-".
+fn num(v: Option<f64>, d: usize) -> String {
+    v.map_or("-".into(), |x| format!("{x:.d$}"))
 }
 
-/// The comparison as a text table: each figure per mode, then the gap of
-/// each later mode against the first (host, when it ran, is the baseline).
+/// "a / b" of two figures, or "-" when neither is known.
+fn pair(a: Option<f64>, b: Option<f64>, d: usize) -> String {
+    if a.is_none() && b.is_none() {
+        return "-".into();
+    }
+    format!("{} / {}", num(a, d), num(b, d))
+}
+
+/// One row per path: its tests, its figure in the workload's unit, the gap
+/// to the first path, latency (rr) and CPU per unit of work on each side.
+fn paths_table(c: &Comparison, w: usize) -> String {
+    let base = &c.modes[0];
+    let rr = c.modes.iter().any(|m| m.transactions_per_s.is_some());
+    let (unit, cpu) = if rr {
+        ("trans/s", "CPU us/trans cli/srv")
+    } else {
+        ("Gbit/s", "CPU %/Gbit/s cli/srv")
+    };
+    let vs = format!("vs {}", base.path);
+    let mut s = format!(
+        "  {:<w$} {:>5} {:>10} {:>9}",
+        "path",
+        "tests",
+        unit,
+        fit(&vs, 9)
+    );
+    if rr {
+        s += &format!(" {:>9} {:>9}", "p50 us", "p99 us");
+    }
+    s += &format!(" {cpu:>21}\n");
+    let figure = |m: &ModeFigures| {
+        if rr {
+            m.transactions_per_s
+        } else {
+            Some(m.throughput_bps / 1e9)
+        }
+    };
+    for m in &c.modes {
+        let g = match (figure(m), figure(base)) {
+            (Some(x), Some(b)) if !std::ptr::eq(m, base) => gap(x, b),
+            _ => "-".into(),
+        };
+        let v = figure(m).map(|x| {
+            if rr {
+                format!("{x:.0}")
+            } else {
+                format!("{x:.2}")
+            }
+        });
+        s += &format!(
+            "  {:<w$} {:>5} {:>10} {g:>9}",
+            m.path,
+            m.tests,
+            v.unwrap_or_else(|| "-".into())
+        );
+        if rr {
+            s += &format!(" {:>9} {:>9}", num(m.p50_us, 1), num(m.p99_us, 1));
+        }
+        let (a, b) = if rr {
+            (m.client_cpu_us_per_trans, m.server_cpu_us_per_trans)
+        } else {
+            (m.client_cpu_per_gbit, m.server_cpu_per_gbit)
+        };
+        s += &format!(" {:>21}\n", pair(a, b, 1));
+    }
+    s
+}
+
+/// The longest path name of `c`.
+fn longest_path(c: &Comparison) -> usize {
+    c.modes.iter().map(|m| m.path.len()).max().unwrap_or(0)
+}
+
+/// `t` cut to `n` characters.
+fn fit(t: &str, n: usize) -> String {
+    t.chars().take(n).collect()
+}
+
+/// Where the round trip is spent: a row per segment, a column per path
+/// (p50 / p99, µs), folded into blocks of paths that fit [`WIDTH`].
+fn segments_table(c: &Comparison) -> String {
+    let keys: Vec<&str> = SEGMENTS
+        .iter()
+        .map(|(k, _)| *k)
+        .filter(|k| {
+            c.modes
+                .iter()
+                .any(|m| m.segments.iter().any(|g| g.segment == *k))
+        })
+        .collect();
+    if keys.is_empty() {
+        return String::new();
+    }
+    let lw = keys.iter().map(|k| k.len()).max().unwrap_or(0).max(10);
+    let cw = longest_path(c).max(13) + 2;
+    let per = ((WIDTH - 2 - lw) / cw).max(1);
+    let mut s = String::from("  where the round trip is spent, p50 / p99 (us):\n");
+    for block in c.modes.chunks(per) {
+        s += &format!("  {:<lw$}", "segment");
+        for m in block {
+            s += &format!("{:>cw$}", m.path);
+        }
+        s += "\n";
+        for k in &keys {
+            s += &format!("  {k:<lw$}");
+            for m in block {
+                let g = m.segments.iter().find(|g| g.segment == *k);
+                let v = pair(g.map(|g| g.p50_us), g.map(|g| g.p99_us), 1);
+                s += &format!("{v:>cw$}");
+            }
+            s += "\n";
+        }
+    }
+    s
+}
+
+/// The comparison as text that fits [`WIDTH`] columns: per workload a row
+/// per path with its gap to the first (host, when it ran, is the
+/// baseline), then with `--breakdown` where each path's round trip goes.
 pub fn render_comparison(cs: &[Comparison]) -> String {
     let mut s = String::new();
-    for c in cs {
-        let Some(base) = c.modes.first() else {
-            continue;
-        };
+    for c in cs.iter().filter(|c| !c.modes.is_empty()) {
+        let w = longest_path(c).max(4);
         s += &format!("workload {}\n", c.workload);
-        s += &format!("  {:<26}", "");
-        for m in &c.modes {
-            s += &format!("{:>19}", m.path);
-        }
-        for m in c.modes.iter().skip(1) {
-            s += &format!("{:>26}", format!("{} vs {}", m.path, base.path));
-        }
-        s += "\n";
-        type Pick = fn(&ModeFigures) -> Option<f64>;
-        let rows: [(&str, Pick, f64); 8] = [
-            (
-                "throughput (Gbit/s)",
-                |m| m.transactions_per_s.is_none().then_some(m.throughput_bps),
-                1e-9,
-            ),
-            ("transactions/s", |m| m.transactions_per_s, 1.0),
-            ("latency p50 (us)", |m| m.p50_us, 1.0),
-            ("latency p99 (us)", |m| m.p99_us, 1.0),
-            ("client CPU %/Gbit/s", |m| m.client_cpu_per_gbit, 1.0),
-            ("server CPU %/Gbit/s", |m| m.server_cpu_per_gbit, 1.0),
-            ("client CPU us/trans", |m| m.client_cpu_us_per_trans, 1.0),
-            ("server CPU us/trans", |m| m.server_cpu_us_per_trans, 1.0),
-        ];
-        for (name, pick, scale) in rows {
-            let v: Vec<Option<f64>> = c.modes.iter().map(|m| pick(m).map(|x| x * scale)).collect();
-            s += &row(name, &v);
-        }
-        for (key, _) in SEGMENTS {
-            let seg = |m: &ModeFigures| m.segments.iter().find(|g| g.segment == key).cloned();
-            type SegPick = fn(SegmentFigures) -> f64;
-            let picks: [(&str, SegPick); 2] = [("p50", |g| g.p50_us), ("p99", |g| g.p99_us)];
-            for (pct, pick) in picks {
-                let v: Vec<Option<f64>> = c.modes.iter().map(|m| seg(m).map(pick)).collect();
-                s += &row(&format!("{pct} {key} (us)"), &v);
-            }
-        }
-        s += &format!("  {:<26}", "tests");
-        for m in &c.modes {
-            s += &format!("{:>19}", m.tests);
-        }
-        s += "\n";
+        s += &paths_table(c, w);
+        s += &segments_table(c);
     }
     s
 }
@@ -274,7 +338,7 @@ mod tests {
         assert_eq!(cs[0].modes[1].throughput_bps, 7e9);
         let t = render_comparison(&cs);
         assert!(t.contains("-30.0%"), "{t}");
-        assert!(!t.contains("p50"), "no latency rows without rr: {t}");
+        assert!(!t.contains("p50"), "no latency columns without rr: {t}");
     }
 
     #[test]
@@ -311,10 +375,41 @@ mod tests {
         assert_eq!(cs[0].modes[1].server_cpu_us_per_trans, Some(40.0));
         assert_eq!(cs[0].modes[0].client_cpu_per_gbit, None);
         let t = render_comparison(&cs);
-        assert!(t.contains("transactions/s"), "{t}");
-        assert!(t.contains("client CPU us/trans"), "{t}");
-        assert!(!t.contains("throughput"), "no bulk rows for rr: {t}");
-        assert!(t.contains("+100.0%"), "{t}");
+        assert!(t.contains("trans/s") && t.contains("CPU us/trans"), "{t}");
+        assert!(!t.contains("Gbit/s"), "no bulk columns for rr: {t}");
+        let cross = t.lines().find(|l| l.contains("cross-node")).unwrap();
+        assert!(
+            cross.contains("-50.0%") && cross.contains("40.0 / 40.0"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn every_path_with_a_breakdown_fits_a_terminal() {
+        let mut runs = Vec::new();
+        for p in PathKind::ALL {
+            let mut r = run(p, &[1.0]);
+            let t = &mut r.results.tests[0];
+            t.workload = "rr".into();
+            t.transactions_per_s = 123_456.0;
+            t.p50_us = Some(12_345.6);
+            t.p99_us = Some(123_456.7);
+            let mut result = wirespeed_types::TestResult::default();
+            result.local_cpu.total_pct = 9_999.0;
+            t.result = Some(result);
+            runs.push(r);
+        }
+        let t = render_comparison(&compare(&runs));
+        for l in t.lines() {
+            assert!(l.chars().count() <= WIDTH, "{} columns: {l}\n{t}", l.len());
+        }
+        assert_eq!(
+            t.lines()
+                .filter(|l| l.contains("service-cross-node"))
+                .count(),
+            1,
+            "{t}"
+        );
     }
 
     #[test]
@@ -361,9 +456,12 @@ mod tests {
         let t = render_comparison(&cs);
         let line = t
             .lines()
-            .find(|l| l.contains("p50 server_rx_stack"))
+            .find(|l| l.contains("server_rx_stack"))
             .unwrap_or_else(|| panic!("{t}"));
-        assert!(line.contains("+100.0%"), "{line}");
+        assert!(
+            line.contains("5.0 / 9.9") && line.contains("10.0 / 19.8"),
+            "{line}"
+        );
         assert!(
             !t.contains("client_connect"),
             "only the segments measured: {t}"

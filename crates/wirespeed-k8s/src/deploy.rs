@@ -43,6 +43,14 @@ pub(crate) async fn enforced_level(
     Ok(ns.map(|n| n.metadata.labels.and_then(|l| l.get(ENFORCE).cloned())))
 }
 
+/// The refusal of host-network agents in existing namespace `name`,
+/// which enforces Pod Security `level`, with the two fixes that work.
+pub(crate) fn not_privileged(name: &str, level: &str) -> K8sError {
+    K8sError::Invalid(format!(
+        "namespace {name} exists and enforces Pod Security level {level}; host-network agents need `privileged`, and wirespeed does not relabel a namespace it did not make: label it (kubectl label namespace {name} {ENFORCE}=privileged) or give the run a new --namespace with --privileged-namespace"
+    ))
+}
+
 impl Deployment {
     /// An empty deployment.
     pub fn new() -> Deployment {
@@ -75,9 +83,7 @@ impl Deployment {
                 .flatten()
                 .unwrap_or_else(|| "unset (the cluster default)".into());
             if level != "privileged" {
-                return Err(K8sError::Invalid(format!(
-                    "namespace {name} exists and enforces Pod Security level {level}; host-network agents need `privileged`, and wirespeed does not relabel a namespace it did not make: label it (kubectl label namespace {name} {ENFORCE}=privileged) or give the run a new --namespace"
-                )));
+                return Err(not_privileged(&name, &level));
             }
         }
         let lock = lock::acquire(client, &name, holder).await?;

@@ -176,6 +176,9 @@ pub fn check_devices(
             nodes.join(", ")
         )));
     }
+    if evaluated && candidates.is_empty() {
+        return Err(no_candidate(sel, devices, nodes));
+    }
     let mut refused = Vec::new();
     for f in &flags {
         for d in &candidates {
@@ -194,6 +197,56 @@ pub fn check_devices(
         candidates: candidates.iter().map(|d| d.describe()).collect(),
         evaluated,
     })
+}
+
+/// The refusal when the selector admits no device the chosen `nodes`
+/// publish: what they do publish, and the flag that selects it.
+fn no_candidate(sel: &NicSelector, devices: &[SliceDevice], nodes: &[String]) -> K8sError {
+    let theirs: Vec<&SliceDevice> = devices
+        .iter()
+        .filter(|d| d.node.is_empty() || nodes.contains(&d.node))
+        .collect();
+    let head = format!(
+        "--network dra: no dra.net device on nodes {} matches {}",
+        nodes.join(", "),
+        sel.describe()
+    );
+    if theirs.is_empty() {
+        return K8sError::Invalid(format!(
+            "{head}: their ResourceSlices hold no dra.net device at all. Is the DRA driver (DraNet) running on them? Nothing was applied"
+        ));
+    }
+    let listed: Vec<String> = theirs.iter().map(|d| d.facts()).collect();
+    let names: Vec<&str> = theirs
+        .iter()
+        .filter_map(|d| d.string("dra.net/ifName"))
+        .collect();
+    let prefix = common_prefix(&names);
+    let fix = if names.len() == theirs.len() && !prefix.is_empty() {
+        format!("select them with --ifname-prefix {prefix} (or any CEL with --nic-cel)")
+    } else {
+        "select some with --ifname-prefix or --nic-cel".to_string()
+    };
+    K8sError::Invalid(format!(
+        "{head}; they publish {}: {fix}. Nothing was applied",
+        listed.join(", ")
+    ))
+}
+
+/// The longest prefix every name in `v` shares ("" for none).
+fn common_prefix<'a>(v: &[&'a str]) -> &'a str {
+    let Some(first) = v.first() else {
+        return "";
+    };
+    let n = v.iter().fold(first.len(), |n, s| {
+        first
+            .bytes()
+            .zip(s.bytes())
+            .take(n)
+            .take_while(|(a, b)| a == b)
+            .count()
+    });
+    &first[..n]
 }
 
 fn join(v: &[&String]) -> String {
@@ -470,20 +523,33 @@ mod tests {
         .to_string();
         assert!(e.contains("does not evaluate a --nic-cel"), "{e}");
         assert!(!e.contains("n9"), "{e}");
-        // No private flags: nothing to refuse, the count is reported.
+        // No private flags, no device the default selector admits: refused
+        // at once, naming what the nodes publish and the flag that selects it.
         let plain = DranetConfig::default();
-        let c = check_devices(
+        let e = check_devices(
             &plain,
             &NicSelector::Physical,
             false,
-            &[veth("n1", "dra0")],
+            &[veth("n1", "dra0"), veth("n2", "dra1"), gvnic("n9", "eth1")],
             &nodes(),
         )
-        .unwrap();
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("matches the default selector"), "{e}");
         assert!(
-            c.candidates.is_empty() && c.summary().contains("no device"),
-            "{c:?}"
+            e.contains("device dra0 on node n1 (ifName dra0, virtual, type veth)"),
+            "{e}"
         );
+        assert!(e.contains("--ifname-prefix dra "), "{e}");
+        assert!(!e.contains("n9"), "{e}");
+        let e = check_devices(&plain, &NicSelector::Physical, false, &[], &nodes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no dra.net device at all"), "{e}");
+        // With a CEL selector it cannot evaluate, wirespeed lets the
+        // scheduler decide.
+        let c = check_devices(&plain, &cel, false, &[veth("n1", "dra0")], &nodes()).unwrap();
+        assert!(!c.evaluated && c.candidates.len() == 1, "{c:?}");
     }
 
     #[test]

@@ -84,6 +84,18 @@ impl NicSelector {
         }
     }
 
+    /// The selector as the flag that chose it, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            NicSelector::Physical => {
+                "the default selector (physical NICs: dra.net/virtual=false)".into()
+            }
+            NicSelector::NetworkPrefix(p) => format!("--network-prefix {p}"),
+            NicSelector::IfNamePrefix(p) => format!("--ifname-prefix {p}"),
+            NicSelector::Cel(e) => format!("--nic-cel {e}"),
+        }
+    }
+
     /// Whether `d` matches, or None for a CEL expression wirespeed does
     /// not evaluate.
     pub fn matches(&self, d: &SliceDevice) -> Option<bool> {
@@ -260,6 +272,27 @@ impl SliceDevice {
     /// A bool attribute.
     pub fn bool(&self, key: &str) -> Option<bool> {
         self.attrs.get(key)?.bool
+    }
+
+    /// [`SliceDevice::describe`] with what selectors read: "device dra0
+    /// on node n1 (ifName dra0, virtual, type veth)".
+    pub fn facts(&self) -> String {
+        let mut f = Vec::new();
+        if let Some(i) = self.string("dra.net/ifName") {
+            f.push(format!("ifName {i}"));
+        }
+        match self.bool("dra.net/virtual") {
+            Some(true) => f.push("virtual".into()),
+            Some(false) => f.push("physical".into()),
+            None => {}
+        }
+        if let Some(t) = self.string("dra.net/type") {
+            f.push(format!("type {t}"));
+        }
+        if let Some(n) = self.string("gce.dra.net/networkName") {
+            f.push(format!("network {n}"));
+        }
+        format!("{} ({})", self.describe(), f.join(", "))
     }
 
     /// `NAME on node NODE` (and the interface when it differs), for

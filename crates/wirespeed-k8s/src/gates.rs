@@ -118,6 +118,9 @@ pub fn cases(runs: &[PathTests<'_>], repeats: u32) -> Vec<PathCase> {
                         t.throughput_bps
                     });
                     p99s[i].extend(t.p99_us);
+                    if let Some(why) = t.contended() {
+                        c.contended.get_or_insert_with(|| why.to_string());
+                    }
                 }
             }
         }
@@ -183,8 +186,7 @@ pub fn judge(r: &mut PathsReport, g: &Gates) {
             {
                 if let Some(v) = optimistic(c).filter(|v| *v < f.value) {
                     let why = format!(
-                        "{}: {} is below the floor {}",
-                        c.label(),
+                        "{} is below the floor {}",
                         judged(c, v),
                         show(f.value, unit)
                     );
@@ -213,8 +215,7 @@ fn baseline(r: &mut PathsReport, from: &str, base: &PathsReport, tol: f64) {
             let floor = bm * (1.0 - tol / 100.0);
             if v < floor {
                 c.breaches.push(format!(
-                    "{}: {} is {:.1}% below the baseline's {} (tolerance {tol}%)",
-                    c.label(),
+                    "{} is {:.1}% below the baseline's {} (tolerance {tol}%)",
                     judged(c, v),
                     (1.0 - v / bm) * 100.0,
                     show(bm, &c.unit)
@@ -225,8 +226,7 @@ fn baseline(r: &mut PathsReport, from: &str, base: &PathsReport, tol: f64) {
             && p > bp * (1.0 + tol / 100.0)
         {
             c.breaches.push(format!(
-                "{}: p99 {p:.0} us is {:.1}% above the baseline's {bp:.0} us (tolerance {tol}%)",
-                c.label(),
+                "p99 {p:.0} us is {:.1}% above the baseline's {bp:.0} us (tolerance {tol}%)",
                 (p / bp - 1.0) * 100.0
             ));
         }
@@ -270,8 +270,7 @@ fn host_gap(r: &mut PathsReport, gap: f64) {
         };
         if v < h * (1.0 - gap / 100.0) {
             c.breaches.push(format!(
-                "{}: {} is {:.1}% below the host network's {} (max gap {gap}%)",
-                c.label(),
+                "{} is {:.1}% below the host network's {} (max gap {gap}%)",
                 judged(c, v),
                 (1.0 - v / h) * 100.0,
                 show(*h, &c.unit)
@@ -297,7 +296,8 @@ pub fn report(out: &crate::RunOutcome, g: &Gates, repeats: u32) -> PathsReport {
             .selection
             .left_out
             .iter()
-            .map(|(n, why)| format!("{n}: {why}"))
+            .map(|(n, why)| format!("node {n}: {why}"))
+            .chain(out.left_out.iter().cloned())
             .collect(),
         ..PathsReport::default()
     };
@@ -373,8 +373,10 @@ mod tests {
         let mut r = report(&[(PathKind::CrossNode, low)], 2);
         judge(&mut r, &g);
         assert!(!r.passed());
+        // The case names its pair; its breach says only what broke.
+        assert!(r.cases[0].label().contains("n0 -> n1"));
         assert!(
-            r.cases[0].breaches[0].contains("n0 -> n1"),
+            !r.cases[0].breaches[0].contains("n0 -> n1"),
             "{:?}",
             r.cases[0].breaches
         );

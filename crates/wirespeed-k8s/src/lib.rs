@@ -15,13 +15,15 @@
 //!   are not Ready, and reading their addresses.
 //! - [`proxy`]: the agents' HTTP APIs through the API server's pod proxy;
 //!   [`retry`]: requests to the API server retried within a bounded time.
-//! - [`nodes`], [`paths`]: which nodes a run tests, and the paths between
+//! - [`nodes`], [`paths`]: which nodes a run tests, the paths between
 //!   them (same node, across nodes and zones, through a Service, hairpin,
-//!   host network, DRA NICs).
+//!   host network, DRA NICs), the pairs no asked path measures, and rounds
+//!   that never put two tests on one host's CPUs (nodes sharing a boot id).
 //! - [`sysctls`]: which of a profile's sysctls the pods may set, per
 //!   node's kernel and kubelet, and what each pod had in force.
-//! - [`run`]: the whole run; [`compare`]: the paths side by side; [`gates`]: pass or
-//!   fail per case (floors, a baseline, the gap to the host network).
+//! - [`run`]: the whole run; [`compare`]: the paths side by side, one row
+//!   per path; [`gates`]: pass or fail per case (floors, a baseline, the
+//!   gap to the host network), contended cases neither.
 //! - [`watch`]: `fleet watch` as a Deployment beside the agents, finding
 //!   them through the API server (`k8s watch`).
 //! - `testkit` (feature `testkit`, which only the tests' dev-dependencies

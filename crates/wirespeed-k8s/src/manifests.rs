@@ -260,16 +260,24 @@ impl Options {
         }
     }
 
-    /// Checks names and numbers Kubernetes or the agent would refuse.
+    /// Checks names and numbers Kubernetes or the agent would refuse, and
+    /// that host-network agents go into a namespace labelled `privileged`.
     pub fn validate(&self) -> Result<(), K8sError> {
-        if self.networks.is_empty() {
-            return Err(K8sError::Invalid("no network mode given".into()));
-        }
         if self.networks.contains(&Network::Host) && !self.privileged_namespace {
             return Err(K8sError::Invalid(format!(
                 "the host network needs a privileged namespace: host-network agents (hostNetwork: true) are outside Pod Security `baseline` and `restricted`, so namespace {} would have to enforce `privileged`. Pass --privileged-namespace to have it labelled so, or measure the pod network only (--network pod)",
                 self.namespace
             )));
+        }
+        self.validate_fields()
+    }
+
+    /// [`Options::validate`] without the namespace rule, which `k8s run`
+    /// decides against the cluster (an existing namespace already
+    /// `privileged` needs no flag; one that is not cannot be fixed by it).
+    pub fn validate_fields(&self) -> Result<(), K8sError> {
+        if self.networks.is_empty() {
+            return Err(K8sError::Invalid("no network mode given".into()));
         }
         for k in self.pod_sysctls.keys() {
             if !wirespeed_host::tune::valid_sysctl_name(k) {

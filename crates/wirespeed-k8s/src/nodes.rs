@@ -39,6 +39,11 @@ pub struct NodeInfo {
     /// Kernel release (`status.nodeInfo.kernelVersion`), empty if unset.
     #[serde(default)]
     pub kernel: String,
+    /// The node's kernel boot id (`status.nodeInfo.bootID`), empty if
+    /// unset: nodes with the same one share a host and its CPUs (kind,
+    /// nodes in namespaces or nested VMs on one machine).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub boot_id: String,
 }
 
 impl NodeInfo {
@@ -46,6 +51,7 @@ impl NodeInfo {
     pub fn of(n: &Node) -> NodeInfo {
         let labels: BTreeMap<String, String> = n.metadata.labels.clone().unwrap_or_default();
         let spec = n.spec.as_ref();
+        let info = n.status.as_ref().and_then(|s| s.node_info.as_ref());
         NodeInfo {
             name: n.metadata.name.clone().unwrap_or_default(),
             zone: labels.get(ZONE_LABEL).cloned(),
@@ -58,13 +64,19 @@ impl NodeInfo {
                 .collect(),
             ready: ready_status(n) == "True",
             unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
-            kernel: n
-                .status
-                .as_ref()
-                .and_then(|s| s.node_info.as_ref())
-                .map(|i| i.kernel_version.clone())
-                .unwrap_or_default(),
+            kernel: info.map(|i| i.kernel_version.clone()).unwrap_or_default(),
+            boot_id: info.map(|i| i.boot_id.clone()).unwrap_or_default(),
             labels,
+        }
+    }
+
+    /// The host it runs on, as far as the cluster says: its boot id, else
+    /// its own name.
+    pub fn host(&self) -> &str {
+        if self.boot_id.is_empty() {
+            &self.name
+        } else {
+            &self.boot_id
         }
     }
 
@@ -161,6 +173,26 @@ pub struct Selection {
     pub chosen: Vec<NodeInfo>,
     /// (node, why) for every node not chosen.
     pub left_out: Vec<(String, String)>,
+}
+
+/// When nodes of `chosen` share a host ([`NodeInfo::host`]), a line
+/// naming them: their tests run one at a time.
+pub fn shared_host(chosen: &[NodeInfo]) -> Option<String> {
+    let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for n in chosen {
+        groups.entry(n.host()).or_default().push(&n.name);
+    }
+    let shared: Vec<String> = groups
+        .values()
+        .filter(|g| g.len() > 1)
+        .map(|g| g.join(", "))
+        .collect();
+    (!shared.is_empty()).then(|| {
+        format!(
+            "nodes {} share one kernel (the same boot id) and so its CPUs: their tests run one at a time",
+            shared.join("; and ")
+        )
+    })
 }
 
 /// Why agents cannot run on `n` under `c`, if they cannot.

@@ -197,12 +197,59 @@ pub fn plan(path: PathKind, nodes: &[NodeInfo], pairs: &[Link]) -> Result<Vec<Li
     })
 }
 
-/// Splits `links` into rounds in which no node is in two tests (a
-/// one-node link occupies its node once): greedy, in order.
-pub fn rounds(links: &[Link]) -> Vec<Vec<Link>> {
+/// The pairs of the pattern (`pairs`) that no asked path measures, each
+/// with why: a pair across zones when only cross-node was asked, or in
+/// one zone when only cross-zone was. Nothing when no path between two
+/// nodes was asked (the pairs are then not the point).
+pub fn left_out(
+    pairs: &[Link],
+    planned: &[(PathKind, Vec<Link>)],
+    nodes: &[NodeInfo],
+) -> Vec<String> {
+    let two_node: Vec<PathKind> = planned
+        .iter()
+        .map(|(p, _)| *p)
+        .filter(|p| !p.one_node())
+        .collect();
+    if two_node.is_empty() {
+        return Vec::new();
+    }
+    let measured = |l: &Link| planned.iter().any(|(_, ls)| ls.contains(l));
+    let mut out = Vec::new();
+    for l in pairs
+        .iter()
+        .filter(|l| l.client != l.server && !measured(l))
+    {
+        let (a, b) = (&nodes[l.client], &nodes[l.server]);
+        let (how, want) = if zones_differ(a, b) {
+            (
+                format!("crosses zones ({} -> {})", a.place(), b.place()),
+                PathKind::CrossZone,
+            )
+        } else {
+            (
+                format!("is in one zone ({})", a.place()),
+                PathKind::CrossNode,
+            )
+        };
+        out.push(format!(
+            "pair {} -> {} {how} and no path asked for measures it (add --paths {want})",
+            a.name, b.name
+        ));
+    }
+    out
+}
+
+/// Splits `links` between `nodes` into rounds in which no host is in two
+/// tests (a one-node link occupies its host once): greedy, in order.
+/// Nodes on one host ([`NodeInfo::host`]) share its CPUs, so two tests
+/// on them at once would measure each other.
+pub fn rounds(links: &[Link], nodes: &[NodeInfo]) -> Vec<Vec<Link>> {
+    let host = |n: usize| nodes.get(n).map_or("", |x| x.host());
     let mut rounds: Vec<Vec<Link>> = Vec::new();
     for l in links {
-        let busy = |r: &Vec<Link>, n: usize| r.iter().any(|x| x.client == n || x.server == n);
+        let on = |x: &Link, n: usize| [x.client, x.server].iter().any(|&e| host(e) == host(n));
+        let busy = |r: &Vec<Link>, n: usize| r.iter().any(|x| on(x, n));
         match rounds
             .iter_mut()
             .find(|r| !busy(r, l.client) && !busy(r, l.server))
@@ -306,6 +353,32 @@ mod tests {
     }
 
     #[test]
+    fn pairs_no_path_measures_are_named_with_the_path_that_would() {
+        let ns = nodes(&["a", "a", "b"]);
+        let p = all_pairs(3);
+        let cross = plan(PathKind::CrossNode, &ns, &p).unwrap();
+        let planned = vec![(PathKind::CrossNode, cross)];
+        let out = left_out(&p, &planned, &ns);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert!(
+            out.iter()
+                .all(|l| l.contains("crosses zones") && l.ends_with("(add --paths cross-zone)")),
+            "{out:?}"
+        );
+        assert!(
+            out.iter()
+                .any(|l| l.starts_with("pair n") && l.contains("n2")),
+            "{out:?}"
+        );
+        // Only one-node paths asked: no pair is left out.
+        let one = vec![(
+            PathKind::SameNode,
+            plan(PathKind::SameNode, &ns, &p).unwrap(),
+        )];
+        assert!(left_out(&p, &one, &ns).is_empty());
+    }
+
+    #[test]
     fn rounds_never_put_a_node_in_two_tests() {
         let ls = [
             all_pairs(4),
@@ -317,8 +390,10 @@ mod tests {
                 .collect(),
         ]
         .concat();
-        let rs = rounds(&ls);
+        let ns = nodes(&["a", "a", "b", "b"]);
+        let rs = rounds(&ls, &ns);
         assert_eq!(rs.iter().map(Vec::len).sum::<usize>(), ls.len());
+        assert_eq!(rs[0].len(), 2, "two disjoint pairs at once: {rs:?}");
         for r in &rs {
             let mut seen = std::collections::BTreeSet::new();
             for l in r {
@@ -326,6 +401,16 @@ mod tests {
                 assert!(l.client == l.server || seen.insert(l.server), "{r:?}");
             }
         }
+        // Four nodes on one host (one boot id): one test at a time.
+        let one: Vec<NodeInfo> = ns
+            .into_iter()
+            .map(|n| NodeInfo {
+                boot_id: "b00t".into(),
+                ..n
+            })
+            .collect();
+        let rs = rounds(&ls, &one);
+        assert!(rs.iter().all(|r| r.len() == 1), "{rs:?}");
     }
 
     #[test]

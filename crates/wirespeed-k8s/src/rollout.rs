@@ -245,6 +245,10 @@ pub(crate) fn pod_state(p: &Pod) -> (Vec<Problem>, Option<String>) {
         return (problems, None);
     }
     let what = match (problems.first(), waits.first(), st.phase.as_deref()) {
+        // The scheduler says why it cannot place the pod: that is the news.
+        (Some(pr), _, _) if pr.reason == "Unschedulable" && !pr.message.is_empty() => {
+            format!("{}: {}", pr.reason, pr.message)
+        }
         (Some(pr), _, _) => pr.reason.clone(),
         (None, Some(w), _) => w.clone(),
         (None, None, Some("Running")) => "Running, not Ready (readiness probe)".into(),
@@ -634,6 +638,36 @@ pub async fn wait(
     }
 }
 
+/// The problems as sentences, pods with the same reason and message in
+/// one: "pods a on node n1, b on node n2: ImagePullBackOff: ...".
+fn same_told_once(problems: &[&Problem]) -> Vec<String> {
+    let mut groups: Vec<(&Problem, Vec<String>)> = Vec::new();
+    for p in problems {
+        let Some(pod) = &p.pod else {
+            groups.push((p, Vec::new()));
+            continue;
+        };
+        let who = format!(
+            "{pod} on node {}",
+            p.node.as_deref().unwrap_or("(none yet)")
+        );
+        match groups
+            .iter_mut()
+            .find(|(g, w)| !w.is_empty() && g.reason == p.reason && g.message == p.message)
+        {
+            Some((_, w)) => w.push(who),
+            None => groups.push((p, vec![who])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(p, who)| match who.len() {
+            0 | 1 => p.to_string(),
+            _ => format!("pods {}: {}: {}", who.join(", "), p.reason, p.message),
+        })
+        .collect()
+}
+
 /// Logs the evidence and builds the error of a terminal rollout state.
 async fn fail(client: &Client, ns: &str, name: &str, l: &Look, w: &Watch<'_>) -> K8sError {
     (w.log)(&format!(
@@ -644,7 +678,7 @@ async fn fail(client: &Client, ns: &str, name: &str, l: &Look, w: &Watch<'_>) ->
         .iter()
         .for_each(|e| (w.log)(&format!("  {e}")));
     let terminal = l.state.terminal();
-    let what: Vec<String> = terminal.iter().map(|p| p.to_string()).collect();
+    let what = same_told_once(&terminal);
     K8sError::Rollout(format!(
         "DaemonSet {ns}/{name} cannot roll out: {}; {}",
         what.join("; "),
@@ -710,6 +744,44 @@ mod tests {
         );
         assert!(text.contains("Back-off pulling image"), "{text}");
         assert_eq!(st.progress(), "1/2 agents Ready; pod a-2: ImagePullBackOff");
+    }
+
+    #[test]
+    fn the_same_pull_error_on_two_pods_is_told_once_and_unschedulable_says_why() {
+        let bad = |name: &str, node: &str| {
+            pod(
+                name,
+                node,
+                json!({"phase": "Pending", "containerStatuses": [{
+                    "name": "agent", "image": "x", "imageID": "", "ready": false,
+                    "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff",
+                    "message": "Back-off pulling image \"x\""}}}]}),
+            )
+        };
+        let st = diagnose(&ds(json!([])), &[bad("a-1", "n1"), bad("a-2", "n2")], None);
+        let told = same_told_once(&st.terminal());
+        assert_eq!(
+            told,
+            [
+                "pods a-1 on node n1, a-2 on node n2: ImagePullBackOff: container agent: Back-off pulling image \"x\""
+            ],
+            "{told:?}"
+        );
+        let pending = pod(
+            "a-3",
+            "",
+            json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/3 nodes are available: 3 Insufficient memory."}]}),
+        );
+        let st = diagnose(&ds(json!([])), &[pending], None);
+        assert!(
+            st.progress().ends_with(
+                "pod a-3: Unschedulable: 0/3 nodes are available: 3 Insufficient memory."
+            ),
+            "{}",
+            st.progress()
+        );
     }
 
     #[test]

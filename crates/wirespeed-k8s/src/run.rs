@@ -102,6 +102,8 @@ pub struct RunOutcome {
     pub selection: Selection,
     /// Paths asked for with no test to run, with the reason.
     pub unplanned: Vec<String>,
+    /// Node pairs no asked path measures, each with why.
+    pub left_out: Vec<String>,
     /// Each measured path, in the order asked.
     pub runs: Vec<PathRun>,
     /// The profile's pod sysctls: which were set, which were left out and
@@ -134,6 +136,7 @@ struct Planned {
     selection: Selection,
     paths: Vec<(PathKind, Vec<Link>)>,
     unplanned: Vec<String>,
+    left_out: Vec<String>,
 }
 
 /// Chooses the nodes and plans every path over them.
@@ -178,6 +181,7 @@ async fn plan_paths(
     let mut planned = Planned {
         paths: Vec::new(),
         unplanned: Vec::new(),
+        left_out: Vec::new(),
         selection: Selection::default(),
     };
     for &p in &cfg.paths {
@@ -191,6 +195,16 @@ async fn plan_paths(
     }
     // Host first: the baseline the others are compared with.
     planned.paths.sort_by_key(|(p, _)| *p);
+    for (p, links) in &planned.paths {
+        log(&format!("plan: {p}: {}", name_links(links, chosen)));
+    }
+    planned.left_out = paths::left_out(&pairs, &planned.paths, chosen);
+    for l in &planned.left_out {
+        log(&format!("not measured: {l}"));
+    }
+    if let Some(shared) = nodes::shared_host(chosen) {
+        log(&shared);
+    }
     planned.selection = selection;
     if planned.paths.is_empty() {
         return Err(K8sError::Invalid(format!(
@@ -199,6 +213,44 @@ async fn plan_paths(
         )));
     }
     Ok(planned)
+}
+
+/// "1 Namespace, 3 DaemonSets, 9 Services" for objects named `KIND
+/// NAMESPACE/NAME`, kinds in their first order.
+fn by_kind(objs: &[String]) -> String {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for o in objs {
+        let k = o.split(' ').next().unwrap_or(o);
+        match kinds.iter_mut().find(|(x, _)| *x == k) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((k, 1)),
+        }
+    }
+    kinds
+        .iter()
+        .map(|(k, n)| match n {
+            1 => format!("1 {k}"),
+            n if k.ends_with('s') => format!("{n} {k}es"),
+            n => format!("{n} {k}s"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// "a -> b, b -> c" (a one-node link: "a"), for the plan's log.
+fn name_links(links: &[Link], nodes: &[NodeInfo]) -> String {
+    let name = |i: usize| nodes.get(i).map_or("?", |n| n.name.as_str());
+    links
+        .iter()
+        .map(|l| {
+            if l.client == l.server {
+                name(l.client).to_string()
+            } else {
+                format!("{} -> {}", name(l.client), name(l.server))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The networks (DaemonSets) the planned paths need, in order.
@@ -229,6 +281,7 @@ async fn measure(
     let mut o = cfg.objects.clone();
     o.networks = networks_for(&planned.paths);
     o.node_names = Some(chosen.iter().map(|n| n.name.clone()).collect());
+    host_in_existing_namespace(client, &mut o).await?;
     let level = namespace_level(client, &o).await?;
     let sysctl_plan = plan_sysctls(&o, client, chosen, &level, log).await;
     o.pod_sysctls = sysctl_plan
@@ -278,6 +331,7 @@ async fn measure(
     let mut done = RunOutcome {
         selection: planned.selection.clone(),
         unplanned: planned.unplanned.clone(),
+        left_out: planned.left_out.clone(),
         runs: Vec::new(),
         sysctls,
         lost_nodes: Vec::new(),
@@ -377,6 +431,31 @@ async fn plan_sysctls(
 /// The Pod Security level the run's pods will meet: an existing
 /// namespace's `enforce` label (empty when unset: the cluster's default),
 /// else the level the run would give the namespace it makes.
+/// Host-network agents in a namespace that already exists: fine when it
+/// enforces `privileged` (as if --privileged-namespace were given, since
+/// it is not relabelled), else refused now with the fixes that work for
+/// an existing namespace (not the flag, which only labels one wirespeed
+/// makes).
+async fn host_in_existing_namespace(
+    client: &kube::Client,
+    o: &mut Options,
+) -> Result<(), K8sError> {
+    if !o.networks.contains(&Network::Host) || o.privileged_namespace {
+        return Ok(());
+    }
+    match crate::deploy::enforced_level(client, &o.namespace).await? {
+        None => Ok(()),
+        Some(Some(l)) if l == "privileged" => {
+            o.privileged_namespace = true;
+            Ok(())
+        }
+        Some(l) => Err(crate::deploy::not_privileged(
+            &o.namespace,
+            &l.unwrap_or_else(|| "unset (the cluster default)".into()),
+        )),
+    }
+}
+
 async fn namespace_level(client: &kube::Client, o: &Options) -> Result<String, K8sError> {
     Ok(
         match crate::deploy::enforced_level(client, &o.namespace).await? {
@@ -669,7 +748,7 @@ async fn measure_path(
         Ok(fleet.agents.len() - 1)
     };
     let mut rounds = Vec::new();
-    for r in paths::rounds(links) {
+    for r in paths::rounds(links, ends.chosen) {
         let mut jobs = Vec::new();
         for l in r {
             let (c, s) = (&ends.chosen[l.client].name, &ends.chosen[l.server].name);
@@ -880,10 +959,11 @@ pub fn run_blocking(cfg: &RunConfig, log: &(dyn Fn(&str) + Sync)) -> Result<RunO
             s = interrupted() => Err(K8sError::Cleanup(format!("{s} during cleanup"))),
         };
         match (&r, td) {
+            (_, Ok(gone)) if gone.is_empty() => {}
             (_, Ok(gone)) => log(&format!(
                 "deleted the {} objects this run applied: {}",
                 gone.len(),
-                gone.join(", ")
+                by_kind(&gone)
             )),
             // The results stand; what is left is said, for `k8s cleanup`.
             (Ok(_), Err(e)) if dep.unreachable => log(&e.to_string()),
@@ -903,4 +983,25 @@ fn kept(cfg: &RunConfig, dep: &Deployment) -> String {
         names.join(", "),
         cfg.objects.namespace,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn deleted_objects_are_counted_by_kind() {
+        let gone: Vec<String> = [
+            "Service a/x",
+            "DaemonSet a/d",
+            "Service a/y",
+            "Ingress a/i",
+            "Ingress a/j",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            super::by_kind(&gone),
+            "2 Services, 1 DaemonSet, 2 Ingresses"
+        );
+    }
 }

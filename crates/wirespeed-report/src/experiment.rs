@@ -109,10 +109,35 @@ pub fn summary_table(res: &ExperimentResults) -> String {
         }
         t.add_row(row);
     }
-    match breakdown_table(res) {
-        Some(b) => format!("{t}\n{b}"),
-        None => format!("{t}\n"),
+    let mut out = format!("{t}\n");
+    for line in contended_lines(res) {
+        out += &crate::fold(&line);
+        out.push('\n');
     }
+    if let Some(b) = breakdown_table(res) {
+        out += &b;
+    }
+    out
+}
+
+/// A line per cell with contended runs
+/// ([`wirespeed_types::TestResult::contended`]): how
+/// many of its runs, and the first one's reason.
+fn contended_lines(res: &ExperimentResults) -> Vec<String> {
+    res.cells
+        .iter()
+        .filter_map(|c| {
+            let runs: Vec<_> = c.points.iter().flat_map(|p| &p.runs).collect();
+            let hit: Vec<&str> = runs.iter().filter_map(|r| r.contended.as_deref()).collect();
+            Some(format!(
+                "CONTENDED {}: {} of {} runs, e.g. {}",
+                c.name,
+                hit.len(),
+                runs.len(),
+                hit.first()?
+            ))
+        })
+        .collect()
 }
 
 /// Where the round trip is spent in each cell (`--breakdown`): each

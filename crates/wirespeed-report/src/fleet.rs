@@ -11,11 +11,7 @@ use wirespeed_types::fleet::{Cell, FleetResults, Matrix, Outlier};
 
 /// A host pair's figure: the median over its links (NIC pairs).
 pub fn host_pair(m: &Matrix, client: &str, server: &str) -> Option<(f64, Option<f64>)> {
-    let cs: Vec<&Cell> = m
-        .links
-        .iter()
-        .filter(|c| c.host == client && c.peer.as_deref() == Some(server))
-        .collect();
+    let cs = pair_cells(m, client, server);
     if cs.is_empty() {
         return None;
     }
@@ -26,8 +22,41 @@ pub fn host_pair(m: &Matrix, client: &str, server: &str) -> Option<(f64, Option<
     Some((bps[bps.len() / 2], p99.get(p99.len() / 2).copied()))
 }
 
+/// The links (NIC pairs) from `client` to `server`.
+fn pair_cells<'a>(m: &'a Matrix, client: &str, server: &str) -> Vec<&'a Cell> {
+    m.links
+        .iter()
+        .filter(|c| c.host == client && c.peer.as_deref() == Some(server))
+        .collect()
+}
+
+/// A host pair's figure in its workload's unit (the median link's
+/// transactions/s for request/response, else goodput), with its p99.
+fn pair_text(m: &Matrix, client: &str, server: &str) -> Option<String> {
+    let mut cs = pair_cells(m, client, server);
+    let f = |c: &&Cell| c.transactions_per_s.unwrap_or(c.throughput_bps);
+    cs.sort_by(|a, b| f(a).total_cmp(&f(b)));
+    let (_, p99) = host_pair(m, client, server)?;
+    let fig = headline(cs[cs.len() / 2]);
+    Some(match p99 {
+        Some(p) if m.latency => format!("{fig} p99 {}", human_us(p)),
+        _ => fig,
+    })
+}
+
 /// The run as terminal tables.
 pub fn render_fleet(r: &FleetResults) -> String {
+    render(r, true)
+}
+
+/// The run without its matrix tables: the run line, each workload's
+/// medians and noise band, outliers, agents down, failures, contended
+/// tests and the verdict (`k8s run` shows its pairs in its cases table).
+pub fn render_fleet_brief(r: &FleetResults) -> String {
+    render(r, false)
+}
+
+fn render(r: &FleetResults, tables: bool) -> String {
     let mut out = String::new();
     let up = r.agents.iter().filter(|a| a.up).count();
     let _ = writeln!(
@@ -42,7 +71,7 @@ pub fn render_fleet(r: &FleetResults) -> String {
         r.elapsed_s
     );
     for m in &r.matrices {
-        matrix_text(m, &mut out);
+        matrix_text(m, tables, &mut out);
     }
     if r.outliers.is_empty() && r.matrices.is_empty() {
         // A partial file: the matrices and outliers come at the run's end.
@@ -54,15 +83,17 @@ pub fn render_fleet(r: &FleetResults) -> String {
     } else {
         let _ = writeln!(out, "\noutliers:");
         for o in &r.outliers {
-            outlier_text(o, &mut out);
+            let mut text = String::new();
+            outlier_text(o, &mut text);
+            out.push_str(&crate::fold(&text));
         }
     }
     for a in r.agents.iter().filter(|a| !a.up) {
+        let why = a.error.as_deref().unwrap_or("no answer");
         let _ = writeln!(
             out,
-            "\nagent {} is DOWN: {}",
-            a.name,
-            a.error.as_deref().unwrap_or("no answer")
+            "\n{}",
+            crate::fold(&format!("agent {} is DOWN: {why}", a.name))
         );
     }
     let failed = r.tests.iter().filter(|t| t.error.is_some()).count();
@@ -73,9 +104,12 @@ pub fn render_fleet(r: &FleetResults) -> String {
             r.tests.len()
         );
     }
+    contended_text(r, &mut out);
     if let Some(v) = &r.verdict {
         if v.passed() {
             let _ = writeln!(out, "\nPASS");
+        } else if v.failures.is_empty() {
+            let _ = writeln!(out, "\nNOT JUDGED: contended tests (above)");
         } else {
             let _ = writeln!(out, "\nFAIL:");
             for f in &v.failures {
@@ -89,20 +123,56 @@ pub fn render_fleet(r: &FleetResults) -> String {
     out
 }
 
-/// A workload's matrix as text: its medians, the host matrix, and the
-/// host and NIC figures.
-fn matrix_text(m: &Matrix, out: &mut String) {
+/// The tests whose ends' CPUs were taken by other work, each with why:
+/// their figures measured the contention as much as the network.
+fn contended_text(r: &FleetResults, out: &mut String) {
+    let c: Vec<_> = r.tests.iter().filter(|t| t.contended().is_some()).collect();
+    if c.is_empty() {
+        return;
+    }
     let _ = writeln!(
         out,
-        "\n{}: median {}{}, noise band {:.1}% ({})",
+        "{} of {} tests CONTENDED (their figures are not judged):",
+        c.len(),
+        r.tests.len()
+    );
+    for t in c {
+        let why = t.contended().unwrap_or_default();
+        let line = format!("  {} {} -> {}: {why}", t.workload, t.client, t.server);
+        let _ = writeln!(out, "{}", crate::fold(&line));
+    }
+}
+
+/// A cell's headline in its workload's unit: transactions/s for
+/// request/response, else goodput.
+fn headline(c: &Cell) -> String {
+    match c.transactions_per_s {
+        Some(t) => format!("{} trans/s", crate::human_count(t)),
+        None => human_bps(c.throughput_bps),
+    }
+}
+
+/// A workload's matrix as text: its medians, then with `tables` the host
+/// matrix and the host and NIC figures.
+fn matrix_text(m: &Matrix, tables: bool, out: &mut String) {
+    let median = match m.median_tps {
+        Some(t) => format!("{} trans/s", crate::human_count(t)),
+        None => human_bps(m.median_bps),
+    };
+    let head = format!(
+        "{}: median {}{}, noise band {:.1}% ({})",
         m.workload,
-        human_bps(m.median_bps),
+        median,
         m.median_p99_us
             .map(|p| format!(", p99 {}", human_us(p)))
             .unwrap_or_default(),
         m.noise_band * 100.0,
         m.noise_source
     );
+    let _ = writeln!(out, "\n{}", crate::fold(&head));
+    if !tables {
+        return;
+    }
     let mut header = vec!["client \\ server".to_string()];
     header.extend(m.hosts.iter().cloned());
     let hdr: Vec<&str> = header.iter().map(String::as_str).collect();
@@ -110,14 +180,7 @@ fn matrix_text(m: &Matrix, out: &mut String) {
     for c in &m.hosts {
         let mut row = vec![c.clone()];
         for s in &m.hosts {
-            row.push(match host_pair(m, c, s) {
-                None => String::new(),
-                Some((bps, p99)) if m.latency => match p99 {
-                    Some(p) => format!("{} p99 {}", human_bps(bps), human_us(p)),
-                    None => human_bps(bps),
-                },
-                Some((bps, _)) => human_bps(bps),
-            });
+            row.push(pair_text(m, c, s).unwrap_or_default());
         }
         t.add_row(row);
     }
@@ -126,7 +189,7 @@ fn matrix_text(m: &Matrix, out: &mut String) {
     for c in m.per_host.iter().chain(&m.nics) {
         t.add_row(vec![
             c.name.clone(),
-            human_bps(c.throughput_bps),
+            headline(c),
             c.p50_us.map(human_us).unwrap_or_default(),
             c.p99_us.map(human_us).unwrap_or_default(),
             c.samples.len().to_string(),
@@ -283,8 +346,17 @@ pub fn render_fleet_html(r: &FleetResults) -> String {
         r.elapsed_s
     );
     if let Some(v) = &r.verdict {
+        if !v.contended.is_empty() {
+            let _ = writeln!(o, "<ul class=\"notes\">");
+            for c in &v.contended {
+                let _ = writeln!(o, "<li>contended: {}</li>", esc(c));
+            }
+            let _ = writeln!(o, "</ul>");
+        }
         if v.passed() {
             let _ = writeln!(o, "<p><b>PASS</b></p>");
+        } else if v.failures.is_empty() {
+            let _ = writeln!(o, "<p><b>NOT JUDGED</b>: contended tests</p>");
         } else {
             let _ = writeln!(o, "<p><b>FAIL</b></p><ul class=\"notes\">");
             for f in &v.failures {

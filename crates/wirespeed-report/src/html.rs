@@ -44,8 +44,8 @@ figure{margin:28px 0;break-inside:avoid;page-break-inside:avoid}figcaption{margi
 figcaption .ft{font-weight:600}figcaption .fq{color:#1f4f8f;font-weight:600}
 .legend{display:flex;flex-wrap:wrap;gap:2px 16px;font-size:12.5px;margin:4px 0}
 .legend i.sw{display:inline-block;width:20px;border-top:3px solid;vertical-align:middle;margin-right:6px}.legend i.dash{border-top-style:dashed}
-svg.chart{display:block;width:100%;max-width:760px;height:auto;margin:2px 0}
-svg.chart text{font-family:inherit;font-size:11px;fill:#333}svg.chart .tick{fill:#555}svg.chart .axis-title{fill:#777;font-size:10.5px}
+svg.chart{display:block;width:100%;max-width:760px;height:auto;margin:2px 0}svg.chart.natural{width:auto;max-width:none}
+svg.chart text{font-family:inherit;font-size:11px;fill:#333}svg.chart .tick{fill:#555}svg.chart .axis-title{fill:#777;font-size:11px}
 svg.chart .grid{stroke:#e9e9e9}svg.chart .axis{stroke:#9a9a9a}svg.chart rect.plot{fill:none}
 svg.chart .shade{fill:#f1f1f1}svg.chart .shade-label{fill:#888;font-size:10px}
 svg.chart path.line{fill:none;stroke-linejoin:round;stroke-linecap:round}svg.chart .pt{opacity:.85}
@@ -61,12 +61,15 @@ footer{margin-top:36px;color:#888;font-size:12px}
 const CHECK_SCRIPT: &str = "<script>
 (function(){var p=document.getElementById('selfcheck');
 window.addEventListener('error',function(){p.setAttribute('data-errors',(+p.getAttribute('data-errors')||0)+1);});
-var cs=document.querySelectorAll('svg.chart'),ok=0,regions=[];
+var cs=document.querySelectorAll('svg.chart'),ok=0,regions=[],minf=1e9;
 for(var i=0;i<cs.length;i++){var c=cs[i],want=+c.getAttribute('data-points'),got=c.querySelectorAll('.mark').length;if(want>0&&got===want){ok++;}
+var vb=c.viewBox&&c.viewBox.baseVal,sc=vb&&vb.width?c.getBoundingClientRect().width/vb.width:1,ts=c.querySelectorAll('text');
+for(var k=0;k<ts.length;k++){var f=parseFloat(getComputedStyle(ts[k]).fontSize)*sc;if(f<minf){minf=f;}}
 var pl=c.querySelector('rect.plot'),b=(pl||c).getBoundingClientRect();
 regions.push(c.getAttribute('data-chart')+':'+Math.round(b.left+window.scrollX)+','+Math.round(b.top+window.scrollY)+','+Math.round(b.width)+','+Math.round(b.height));}
 p.setAttribute('data-charts',cs.length);p.setAttribute('data-charts-with-data',ok);p.setAttribute('data-regions',regions.join(' '));
-p.setAttribute('data-height',Math.ceil(document.documentElement.scrollHeight));})();
+p.setAttribute('data-height',Math.ceil(document.documentElement.scrollHeight));
+if(minf<1e9){p.setAttribute('data-min-font',minf.toFixed(1));}})();
 </script>";
 
 pub(crate) fn page(title: &str, body: &str) -> String {
@@ -325,7 +328,8 @@ fn test_section(o: &mut String, r: &TestResult, origin: &str) {
     for f in figs {
         o.push_str(&f.html());
     }
-    notes(o, &r.notes.iter().collect::<Vec<_>>());
+    let contended = r.contended.as_ref().map(|w| format!("CONTENDED: {w}"));
+    notes(o, &contended.iter().chain(&r.notes).collect::<Vec<_>>());
 }
 
 /// A size sweep: the curve, the table, the percentiles.

@@ -4,13 +4,14 @@
 //! of one test, one size sweep, several results compared, or an
 //! experiment (repeated cells against a baseline); and the tables of an
 //! interference run ([`interference`]), fleet runs, k8s path runs and the
-//! watcher.
+//! watcher. Long terminal lines fold at [`TERM_WIDTH`] columns ([`fold`],
+//! with textwrap).
 //!
 //! This crate only formats: it takes finished result types and returns
 //! text. It never measures or touches the host, and it depends on
 //! wirespeed-types (every schema it reads, re-exported at the old paths
-//! `experiment`, `optimize`) and wirespeed-model (explanations, optimize's
-//! summary) only.
+//! `experiment`, `optimize`), wirespeed-model (explanations, optimize's
+//! summary) and the formatting crates only.
 
 #![warn(missing_docs)]
 
@@ -40,14 +41,16 @@ pub mod watch;
 pub use chart::esc;
 pub use csv::{CSV_HEADER, PAGE_CSV_HEADER, csv_field, render_csv, render_page_csv};
 pub use experiment::{ExperimentResults, Metric, Mode};
-pub use fleet::render_fleet;
+pub use fleet::{render_fleet, render_fleet_brief};
 pub use html::{render_html, render_page};
 pub use md::{md_cell, render_md, render_page_md};
 pub use source::{Content, Source};
 
 pub use kv::render_kv;
 pub use table::{heading, new_table, render_one, render_sweep};
-pub use units::{http_date, human_bps, human_count, human_size, human_us, plural, utc_time};
+pub use units::{
+    TERM_WIDTH, fold, http_date, human_bps, human_count, human_size, human_us, plural, utc_time,
+};
 
 use wirespeed_types::result::IntervalSample;
 use wirespeed_types::{Report, Workload};

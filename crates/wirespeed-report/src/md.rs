@@ -177,6 +177,9 @@ fn test_md(o: &mut String, r: &TestResult) {
         "CPU per side",
         &figures::cpu_table(&series.iter().collect::<Vec<_>>(), true),
     );
+    if let Some(w) = &r.contended {
+        let _ = writeln!(o, "\n**Contended**: {}", crate::md_cell(w));
+    }
     for n in &r.notes {
         let _ = writeln!(o, "\nNote: {}", crate::md_cell(n));
     }

@@ -19,17 +19,37 @@ fn figure(v: f64, unit: &str) -> String {
     }
 }
 
+/// A case's figure without its unit: "9.87" (Gbit/s) or "10,965".
+fn bare(v: f64, unit: &str) -> String {
+    if unit == "bit/s" {
+        format!("{:.2}", v / 1e9)
+    } else {
+        crate::human_count(v)
+    }
+}
+
+/// A case's 95% interval in its median's unit: "9.12 .. 10.40".
+fn interval(c: &PathCase) -> String {
+    c.ci95
+        .map(|[lo, hi]| format!("{} .. {}", bare(lo, &c.unit), bare(hi, &c.unit)))
+        .unwrap_or_else(|| "-".into())
+}
+
 fn status_word(c: &PathCase) -> &'static str {
     match c.status() {
         CaseStatus::Passed => "pass",
         CaseStatus::Failed => "FAIL",
         CaseStatus::Unmeasured => "NOT MEASURED",
+        CaseStatus::Contended => "CONTENDED",
     }
 }
 
 /// What went wrong with a case, in one line (empty when it passed).
 fn detail(c: &PathCase) -> String {
     let mut d: Vec<String> = c.breaches.clone();
+    if let Some(why) = &c.contended {
+        d.insert(0, why.clone());
+    }
     if let Some(e) = &c.error {
         d.insert(0, e.clone());
     } else if (c.values.len() as u32) < c.repeats.max(1) {
@@ -41,53 +61,49 @@ fn detail(c: &PathCase) -> String {
     d.join("; ")
 }
 
-/// The cases as a terminal table (path, workload, pair, median, 95%
-/// interval, p99, outcome), then the gates and what was not planned.
+/// The cases as a terminal table (path, workload, pair, median, the 95%
+/// interval and p99 where any case has them, outcome), then what was not
+/// measured, left out or gated, each folded at 100 columns.
 pub fn render_paths(r: &PathsReport) -> String {
-    let mut t = new_table(
-        &[
-            "path",
-            "workload",
-            "pair",
-            "median",
-            "95% interval",
-            "p99",
-            "result",
-        ],
-        3,
-    );
+    // Columns no case has a figure for (p99 of bulk runs, the interval
+    // of single repeats) are left out: the table fits a terminal.
+    let p99 = r.cases.iter().any(|c| c.p99_us.is_some());
+    let ci = r.cases.iter().any(|c| c.ci95.is_some());
+    let mut head = vec!["path", "workload", "pair", "median"];
+    head.extend(ci.then_some("95% interval"));
+    head.extend(p99.then_some("p99"));
+    head.push("result");
+    let mut t = new_table(&head, 3);
     for c in &r.cases {
-        t.add_row(vec![
+        let mut row = vec![
             c.path.clone(),
             c.workload.clone(),
             c.pair(),
             c.median
                 .map(|v| figure(v, &c.unit))
                 .unwrap_or_else(|| "-".into()),
-            c.ci95
-                .map(|[lo, hi]| format!("{} .. {}", figure(lo, &c.unit), figure(hi, &c.unit)))
-                .unwrap_or_else(|| "-".into()),
-            c.p99_us.map(human_us).unwrap_or_else(|| "-".into()),
-            status_word(c).into(),
-        ]);
+        ];
+        if ci {
+            row.push(interval(c));
+        }
+        if p99 {
+            row.push(c.p99_us.map(human_us).unwrap_or_else(|| "-".into()));
+        }
+        row.push(status_word(c).into());
+        t.add_row(row);
     }
     let mut out = format!("{t}\n");
-    for c in r.cases.iter().filter(|c| c.status() != CaseStatus::Passed) {
-        let _ = writeln!(
-            out,
-            "{} {} {} {}: {}",
-            status_word(c),
-            c.path,
-            c.workload,
-            c.pair(),
-            detail(c)
-        );
-    }
-    for u in &r.unplanned {
-        let _ = writeln!(out, "NOT MEASURED {u}");
-    }
-    for g in &r.gates {
-        let _ = writeln!(out, "gate: {g}");
+    let mut lines: Vec<String> = r
+        .cases
+        .iter()
+        .filter(|c| c.status() != CaseStatus::Passed)
+        .map(|c| format!("{} {}: {}", status_word(c), c.label(), detail(c)))
+        .collect();
+    lines.extend(r.unplanned.iter().map(|u| format!("NOT MEASURED {u}")));
+    lines.extend(r.left_out.iter().map(|l| format!("left out: {l}")));
+    lines.extend(r.gates.iter().map(|g| format!("gate: {g}")));
+    for l in lines {
+        let _ = writeln!(out, "{}", crate::fold(&l));
     }
     let _ = writeln!(
         out,
@@ -133,7 +149,7 @@ pub fn render_paths_csv(r: &PathsReport) -> String {
 
 /// JUnit XML: a testsuite per path, a testcase per workload and pair
 /// (classname `wirespeed.k8s.PATH`); a broken gate is a failure, a case
-/// not measured an error, a path with nothing to test a skipped case.
+/// not measured or contended an error (of that type), a path with nothing to test a skipped case.
 pub fn render_paths_junit(r: &PathsReport) -> Result<String, String> {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let mut report = Report::new("wirespeed k8s run");
@@ -149,6 +165,11 @@ pub fn render_paths_junit(r: &PathsReport) -> Result<String, String> {
             CaseStatus::Unmeasured => {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
                 s.set_message(detail(c)).set_type("not measured");
+                s
+            }
+            CaseStatus::Contended => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                s.set_message(detail(c)).set_type("contended");
                 s
             }
         };
@@ -281,7 +302,9 @@ fn heatmap(workload: &str, cases: &[&PathCase]) -> String {
             (r.clone(), m)
         })
         .collect();
-    let (cw, ch, left, top) = (130usize, 34usize, 220usize, 46usize);
+    // Drawn at its natural size (class natural): its 11 px labels stay
+    // 11 px on screen however many paths it has.
+    let (cw, ch, left, top) = (112usize, 34usize, 200usize, 46usize);
     let (w, h) = (left + cols.len() * cw + 10, top + rows.len() * ch + 10);
     let mut body = String::new();
     let mut marks = 0;
@@ -319,7 +342,7 @@ fn heatmap(workload: &str, cases: &[&PathCase]) -> String {
             };
             let _ = write!(
                 body,
-                "<rect x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"{fill}\"><title>{}</title></rect><text class=\"cell\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                "<rect class=\"mark\" x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"{fill}\"><title>{}</title></rect><text class=\"cell\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
                 cw - 2,
                 ch - 2,
                 esc(&format!(
@@ -336,7 +359,7 @@ fn heatmap(workload: &str, cases: &[&PathCase]) -> String {
         }
     }
     format!(
-        "<svg class=\"chart\" data-chart=\"heatmap\" data-points=\"{marks}\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{} pairs by path\"><text class=\"axis-title\" x=\"{left}\" y=\"14\">path →</text>{body}</svg>",
+        "<div class=\"tw\"><svg class=\"chart natural\" data-chart=\"heatmap\" data-points=\"{marks}\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{} pairs by path\"><text class=\"axis-title\" x=\"{left}\" y=\"14\">path →</text>{body}</svg></div>",
         esc(workload)
     )
 }
@@ -403,6 +426,8 @@ mod tests {
         let t = render_paths(&r);
         assert!(t.contains("FAIL cross-node stream a -> b"), "{t}");
         assert!(t.contains("NOT MEASURED cross-zone"), "{t}");
+        // No case has a p99: no p99 column.
+        assert!(!t.lines().nth(1).unwrap().contains("p99"), "{t}");
         let h = render_paths_html(&r);
         assert!(h.contains("data-points=\"2\""), "{h}");
         assert!(h.contains("a (one node)"), "{h}");

@@ -111,6 +111,12 @@ pub fn render_one(r: &TestResult, per_flow: bool) -> String {
     if per_flow {
         let _ = writeln!(out, "{}", flows_table(r));
     }
+    if let Some(why) = &r.contended {
+        let _ = writeln!(
+            out,
+            "  CONTENDED: {why}: these figures measured the contention too"
+        );
+    }
     for n in &r.notes {
         let _ = writeln!(out, "  note: {n}");
     }
@@ -343,7 +349,15 @@ pub fn render_sweep(rs: &[TestResult]) -> String {
     }
     let _ = writeln!(out, "{t}");
     let mut notes: Vec<&String> = Vec::new();
-    for n in rs.iter().flat_map(|r| &r.notes) {
+    let contended: Vec<String> = rs
+        .iter()
+        .filter_map(|r| {
+            let why = r.contended.as_ref()?;
+            let size = human_size(r.spec.request_size as u64);
+            Some(format!("CONTENDED at {size} requests: {why}"))
+        })
+        .collect();
+    for n in contended.iter().chain(rs.iter().flat_map(|r| &r.notes)) {
         if !notes.contains(&n) {
             notes.push(n);
         }

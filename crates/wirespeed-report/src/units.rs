@@ -5,6 +5,33 @@ pub use wirespeed_types::text::{
     http_date, human_bps, human_count, human_size, human_us, utc_time,
 };
 
+/// The width terminal output keeps to.
+pub const TERM_WIDTH: usize = 100;
+
+/// `text` with each of its lines folded at [`TERM_WIDTH`] columns between
+/// words, the continuation indented 4 more than its line. A word longer
+/// than the width stays whole.
+pub fn fold(text: &str) -> String {
+    text.split('\n')
+        .map(fold_line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn fold_line(line: &str) -> String {
+    if line.chars().count() <= TERM_WIDTH {
+        return line.to_string();
+    }
+    let body = line.trim_start();
+    let first = &line[..line.len() - body.len()];
+    let rest = format!("{first}    ");
+    let opts = textwrap::Options::new(TERM_WIDTH)
+        .initial_indent(first)
+        .subsequent_indent(&rest)
+        .break_words(false);
+    textwrap::fill(body, opts)
+}
+
 /// A count with its noun: `1 flow`, `4 flows`.
 pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -58,6 +85,22 @@ pub fn human_pct(p: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn long_lines_fold_at_the_terminal_width_indented() {
+        let long = format!("  contended: {}", "word ".repeat(40));
+        let f = super::fold(&long);
+        assert!(f.lines().count() > 1, "{f}");
+        for (i, l) in f.lines().enumerate() {
+            assert!(l.chars().count() <= super::TERM_WIDTH, "{l}");
+            assert!(i == 0 || l.starts_with("      word"), "{l:?}");
+        }
+        assert_eq!(super::fold("short"), "short");
+        let two = format!("head:\n  {}", "x ".repeat(60));
+        let f = super::fold(&two);
+        assert!(f.starts_with("head:\n  x x"), "{f}");
+        assert!(f.lines().nth(2).unwrap().starts_with("      x"), "{f}");
+    }
+
     use super::*;
 
     #[test]

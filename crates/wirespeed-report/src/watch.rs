@@ -29,6 +29,7 @@ fn matrix(st: &WatchState, workload: &str) -> Matrix {
             p50_us: r.p50_us,
             p99_us: r.p99_us,
             samples: vec![r.throughput_bps],
+            transactions_per_s: Some(r.transactions_per_s).filter(|x| *x > 0.0),
         })
         .collect();
     let bps: Vec<f64> = links.iter().map(|c| c.throughput_bps).collect();

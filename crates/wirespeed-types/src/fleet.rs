@@ -119,6 +119,14 @@ pub struct LinkTest {
     pub result: Option<TestResult>,
 }
 
+impl LinkTest {
+    /// Why its figures cannot be trusted (an end's CPUs were taken by
+    /// other work), when they cannot.
+    pub fn contended(&self) -> Option<&str> {
+        self.result.as_ref()?.contended.as_deref()
+    }
+}
+
 /// Where a figure belongs: one link, one NIC, or one host.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -162,6 +170,9 @@ pub struct Cell {
     pub p99_us: Option<f64>,
     /// Goodput of each repeat (links) or each link (NICs, hosts).
     pub samples: Vec<f64>,
+    /// Median transactions per second (rr, crr, udp-rr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions_per_s: Option<f64>,
 }
 
 /// The matrix of one workload.
@@ -183,6 +194,9 @@ pub struct Matrix {
     pub median_bps: f64,
     /// Median p99 over the links, microseconds (rr, crr).
     pub median_p99_us: Option<f64>,
+    /// Median of the links' transactions per second (rr, crr, udp-rr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_tps: Option<f64>,
     /// The noise band: the relative spread of repeats (0.05 = 5%).
     pub noise_band: f64,
     /// How the band was found (measured from repeats, or the default).
@@ -268,12 +282,16 @@ pub struct Verdict {
     pub tolerance_pct: Option<f64>,
     /// What failed, one line each (empty: passed).
     pub failures: Vec<String>,
+    /// Tests whose ends' CPUs were taken by other work, one line each
+    /// with the reason: their links are neither passed nor failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contended: Vec<String>,
 }
 
 impl Verdict {
-    /// Whether every link passed.
+    /// Whether every link passed (none failed, none contended).
     pub fn passed(&self) -> bool {
-        self.failures.is_empty()
+        self.failures.is_empty() && self.contended.is_empty()
     }
 }
 

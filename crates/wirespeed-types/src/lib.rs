@@ -2,7 +2,8 @@
 //! measured ([`TestResult`], [`Report`]) and the units a user types (sizes,
 //! rates, durations), each parsed once with one range per unit; the
 //! result schemas with their statistics ([`experiment`], [`fleet`],
-//! [`paths`], [`interference`]) and the one median ([`stats`]); what is read from and
+//! [`paths`], [`interference`]) and the one median ([`stats`]); whether a test's ends had
+//! CPU to spare ([`contention`]); what is read from and
 //! changed on a host ([`host`]); numbers as people read them ([`text`]);
 //! the protocol versions two releases agree on ([`protocol`]).
 //!
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod breakdown;
+pub mod contention;
 pub mod error;
 pub mod experiment;
 pub mod fleet;

@@ -48,6 +48,10 @@ pub struct PathCase {
     /// Every gate this case broke, one sentence each.
     #[serde(default)]
     pub breaches: Vec<String>,
+    /// Why a repeat's figures cannot be trusted (its ends' CPUs were
+    /// taken by other work, [`crate::contention`]); None when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contended: Option<String>,
 }
 
 /// A case's outcome.
@@ -60,6 +64,9 @@ pub enum CaseStatus {
     Failed,
     /// A repeat not measured.
     Unmeasured,
+    /// Measured, but an end's CPUs were taken by other work: neither
+    /// passed nor failed.
+    Contended,
 }
 
 impl PathCase {
@@ -92,10 +99,13 @@ impl PathCase {
         )
     }
 
-    /// Its outcome: unmeasured wins over failed.
+    /// Its outcome: unmeasured wins over contended, contended over
+    /// failed (a gate broken by a contended figure says nothing).
     pub fn status(&self) -> CaseStatus {
         if self.error.is_some() || (self.values.len() as u32) < self.repeats.max(1) {
             CaseStatus::Unmeasured
+        } else if self.contended.is_some() {
+            CaseStatus::Contended
         } else if !self.breaches.is_empty() {
             CaseStatus::Failed
         } else {
@@ -117,7 +127,8 @@ pub struct PathsReport {
     /// Paths asked for that had no pair to test, with the reason.
     #[serde(default)]
     pub unplanned: Vec<String>,
-    /// Nodes left out of the run, with the reason.
+    /// Nodes left out of the run and node pairs no asked path measures,
+    /// each with the reason.
     #[serde(default)]
     pub left_out: Vec<String>,
 }
@@ -131,9 +142,23 @@ impl PathsReport {
             .count()
     }
 
-    /// "PASS" or "FAIL".
+    /// "PASS"; "CONTENDED" when every case not passed was contended (its
+    /// figures neither pass nor fail); else "FAIL".
     pub fn verdict(&self) -> &'static str {
-        if self.passed() { "PASS" } else { "FAIL" }
+        let not_passed = || {
+            self.cases
+                .iter()
+                .filter(|c| c.status() != CaseStatus::Passed)
+        };
+        if self.passed() {
+            "PASS"
+        } else if self.unplanned.is_empty()
+            && not_passed().all(|c| c.status() == CaseStatus::Contended)
+        {
+            "CONTENDED"
+        } else {
+            "FAIL"
+        }
     }
 
     /// Whether every case was measured and passed and every path planned.
@@ -185,7 +210,7 @@ mod tests {
     }
 
     #[test]
-    fn status_orders_unmeasured_over_failed() {
+    fn status_orders_unmeasured_over_contended_over_failed() {
         let mut c = PathCase {
             repeats: 2,
             values: vec![1.0],
@@ -194,8 +219,20 @@ mod tests {
         };
         assert_eq!(c.status(), CaseStatus::Unmeasured);
         c.values.push(1.0);
+        c.contended = Some("busy".into());
+        assert_eq!(c.status(), CaseStatus::Contended);
+        c.contended = None;
         assert_eq!(c.status(), CaseStatus::Failed);
         c.breaches.clear();
         assert_eq!(c.status(), CaseStatus::Passed);
+        let mut r = PathsReport {
+            cases: vec![c.clone(), c.clone()],
+            ..PathsReport::default()
+        };
+        assert_eq!(r.verdict(), "PASS");
+        r.cases[1].contended = Some("busy".into());
+        assert_eq!(r.verdict(), "CONTENDED");
+        r.cases[0].breaches.push("x".into());
+        assert_eq!(r.verdict(), "FAIL");
     }
 }

@@ -181,6 +181,14 @@ pub struct CpuUsage {
     pub max_core_pct: f64,
     /// CPU % of each worker thread (% of one core).
     pub per_thread_pct: Vec<f64>,
+    /// % of the window each worker thread waited on a run queue for a
+    /// CPU (/proc/thread-self/schedstat); empty where the kernel has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_thread_wait_pct: Vec<f64>,
+    /// The kernel's boot id: two ends with the same one share a host and
+    /// its CPUs (namespaces, or pods on one node).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host_id: String,
 }
 
 /// One flow's figures.
@@ -373,6 +381,10 @@ pub struct TestResult {
     /// in `notes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_engines: Option<IoEngines>,
+    /// Why the figures cannot be trusted: an end's CPUs were taken by
+    /// other work ([`crate::contention`]); None when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contended: Option<String>,
 }
 
 /// Which I/O engine each side ran (`--io`).

@@ -161,25 +161,47 @@ pub(crate) fn progress_line(p: &Progress) -> String {
         Progress::Round { round, of, jobs } => {
             format!("round {}/{of}: {jobs} test(s) at once", round + 1)
         }
-        Progress::Test(t) => match &t.error {
-            Some(err) => format!(
-                "  {} {} -> {} ({} -> {}): {err}",
-                t.workload, t.client, t.server, t.client_nic, t.server_nic
-            ),
-            None => format!(
-                "  {} {} -> {} ({} -> {}): {}",
-                t.workload,
-                t.client,
-                t.server,
-                t.client_nic,
-                t.server_nic,
-                wirespeed_report::human_bps(t.throughput_bps)
-            ),
-        },
+        Progress::Test(t) => {
+            let nics = if t.client_nic.is_empty() && t.server_nic.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} -> {})", t.client_nic, t.server_nic)
+            };
+            let what = match &t.error {
+                Some(err) => err.clone(),
+                None => test_figure(t),
+            };
+            format!(
+                "  {} {} -> {}{nics}: {what}",
+                t.workload, t.client, t.server
+            )
+        }
         Progress::Down { agent, why } => format!("agent {agent} is DOWN: {why}"),
         Progress::Replaced { agent, now } => {
             format!("agent {agent} is back: its replacement, {now}, takes its tests")
         }
+    }
+}
+
+/// A measured test's headline in its workload's unit (transactions/s
+/// and p99 for request/response, goodput for bulk), marked when
+/// contended.
+fn test_figure(t: &wirespeed_types::fleet::LinkTest) -> String {
+    let fig = match (t.transactions_per_s > 0.0, t.p99_us) {
+        (true, Some(p)) => format!(
+            "{} trans/s, p99 {}",
+            wirespeed_report::human_count(t.transactions_per_s),
+            wirespeed_report::human_us(p)
+        ),
+        (true, None) => format!(
+            "{} trans/s",
+            wirespeed_report::human_count(t.transactions_per_s)
+        ),
+        _ => wirespeed_report::human_bps(t.throughput_bps),
+    };
+    match t.contended() {
+        Some(why) => format!("{fig} CONTENDED: {why}"),
+        None => fig,
     }
 }
 
@@ -207,7 +229,11 @@ fn progress_to(
     });
     let warned = std::sync::atomic::AtomicBool::new(false);
     Arc::new(move |p: &Progress| {
-        let _ = writeln!(std::io::stderr().lock(), "{}", progress_line(p));
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "{}",
+            wirespeed_report::fold(&progress_line(p))
+        );
         let (Some(path), Progress::Test(t)) = (&out, p) else {
             return;
         };
@@ -263,6 +289,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     let plan = wirespeed_fleet::plan(&fleet, pattern, a.concurrent)?;
     let mut opts = RunOptions::new(workloads(&a.bench)?, key);
     opts.repeats = a.repeats.clamp(1, 100);
+    opts.retries = a.retries;
     if let Some(p) = &a.resume {
         opts.earlier = read_results(p, "--resume")?.tests;
     }
@@ -292,9 +319,9 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     } else {
         print!("{}", wirespeed_report::render_fleet(&r));
     }
-    if r.verdict.as_ref().is_some_and(|v| !v.passed()) {
+    if let Some(v) = r.verdict.as_ref().filter(|v| !v.passed()) {
         let _ = std::io::stdout().flush();
-        std::process::exit(2);
+        std::process::exit(if v.failures.is_empty() { 3 } else { 2 });
     }
     Ok(())
 }

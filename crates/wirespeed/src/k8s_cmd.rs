@@ -6,6 +6,7 @@ use std::path::Path;
 use wirespeed_cli::k8s::*;
 use wirespeed_k8s::RunOutcome;
 use wirespeed_k8s::manifests::{self};
+use wirespeed_report::fold;
 use wirespeed_types::paths::PathsReport;
 
 /// Runs a `k8s` subcommand.
@@ -93,8 +94,9 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     let mut fleet =
         wirespeed_fleet::RunOptions::new(run_workloads(&a)?, o.key.trim_ascii().to_vec());
     fleet.repeats = a.repeats.clamp(1, 100);
+    fleet.retries = a.retries;
     fleet.progress = Some(std::sync::Arc::new(|p: &wirespeed_fleet::Progress| {
-        eprintln!("{}", crate::fleet_cmd::progress_line(p));
+        eprintln!("{}", fold(&crate::fleet_cmd::progress_line(p)));
     }));
     let choice = wirespeed_k8s::nodes::NodeChoice {
         names: a
@@ -132,7 +134,9 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     if let Some(p) = &out_file {
         cfg.on_case = Some(journal_to(p, &gates, a.repeats.clamp(1, 100)));
     }
-    let out = match wirespeed_k8s::run_blocking(&cfg, &|l| eprintln!("k8s: {l}")) {
+    let out = match wirespeed_k8s::run_blocking(&cfg, &|l| {
+        eprintln!("{}", fold(&format!("k8s: {l}")))
+    }) {
         Ok(out) => out,
         Err(e) => {
             if let Some(p) = out_file.as_ref().filter(|p| p.exists()) {
@@ -147,8 +151,14 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     let report = wirespeed_k8s::gates::report(&out, &gates, a.repeats.clamp(1, 100));
     write_outputs(&a, &out, &report)?;
     for r in &out.runs {
-        println!("== {} path: {} agents", r.path, r.agents.len());
-        print!("{}", wirespeed_report::render_fleet(&r.results));
+        let (pods, entries) = (r.agents.len(), r.results.agents.len());
+        let via = if entries > pods {
+            format!(", {entries} fleet entries: the servers also through their Services")
+        } else {
+            String::new()
+        };
+        println!("== {} path: {pods} agent pods{via}", r.path);
+        print!("{}", wirespeed_report::render_fleet_brief(&r.results));
     }
     if out.runs.len() > 1 {
         println!("== paths side by side (gaps against {})", out.runs[0].path);
@@ -259,12 +269,13 @@ fn write_outputs(a: &RunArgs, out: &RunOutcome, report: &PathsReport) -> Result<
     Ok(())
 }
 
-/// Exit status of `k8s run` when a requested test was not measured.
+/// Exit status of `k8s run` when a requested test was not measured or
+/// was contended.
 pub const EXIT_UNMEASURED: i32 = 3;
 
 /// Exits 1 when a case broke a gate, [`EXIT_UNMEASURED`] when a test or
-/// a path was not measured (each named); Ok when everything asked for
-/// was measured and passed.
+/// a path was not measured or a case was contended (each named); Ok when
+/// everything asked for was measured and passed.
 fn exit_status(out: &RunOutcome, report: &PathsReport) -> Result<()> {
     use wirespeed_types::paths::CaseStatus;
     let _ = std::io::Write::flush(&mut std::io::stdout());
@@ -281,8 +292,28 @@ fn exit_status(out: &RunOutcome, report: &PathsReport) -> Result<()> {
         );
         std::process::exit(1);
     }
-    if missing.is_empty() && out.unplanned.is_empty() {
+    let contended: Vec<_> = report
+        .cases
+        .iter()
+        .filter(|c| c.status() == CaseStatus::Contended)
+        .collect();
+    if missing.is_empty() && out.unplanned.is_empty() && contended.is_empty() {
         return Ok(());
+    }
+    if !contended.is_empty() {
+        let head = format!(
+            "k8s run: {} of {} cases contended: an end's CPUs were taken by other work, so their figures neither pass nor fail (exit {EXIT_UNMEASURED}):",
+            contended.len(),
+            report.cases.len()
+        );
+        eprintln!("{}", fold(&head));
+        for c in &contended {
+            let why = c.contended.as_deref().unwrap_or_default();
+            eprintln!("{}", fold(&format!("  contended: {}: {why}", c.label())));
+        }
+    }
+    if missing.is_empty() && out.unplanned.is_empty() {
+        std::process::exit(EXIT_UNMEASURED);
     }
     let total: usize = out.runs.iter().map(|r| r.results.tests.len()).sum();
     let paths = match out.unplanned.len() {
@@ -294,10 +325,10 @@ fn exit_status(out: &RunOutcome, report: &PathsReport) -> Result<()> {
         missing.len()
     );
     for l in &out.lost_nodes {
-        eprintln!("  {l}");
+        eprintln!("{}", fold(&format!("  {l}")));
     }
     for m in missing.iter().chain(&out.unplanned) {
-        eprintln!("  not measured: {m}");
+        eprintln!("{}", fold(&format!("  not measured: {m}")));
     }
     std::process::exit(EXIT_UNMEASURED);
 }

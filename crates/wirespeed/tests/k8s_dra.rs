@@ -112,6 +112,38 @@ fn unsupported_flag_refused(c: &Cluster, key: &str, nodes: &[String]) {
     }
 }
 
+/// The default selector asks for physical NICs and the nodes publish
+/// only virtual ones: refused in under 5 s, before anything is applied,
+/// naming each device the nodes publish and the flag that selects them
+/// (`--ifname-prefix dra0`, which [`measured_over_the_claimed_nic`] then
+/// passes, and it works).
+fn only_virtual_nics_refused_at_once(c: &Cluster, key: &str, nodes: &[String]) {
+    let ns = "wsdra-virtual";
+    let t = Instant::now();
+    let out = run(c, key, &["--namespace", ns]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "{:?}: {all}",
+        t.elapsed()
+    );
+    assert!(all.contains("matches the default selector"), "{all}");
+    for n in nodes {
+        assert!(
+            all.contains(&format!(
+                "device dra0 on node {n} (ifName dra0, virtual, type veth)"
+            )),
+            "{all}"
+        );
+    }
+    assert!(
+        all.contains("select them with --ifname-prefix dra0 "),
+        "{all}"
+    );
+    assert_eq!(code(c, &format!("/api/v1/namespaces/{ns}")), 404, "{all}");
+}
+
 /// A run over the claimed NICs, kept so the claims can be read: the
 /// scheduler's allocation, the driver's prepare, results over dra0 (its
 /// bytes counted on the bridge side); then the namespace is deleted and
@@ -124,7 +156,7 @@ fn measured_over_the_claimed_nic(c: &Cluster, key: &str, nodes: &[String], out_j
         key,
         &[
             "--ifname-prefix",
-            "dra",
+            "dra0",
             "--namespace",
             ns,
             "--keep",
@@ -272,6 +304,7 @@ fn dra_claims_are_allocated_prepared_placed_and_measured_on_a_real_cluster() {
         let nodes = c.nodes();
         let t = Instant::now();
         unsupported_flag_refused(&c, &key, &nodes);
+        only_virtual_nics_refused_at_once(&c, &key, &nodes);
         eprintln!("refused before apply in {:?}", t.elapsed());
         let t = Instant::now();
         measured_over_the_claimed_nic(&c, &key, &nodes, &out_json);

@@ -4,7 +4,9 @@
 //! tainted node left out by name, a ClusterIP path that follows its
 //! Service's endpoints through kube-proxy, a planted regression (a tbf
 //! cap on one node's link) failing `--baseline` with that node's pairs
-//! named, and the JUnit XML read back by a JUnit parser.
+//! named, and the JUnit XML read back by a JUnit parser; output that fits
+//! 100 columns, pairs no asked path measures named, and cases measured
+//! beside a CPU hog reported contended (exit 3).
 
 mod common;
 
@@ -109,6 +111,25 @@ fn every_path(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) -> Value {
     assert!(out.status.success(), "{all}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("paths side by side"), "{all}");
+    // What a terminal shows fits 100 columns, stdout and stderr alike.
+    let raw = [&out.stdout, &out.stderr].map(|b| String::from_utf8_lossy(b).into_owned());
+    for l in raw.iter().flat_map(|t| t.lines()) {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}\n{all}",
+            l.chars().count()
+        );
+    }
+    // Every path's pairs were listed before anything was applied; the
+    // nodes share this machine's kernel, so their tests ran one at a time
+    // and none was contended.
+    assert!(all.contains("plan: same-node: "), "{all}");
+    assert!(all.contains("share one kernel"), "{all}");
+    assert!(
+        !all.contains("CONTENDED") && !all.contains("contended"),
+        "{all}"
+    );
+    assert!(!all.contains("( -> )"), "no empty NIC names: {all}");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
     let cases = doc["paths"]["cases"].as_array().expect("cases").clone();
     let count = |p: &str| cases.iter().filter(|c| c["path"] == p).count();
@@ -166,6 +187,121 @@ fn every_path(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) -> Value {
     );
     println!("{stdout}");
     doc
+}
+
+/// With every node tolerated and only the pod network's cross-node path
+/// asked, the tolerated node's pairs cross zones: each is named with the
+/// path that would measure it, before the run applies anything and in
+/// its cases and --out.
+fn pairs_left_out_named(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) {
+    let out_json = s.file("pod.json");
+    let out = run(
+        c,
+        key,
+        &["--tolerate-all", "--network", "pod", "--out", &out_json],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let before_apply = stderr.split("applied ").next().unwrap_or_default();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    let left: Vec<&str> = doc["paths"]["left_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for other in &nodes[..2] {
+        let pair = |a: &str, b: &str| format!("pair {a} -> {b} crosses zones");
+        let named =
+            |t: &str| t.contains(&pair(other, &nodes[2])) || t.contains(&pair(&nodes[2], other));
+        assert!(named(before_apply), "{all}");
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with("left out: ") && named(l)),
+            "{all}"
+        );
+        assert!(
+            left.iter()
+                .any(|l| named(l) && l.ends_with("(add --paths cross-zone)")),
+            "{left:?}"
+        );
+    }
+}
+
+/// Two busy loops, one per core, until dropped (or 300 s): the CPU hog.
+/// Each runs in its own process group, so that dropping it kills the
+/// loop under `timeout` too.
+struct Hog(Vec<std::process::Child>);
+
+impl Hog {
+    fn start() -> Hog {
+        use std::os::unix::process::CommandExt;
+        Hog((0..2)
+            .map(|_| {
+                Command::new("timeout")
+                    .args(["300", "sh", "-c", "while :; do :; done"])
+                    .process_group(0)
+                    .spawn()
+                    .expect("start a busy loop")
+            })
+            .collect())
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let group = format!("-{}", c.id());
+            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// With a busy loop on each core during the run, every case is measured
+/// again, then reported contended: CONTENDED in the table, the reason in
+/// --out, a `contended` error in the JUnit XML, exit 3 naming each.
+fn contended_under_a_cpu_hog(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) {
+    let (out_json, junit) = (s.file("hog.json"), s.file("hog.xml"));
+    let hog = Hog::start();
+    let out = run(
+        c,
+        key,
+        &[
+            "--paths",
+            "cross-node",
+            "--retries",
+            "1",
+            "--out",
+            &out_json,
+            "--junit",
+            &junit,
+        ],
+    );
+    drop(hog);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    let label = format!("cross-node stream {} -> {}", nodes[0], nodes[1]);
+    assert!(all.contains(&format!("contended: {label}: ")), "{all}");
+    assert!(all.contains("(contended in each of 2 tries)"), "{all}");
+    assert!(
+        all.lines()
+            .any(|l| l.contains("CONTENDED") && l.contains("cross-node")),
+        "{all}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    for k in doc["paths"]["cases"].as_array().unwrap() {
+        let why = k["contended"].as_str().unwrap_or_else(|| panic!("{k}"));
+        assert!(
+            why.contains("for a CPU") || why.contains("other work used"),
+            "{why}"
+        );
+    }
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("type=\"contended\""), "{xml}");
 }
 
 /// `ip netns exec NETNS wirespeed bench IP` with the fleet key.
@@ -356,6 +492,8 @@ fn paths_gates_and_outputs_on_a_real_cluster() {
         c.taint(&nodes[2], true);
         tainted_node_left_out(&c, &s, &key, &nodes);
         every_path(&c, &s, &key, &nodes);
+        pairs_left_out_named(&c, &s, &key, &nodes);
+        contended_under_a_cpu_hog(&c, &s, &key, &nodes);
         service_follows_endpoints(&c, &key, &nodes);
         planted_regression(&c, &s, &key, &nodes);
         c.taint(&nodes[2], false);

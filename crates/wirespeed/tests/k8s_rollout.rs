@@ -118,7 +118,7 @@ fn an_image_pull_back_off_fails_the_run_within_60_s_naming_pod_and_reason() {
     let deleted = err.find("deleted the").expect("teardown reported");
     assert!(evidence < deleted, "{err}");
     assert!(
-        err.contains("DaemonSet ws-pull/wirespeed-agent-pod,"),
+        err[deleted..].contains("applied: 1 DaemonSet, ") && err[deleted..].contains("1 Namespace"),
         "the deleted kinds: {err}"
     );
     let left = testkit::leftovers(&env.kubeconfig, ns).unwrap();

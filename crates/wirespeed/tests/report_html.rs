@@ -600,6 +600,58 @@ fn synthetic_bench_reports_render_and_bad_files_fail_cleanly() {
     }
 }
 
+/// A k8s run's paths page with every path over three pairs: the heatmap
+/// is drawn at its natural size, so its figures are at least 11 px on
+/// screen (scaled into a 760 px column they were about 7 px), and a
+/// contended case says so in the table.
+#[test]
+fn the_paths_heatmap_is_readable_at_its_displayed_size() {
+    use wirespeed_types::paths::{PathCase, PathsReport};
+    let d = Dir::new("paths");
+    let paths = [
+        "host",
+        "same-node",
+        "cross-node",
+        "cross-zone",
+        "service-same-node",
+        "service-cross-node",
+        "hairpin",
+    ];
+    let mut r = PathsReport::default();
+    for (i, p) in paths.iter().enumerate() {
+        for (c, s) in [
+            ("node-a", "node-b"),
+            ("node-b", "node-c"),
+            ("node-c", "node-a"),
+        ] {
+            let v = 2e10 - i as f64 * 1e9;
+            r.cases.push(PathCase {
+                path: p.to_string(),
+                workload: "stream".into(),
+                client_node: c.into(),
+                server_node: s.into(),
+                unit: "bit/s".into(),
+                values: vec![v],
+                median: Some(v),
+                repeats: 1,
+                contended: (i == 3).then(|| "a client worker waited 50% of the window".into()),
+                ..PathCase::default()
+            });
+        }
+    }
+    let page = wirespeed_report::paths::render_paths_html(&r);
+    assert!(
+        page.contains("CONTENDED a client worker waited 50%"),
+        "{page}"
+    );
+    let html = d.join("paths.html");
+    std::fs::write(&html, &page).unwrap();
+    if let Some((check, _)) = chromium::assert_charts_drawn(&html, 1, "paths heatmap") {
+        let f = check.min_font.expect("chart text on the page");
+        assert!(f >= 11.0, "the smallest heatmap text is {f} px on screen");
+    }
+}
+
 #[test]
 fn the_screenshot_check_notices_a_chart_drawn_blank() {
     let d = Dir::new("blank");

@@ -92,6 +92,9 @@ pub struct SelfCheck {
     pub regions: Vec<Region>,
     /// Height of the whole page.
     pub height: u32,
+    /// The smallest chart text on screen, in CSS pixels (its font size
+    /// times its chart's scale); None without chart text.
+    pub min_font: Option<f64>,
 }
 
 fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
@@ -144,6 +147,7 @@ pub fn assert_every_chart_has_data(html: &Path, expect: usize, test: &str) -> Op
         height: attr(check, "data-height")
             .and_then(|h| h.parse().ok())
             .expect("data-height"),
+        min_font: attr(check, "data-min-font").and_then(|f| f.parse().ok()),
     })
 }
 

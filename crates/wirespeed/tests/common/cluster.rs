@@ -287,9 +287,32 @@ pub fn text(o: &Output) -> String {
     format!(
         "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
         o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        unfold(&String::from_utf8_lossy(&o.stdout)),
+        unfold(&String::from_utf8_lossy(&o.stderr))
     )
+}
+
+/// `s` with the lines the binary folded at 100 columns
+/// (`wirespeed_report::fold`) joined back, so a test finds a phrase
+/// wherever the fold fell: a continuation is indented 4 more than the
+/// first line of what it continues, after a line of 70 columns or more.
+pub fn unfold(s: &str) -> String {
+    let lead = |x: &str| x.len() - x.trim_start().len();
+    let mut out: Vec<String> = Vec::new();
+    let (mut base, mut last) = (0, 0);
+    for l in s.lines() {
+        match out.last_mut() {
+            Some(prev) if last >= 70 && lead(l) == base + 4 => {
+                prev.push_str(&format!(" {}", l.trim_start()))
+            }
+            _ => {
+                base = lead(l);
+                out.push(l.to_string());
+            }
+        }
+        last = l.chars().count();
+    }
+    out.join("\n")
 }
 
 pub fn unique(prefix: &str) -> String {
