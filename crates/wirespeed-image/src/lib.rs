@@ -2,13 +2,15 @@
 //! deterministic gzip'd tar layer (the binary, a non-root user, /tmp and,
 //! for a dynamically linked binary, its loader and libraries from this
 //! host), an OCI image config and manifest (oci-spec types), written as an
-//! OCI image layout tar or pushed to a registry (oci-client).
+//! OCI image layout tar or pushed to a registry (oci-client); and whether
+//! a registry holds an image ([`check`]), asked before a run pulls it.
 //!
 //! Not here: the CLI (`wirespeed k8s image build` in the binary) and
 //! anything Kubernetes; the image is an ordinary OCI image.
 
 #![warn(missing_docs)]
 
+pub mod check;
 mod error;
 pub mod layout;
 pub mod oci;

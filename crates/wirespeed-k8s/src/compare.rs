@@ -249,7 +249,9 @@ fn fit(t: &str, n: usize) -> String {
 }
 
 /// Where the round trip is spent: a row per segment, a column per path
-/// (p50 / p99, µs), folded into blocks of paths that fit [`WIDTH`].
+/// (the segment's part of the p99, µs, and for later paths the gap to the
+/// first), folded into blocks of paths that fit [`WIDTH`]; the p50 parts
+/// are in `--out`.
 fn segments_table(c: &Comparison) -> String {
     let keys: Vec<&str> = SEGMENTS
         .iter()
@@ -264,9 +266,15 @@ fn segments_table(c: &Comparison) -> String {
         return String::new();
     }
     let lw = keys.iter().map(|k| k.len()).max().unwrap_or(0).max(10);
-    let cw = longest_path(c).max(13) + 2;
+    let cw = longest_path(c).max(14) + 2;
     let per = ((WIDTH - 2 - lw) / cw).max(1);
-    let mut s = String::from("  where the round trip is spent, p50 / p99 (us):\n");
+    let p99 =
+        |m: &ModeFigures, k: &str| m.segments.iter().find(|g| g.segment == k).map(|g| g.p99_us);
+    let base = &c.modes[0];
+    let mut s = format!(
+        "  where the p99 round trip is spent (us; gap to {}):\n",
+        base.path
+    );
     for block in c.modes.chunks(per) {
         s += &format!("  {:<lw$}", "segment");
         for m in block {
@@ -276,8 +284,12 @@ fn segments_table(c: &Comparison) -> String {
         for k in &keys {
             s += &format!("  {k:<lw$}");
             for m in block {
-                let g = m.segments.iter().find(|g| g.segment == *k);
-                let v = pair(g.map(|g| g.p50_us), g.map(|g| g.p99_us), 1);
+                let v = match (p99(m, k), p99(base, k)) {
+                    (Some(v), Some(b)) if !std::ptr::eq(m, base) => {
+                        format!("{v:.1} {}", gap(v, b))
+                    }
+                    (v, _) => num(v, 1),
+                };
                 s += &format!("{v:>cw$}");
             }
             s += "\n";
@@ -459,7 +471,7 @@ mod tests {
             .find(|l| l.contains("server_rx_stack"))
             .unwrap_or_else(|| panic!("{t}"));
         assert!(
-            line.contains("5.0 / 9.9") && line.contains("10.0 / 19.8"),
+            line.contains("9.9") && line.contains("19.8 +100.0%"),
             "{line}"
         );
         assert!(

@@ -116,6 +116,10 @@ async fn the_runner_account_can_make_reach_and_delete_a_run_and_no_more() {
     ro.privileged_namespace = true; // host network among them
     ro.tolerations = o.tolerations.clone();
     ro.run_id = Some("rbac1".into());
+    // A CEL selector wirespeed leaves to the scheduler: this server has
+    // no ResourceSlices, which the default selector would refuse at once.
+    ro.nic_selector =
+        wirespeed_k8s::dranet::NicSelector::Cel("device.driver == \"dra.net\"".into());
     // As `k8s run` does: the ResourceSlices read and the shared
     // DeviceClass made first, apart from the run's own objects.
     let objs = wirespeed_k8s::dra::prepare(&rc, &ro, &[], manifests::build(&ro).unwrap(), &|_| {})

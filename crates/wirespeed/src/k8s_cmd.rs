@@ -69,9 +69,13 @@ fn cleanup(a: CleanupArgs) -> Result<()> {
 fn run_matrix(a: RunArgs) -> Result<()> {
     // Before anything touches the cluster: no image, no run; bad gates,
     // pairs or baselines fail here too.
-    if a.objects.image.is_none() {
+    let Some(image) = a.objects.image.clone() else {
         bail!("k8s run needs --image: {IMAGE_HINT}");
-    }
+    };
+    // Asked beside the parsing below; answered before anything is applied.
+    let presence = std::thread::spawn(move || {
+        wirespeed_image::check::presence(&image, std::time::Duration::from_secs(2))
+    });
     let pattern: wirespeed_fleet::Pattern = a.pattern.parse()?;
     let paths = run_paths(&a)?;
     let gates = run_gates(&a)?;
@@ -134,6 +138,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     if let Some(p) = &out_file {
         cfg.on_case = Some(journal_to(p, &gates, a.repeats.clamp(1, 100)));
     }
+    image_known(&a, presence)?;
     let out = match wirespeed_k8s::run_blocking(&cfg, &|l| {
         eprintln!("{}", fold(&format!("k8s: {l}")))
     }) {
@@ -170,6 +175,26 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     println!("== cases");
     print!("{}", wirespeed_report::paths::render_paths(&report));
     exit_status(&out, &report)
+}
+
+/// Refuses the run when the image's registry says it has no such image
+/// (nothing is applied yet); says why when the registry decided nothing.
+fn image_known(
+    a: &RunArgs,
+    asked: std::thread::JoinHandle<wirespeed_image::check::Presence>,
+) -> Result<()> {
+    use wirespeed_image::check::Presence;
+    let image = a.objects.image.as_deref().unwrap_or_default();
+    match asked.join() {
+        Ok(Presence::Missing(words)) => bail!(
+            "--image {image}: its registry has no such image ({words}); nothing was applied. {IMAGE_HINT}"
+        ),
+        Ok(Presence::Unknown(_)) => {
+            eprintln!("k8s: --image not checked: its registry does not answer from here");
+        }
+        Ok(Presence::Found(_)) | Err(_) => {}
+    }
+    Ok(())
 }
 
 /// The --out document: nodes, each path's runs, the comparison, the

@@ -231,6 +231,51 @@ fn pairs_left_out_named(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) {
     }
 }
 
+/// An image its registry does not have, asked for from where the
+/// registry answers (the root namespace, with the admin kubeconfig):
+/// refused before anything is applied, with the registry's words.
+fn missing_image_refused_before_apply(c: &Cluster, key: &str) {
+    let ns = "wsp-noimage";
+    let image = format!("{}/wirespeed:no-such-tag", c.get("REGISTRY"));
+    let t = Instant::now();
+    let out = Command::new(common::bin())
+        .args([
+            "k8s",
+            "run",
+            "--kubeconfig",
+            c.get("KUBECONFIG"),
+            "--image",
+            &image,
+        ])
+        .args([
+            "--key-file",
+            key,
+            "--namespace",
+            ns,
+            "--paths",
+            "cross-node",
+        ])
+        .output()
+        .expect("run k8s run");
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "{:?}: {all}",
+        t.elapsed()
+    );
+    assert!(
+        all.contains(&format!("--image {image}: its registry has no such image")),
+        "{all}"
+    );
+    assert!(
+        all.contains("MANIFEST_UNKNOWN") || all.contains("manifest unknown"),
+        "{all}"
+    );
+    let gone = c.api("GET", &format!("/api/v1/namespaces/{ns}"), None);
+    assert_eq!(gone["code"], 404, "nothing applied: {gone}");
+}
+
 /// Two busy loops, one per core, until dropped (or 300 s): the CPU hog.
 /// Each runs in its own process group, so that dropping it kills the
 /// loop under `timeout` too.
@@ -492,6 +537,7 @@ fn paths_gates_and_outputs_on_a_real_cluster() {
         c.taint(&nodes[2], true);
         tainted_node_left_out(&c, &s, &key, &nodes);
         every_path(&c, &s, &key, &nodes);
+        missing_image_refused_before_apply(&c, &key);
         pairs_left_out_named(&c, &s, &key, &nodes);
         contended_under_a_cpu_hog(&c, &s, &key, &nodes);
         service_follows_endpoints(&c, &key, &nodes);
