@@ -943,6 +943,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
 '--privileged-namespace[Allow host-network agents (--network host)\: their namespace is labelled Pod Security \`privileged\` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused]' \
 '--no-network-policy[Make no NetworkPolicy (by default one admits the agents'\'' ports only from the run'\''s own pods and the API server)]' \
+'--allow-contended[Keep contended cases marked in every output but do not exit 3 for them (a run whose subject is not the figures, on a busy cluster)]' \
 '--keep[Leave the objects in the cluster afterwards]' \
 '(-w --workload)-u[Short for --workload udp-stream (iperf3'\''s -u)]' \
 '(-w --workload)--udp[Short for --workload udp-stream (iperf3'\''s -u)]' \

@@ -209,6 +209,10 @@ pub struct RunArgs {
     /// again before it is reported as contended (exit 3).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
     pub retries: u32,
+    /// Keep contended cases marked in every output but do not exit 3 for
+    /// them (a run whose subject is not the figures, on a busy cluster).
+    #[arg(long)]
+    pub allow_contended: bool,
     /// Longest wait for each mode's agents to be Ready.
     #[arg(long, default_value = "5m")]
     pub ready_timeout: String,

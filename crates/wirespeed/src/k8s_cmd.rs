@@ -174,7 +174,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     }
     println!("== cases");
     print!("{}", wirespeed_report::paths::render_paths(&report));
-    exit_status(&out, &report)
+    exit_status(&out, &report, a.allow_contended)
 }
 
 /// Refuses the run when the image's registry says it has no such image
@@ -299,9 +299,10 @@ fn write_outputs(a: &RunArgs, out: &RunOutcome, report: &PathsReport) -> Result<
 pub const EXIT_UNMEASURED: i32 = 3;
 
 /// Exits 1 when a case broke a gate, [`EXIT_UNMEASURED`] when a test or
-/// a path was not measured or a case was contended (each named); Ok when
-/// everything asked for was measured and passed.
-fn exit_status(out: &RunOutcome, report: &PathsReport) -> Result<()> {
+/// a path was not measured or a case was contended (each named; not
+/// with `--allow-contended`); Ok when everything asked for was measured
+/// and passed.
+fn exit_status(out: &RunOutcome, report: &PathsReport, allow_contended: bool) -> Result<()> {
     use wirespeed_types::paths::CaseStatus;
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let failed = report
@@ -320,7 +321,7 @@ fn exit_status(out: &RunOutcome, report: &PathsReport) -> Result<()> {
     let contended: Vec<_> = report
         .cases
         .iter()
-        .filter(|c| c.status() == CaseStatus::Contended)
+        .filter(|c| c.status() == CaseStatus::Contended && !allow_contended)
         .collect();
     if missing.is_empty() && out.unplanned.is_empty() && contended.is_empty() {
         return Ok(());
