@@ -601,21 +601,20 @@ pub fn judge(
     // Only a gate can pass or fail a contended link silently: without
     // one, the contended tests are listed with the results, not judged.
     let gated = min_bps.is_some() || baseline.is_some();
-    let contended: Vec<(&str, String)> = r
-        .tests
-        .iter()
-        .filter(|_| gated)
-        .filter_map(|t| Some((t.workload.as_str(), link_name(t), t.contended()?)))
-        .map(|(w, l, why)| {
-            v.contended.push(format!("{w} {l}: {why}"));
-            (w, l)
-        })
-        .collect();
+    let mut contended: Vec<(&str, String)> = Vec::new();
+    for t in r.tests.iter().filter(|_| gated) {
+        if let Some(why) = t.contended() {
+            let link = link_name(t);
+            v.contended.push(format!("{} {link}: {why}", t.workload));
+            contended.push((&t.workload, link));
+        }
+    }
     for m in &r.matrices {
-        let judged = m
-            .links
-            .iter()
-            .filter(|c| !contended.contains(&(m.workload.as_str(), c.name.clone())));
+        let judged = m.links.iter().filter(|c| {
+            !contended
+                .iter()
+                .any(|(w, l)| *w == m.workload && *l == c.name)
+        });
         for c in judged {
             if let Some(min) = min_bps
                 && c.throughput_bps < min
@@ -702,5 +701,23 @@ mod tests {
             assert_eq!(r.matrices.len(), 1, "{}", w.name);
             assert_eq!(r.matrices[0].latency, w.transactional, "{}", w.name);
         }
+    }
+
+    #[test]
+    fn a_contended_link_is_neither_passed_nor_failed_by_a_gate() {
+        let mut r = results(Workload::Stream);
+        if let Some(x) = r.tests[0].result.as_mut() {
+            x.contended = Some("busy".into());
+        }
+        analyze(&mut r, &[]);
+        // Every link is 1 Gbit/s, below a 2 Gbit/s floor: the contended
+        // one is listed as contended, the others fail.
+        let v = judge(&r, Some(2e9), None, 10.0);
+        assert_eq!(v.contended.len(), 1, "{v:?}");
+        assert!(v.contended[0].ends_with(": busy"), "{v:?}");
+        assert_eq!(v.failures.len(), r.tests.len() - 1, "{v:?}");
+        // Without a gate nothing is judged, so nothing is contended there.
+        let v = judge(&r, None, None, 10.0);
+        assert!(v.contended.is_empty() && v.passed(), "{v:?}");
     }
 }

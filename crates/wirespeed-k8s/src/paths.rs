@@ -206,12 +206,7 @@ pub fn left_out(
     planned: &[(PathKind, Vec<Link>)],
     nodes: &[NodeInfo],
 ) -> Vec<String> {
-    let two_node: Vec<PathKind> = planned
-        .iter()
-        .map(|(p, _)| *p)
-        .filter(|p| !p.one_node())
-        .collect();
-    if two_node.is_empty() {
+    if planned.iter().all(|(p, _)| p.one_node()) {
         return Vec::new();
     }
     let measured = |l: &Link| planned.iter().any(|(_, ls)| ls.contains(l));

@@ -191,7 +191,7 @@ impl Rate {
     fn human(self, v: f64) -> String {
         match self {
             Rate::Bps => human_bps(v),
-            Rate::Tps => format!("{} trans/s", human_count(v)),
+            Rate::Tps => crate::human_tps(v),
         }
     }
 

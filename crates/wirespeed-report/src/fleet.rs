@@ -12,14 +12,16 @@ use wirespeed_types::fleet::{Cell, FleetResults, Matrix, Outlier};
 /// A host pair's figure: the median over its links (NIC pairs).
 pub fn host_pair(m: &Matrix, client: &str, server: &str) -> Option<(f64, Option<f64>)> {
     let cs = pair_cells(m, client, server);
-    if cs.is_empty() {
-        return None;
-    }
+    (!cs.is_empty()).then(|| medians(&cs))
+}
+
+/// The median goodput and median p99 of the links `cs` (not empty).
+fn medians(cs: &[&Cell]) -> (f64, Option<f64>) {
     let mut bps: Vec<f64> = cs.iter().map(|c| c.throughput_bps).collect();
     bps.sort_by(f64::total_cmp);
     let mut p99: Vec<f64> = cs.iter().filter_map(|c| c.p99_us).collect();
     p99.sort_by(f64::total_cmp);
-    Some((bps[bps.len() / 2], p99.get(p99.len() / 2).copied()))
+    (bps[bps.len() / 2], p99.get(p99.len() / 2).copied())
 }
 
 /// The links (NIC pairs) from `client` to `server`.
@@ -34,9 +36,12 @@ fn pair_cells<'a>(m: &'a Matrix, client: &str, server: &str) -> Vec<&'a Cell> {
 /// transactions/s for request/response, else goodput), with its p99.
 fn pair_text(m: &Matrix, client: &str, server: &str) -> Option<String> {
     let mut cs = pair_cells(m, client, server);
+    if cs.is_empty() {
+        return None;
+    }
+    let (_, p99) = medians(&cs);
     let f = |c: &&Cell| c.transactions_per_s.unwrap_or(c.throughput_bps);
     cs.sort_by(|a, b| f(a).total_cmp(&f(b)));
-    let (_, p99) = host_pair(m, client, server)?;
     let fig = headline(cs[cs.len() / 2]);
     Some(match p99 {
         Some(p) if m.latency => format!("{fig} p99 {}", human_us(p)),
@@ -146,19 +151,13 @@ fn contended_text(r: &FleetResults, out: &mut String) {
 /// A cell's headline in its workload's unit: transactions/s for
 /// request/response, else goodput.
 fn headline(c: &Cell) -> String {
-    match c.transactions_per_s {
-        Some(t) => format!("{} trans/s", crate::human_count(t)),
-        None => human_bps(c.throughput_bps),
-    }
+    crate::human_rate(c.throughput_bps, c.transactions_per_s)
 }
 
 /// A workload's matrix as text: its medians, then with `tables` the host
 /// matrix and the host and NIC figures.
 fn matrix_text(m: &Matrix, tables: bool, out: &mut String) {
-    let median = match m.median_tps {
-        Some(t) => format!("{} trans/s", crate::human_count(t)),
-        None => human_bps(m.median_bps),
-    };
+    let median = crate::human_rate(m.median_bps, m.median_tps);
     let head = format!(
         "{}: median {}{}, noise band {:.1}% ({})",
         m.workload,

@@ -49,7 +49,8 @@ pub use source::{Content, Source};
 pub use kv::render_kv;
 pub use table::{heading, new_table, render_one, render_sweep};
 pub use units::{
-    TERM_WIDTH, fold, http_date, human_bps, human_count, human_size, human_us, plural, utc_time,
+    TERM_WIDTH, fold, http_date, human_bps, human_count, human_rate, human_size, human_tps,
+    human_us, plural, utc_time,
 };
 
 use wirespeed_types::result::IntervalSample;
@@ -141,7 +142,7 @@ pub fn interval_line(s: &IntervalSample, workload: Workload) -> String {
     let rate = if workload.is_bulk() {
         human_bps(s.bps)
     } else {
-        format!("{} trans/s", human_count(s.tps))
+        human_tps(s.tps)
     };
     let phase = if s.t_s < 0.0 { " (warm-up)" } else { "" };
     format!("[{:>6.1} s]  {rate:>14}{phase}", s.t_s.max(0.0))

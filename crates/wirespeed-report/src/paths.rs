@@ -15,7 +15,7 @@ fn figure(v: f64, unit: &str) -> String {
     if unit == "bit/s" {
         format!("{:.2} Gbit/s", v / 1e9)
     } else {
-        format!("{} trans/s", crate::human_count(v))
+        crate::human_tps(v)
     }
 }
 

@@ -5,6 +5,20 @@ pub use wirespeed_types::text::{
     http_date, human_bps, human_count, human_size, human_us, utc_time,
 };
 
+/// Transactions per second as people read them: `12,345 trans/s`.
+pub fn human_tps(tps: f64) -> String {
+    format!("{} trans/s", human_count(tps))
+}
+
+/// A figure in its workload's unit: transactions/s when it has them
+/// (request/response), else goodput.
+pub fn human_rate(bps: f64, tps: Option<f64>) -> String {
+    match tps {
+        Some(t) => human_tps(t),
+        None => human_bps(bps),
+    }
+}
+
 /// The width terminal output keeps to.
 pub const TERM_WIDTH: usize = 100;
 

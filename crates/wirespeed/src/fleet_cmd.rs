@@ -187,17 +187,11 @@ pub(crate) fn progress_line(p: &Progress) -> String {
 /// and p99 for request/response, goodput for bulk), marked when
 /// contended.
 fn test_figure(t: &wirespeed_types::fleet::LinkTest) -> String {
-    let fig = match (t.transactions_per_s > 0.0, t.p99_us) {
-        (true, Some(p)) => format!(
-            "{} trans/s, p99 {}",
-            wirespeed_report::human_count(t.transactions_per_s),
-            wirespeed_report::human_us(p)
-        ),
-        (true, None) => format!(
-            "{} trans/s",
-            wirespeed_report::human_count(t.transactions_per_s)
-        ),
-        _ => wirespeed_report::human_bps(t.throughput_bps),
+    let tps = Some(t.transactions_per_s).filter(|x| *x > 0.0);
+    let rate = wirespeed_report::human_rate(t.throughput_bps, tps);
+    let fig = match (tps, t.p99_us) {
+        (Some(_), Some(p)) => format!("{rate}, p99 {}", wirespeed_report::human_us(p)),
+        _ => rate,
     };
     match t.contended() {
         Some(why) => format!("{fig} CONTENDED: {why}"),
