@@ -763,3 +763,41 @@ pub fn check_report(r: &mut SideReport, spec: &TestSpec) -> Result<(), EngineErr
 pub fn drain_time(spec: &TestSpec) -> Duration {
     Duration::from_secs(5) + Duration::from_millis(spec.connections())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::SideFlow;
+
+    /// A server report that passes the checks for `spec`.
+    fn honest(spec: &TestSpec) -> SideReport {
+        SideReport {
+            window_s: spec.duration_s,
+            flows: (0..spec.roster().len() as u32)
+                .map(|id| SideFlow {
+                    id,
+                    ..SideFlow::default()
+                })
+                .collect(),
+            ..SideReport::default()
+        }
+    }
+
+    #[test]
+    fn a_server_lying_about_its_waits_or_host_is_refused() {
+        let spec = TestSpec::default();
+        assert!(check_report(&mut honest(&spec), &spec).is_ok());
+        let lies: [fn(&mut SideReport); 4] = [
+            |r| r.cpu.per_thread_wait_pct = vec![f64::NAN],
+            |r| r.cpu.per_thread_wait_pct = vec![-1.0],
+            |r| r.cpu.per_thread_wait_pct = vec![1.0; 65537],
+            |r| r.cpu.host_id = "x".repeat(65),
+        ];
+        for lie in lies {
+            let mut r = honest(&spec);
+            lie(&mut r);
+            let e = check_report(&mut r, &spec).unwrap_err().to_string();
+            assert!(e.contains("the server's report"), "{e}");
+        }
+    }
+}
