@@ -39,11 +39,35 @@ git -C "$repo" worktree remove --force "$out/src" 2>/dev/null || true
 rm -rf "$out/src" "$out/target"
 git -C "$repo" worktree prune
 git -C "$repo" worktree add --quiet --detach "$out/src" "$PREV" >&2
+# PREV_RELEASE_SHARE_TARGET=1 (.ci/run sets it, after the test build):
+# build in the checkout's own target/ so every dependency of the same
+# version and features is reused (95 s instead of 498 s cold on 2 cores).
+# Cargo's hash of a path crate does not include its path, so PREV's
+# workspace crates are given another codegen-units (15): their artifacts
+# then sit beside the checkout's instead of replacing them (which made
+# the next `cargo test` rebuild the whole workspace). Cargo still copies
+# PREV's binary to target/release/wirespeed: the checkout's is put back.
+# Not inside `cargo test` (the upgrade tests build it when missing): the
+# outer cargo holds target/'s lock, so that build keeps its own dir.
+target=$out/target
+own=()
+if [[ ${PREV_RELEASE_SHARE_TARGET:-} == 1 ]]; then
+  target=$repo/target
+  for m in "$out"/src/crates/*/Cargo.toml; do
+    name=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$m" | head -n 1)
+    own+=(--config "profile.release.package.\"$name\".codegen-units=15")
+  done
+  saved=$out/current-wirespeed
+  [[ -e $target/release/wirespeed ]] && cp -p "$target/release/wirespeed" "$saved"
+fi
 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-  cargo build --release --locked -p wirespeed \
-  --manifest-path "$out/src/Cargo.toml" --target-dir "$out/target" >&2
-cp "$out/target/release/wirespeed" "$bin.tmp"
+  cargo build "${own[@]}" --release --locked -p wirespeed \
+  --manifest-path "$out/src/Cargo.toml" --target-dir "$target" >&2
+cp "$target/release/wirespeed" "$bin.tmp"
 mv "$bin.tmp" "$bin"
+if [[ -n ${saved:-} && -e $saved ]]; then
+  mv "$saved" "$target/release/wirespeed"
+fi
 git -C "$repo" worktree remove --force "$out/src"
 rm -rf "$out/target"
 echo "prev-release.sh: built ${PREV:0:7} in $((SECONDS - t0)) s" >&2
