@@ -32,7 +32,10 @@
 //! kube-rs and k8s-openapi live in this crate only.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
+#[cfg(test)]
+mod advice_tests;
 pub mod cleanup;
 pub mod cluster;
 pub mod compare;

@@ -214,11 +214,17 @@ fn refusal(n: &NodeInfo, c: &NodeChoice) -> Option<String> {
         .into_iter()
         .map(taint_text)
         .collect();
+    // Every blocking taint gets its own --toleration: one for the first
+    // alone left a node with two taints out again.
     (!blocking.is_empty()).then(|| {
+        let flags: Vec<String> = blocking
+            .iter()
+            .map(|t| format!("--toleration {t}"))
+            .collect();
         format!(
-            "taint {} not tolerated (add --toleration {} or --tolerate-all)",
+            "taint {} not tolerated (add {} or --tolerate-all)",
             blocking.join(", "),
-            blocking[0]
+            flags.join(" ")
         )
     })
 }
@@ -359,6 +365,60 @@ mod tests {
             ..NodeChoice::default()
         };
         assert_eq!(select(&all, &one, 2).unwrap().chosen.len(), 3);
+    }
+
+    /// The values of each `--flag VALUE` the advice `text` names.
+    fn advised<'t>(text: &'t str, flag: &str) -> Vec<&'t str> {
+        let words: Vec<&str> = text
+            .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+            .collect();
+        words
+            .windows(2)
+            .filter(|w| w[0] == flag)
+            .map(|w| w[1].trim_end_matches([',', ';']))
+            .collect()
+    }
+
+    #[test]
+    fn the_taint_advice_followed_admits_a_node_with_two_taints() {
+        let mut c = node("c", "z2", Some(("gpu", "NoSchedule")));
+        c.taints.push(Taint {
+            key: "busy".into(),
+            effect: "NoExecute".into(),
+            ..Taint::default()
+        });
+        let all = vec![node("a", "z1", None), node("b", "z1", None), c];
+        let s = select(&all, &NodeChoice::default(), 2).unwrap();
+        let why = &s.left_out[0].1;
+        let flags = advised(why, "--toleration");
+        assert_eq!(flags, ["gpu=x:NoSchedule", "busy:NoExecute"], "{why}");
+        let followed = NodeChoice {
+            tolerations: flags
+                .iter()
+                .map(|t| crate::manifests::parse_toleration(t).unwrap())
+                .collect(),
+            ..NodeChoice::default()
+        };
+        assert_eq!(select(&all, &followed, 2).unwrap().chosen.len(), 3);
+    }
+
+    #[test]
+    fn an_unknown_node_is_refused_with_the_names_to_use_instead() {
+        let all: Vec<NodeInfo> = (0..3).map(|i| node(&format!("n{i}"), "", None)).collect();
+        let named = |names: &[&str]| NodeChoice {
+            names: Some(names.iter().map(|n| n.to_string()).collect()),
+            ..NodeChoice::default()
+        };
+        let e = select(&all, &named(&["n1", "nope"]), 2)
+            .unwrap_err()
+            .to_string();
+        let listed = e.split("(nodes: ").nth(1).expect("the nodes listed");
+        let names: Vec<&str> = listed.trim_end_matches(')').split(", ").collect();
+        assert_eq!(names, ["n0", "n1", "n2"], "{e}");
+        assert_eq!(
+            select(&all, &named(&names[..2]), 2).unwrap().chosen.len(),
+            2
+        );
     }
 
     #[test]

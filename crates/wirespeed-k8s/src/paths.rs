@@ -227,9 +227,15 @@ pub fn left_out(
                 PathKind::CrossNode,
             )
         };
+        // The whole list to pass: `--paths cross-zone` alone would drop
+        // the paths asked.
+        let mut with: Vec<String> = planned.iter().map(|(p, _)| p.to_string()).collect();
+        with.push(want.to_string());
         out.push(format!(
-            "pair {} -> {} {how} and no path asked for measures it (add --paths {want})",
-            a.name, b.name
+            "pair {} -> {} {how} and no path asked for measures it (measure it with --paths {})",
+            a.name,
+            b.name,
+            with.join(",")
         ));
     }
     out
@@ -356,8 +362,8 @@ mod tests {
         let out = left_out(&p, &planned, &ns);
         assert_eq!(out.len(), 2, "{out:?}");
         assert!(
-            out.iter()
-                .all(|l| l.contains("crosses zones") && l.ends_with("(add --paths cross-zone)")),
+            out.iter().all(|l| l.contains("crosses zones")
+                && l.ends_with("(measure it with --paths cross-node,cross-zone)")),
             "{out:?}"
         );
         assert!(
@@ -365,6 +371,14 @@ mod tests {
                 .any(|l| l.starts_with("pair n") && l.contains("n2")),
             "{out:?}"
         );
+        // The advice followed: nothing is left out.
+        let list = out[0].rsplit("--paths ").next().unwrap();
+        let followed: Vec<(PathKind, Vec<Link>)> = PathKind::parse_list(list.trim_end_matches(')'))
+            .unwrap()
+            .into_iter()
+            .map(|k| (k, plan(k, &ns, &p).unwrap()))
+            .collect();
+        assert!(left_out(&p, &followed, &ns).is_empty());
         // Only one-node paths asked: no pair is left out.
         let one = vec![(
             PathKind::SameNode,

@@ -976,17 +976,53 @@ pub fn run_blocking(cfg: &RunConfig, log: &(dyn Fn(&str) + Sync)) -> Result<RunO
 
 /// What `--keep` left and the commands that delete it.
 fn kept(cfg: &RunConfig, dep: &Deployment) -> String {
-    let names: Vec<String> = dep.objects().iter().map(|o| o.describe()).collect();
+    kept_text(dep.objects(), &cfg.objects.namespace)
+}
+
+/// What `--keep` left of `objects` in `ns`, and how to delete it: the
+/// namespace when the run made it; otherwise only what the run made
+/// (`kubectl delete namespace` would take the owner's other objects too).
+fn kept_text(objects: &[crate::Object], ns: &str) -> String {
+    let names: Vec<String> = objects.iter().map(|o| o.describe()).collect();
+    let made_ns = objects.iter().any(|o| o.kind() == "Namespace");
+    let how = if made_ns {
+        format!("`kubectl delete namespace {ns}`")
+    } else {
+        format!(
+            "`wirespeed k8s cleanup --namespace {ns} --force` (the namespace was there before the run: it stays)"
+        )
+    };
     format!(
-        "--keep: left {} objects in place ({}); delete them with `kubectl delete namespace {}`",
+        "--keep: left {} objects in place ({}); delete them with {how}",
         names.len(),
         names.join(", "),
-        cfg.objects.namespace,
     )
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn kept_objects_are_deleted_with_their_namespace_only_when_the_run_made_it() {
+        let mut o = crate::Options::new(vec![crate::Network::Pod], "ns1", b"0123456789abcdef0123");
+        o.image = "r/wirespeed:1".into();
+        let objs = crate::manifests::build(&o).unwrap();
+        let made = super::kept_text(&objs, "ns1");
+        assert!(
+            made.ends_with("delete them with `kubectl delete namespace ns1`"),
+            "{made}"
+        );
+        let theirs: Vec<crate::Object> = objs
+            .into_iter()
+            .filter(|o| o.kind() != "Namespace")
+            .collect();
+        let kept = super::kept_text(&theirs, "ns1");
+        assert!(
+            kept.contains("`wirespeed k8s cleanup --namespace ns1 --force`"),
+            "{kept}"
+        );
+        assert!(!kept.contains("kubectl delete namespace"), "{kept}");
+    }
+
     #[test]
     fn deleted_objects_are_counted_by_kind() {
         let gone: Vec<String> = [

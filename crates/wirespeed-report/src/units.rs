@@ -42,7 +42,13 @@ fn fold_line(line: &str) -> String {
     let opts = textwrap::Options::new(TERM_WIDTH)
         .initial_indent(first)
         .subsequent_indent(&rest)
-        .break_words(false);
+        .break_words(false)
+        // Names, flags and pods keep their hyphens on one line: folded
+        // after `wirespeed-agent-` they could not be pasted.
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+        // Greedy, as fmt and terminals fold: a line ends only where the
+        // next word does not fit, so a reader (or a test) can join it.
+        .wrap_algorithm(textwrap::WrapAlgorithm::FirstFit);
     textwrap::fill(body, opts)
 }
 
@@ -113,6 +119,13 @@ mod tests {
         let f = super::fold(&two);
         assert!(f.starts_with("head:\n  x x"), "{f}");
         assert!(f.lines().nth(2).unwrap().starts_with("      x"), "{f}");
+        let names = format!(
+            "{}pod wirespeed-agent-pod-node-n1 --privileged-namespace",
+            "a ".repeat(40)
+        );
+        for l in super::fold(&names).lines() {
+            assert!(!l.ends_with('-'), "split at a hyphen: {l:?}");
+        }
     }
 
     use super::*;

@@ -226,6 +226,86 @@ fn tainted_node(c: &Cluster) {
     );
 }
 
+/// A listener on the host agents' port of the first node: its agent
+/// exits at start (the port is taken on the host network), the run fails
+/// on CrashLoopBackOff with the advice to keep the objects and read the
+/// agent's previous log. Followed (the run kept with --keep), that log
+/// says why, naming the port; then the namespace is deleted.
+fn crash_loop_advice_followed(c: &Cluster) {
+    const PORT: &str = "5471";
+    let nodes = c.nodes();
+    let taker = format!(
+        "import socket,time\ns=socket.socket()\ns.bind(('0.0.0.0',{PORT}))\ns.listen()\nprint('ready',flush=True)\ntime.sleep(240)"
+    );
+    let mut holder = common::Proc(
+        std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &format!("{}-n1", c.name),
+                "python3",
+                "-c",
+                &taker,
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 holding the port"),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.0.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready", "the port holder did not start");
+    let ns = format!("{}-crash", c.name);
+    let (out, took) = c.runner(&[
+        "k8s",
+        "run",
+        "--network",
+        "host",
+        "--privileged-namespace",
+        "--namespace",
+        &ns,
+        "--nodes",
+        &format!("{},{}", nodes[0], nodes[1]),
+        "--port",
+        PORT,
+        "--http-port",
+        "5472",
+        "--image",
+        c.get("IMAGE"),
+        "--keep",
+        "-d",
+        "1s",
+    ]);
+    drop(holder);
+    let all = text(&out);
+    let cleanup = || c.api("DELETE", &format!("/api/v1/namespaces/{ns}"), None);
+    if out.status.success() || took > Duration::from_secs(150) {
+        cleanup();
+        panic!("took {took:?}: {all}");
+    }
+    let pods = c.api("GET", &format!("/api/v1/namespaces/{ns}/pods"), None);
+    let crashed = pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["spec"]["nodeName"] == nodes[0].as_str())
+        .and_then(|p| p["metadata"]["name"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let log = logs(c, &ns, &crashed, true);
+    cleanup();
+    assert!(
+        all.contains("CrashLoopBackOff")
+            && all.contains("rerun with --keep and read `kubectl logs --previous` of the pod"),
+        "{all}"
+    );
+    assert!(all.contains("--keep: left"), "{all}");
+    assert!(log.contains(PORT), "pod {crashed}'s previous log: {log}");
+}
+
 /// The REST collection path of an object the runner manifests hold.
 fn collection(o: &Value) -> String {
     let ns = o["metadata"]["namespace"].as_str().unwrap_or("");
@@ -291,7 +371,7 @@ fn in_cluster_job(c: &Cluster) {
             None,
         );
         if let Some(pod) = pods["items"][0]["metadata"]["name"].as_str() {
-            let now = logs(c, &ns, pod);
+            let now = logs(c, &ns, pod, false);
             if now.contains("k8s: ") && now.len() > log.len() {
                 log = now;
             }
@@ -313,9 +393,14 @@ fn in_cluster_job(c: &Cluster) {
     assert!(log.contains("cross-node path"), "{log}");
 }
 
-/// A pod's log through the API server (and the kubelet).
-fn logs(c: &Cluster, ns: &str, pod: &str) -> String {
-    let path = format!("/api/v1/namespaces/{ns}/pods/{pod}/log");
+/// A pod's log through the API server (and the kubelet); `previous`:
+/// the agent container's before its last restart (`kubectl logs
+/// --previous`).
+fn logs(c: &Cluster, ns: &str, pod: &str, previous: bool) -> String {
+    let mut path = format!("/api/v1/namespaces/{ns}/pods/{pod}/log");
+    if previous {
+        path.push_str("?container=agent&previous=true");
+    }
     String::from_utf8_lossy(&c.curl("GET", &path, None)).into_owned()
 }
 
@@ -333,6 +418,7 @@ fn real_cluster_runs_agents_and_fails_loudly() {
         breakdown_host_and_pod(&c);
         missing_image(&c);
         tainted_node(&c);
+        crash_loop_advice_followed(&c);
         in_cluster_job(&c);
     }
     nothing_left(&name);

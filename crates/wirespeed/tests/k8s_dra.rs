@@ -144,6 +144,31 @@ fn only_virtual_nics_refused_at_once(c: &Cluster, key: &str, nodes: &[String]) {
     assert_eq!(code(c, &format!("/api/v1/namespaces/{ns}")), 404, "{all}");
 }
 
+/// A DeviceClass the cluster does not have: refused before anything is
+/// applied, saying to leave the flag out, which the next run does.
+fn unknown_device_class_refused(c: &Cluster, key: &str) {
+    let ns = "wsdra-class";
+    let out = run(
+        c,
+        key,
+        &[
+            "--device-class",
+            "wsdra-no-such-class",
+            "--ifname-prefix",
+            "dra0",
+            "--namespace",
+            ns,
+        ],
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("--device-class wsdra-no-such-class: no such DeviceClass in the cluster (leave the flag out"),
+        "{all}"
+    );
+    assert_eq!(code(c, &format!("/api/v1/namespaces/{ns}")), 404, "{all}");
+}
+
 /// A run over the claimed NICs, kept so the claims can be read: the
 /// scheduler's allocation, the driver's prepare, results over dra0 (its
 /// bytes counted on the bridge side); then the namespace is deleted and
@@ -305,6 +330,7 @@ fn dra_claims_are_allocated_prepared_placed_and_measured_on_a_real_cluster() {
         let t = Instant::now();
         unsupported_flag_refused(&c, &key, &nodes);
         only_virtual_nics_refused_at_once(&c, &key, &nodes);
+        unknown_device_class_refused(&c, &key);
         eprintln!("refused before apply in {:?}", t.elapsed());
         let t = Instant::now();
         measured_over_the_claimed_nic(&c, &key, &nodes, &out_json);

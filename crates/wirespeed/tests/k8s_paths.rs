@@ -6,11 +6,15 @@
 //! cap on one node's link) failing `--baseline` with that node's pairs
 //! named, and the JUnit XML read back by a JUnit parser; output that fits
 //! 100 columns, pairs no asked path measures named, and cases measured
-//! beside a CPU hog reported contended (exit 3).
+//! beside a CPU hog reported contended (exit 3). The advice of each
+//! refusal met here is followed: the toleration and the paths it names,
+//! the namespace --keep says to delete.
 
 mod common;
 
-use common::cluster::{Cluster, Scratch, can_run, check_nodes, nothing_left, text, unique};
+use common::cluster::{
+    Cluster, Scratch, can_run, check_nodes, nothing_left, text, unique, wait_for,
+};
 use common::heavy;
 use serde_json::Value;
 use std::process::{Command, Output};
@@ -52,9 +56,10 @@ fn tainted_node_left_out(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) 
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(t.elapsed() < Duration::from_secs(120), "{all}");
+    // The advice: its first half is what every_path then passes.
     assert!(
         all.contains(&format!(
-            "node {} left out: taint wirespeed.dev/test=busy:NoSchedule not tolerated",
+            "node {} left out: taint wirespeed.dev/test=busy:NoSchedule not tolerated (add {TOLERATE} or --tolerate-all)",
             nodes[2]
         )),
         "{all}"
@@ -79,8 +84,12 @@ fn tainted_node_left_out(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) 
     }
 }
 
-/// Every path, tainted node included, twice each: one table, every case
-/// measured with a 95% interval, the same cases in CSV, JUnit and HTML.
+/// The toleration the taint advice names, as every_path follows it.
+const TOLERATE: &str = "--toleration wirespeed.dev/test=busy:NoSchedule";
+
+/// Every path, tainted node included (the taint advice followed: the
+/// toleration it names), twice each: one table, every case measured with
+/// a 95% interval, the same cases in CSV, JUnit and HTML.
 fn every_path(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) -> Value {
     let (out_json, junit, csv, html) = (
         s.file("base.json"),
@@ -94,7 +103,8 @@ fn every_path(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) -> Value {
         &[
             "--paths",
             "same-node,cross-node,cross-zone,service,hairpin,host",
-            "--tolerate-all",
+            "--toleration",
+            TOLERATE.split_once(' ').unwrap().1,
             "--repeats",
             "2",
             "--out",
@@ -224,12 +234,37 @@ fn pairs_left_out_named(c: &Cluster, s: &Scratch, key: &str, nodes: &[String]) {
             "{all}"
         );
         assert!(
-            left.iter()
-                .any(|l| named(l) && l.ends_with("(add --paths cross-zone)")),
+            left.iter().any(|l| named(l) && l.ends_with(ADVICE)),
             "{left:?}"
         );
     }
+    // The advice followed: every pair measured, none left out.
+    let mut args = vec![
+        "--tolerate-all",
+        "--network",
+        "pod",
+        "--workloads",
+        "stream",
+    ];
+    args.extend(ADVICE.trim_end_matches(')').split(' ').skip(3));
+    let out = run(c, key, &args);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(!all.contains("left out: pair"), "{all}");
+    for other in &nodes[..2] {
+        let pair = |a: &str, b: &str| format!("{a} -> {b}");
+        assert!(
+            all.lines().any(|l| l.contains("cross-zone")
+                && (l.contains(&pair(other, &nodes[2])) || l.contains(&pair(&nodes[2], other)))
+                && l.contains("pass")),
+            "{other} and {}: {all}",
+            nodes[2]
+        );
+    }
 }
+
+/// What a pair left out by the paths asked says to add.
+const ADVICE: &str = "(measure it with --paths cross-node,cross-zone)";
 
 /// An image its registry does not have, asked for from where the
 /// registry answers (the root namespace, with the admin kubeconfig):
@@ -401,11 +436,20 @@ fn service_follows_endpoints(c: &Cluster, key: &str, nodes: &[String]) {
         ],
     );
     let all = text(&out);
+    // What --keep says to do afterwards, done here through the API.
     let cleanup = || c.api("DELETE", &format!("/api/v1/namespaces/{ns}"), None);
     if !out.status.success() {
         cleanup();
         panic!("{all}");
     }
+    let deleted = || {
+        let v = c.api("GET", &format!("/api/v1/namespaces/{ns}"), None);
+        v["code"] == 404 || v["status"]["phase"] == "Terminating"
+    };
+    assert!(
+        all.contains(&format!("delete them with `kubectl delete namespace {ns}`")),
+        "{all}"
+    );
     let svcs = c.api("GET", &format!("/api/v1/namespaces/{ns}/services"), None);
     let svc = svcs["items"][0].clone();
     let name = svc["metadata"]["name"].as_str().unwrap_or("").to_string();
@@ -442,6 +486,7 @@ fn service_follows_endpoints(c: &Cluster, key: &str, nodes: &[String]) {
     move_to(&pod_ip);
     let back = eventually(|| bench_from(&netns, &ip, key).status.success());
     cleanup();
+    wait_for("the kept namespace deleted", 40, || deleted().then_some(()));
     assert!(
         first.status.success(),
         "bench to the ClusterIP {ip}: {}",

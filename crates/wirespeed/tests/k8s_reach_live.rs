@@ -172,8 +172,10 @@ fn setup(test: &str, extra: &[&[&str]; 3]) -> Option<(Live, PathBuf, Vec<FakeNod
 }
 
 /// The runner's objects (`k8s manifests --runner`) applied, and a
-/// kubeconfig with its service account's token.
-fn runner_kubeconfig(sw: &str, admin: &Path, out: &Path) {
+/// kubeconfig with its service account's token; `without_proxy` leaves
+/// the `pods/proxy` rule out of its ClusterRole (an admin's copy that
+/// lost it).
+fn runner_kubeconfig(sw: &str, admin: &Path, out: &Path, without_proxy: bool) {
     let mut o = wirespeed_k8s::Options::new(
         vec![Network::Host, Network::Pod],
         "ws-runner",
@@ -181,7 +183,15 @@ fn runner_kubeconfig(sw: &str, admin: &Path, out: &Path) {
     );
     o.image = "wirespeed:test".into();
     o.privileged_namespace = true;
-    let objs = wirespeed_k8s::runner::build(&o, &[]).unwrap();
+    let mut objs = wirespeed_k8s::runner::build(&o, &[]).unwrap();
+    for obj in objs.iter_mut().filter(|_| without_proxy) {
+        if let wirespeed_k8s::runner::RunnerObject::ClusterRole(role) = obj {
+            let rules = role.rules.get_or_insert_with(Vec::new);
+            let before = rules.len();
+            rules.retain(|r| !r.resources.iter().flatten().any(|x| x == "pods/proxy"));
+            assert_eq!(rules.len() + 1, before, "one pods/proxy rule");
+        }
+    }
     let admin2 = admin.to_path_buf();
     let token = spawn_in(sw, move || {
         testkit::block_on(async {
@@ -233,6 +243,51 @@ fn k8s_run(
     run.output().expect("run wirespeed k8s run")
 }
 
+/// The runner's account without `pods/proxy`: the run is refused at its
+/// first request to an agent, with what to grant and where it is
+/// printed; the ClusterRole `k8s manifests --runner` prints, applied as
+/// the refusal says, is what the next run (the test's own) uses.
+fn proxy_refused_then_granted(
+    lab: &Lab,
+    runner_kc: &Path,
+    key: &Path,
+    nodes: &[FakeNode],
+    dir: &Path,
+    admin: &Path,
+) {
+    let sw = lab.ns("sw");
+    runner_kubeconfig(&sw, admin, runner_kc, true);
+    let ns = "ws-noproxy";
+    let plays = vec![(Network::Pod, nodes.to_vec())];
+    let kc = admin.to_path_buf();
+    let player = spawn_in(&sw, move || {
+        testkit::play_run(&kc, ns, &plays, Duration::from_secs(60))
+    })
+    .unwrap();
+    let out = dir.join("noproxy.json");
+    let o = k8s_run(
+        lab,
+        "runner",
+        runner_kc,
+        ns,
+        key,
+        &out,
+        &["--network", "pod"],
+    );
+    // Long lines are folded at 100 columns: joined back.
+    let stderr = common::cluster::unfold(&String::from_utf8_lossy(&o.stderr));
+    player.join().unwrap().unwrap().expect("the test's kubelet");
+    assert!(!o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the API server's pod proxy answered 403")
+            && stderr.contains(&format!(
+                "the kubeconfig's user needs get, create and update on pods/proxy in namespace {ns} (`wirespeed k8s manifests --runner` prints that ClusterRole)"
+            )),
+        "{stderr}"
+    );
+    runner_kubeconfig(&sw, admin, runner_kc, false);
+}
+
 #[test]
 fn k8s_run_reaches_agents_only_through_the_api_server_and_measures_every_pair() {
     let test = "k8s_reach_api";
@@ -247,7 +302,7 @@ fn k8s_run_reaches_agents_only_through_the_api_server_and_measures_every_pair() 
     let port = api_port(&admin);
     live.forward = Some(forward(&runner_ns, &sw, port));
     let runner_kc = live.dir.join("runner.kubeconfig");
-    runner_kubeconfig(&sw, &admin, &runner_kc);
+    proxy_refused_then_granted(lab, &runner_kc, &key, &nodes, &live.dir, &admin);
 
     // From the runner's namespace no agent address answers.
     let target: SocketAddr = format!("{}:5380", nodes[0].pod_ip).parse().unwrap();

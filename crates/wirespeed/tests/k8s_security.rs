@@ -292,7 +292,13 @@ fn restricted_run(c: &Cluster, dir: &std::path::Path, profile: &str) {
     let (b, took) = run_in(c, &ns, &["--network", "pod", "-d", "1s"]);
     let bt = text(&b);
     assert!(!b.status.success(), "{bt}");
-    assert!(bt.contains("is in use by run"), "{bt}");
+    // The advice: "wait for it to end" is followed below (the host-mode
+    // run in this namespace once run A ended).
+    assert!(
+        bt.contains("is in use by run")
+            && bt.contains("wait for it to end, or give this run another --namespace"),
+        "{bt}"
+    );
     assert!(took < Duration::from_secs(30), "{took:?}");
     assert_eq!(daemonsets(c, &ns), before, "run B changed run A's objects");
     // Host mode in a namespace wirespeed did not make and that is not
@@ -352,8 +358,24 @@ fn restricted_run(c: &Cluster, dir: &std::path::Path, profile: &str) {
         r["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "privileged",
         "{r}"
     );
-    let (h, _) = run_in(c, &ns, &["--network", "host", "-d", "1s", "--warmup", "0"]);
-    assert!(h.status.success(), "the advice followed: {}", text(&h));
+    // Kept: in a namespace the run did not make, --keep's advice is
+    // `k8s cleanup`, not deleting the namespace; followed, the run's
+    // objects go and the namespace stays.
+    let (h, _) = run_in(
+        c,
+        &ns,
+        &["--network", "host", "-d", "1s", "--warmup", "0", "--keep"],
+    );
+    let ht = text(&h);
+    assert!(h.status.success(), "the advice followed: {ht}");
+    let advice = format!("delete them with `wirespeed k8s cleanup --namespace {ns} --force`");
+    assert!(ht.contains(&advice), "{ht}");
+    assert!(!daemonsets(c, &ns).is_empty());
+    let (cl, _) = c.runner(&["k8s", "cleanup", "--namespace", &ns, "--force"]);
+    assert!(cl.status.success(), "{}", text(&cl));
+    assert!(daemonsets(c, &ns).is_empty(), "{}", text(&cl));
+    let nsv = c.api("GET", &format!("/api/v1/namespaces/{ns}"), None);
+    assert_eq!(nsv["status"]["phase"], "Active", "{nsv}");
 }
 
 /// A namespace wirespeed makes, `privileged` on request: the unsafe

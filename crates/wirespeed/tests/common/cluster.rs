@@ -295,14 +295,16 @@ pub fn text(o: &Output) -> String {
 /// `s` with the lines the binary folded at 100 columns
 /// (`wirespeed_report::fold`) joined back, so a test finds a phrase
 /// wherever the fold fell: a continuation is indented 4 more than the
-/// first line of what it continues, after a line of 70 columns or more.
+/// first line of what it continues, and its first word would not have
+/// fitted on the line before (the fold is greedy).
 pub fn unfold(s: &str) -> String {
     let lead = |x: &str| x.len() - x.trim_start().len();
+    let first_word = |x: &str| x.split_whitespace().next().map_or(0, |w| w.chars().count());
     let mut out: Vec<String> = Vec::new();
     let (mut base, mut last) = (0, 0);
     for l in s.lines() {
         match out.last_mut() {
-            Some(prev) if last >= 70 && lead(l) == base + 4 => {
+            Some(prev) if last + 1 + first_word(l) > 100 && lead(l) == base + 4 => {
                 prev.push_str(&format!(" {}", l.trim_start()))
             }
             _ => {
