@@ -7,6 +7,7 @@
 //! file raises).
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod bench;
 pub mod demo;

@@ -16,6 +16,8 @@
 //! buffers the ring owns).
 
 #![warn(missing_docs)]
+// Unsafe code only in the sys module(s) allowed below.
+#![deny(unsafe_code)]
 
 pub mod breakdown;
 pub mod client;
@@ -32,8 +34,11 @@ pub mod side;
 pub mod sockets;
 pub mod stamps;
 mod stream;
+#[allow(unsafe_code)]
 pub mod sys;
+#[allow(unsafe_code)]
 pub mod sys_ts;
+#[allow(unsafe_code)]
 pub mod sys_uring;
 pub mod timestamps;
 pub mod udp;

@@ -14,6 +14,8 @@
 //! changes a host itself (wirespeed-host's journal and the lab do).
 
 #![warn(missing_docs)]
+// Unsafe code only in the sys module(s) allowed below.
+#![deny(unsafe_code)]
 
 pub mod cell;
 pub mod demo;
@@ -24,6 +26,7 @@ pub mod optimize;
 pub mod peer;
 pub mod progress;
 pub mod runner;
+#[allow(unsafe_code)]
 pub mod sys;
 
 pub use cell::{BenchArgs, spec_from};

@@ -33,6 +33,7 @@
 //! [`plan()`] and [`run_async`].
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod analyze;

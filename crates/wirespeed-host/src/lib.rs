@@ -19,6 +19,8 @@
 //! those commands so people can read them. It carries no traffic. Its
 //! `unsafe` is all in the private `sys` module.
 #![warn(missing_docs)]
+// Unsafe code only in the sys module(s) allowed below.
+#![deny(unsafe_code)]
 
 pub mod doctor;
 mod error;
@@ -36,6 +38,7 @@ pub mod reentry;
 mod rtnl;
 pub mod session;
 pub mod snapshot;
+#[allow(unsafe_code)]
 mod sys;
 pub mod sysctl_scope;
 pub mod tune;

@@ -9,6 +9,7 @@
 //! anything Kubernetes; the image is an ordinary OCI image.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod check;
 mod error;

@@ -8,11 +8,14 @@
 //! move traffic or inspect hosts.
 
 #![warn(missing_docs)]
+// Unsafe code only in the sys module(s) allowed below.
+#![deny(unsafe_code)]
 
 mod build;
 mod error;
 pub mod plan;
 pub mod spec;
+#[allow(unsafe_code)]
 mod sys;
 
 pub use build::{

@@ -14,6 +14,7 @@
 //! the values.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod bottleneck;
 mod ceilings;

@@ -14,6 +14,7 @@
 //! summary) and the formatting crates only.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod chart;
 mod csv;

@@ -12,6 +12,7 @@
 //! compile the data plane.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod breakdown;
 pub mod contention;

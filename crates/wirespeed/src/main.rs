@@ -4,6 +4,8 @@
 //! and writing the completions and man pages generated from the clap
 //! definitions. It changes no host itself (wirespeed-host's session does).
 
+#![forbid(unsafe_code)]
+
 mod bench;
 mod demo;
 mod docs_cmd;
