@@ -155,6 +155,36 @@ fn plan(a: PlanArgs) -> Result<()> {
     Ok(())
 }
 
+/// A run's progress lines as printed: an agent down with the same advice
+/// as the one before (after the last "; " of why, e.g. the pod proxy's
+/// RBAC hint for every agent) is not given it again.
+#[derive(Default)]
+pub(crate) struct ProgressLines {
+    /// The advice of the last agent down.
+    advice: std::sync::Mutex<String>,
+}
+
+impl ProgressLines {
+    /// The line for `p`, folded for the terminal.
+    pub(crate) fn line(&self, p: &Progress) -> String {
+        let text = match p {
+            Progress::Down { agent, why } => self.down(agent, why),
+            _ => progress_line(p),
+        };
+        wirespeed_report::fold(&text)
+    }
+
+    fn down(&self, agent: &str, why: &str) -> String {
+        let (cause, advice) = why.rsplit_once("; ").unwrap_or((why, ""));
+        let mut last = self.advice.lock().unwrap_or_else(|e| e.into_inner());
+        if !advice.is_empty() && *last == advice {
+            return format!("agent {agent} is DOWN: {cause}; what to do: as above");
+        }
+        *last = advice.to_string();
+        format!("agent {agent} is DOWN: {why}")
+    }
+}
+
 /// One progress line of a fleet run (for stderr).
 pub(crate) fn progress_line(p: &Progress) -> String {
     match p {
@@ -222,12 +252,9 @@ fn progress_to(
         ..FleetResults::default()
     });
     let warned = std::sync::atomic::AtomicBool::new(false);
+    let lines = ProgressLines::default();
     Arc::new(move |p: &Progress| {
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "{}",
-            wirespeed_report::fold(&progress_line(p))
-        );
+        let _ = writeln!(std::io::stderr().lock(), "{}", lines.line(p));
         let (Some(path), Progress::Test(t)) = (&out, p) else {
             return;
         };
@@ -318,4 +345,28 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         std::process::exit(if v.failures.is_empty() { 3 } else { 2 });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_advice_for_agents_down_is_given_once() {
+        let lines = ProgressLines::default();
+        let down = |agent: &str, why: &str| {
+            lines.line(&Progress::Down {
+                agent: agent.into(),
+                why: why.into(),
+            })
+        };
+        let grant = "grant pods/proxy";
+        let a = down("a", &format!("pod a: 403; {grant}"));
+        let b = down("b", &format!("pod b: 403; {grant}"));
+        let c = down("c", "connection refused; is the agent running");
+        assert!(a.ends_with(grant), "{a}");
+        assert_eq!(b, "agent b is DOWN: pod b: 403; what to do: as above");
+        assert!(c.ends_with("is the agent running"), "{c}");
+        assert_eq!(down("d", "gone"), "agent d is DOWN: gone");
+    }
 }

@@ -99,8 +99,9 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         wirespeed_fleet::RunOptions::new(run_workloads(&a)?, o.key.trim_ascii().to_vec());
     fleet.repeats = a.repeats.clamp(1, 100);
     fleet.retries = a.retries;
-    fleet.progress = Some(std::sync::Arc::new(|p: &wirespeed_fleet::Progress| {
-        eprintln!("{}", fold(&crate::fleet_cmd::progress_line(p)));
+    let lines = crate::fleet_cmd::ProgressLines::default();
+    fleet.progress = Some(std::sync::Arc::new(move |p: &wirespeed_fleet::Progress| {
+        eprintln!("{}", lines.line(p));
     }));
     let choice = wirespeed_k8s::nodes::NodeChoice {
         names: a

@@ -285,6 +285,22 @@ fn proxy_refused_then_granted(
             )),
         "{stderr}"
     );
+    // Given once, not once per agent.
+    let down: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(" is DOWN: "))
+        .collect();
+    let advised = down
+        .iter()
+        .filter(|l| l.contains("the kubeconfig's user needs"))
+        .count();
+    assert_eq!((down.len(), advised), (3, 1), "{stderr}");
+    assert!(
+        down[1..]
+            .iter()
+            .all(|l| l.ends_with("; what to do: as above")),
+        "{stderr}"
+    );
     runner_kubeconfig(&sw, admin, runner_kc, false);
 }
 
