@@ -58,16 +58,17 @@ if [[ ${PREV_RELEASE_SHARE_TARGET:-} == 1 ]]; then
     own+=(--config "profile.release.package.\"$name\".codegen-units=15")
   done
   saved=$out/current-wirespeed
-  [[ -e $target/release/wirespeed ]] && cp -p "$target/release/wirespeed" "$saved"
+  if [[ -e $target/release/wirespeed ]]; then
+    cp -p "$target/release/wirespeed" "$saved"
+    # Put back also when the build fails.
+    trap 'mv "$saved" "$target/release/wirespeed"' EXIT
+  fi
 fi
 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
   cargo build "${own[@]}" --release --locked -p wirespeed \
   --manifest-path "$out/src/Cargo.toml" --target-dir "$target" >&2
 cp "$target/release/wirespeed" "$bin.tmp"
 mv "$bin.tmp" "$bin"
-if [[ -n ${saved:-} && -e $saved ]]; then
-  mv "$saved" "$target/release/wirespeed"
-fi
 git -C "$repo" worktree remove --force "$out/src"
 rm -rf "$out/target"
 echo "prev-release.sh: built ${PREV:0:7} in $((SECONDS - t0)) s" >&2

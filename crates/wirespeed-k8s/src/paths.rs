@@ -210,6 +210,10 @@ pub fn left_out(
         return Vec::new();
     }
     let measured = |l: &Link| planned.iter().any(|(_, ls)| ls.contains(l));
+    // The advice names the whole list to pass: `--paths cross-zone` alone
+    // would drop the paths asked.
+    let asked: Vec<String> = planned.iter().map(|(p, _)| p.to_string()).collect();
+    let asked = asked.join(",");
     let mut out = Vec::new();
     for l in pairs
         .iter()
@@ -227,15 +231,9 @@ pub fn left_out(
                 PathKind::CrossNode,
             )
         };
-        // The whole list to pass: `--paths cross-zone` alone would drop
-        // the paths asked.
-        let mut with: Vec<String> = planned.iter().map(|(p, _)| p.to_string()).collect();
-        with.push(want.to_string());
         out.push(format!(
-            "pair {} -> {} {how} and no path asked for measures it (measure it with --paths {})",
-            a.name,
-            b.name,
-            with.join(",")
+            "pair {} -> {} {how} and no path asked for measures it (measure it with --paths {asked},{want})",
+            a.name, b.name
         ));
     }
     out

@@ -984,7 +984,9 @@ fn kept(cfg: &RunConfig, dep: &Deployment) -> String {
 /// (`kubectl delete namespace` would take the owner's other objects too).
 fn kept_text(objects: &[crate::Object], ns: &str) -> String {
     let names: Vec<String> = objects.iter().map(|o| o.describe()).collect();
-    let made_ns = objects.iter().any(|o| o.kind() == "Namespace");
+    let made_ns = objects
+        .iter()
+        .any(|o| matches!(o, crate::Object::Namespace(_)));
     let how = if made_ns {
         format!("`kubectl delete namespace {ns}`")
     } else {
@@ -1013,7 +1015,7 @@ mod tests {
         );
         let theirs: Vec<crate::Object> = objs
             .into_iter()
-            .filter(|o| o.kind() != "Namespace")
+            .filter(|o| !matches!(o, crate::Object::Namespace(_)))
             .collect();
         let kept = super::kept_text(&theirs, "ns1");
         assert!(

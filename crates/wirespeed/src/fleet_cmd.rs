@@ -167,26 +167,30 @@ pub(crate) struct ProgressLines {
 impl ProgressLines {
     /// The line for `p`, folded for the terminal.
     pub(crate) fn line(&self, p: &Progress) -> String {
-        let text = match p {
-            Progress::Down { agent, why } => self.down(agent, why),
-            _ => progress_line(p),
+        let short = match p {
+            Progress::Down { agent, why } => self
+                .repeated(why)
+                .map(|cause| format!("agent {agent} is DOWN: {cause}; what to do: as above")),
+            _ => None,
         };
-        wirespeed_report::fold(&text)
+        wirespeed_report::fold(&short.unwrap_or_else(|| progress_line(p)))
     }
 
-    fn down(&self, agent: &str, why: &str) -> String {
+    /// `why` without its advice when that advice is the last one given;
+    /// otherwise None, and its advice becomes the last one.
+    fn repeated<'w>(&self, why: &'w str) -> Option<&'w str> {
         let (cause, advice) = why.rsplit_once("; ").unwrap_or((why, ""));
         let mut last = self.advice.lock().unwrap_or_else(|e| e.into_inner());
         if !advice.is_empty() && *last == advice {
-            return format!("agent {agent} is DOWN: {cause}; what to do: as above");
+            return Some(cause);
         }
         *last = advice.to_string();
-        format!("agent {agent} is DOWN: {why}")
+        None
     }
 }
 
 /// One progress line of a fleet run (for stderr).
-pub(crate) fn progress_line(p: &Progress) -> String {
+fn progress_line(p: &Progress) -> String {
     match p {
         Progress::Round { round, of, jobs } => {
             format!("round {}/{of}: {jobs} test(s) at once", round + 1)
