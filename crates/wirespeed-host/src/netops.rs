@@ -1,12 +1,13 @@
 //! Typed operations that build network topologies (what a lab is made
 //! of): namespaces, veth pairs, vxlan overlays, addresses, routes
 //! (multipath too), policy rules, link sizes, features, sysctls, qdiscs
-//! and MPTCP path managers (limits, endpoints). Each [`Op`] displays as the `ip`/`tc`/`sysctl`/`ethtool`
+//! MPTCP path managers (limits, endpoints) and firewall rule sets. Each [`Op`] displays as the `ip`/`tc`/`sysctl`/`ethtool`/`nft`
 //! command a person would type; [`Op::apply`] does it over rtnetlink,
 //! ethtool netlink and /proc/sys from a thread inside the namespace, with
 //! the knobs tuning knows (sysctls, MTU, GSO/GRO sizes, features) written
 //! through [`Host::set`], which reads each value back. Only qdiscs, classes
-//! and filters run `tc` (see [`Op::Tc`]).
+//! and filters run `tc` (see [`Op::Tc`]), and firewall rules `nft` or
+//! `iptables-restore` (see [`Op::Firewall`]).
 
 use crate::HostError;
 use crate::fsroot::Fs;
@@ -142,6 +143,16 @@ pub enum Op {
         /// The path manager's limits.
         limits: Limits,
     },
+    /// `ip netns exec NS nft -f -` (or `iptables-restore --noflush`) fed
+    /// a rule set: a firewall's rules, loaded in one transaction.
+    Firewall {
+        /// Namespace.
+        ns: String,
+        /// The program that loads them.
+        tool: FirewallTool,
+        /// What it reads on standard input.
+        script: String,
+    },
     /// `ip -n NS mptcp endpoint add ADDR dev DEV signal|subflow`.
     MptcpEndpoint {
         /// Namespace.
@@ -153,6 +164,38 @@ pub enum Op {
         /// Announced to the peer or used for subflows from here.
         kind: EndpointKind,
     },
+}
+
+/// The program that loads an [`Op::Firewall`] rule set: the kernel's two
+/// packet filters (nf_tables, and x_tables behind iptables-legacy), and
+/// iptables' nf_tables backend, which most distributions ship as `iptables`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirewallTool {
+    /// `nft -f -`: an nftables ruleset.
+    Nft,
+    /// `iptables-legacy-restore --noflush`: x_tables.
+    IptablesLegacy,
+    /// `iptables-nft-restore --noflush`: iptables rules on nf_tables.
+    IptablesNft,
+}
+
+impl FirewallTool {
+    /// The program and its arguments.
+    pub fn argv(self) -> &'static [&'static str] {
+        match self {
+            FirewallTool::Nft => &["nft", "-f", "-"],
+            FirewallTool::IptablesLegacy => &["iptables-legacy-restore", "--noflush"],
+            FirewallTool::IptablesNft => &["iptables-nft-restore", "--noflush"],
+        }
+    }
+
+    /// The Debian package that ships the program.
+    pub fn package(self) -> &'static str {
+        match self {
+            FirewallTool::Nft => "nftables",
+            _ => "iptables",
+        }
+    }
 }
 
 /// `ip -n NS [-6] route add DST/LEN [via GW dev DEV | nexthop via GW dev
@@ -282,6 +325,10 @@ impl fmt::Display for Op {
                 dev,
                 kind,
             } => write!(f, "ip -n {ns} mptcp endpoint add {addr} dev {dev} {kind}"),
+            Op::Firewall { ns, tool, script } => {
+                let cmd = tool.argv().join(" ");
+                write!(f, "ip netns exec {ns} {cmd} <<'EOF'\n{script}EOF")
+            }
             Op::Tc { ns, args } => {
                 write!(f, "tc -n {ns}")?;
                 // An argument with spaces (a cBPF program) in quotes, as
@@ -344,6 +391,7 @@ impl Op {
             | Op::Rule { ns, .. }
             | Op::Route(Route { ns, .. })
             | Op::Tc { ns, .. }
+            | Op::Firewall { ns, .. }
             | Op::MptcpLimits { ns, .. }
             | Op::MptcpEndpoint { ns, .. } => ns,
             Op::Veth { ns_a, .. } => ns_a,
@@ -382,6 +430,7 @@ impl Op {
                 Rtnl::open()?.create(RouteNetlinkMessage::NewLink(msg), &self.to_string())
             }
             Op::Tc { ns, args } => run_tc(ns, args, &self.to_string()),
+            Op::Firewall { ns, tool, script } => load_firewall(ns, *tool, script),
             _ => netns::run_in(self.ns(), || self.apply_here()),
         }
     }
@@ -449,9 +498,9 @@ impl Op {
                 let msg = route_msg(&mut rt, r)?;
                 rt.create(RouteNetlinkMessage::NewRoute(msg), &what)
             }
-            Op::NetnsAdd { .. } | Op::Veth { .. } | Op::Tc { .. } => Err(HostError::State(
-                format!("{what}: not an operation inside a namespace"),
-            )),
+            Op::NetnsAdd { .. } | Op::Veth { .. } | Op::Tc { .. } | Op::Firewall { .. } => Err(
+                HostError::State(format!("{what}: not an operation inside a namespace")),
+            ),
         }
     }
 }
@@ -610,6 +659,49 @@ fn run_tc(ns: &str, args: &[String], what: &str) -> Result<(), HostError> {
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         })
     }
+}
+
+/// Feeds `script` to the firewall's loader inside namespace `ns` (`ip
+/// netns exec`, as a person would). A command, not netlink: nf_tables'
+/// and x_tables' rule encodings are the loaders' own, and no maintained
+/// crate writes them without linking libnftnl or libiptc.
+fn load_firewall(ns: &str, tool: FirewallTool, script: &str) -> Result<(), HostError> {
+    use std::io::Write;
+    netns::path(ns)?;
+    let argv = tool.argv();
+    let what = format!("ip netns exec {ns} {}", argv.join(" "));
+    let mut child = std::process::Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(argv)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| HostError::file("ip", e))?;
+    let fed = child
+        .stdin
+        .take()
+        .map(|mut i| i.write_all(script.as_bytes()));
+    let out = child
+        .wait_with_output()
+        .map_err(|e| HostError::file("ip", e))?;
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    if out.status.success() && !matches!(fed, Some(Err(_))) {
+        return Ok(());
+    }
+    let missing = stderr.contains("No such file") || stderr.contains("not found");
+    Err(HostError::Command {
+        cmd: what,
+        stderr: if missing {
+            format!(
+                "{stderr} (is {} installed? apt install {})",
+                argv[0],
+                tool.package()
+            )
+        } else {
+            stderr
+        },
+    })
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! operations ([`Op`]: each displays as the `ip`, `tc`, `sysctl` or
 //! `ethtool` command a person would type), computed first and shown on
 //! request, then done in order by wirespeed-host (over netlink and
-//! /proc/sys; qdiscs by `tc`); a [`Lab`] guard removes every namespace when dropped,
+//! /proc/sys; qdiscs by `tc`, firewall rules by `nft` or
+//! `iptables-restore`); a [`Lab`] guard removes every namespace when dropped,
 //! also on error and on panic, and `up` sweeps namespaces that earlier
 //! test processes left when they were killed.
 
@@ -91,6 +92,9 @@ pub fn build_ops(spec: &LabSpec, plan: &Addressing) -> Vec<Op> {
         }
     }
     out.extend(mptcp_ops(spec, plan));
+    for (i, p) in spec.policies.iter().enumerate() {
+        out.push(crate::policy::policy_op(&ns(&p.host), i, p));
+    }
     out
 }
 

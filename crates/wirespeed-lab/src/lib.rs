@@ -1,7 +1,8 @@
 //! Emulated hosts for wirespeed: network namespaces joined by veth pairs,
 //! with per-NIC rate caps (tbf or htb), VXLAN overlays, ECMP multipath
-//! routes (the stand-in for a bond's hash policy), per-NIC source routing
-//! and sysctls, described in TOML or in code.
+//! routes (the stand-in for a bond's hash policy), per-NIC source routing,
+//! sysctls and firewall rule sets (nftables or iptables, as a network
+//! policy enforcer loads them), described in TOML or in code.
 //!
 //! A [`Lab`] is a guard: dropping it removes every namespace it made, also
 //! when a test fails or panics. This crate builds topologies; it does not
@@ -14,6 +15,7 @@
 mod build;
 mod error;
 pub mod plan;
+mod policy;
 pub mod spec;
 #[allow(unsafe_code)]
 mod sys;
@@ -24,6 +26,8 @@ pub use build::{
 };
 pub use error::LabError;
 pub use plan::{Addressing, Nic, Pair};
-pub use spec::{CapKind, HostSpec, LabSpec, LinkSpec, RouteSpec, VxlanSpec};
+pub use spec::{
+    CapKind, Enforcer, Hook, HostSpec, LabSpec, LinkSpec, Lookup, PolicySpec, RouteSpec, VxlanSpec,
+};
 pub use sys::spawn_in;
 pub use wirespeed_host::Op;

@@ -1,6 +1,7 @@
 //! What a lab is: hosts, veth links between them (MTU, GSO/GRO sizes, rate
 //! caps), VXLAN overlays on a link, static and ECMP multipath routes,
-//! per-NIC source routing, sysctls and MPTCP path managers. Read from TOML (docs/lab-file.md) or
+//! per-NIC source routing, sysctls, MPTCP path managers and firewall
+//! rule sets (`[[policy]]`). Read from TOML (docs/lab-file.md) or
 //! built in code; validated before anything touches the kernel.
 
 use crate::error::LabError;
@@ -173,6 +174,89 @@ fn default_mptcp_limit() -> u32 {
     2
 }
 
+/// The packet filter that walks a `[[policy]]`'s rules.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Enforcer {
+    /// nf_tables, loaded with `nft` (kube-network-policies, Cilium's
+    /// host firewall without eBPF, firewalld).
+    #[default]
+    Nftables,
+    /// x_tables, loaded with `iptables-legacy-restore` (kube-router, Calico
+    /// and kube-proxy on older nodes).
+    IptablesLegacy,
+    /// iptables rules on nf_tables (`iptables-nft-restore`), what
+    /// `iptables` is on current distributions.
+    IptablesNft,
+}
+
+/// Where a `[[policy]]`'s rules sit on its host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Hook {
+    /// Packets to the host itself (a pod's own firewall).
+    #[default]
+    Input,
+    /// Packets the host routes on (a node in front of its pods).
+    Forward,
+}
+
+/// How a `[[policy]]`'s peers are matched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lookup {
+    /// One rule per peer, walked in order (iptables' way, and a naive
+    /// nftables translation): the cost grows with the rule count.
+    #[default]
+    Linear,
+    /// One rule that looks the (address, port) up in an nftables set, a
+    /// hash (kube-network-policies' way; eBPF enforcers use maps alike).
+    Set,
+}
+
+/// A firewall rule set on one host, as a network policy enforcer
+/// programs one: `rules` rules that the test's traffic does not match (a
+/// source address and a destination port each, as a policy's peers and
+/// ports become), then an accept. The packets they cost are those that
+/// walk them: every packet, or with `stateful` only each connection's
+/// first (established ones are accepted before the rules, as kube-router,
+/// Calico and kube-network-policies do).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    /// The host whose firewall holds the rules.
+    pub host: String,
+    /// The packet filter.
+    #[serde(default)]
+    pub enforcer: Enforcer,
+    /// How many rules (0-100,000; 0 leaves the hook and an empty chain).
+    pub rules: u32,
+    /// Only IPv4 packets to this prefix walk the rules (default: every
+    /// IPv4 packet at the hook), so one lab can hold several rule sets
+    /// side by side, each reached at its own address.
+    #[serde(default)]
+    pub dst: Option<String>,
+    /// Accept established connections first (default true).
+    #[serde(default = "yes")]
+    pub stateful: bool,
+    /// Input (default) or forward.
+    #[serde(default)]
+    pub hook: Hook,
+    /// Linear rules (default) or one set lookup (nftables only).
+    #[serde(default)]
+    pub lookup: Lookup,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Most rules in one `[[policy]]`.
+pub const MAX_POLICY_RULES: u32 = 100_000;
+
+/// Most `[[policy]]` tables in one lab.
+pub const MAX_POLICIES: usize = 32;
+
 /// A whole lab.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -198,6 +282,9 @@ pub struct LabSpec {
     /// MPTCP path managers, one per host at most.
     #[serde(default)]
     pub mptcp: Vec<MptcpSpec>,
+    /// Firewall rule sets.
+    #[serde(default, rename = "policy")]
+    pub policies: Vec<PolicySpec>,
 }
 
 /// The rates a lab cap takes, bits per second: tbf and htb need at least
@@ -422,7 +509,8 @@ impl LabSpec {
         }
         self.check_vxlans()?;
         self.check_routes()?;
-        self.check_mptcp()
+        self.check_mptcp()?;
+        self.check_policies()
     }
 
     /// The lab's name, and how many hosts, overlays and routes it has.
@@ -695,6 +783,47 @@ impl LabSpec {
         Ok(())
     }
 
+    /// The `[[policy]]` tables: a host of the lab, a rule count the
+    /// loaders take in one go, an IPv4 prefix.
+    fn check_policies(&self) -> Result<(), (At<'static>, String)> {
+        if self.policies.len() > MAX_POLICIES {
+            return Err((
+                top("policy"),
+                format!("at most {MAX_POLICIES} [[policy]] tables"),
+            ));
+        }
+        for (i, p) in self.policies.iter().enumerate() {
+            let at = |field| At {
+                table: Some(("policy", i)),
+                field,
+            };
+            if !self.host_ok(&p.host) {
+                return Err((at("host"), format!("no host named {:?}", p.host)));
+            }
+            if p.rules > MAX_POLICY_RULES {
+                return Err((
+                    at("rules"),
+                    format!("{}: at most {MAX_POLICY_RULES}", p.rules),
+                ));
+            }
+            if p.lookup == Lookup::Set && p.enforcer != Enforcer::Nftables {
+                return Err((
+                    at("lookup"),
+                    "a set lookup is an nftables set: use enforcer = \"nftables\" (iptables would need ipset)".into(),
+                ));
+            }
+            if let Some(d) = &p.dst
+                && parse_v4_prefix(d).is_none()
+            {
+                return Err((
+                    at("dst"),
+                    format!("{d:?} is not an IPv4 prefix such as 10.214.0.2/32"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Two hosts `a` and `b` joined by `nics` links, each capped at `rate`.
     pub fn two_hosts(name: &str, nics: usize, rate: Option<&str>) -> LabSpec {
         LabSpec {
@@ -822,6 +951,51 @@ links = [0, 1]
         let e = err(&GOOD.replace("mtu = 9000", "mtu = \"big\""));
         assert!(e.contains("line 17"), "{e}");
         assert!(err("name = \"x y\"\n[[host]]\nname=\"a\"").contains("line 1"));
+    }
+
+    #[test]
+    fn every_shipped_lab_file_is_valid() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let f = e.unwrap().path().join("lab.toml");
+            if let Ok(text) = std::fs::read_to_string(&f) {
+                LabSpec::from_toml_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 9, "{n} lab files in {}", dir.display());
+    }
+
+    #[test]
+    fn policy_tables_are_checked() {
+        let with = |t: &str| format!("{GOOD}\n[[policy]]\n{t}\n");
+        let s = LabSpec::from_toml_str(&with("host = \"b\"\nrules = 100")).unwrap();
+        let p = &s.policies[0];
+        assert_eq!(
+            (p.enforcer, p.hook, p.lookup),
+            (Enforcer::Nftables, Hook::Input, Lookup::Linear)
+        );
+        assert!(p.stateful && p.dst.is_none());
+        for (t, want) in [
+            ("host = \"c\"\nrules = 1", "no host named \"c\""),
+            ("host = \"b\"\nrules = 100001", "at most 100000"),
+            (
+                "host = \"b\"\nrules = 1\ndst = \"fd00::1/128\"",
+                "not an IPv4 prefix",
+            ),
+            (
+                "host = \"b\"\nrules = 1\nenforcer = \"iptables-legacy\"\nlookup = \"set\"",
+                "iptables would need ipset",
+            ),
+            (
+                "host = \"b\"\nrules = 1\nenforcer = \"ebpf\"",
+                "iptables-legacy",
+            ),
+        ] {
+            let e = err(&with(t));
+            assert!(e.contains(want) && e.contains("line 3"), "{t}: {e}");
+        }
     }
 
     #[test]
