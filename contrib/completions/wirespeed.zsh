@@ -871,6 +871,7 @@ _arguments "${_arguments_options[@]}" : \
 '--reach=[How to reach the agents'\'' HTTP APIs\: api (through the API server'\''s pod proxy\: works from anywhere that reaches the API server) or direct (to the pod/node addresses\: from inside the cluster network)]:api|direct:_default' \
 '--out=[Also write every mode'\''s agents and fleet results, and the comparison, as JSON here. Rewritten as each test lands (with \`"partial"\: true\` until the run ends), so an interrupted or killed run leaves every finished test in it]:OUT:_files' \
 '--resume=[Take the tests an interrupted run wrote to FILE (its --out) and measure only the rest; the whole run goes to --out (default\: FILE itself)]:FILE:_files' \
+'(--resume)*--policy-load=[Measure the pod paths again under each number of NetworkPolicies that select the agents without blocking them (ascending, comma-separated, e.g. 0,100)\: what an enforcer'\''s policies cost each path. Each level is awaited until the enforcer has it in force]:N,..:_default' \
 '(-w --workload)--workloads=[Several workloads in one run, comma-separated (e.g. stream,rr\: the host vs pod table then has throughput, latency percentiles and CPU per Gbit/s and per transaction); replaces -w]:LIST:_default' \
 '-p+[Control port when HOST names none]:PORT:_default' \
 '--port=[Control port when HOST names none]:PORT:_default' \

@@ -241,6 +241,17 @@ pub struct RunArgs {
     /// FILE itself).
     #[arg(long, value_name = "FILE")]
     pub resume: Option<PathBuf>,
+    /// Measure the pod paths again under each number of NetworkPolicies
+    /// that select the agents without blocking them (ascending,
+    /// comma-separated, e.g. 0,100): what an enforcer's policies cost each
+    /// path. Each level is awaited until the enforcer has it in force.
+    #[arg(
+        long,
+        value_name = "N,..",
+        value_delimiter = ',',
+        conflicts_with = "resume"
+    )]
+    pub policy_load: Option<Vec<u32>>,
     /// Several workloads in one run, comma-separated (e.g. stream,rr: the
     /// host vs pod table then has throughput, latency percentiles and CPU
     /// per Gbit/s and per transaction); replaces -w.
@@ -331,6 +342,27 @@ pub fn run_paths(a: &RunArgs) -> Result<Vec<PathKind>> {
             .map(PathKind::of_network)
             .collect(),
     })
+}
+
+/// `--policy-load`'s levels, checked against the paths and the policy
+/// flag (empty without it).
+pub fn run_policy_load(a: &RunArgs, paths: &[PathKind]) -> Result<Vec<u32>> {
+    let Some(levels) = &a.policy_load else {
+        return Ok(Vec::new());
+    };
+    wirespeed_k8s::policy_load::check_levels(levels)
+        .map_err(|e| anyhow::anyhow!("--policy-load {e}"))?;
+    if a.objects.no_network_policy {
+        bail!(
+            "--policy-load sees each level take effect through the run's own NetworkPolicy: drop --no-network-policy"
+        );
+    }
+    if !paths.iter().any(|p| p.network() == Network::Pod) {
+        bail!(
+            "--policy-load measures the pod network (NetworkPolicies select pods, not hostNetwork agents or DRA NICs): add --paths cross-node (or same-node, service, ...)"
+        );
+    }
+    Ok(levels.clone())
 }
 
 /// The gates from the flags; the baseline read now, before the run.

@@ -323,6 +323,18 @@ impl AgentClient {
         self.answer("read facts", r)
     }
 
+    /// `POST /v1/probe`: whether this agent reaches `peer`'s HTTP port
+    /// (waiting at most `wait`).
+    pub async fn probe(&self, peer: &str, wait: Duration) -> Result<crate::agent::ProbeAnswer> {
+        let req = crate::agent::ProbeRequest {
+            peer: peer.to_string(),
+            wait_ms: Some(wait.as_millis().clamp(1, u128::from(u64::MAX)) as u64),
+        };
+        let body = serde_json::to_vec(&req).map_err(|e| self.err(e.to_string()))?;
+        let r = self.call("probe", "POST", "/v1/probe", body).await?;
+        self.answer("probe", r)
+    }
+
     /// `PUT /v1/fleet`, or `PUT /v1/fleet/part` for each part of a fleet
     /// over [`FLEET_BODY`] bytes ([`crate::fleet_parts`]); Ok(false) when
     /// the agent's fleet is pinned.

@@ -88,6 +88,40 @@ fn a_peer_outside_the_fleet_is_refused_with_403() {
     assert_eq!(read(p.a.http_addr(), "/v1/results").1.trim(), "[]");
 }
 
+// The probe k8s run's --policy-load waits on: a connection to a fleet
+// peer's HTTP port, reached or not, and nothing outside the fleet.
+#[test]
+fn a_probe_reaches_fleet_peers_only() {
+    let p = pair();
+    let rt = rt();
+    let c = AgentClient::new(&p.fleet.agents[0], KEY, Duration::from_secs(5)).unwrap();
+    let wait = Duration::from_millis(500);
+    let ok = rt.block_on(c.probe("b", wait)).unwrap();
+    let b_http = p.b.http_addr().to_string();
+    assert!(ok.reached && ok.detail.contains(&b_http), "{ok:?}");
+    let e = rt
+        .block_on(c.probe("mallory", wait))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("403") && e.contains("not in this agent's fleet"),
+        "{e}"
+    );
+    let t = target(p.a.http_addr());
+    for (body, want) in [
+        (r#"{"peer":"b","wait_ms":60000}"#, "give 1 to 5000"),
+        (r#"{"peer":"b","port":80}"#, "not a probe request"),
+    ] {
+        let extra = signed(KEY, &t, "POST", "/v1/probe", body);
+        let (st, msg) = post(p.a.http_addr(), "/v1/probe", &extra, body);
+        assert!(st == 400 && msg.contains(want), "{st} {msg}");
+    }
+    // b gone: its port refuses, and the answer says so (not an error).
+    drop(p.b);
+    let gone = rt.block_on(c.probe("b", wait)).unwrap();
+    assert!(!gone.reached && gone.detail.contains(&b_http), "{gone:?}");
+}
+
 #[test]
 fn a_keyed_run_measures_and_metrics_pass_promtool() {
     let p = pair();

@@ -2,7 +2,8 @@
 //! medians (throughput or transactions/s, latency, CPU per Gbit/s or per
 //! transaction on each side, and with `--breakdown` where the round trip
 //! is spent) and each later path's gap to the first (the host network,
-//! when it ran).
+//! when it ran); with `--policy-load`, each pod path under each load
+//! against the same path under the first ([`compare_policy`]).
 
 use crate::run::PathRun;
 use serde::Serialize;
@@ -87,34 +88,73 @@ pub struct Comparison {
     pub modes: Vec<ModeFigures>,
 }
 
-/// The comparison of every workload across `runs`.
-pub fn compare(runs: &[PathRun]) -> Vec<Comparison> {
-    let mut workloads: Vec<String> = Vec::new();
+/// The workloads of `runs`, in the order they first ran.
+fn workloads_of<'a>(runs: impl Iterator<Item = &'a PathRun>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
     for r in runs {
         for t in &r.results.tests {
-            if !workloads.contains(&t.workload) {
-                workloads.push(t.workload.clone());
+            if !out.contains(&t.workload) {
+                out.push(t.workload.clone());
             }
         }
     }
-    workloads
+    out
+}
+
+/// `r`'s figures for workload `w`, named by [`PathRun::label`].
+fn figures_of(r: &PathRun, w: &str) -> ModeFigures {
+    let ok: Vec<&LinkTest> = r
+        .results
+        .tests
+        .iter()
+        .filter(|t| t.workload == w && t.error.is_none())
+        .collect();
+    mode_figures(&r.label(), &ok)
+}
+
+/// The comparison of every workload across `runs`: the paths under the
+/// first policy load (the only one without `--policy-load`).
+pub fn compare(runs: &[PathRun]) -> Vec<Comparison> {
+    let first = runs.iter().map(|r| r.policy_load).min().flatten();
+    let base: Vec<&PathRun> = runs.iter().filter(|r| r.policy_load <= first).collect();
+    workloads_of(base.iter().copied())
         .into_iter()
         .map(|w| Comparison {
-            modes: runs
-                .iter()
-                .map(|r| {
-                    let ok: Vec<&LinkTest> = r
-                        .results
-                        .tests
-                        .iter()
-                        .filter(|t| t.workload == w && t.error.is_none())
-                        .collect();
-                    mode_figures(r.path.as_str(), &ok)
-                })
-                .collect(),
+            modes: base.iter().map(|r| figures_of(r, &w)).collect(),
             workload: w,
         })
         .collect()
+}
+
+/// What `--policy-load` cost: per workload and pod path measured under
+/// several loads, a comparison whose modes are that path under each load,
+/// in run order (gaps against the first load). Empty without the flag.
+pub fn compare_policy(runs: &[PathRun]) -> Vec<Comparison> {
+    let mut paths: Vec<crate::PathKind> = Vec::new();
+    for r in runs.iter().filter(|r| r.policy_load.is_some()) {
+        let loads = runs.iter().filter(|x| x.path == r.path).count();
+        if loads > 1 && !paths.contains(&r.path) {
+            paths.push(r.path);
+        }
+    }
+    let mut out = Vec::new();
+    for w in workloads_of(runs.iter()) {
+        for p in &paths {
+            let modes: Vec<ModeFigures> = runs
+                .iter()
+                .filter(|r| r.path == *p)
+                .map(|r| figures_of(r, &w))
+                .filter(|m| m.tests > 0)
+                .collect();
+            if modes.len() > 1 {
+                out.push(Comparison {
+                    workload: w.clone(),
+                    modes,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// One mode's medians over its successful tests `ok` of one workload.
@@ -188,7 +228,11 @@ fn paths_table(c: &Comparison, w: usize) -> String {
     } else {
         ("Gbit/s", "CPU %/Gbit/s cli/srv")
     };
-    let vs = format!("vs {}", base.path);
+    // The first path's name when it fits the column ("vs host").
+    let vs = match format!("vs {}", base.path) {
+        v if v.len() <= 9 => v,
+        _ => "vs first".into(),
+    };
     let mut s = format!(
         "  {:<w$} {:>5} {:>10} {:>9}",
         "path",
@@ -336,7 +380,34 @@ mod tests {
                     .collect(),
                 ..FleetResults::default()
             },
+            policy_load: None,
         }
+    }
+
+    #[test]
+    fn policy_load_compares_each_pod_path_with_itself_under_the_first_load() {
+        let at = |n, p, bps: &[f64]| PathRun {
+            policy_load: Some(n),
+            ..run(p, bps)
+        };
+        let runs = [
+            at(0, PathKind::Host, &[10e9]),
+            at(0, PathKind::CrossNode, &[8e9]),
+            at(100, PathKind::CrossNode, &[6e9]),
+        ];
+        let base = compare(&runs);
+        let names: Vec<&str> = base[0].modes.iter().map(|m| m.path.as_str()).collect();
+        assert_eq!(names, ["host, 0 policies", "cross-node, 0 policies"]);
+        let cost = compare_policy(&runs);
+        assert_eq!(cost.len(), 1);
+        let names: Vec<&str> = cost[0].modes.iter().map(|m| m.path.as_str()).collect();
+        assert_eq!(
+            names,
+            ["cross-node, 0 policies", "cross-node, 100 policies"]
+        );
+        let text = render_comparison(&cost);
+        assert!(text.contains("-25.0%"), "{text}");
+        assert!(compare_policy(&[run(PathKind::CrossNode, &[1e9])]).is_empty());
     }
 
     #[test]
@@ -376,6 +447,7 @@ mod tests {
                     }],
                     ..FleetResults::default()
                 },
+                policy_load: None,
             }
         };
         // 20,000 transactions/s at 40% of a core: 20 µs of CPU each.

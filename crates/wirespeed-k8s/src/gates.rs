@@ -284,13 +284,17 @@ fn host_gap(r: &mut PathsReport, gap: f64) {
 
 /// The run's cases, judged by `g`.
 pub fn report(out: &crate::RunOutcome, g: &Gates, repeats: u32) -> PathsReport {
-    let tests: Vec<PathTests<'_>> = out
-        .runs
-        .iter()
-        .map(|r| (r.path, &r.results.tests[..], &r.nodes))
-        .collect();
+    // A path's run under each policy load gives cases of their own.
+    let mut all = Vec::new();
+    for r in &out.runs {
+        let mut cs = cases(&[(r.path, &r.results.tests[..], &r.nodes)], repeats);
+        for c in &mut cs {
+            c.policy_load = r.policy_load;
+        }
+        all.extend(cs);
+    }
     let mut report = PathsReport {
-        cases: cases(&tests, repeats),
+        cases: all,
         unplanned: out.unplanned.clone(),
         left_out: out
             .selection

@@ -22,8 +22,10 @@
 //! - [`sysctls`]: which of a profile's sysctls the pods may set, per
 //!   node's kernel and kubelet, and what each pod had in force.
 //! - [`run`]: the whole run; [`compare`]: the paths side by side, one row
-//!   per path; [`gates`]: pass or fail per case (floors, a baseline, the
-//!   gap to the host network), contended cases neither.
+//!   per path (and each path under each policy load); [`gates`]: pass or
+//!   fail per case (floors, a baseline, the gap to the host network),
+//!   contended cases neither; [`policy_load`]: the NetworkPolicies of
+//!   `--policy-load` and the probe that sees them in force.
 //! - [`watch`]: `fleet watch` as a Deployment beside the agents, finding
 //!   them through the API server (`k8s watch`).
 //! - `testkit` (feature `testkit`, which only the tests' dev-dependencies
@@ -49,6 +51,7 @@ pub mod lock;
 pub mod manifests;
 pub mod nodes;
 pub mod paths;
+pub mod policy_load;
 pub mod proxy;
 pub mod retry;
 pub mod rollout;
@@ -59,7 +62,7 @@ pub mod sysctls;
 pub mod testkit;
 pub mod watch;
 
-pub use compare::{Comparison, compare, render_comparison};
+pub use compare::{Comparison, compare, compare_policy, render_comparison};
 pub use deploy::Deployment;
 pub use discover::{Agent, AgentNic, discover, discover_with};
 pub use error::K8sError;

@@ -24,7 +24,9 @@ use k8s_openapi::api::networking::v1::{
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimTemplate};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -633,9 +635,12 @@ pub const NETWORK_POLICY: &str = "wirespeed-agents";
 
 /// Admits traffic to the pod-network agents only from the namespace's
 /// own pods (the agents and the in-cluster runner): the engine port and
-/// the data ports (the range every agent uses, `endPort`) and the HTTP
-/// port; the HTTP port also from [`Options::api_sources`] (the API
-/// server's pod proxy). Host-network agents are outside any
+/// the data ports (the range every agent uses, `endPort`); the HTTP port
+/// from the namespace's pods that are not agents (the runner, the
+/// watcher) and from [`Options::api_sources`] (the API server's pod
+/// proxy). Agents never call each other's HTTP API, and that the policy
+/// refuses it is how `k8s run --policy-load` sees policies take effect
+/// ([`crate::policy_load`]). Host-network agents are outside any
 /// NetworkPolicy (Kubernetes applies none to hostNetwork pods).
 fn network_policy(o: &Options) -> NetworkPolicy {
     let port = |p: u16, end: Option<u16>| NetworkPolicyPort {
@@ -647,31 +652,37 @@ fn network_policy(o: &Options) -> NetworkPolicy {
         pod_selector: Some(LabelSelector::default()),
         ..NetworkPolicyPeer::default()
     };
-    let mut ingress = vec![NetworkPolicyIngressRule {
-        from: Some(vec![own_pods]),
-        ports: Some(vec![
-            port(o.port, None),
-            port(o.data_ports.0, Some(o.data_ports.1)),
-            port(o.http_port, None),
-        ]),
-    }];
-    if !o.api_sources.is_empty() {
-        ingress.push(NetworkPolicyIngressRule {
-            from: Some(
-                o.api_sources
-                    .iter()
-                    .map(|c| NetworkPolicyPeer {
-                        ip_block: Some(IPBlock {
-                            cidr: c.clone(),
-                            except: None,
-                        }),
-                        ..NetworkPolicyPeer::default()
-                    })
-                    .collect(),
-            ),
+    let not_agents = NetworkPolicyPeer {
+        pod_selector: Some(LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: APP_LABEL.into(),
+                operator: "NotIn".into(),
+                values: Some(vec![APP_AGENT.into()]),
+            }]),
+            ..LabelSelector::default()
+        }),
+        ..NetworkPolicyPeer::default()
+    };
+    let api = o.api_sources.iter().map(|c| NetworkPolicyPeer {
+        ip_block: Some(IPBlock {
+            cidr: c.clone(),
+            except: None,
+        }),
+        ..NetworkPolicyPeer::default()
+    });
+    let ingress = vec![
+        NetworkPolicyIngressRule {
+            from: Some(vec![own_pods]),
+            ports: Some(vec![
+                port(o.port, None),
+                port(o.data_ports.0, Some(o.data_ports.1)),
+            ]),
+        },
+        NetworkPolicyIngressRule {
+            from: Some(std::iter::once(not_agents).chain(api).collect()),
             ports: Some(vec![port(o.http_port, None)]),
-        });
-    }
+        },
+    ];
     NetworkPolicy {
         metadata: o.meta(NETWORK_POLICY, true),
         spec: Some(NetworkPolicySpec {
@@ -1198,6 +1209,8 @@ mod tests {
 
     #[test]
     fn the_network_policy_admits_the_ports_from_own_pods_and_the_api_server() {
+        // Engine and data ports from every pod of the namespace; the HTTP
+        // port from those that are not agents and from the API server.
         let mut o = opts(&[Network::Pod]);
         o.api_sources = vec!["10.9.0.1/32".into()];
         let objs = build(&o).unwrap();
@@ -1210,16 +1223,27 @@ mod tests {
             .unwrap();
         let rules = np.ingress.unwrap();
         let ports = rules[0].ports.clone().unwrap();
+        assert_eq!(ports.len(), 2);
         assert_eq!(ports[1].port, Some(IntOrString::Int(5301)));
         assert_eq!(ports[1].end_port, Some(5316));
+        let http = rules[1].ports.clone().unwrap();
+        assert_eq!(http.len(), 1);
+        assert_eq!(http[0].port, Some(IntOrString::Int(i32::from(o.http_port))));
+        let from = rules[1].from.clone().unwrap();
+        let not_agents = from[0]
+            .pod_selector
+            .clone()
+            .unwrap()
+            .match_expressions
+            .unwrap();
         assert_eq!(
-            rules[1].from.clone().unwrap()[0]
-                .ip_block
-                .clone()
-                .unwrap()
-                .cidr,
-            "10.9.0.1/32"
+            (
+                not_agents[0].operator.as_str(),
+                not_agents[0].values.clone()
+            ),
+            ("NotIn", Some(vec![APP_AGENT.to_string()]))
         );
+        assert_eq!(from[1].ip_block.clone().unwrap().cidr, "10.9.0.1/32");
         assert!(
             build(&opts(&[Network::Host]))
                 .unwrap()

@@ -64,6 +64,9 @@ pub struct RunConfig {
     /// Tests an earlier, interrupted run measured, by path (`--resume`):
     /// taken from it, not measured again.
     pub earlier: Vec<(PathKind, Vec<LinkTest>)>,
+    /// NetworkPolicies to add before each round of the pod paths
+    /// (`--policy-load`, ascending; empty: none, one round).
+    pub policy_load: Vec<u32>,
 }
 
 /// Called with the run as it stands each time a test lands: the paths
@@ -92,6 +95,19 @@ pub struct PathRun {
     pub nodes: BTreeMap<String, String>,
     /// The fleet runner's results.
     pub results: FleetResults,
+    /// NetworkPolicies selecting the agents while it ran (`--policy-load`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_load: Option<u32>,
+}
+
+impl PathRun {
+    /// The path, and the policy load it ran under when there was one.
+    pub fn label(&self) -> String {
+        match self.policy_load {
+            Some(n) => format!("{}, {n} policies", self.path),
+            None => self.path.to_string(),
+        }
+    }
 }
 
 /// A whole run: the nodes, the paths that could not be planned, and
@@ -231,6 +247,7 @@ fn by_kind(objs: &[String]) -> String {
         .map(|(k, n)| match n {
             1 => format!("1 {k}"),
             n if k.ends_with('s') => format!("{n} {k}es"),
+            n if k.ends_with('y') => format!("{n} {}ies", &k[..k.len() - 1]),
             n => format!("{n} {k}s"),
         })
         .collect::<Vec<_>>()
@@ -336,21 +353,114 @@ async fn measure(
         sysctls,
         lost_nodes: Vec::new(),
     };
-    for (p, links) in &planned.paths {
-        let table = Endpoints {
-            o: &o,
-            chosen,
-            agents: &agents,
-            services: &services,
-        };
-        let run = measure_path(cfg, client, *p, links, &table, &done, log).await?;
-        done.runs.push(run);
-    }
+    let ends = Endpoints {
+        o: &o,
+        chosen,
+        agents: &agents,
+        services: &services,
+    };
+    measure_levels(cfg, client, dep, &planned.paths, &ends, &mut done, log).await?;
     done.lost_nodes = lost_nodes(client, &done.runs).await;
     for l in &done.lost_nodes {
         log(l);
     }
     Ok(done)
+}
+
+/// Every path once, or with `--policy-load` every path at the first level
+/// and the pod paths again at each later one, the level in force first
+/// ([`crate::policy_load`]). On a cluster that does not enforce
+/// NetworkPolicy the later levels are not measured, and said so.
+async fn measure_levels(
+    cfg: &RunConfig,
+    client: &kube::Client,
+    dep: &mut Deployment,
+    paths: &[(PathKind, Vec<Link>)],
+    ends: &Endpoints<'_>,
+    done: &mut RunOutcome,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<(), K8sError> {
+    let levels: Vec<Option<u32>> = if cfg.policy_load.is_empty() {
+        vec![None]
+    } else {
+        cfg.policy_load.iter().copied().map(Some).collect()
+    };
+    let mut gate = None;
+    if !cfg.policy_load.is_empty() {
+        match policy_gate(cfg, client, ends, log).await? {
+            Ok(g) => gate = Some(g),
+            Err(why) => {
+                log(&why);
+                let later: Vec<String> = levels[1..].iter().flatten().map(u32::to_string).collect();
+                if !later.is_empty() {
+                    done.unplanned
+                        .push(format!("policy load {}: {why}", later.join(",")));
+                }
+            }
+        }
+    }
+    for (i, level) in levels.iter().enumerate() {
+        match (&mut gate, level) {
+            (Some(g), Some(n)) => g.level(client, dep, ends.o, *n, log).await?,
+            (None, Some(_)) if i > 0 => break,
+            _ => {}
+        }
+        for (p, links) in paths {
+            if i > 0 && p.network() != Network::Pod {
+                continue;
+            }
+            let step = Step {
+                path: *p,
+                links,
+                policy_load: *level,
+            };
+            let run = measure_path(cfg, client, &step, ends, done, log).await?;
+            done.runs.push(run);
+        }
+    }
+    Ok(())
+}
+
+/// The probe of `--policy-load`: the pod-network agent of the first
+/// chosen node probing that of the second (or its own node's peer agent,
+/// with one node).
+async fn policy_gate(
+    cfg: &RunConfig,
+    client: &kube::Client,
+    ends: &Endpoints<'_>,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<Result<crate::policy_load::Gate, String>, K8sError> {
+    let pod_nodes: Vec<&String> = ends
+        .agents
+        .get(&Network::Pod)
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    let pair = match pod_nodes.as_slice() {
+        [a, b, ..] => ends
+            .entry(Network::Pod, a, false)
+            .zip(ends.entry(Network::Pod, b, false)),
+        [a] => ends
+            .entry(Network::Pod, a, false)
+            .zip(ends.entry(Network::PodPeer, a, false)),
+        [] => None,
+    };
+    let Some(((a, _), (b, _))) = pair else {
+        return Err(K8sError::Invalid(
+            "--policy-load needs two pod-network agents to probe the policies with: two nodes, or --paths same-node on one".into(),
+        ));
+    };
+    let fopts = fleet_options(cfg, client, &ends.o.namespace);
+    let prober =
+        wirespeed_fleet::run::client_of(&a, &fopts).map_err(|e| K8sError::Fleet(e.to_string()))?;
+    let fleet = Fleet { agents: vec![a, b] };
+    crate::policy_load::Gate::start(prober, fleet, log).await
+}
+
+/// One path to measure, under the policy load in force.
+struct Step<'a> {
+    path: PathKind,
+    links: &'a [Link],
+    policy_load: Option<u32>,
 }
 
 /// The nodes of agents that ended the run down and look lost, each with
@@ -717,12 +827,12 @@ pub(crate) fn agent_spec(name: &str, a: &Agent, port: u16, http_port: u16) -> Ag
 async fn measure_path(
     cfg: &RunConfig,
     client: &kube::Client,
-    p: PathKind,
-    links: &[Link],
+    step: &Step<'_>,
     ends: &Endpoints<'_>,
     done: &RunOutcome,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<PathRun, K8sError> {
+    let (p, links) = (step.path, step.links);
     let server_net = if p.needs_peer() {
         Network::PodPeer
     } else {
@@ -771,8 +881,12 @@ async fn measure_path(
             .map(|c| Round { jobs: c.concat() })
             .collect(),
     };
+    let label = match step.policy_load {
+        Some(n) => format!("{p}, {n} policies"),
+        None => p.to_string(),
+    };
     log(&format!(
-        "{p}: {} tests in {} rounds between {} agents; agents reached {}",
+        "{label}: {} tests in {} rounds between {} agents; agents reached {}",
         plan.len(),
         plan.rounds.len(),
         agents.len(),
@@ -791,6 +905,7 @@ async fn measure_path(
         agents,
         nodes,
         results: FleetResults::default(),
+        policy_load: step.policy_load,
     };
     fopts.earlier = earlier_of(cfg, p, log);
     fopts.replace = Some(replacer(cfg, client, nets));
@@ -1033,13 +1148,15 @@ mod tests {
             "Service a/y",
             "Ingress a/i",
             "Ingress a/j",
+            "NetworkPolicy a/p",
+            "NetworkPolicy a/q",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
         assert_eq!(
             super::by_kind(&gone),
-            "2 Services, 1 DaemonSet, 2 Ingresses"
+            "2 Services, 1 DaemonSet, 2 Ingresses, 2 NetworkPolicies"
         );
     }
 }

@@ -93,7 +93,7 @@ pub fn needs(networks: &[Network]) -> Vec<Need> {
             "",
             "pods/proxy",
             &["get", "create", "update"],
-            "--reach api: GET /healthz, /v1/facts, /v1/results/ID (get), POST /v1/run (create), PUT /v1/fleet (update) through the pod proxy",
+            "--reach api: GET /healthz, /v1/facts, /v1/results/ID (get), POST /v1/run and /v1/probe (create), PUT /v1/fleet (update) through the pod proxy",
         ),
         need(
             "",

@@ -76,7 +76,7 @@ pub fn render_paths(r: &PathsReport) -> String {
     let mut t = new_table(&head, 3);
     for c in &r.cases {
         let mut row = vec![
-            c.path.clone(),
+            c.path_label(),
             c.workload.clone(),
             c.pair(),
             c.median
@@ -116,7 +116,7 @@ pub fn render_paths(r: &PathsReport) -> String {
 }
 
 /// The CSV header of [`render_paths_csv`].
-pub const PATHS_CSV_HEADER: &str = "path,workload,client_node,server_node,client_nic,server_nic,unit,repeats,measured,median,mean,ci95_low,ci95_high,p99_us,result,detail";
+pub const PATHS_CSV_HEADER: &str = "path,workload,client_node,server_node,client_nic,server_nic,unit,repeats,measured,median,mean,ci95_low,ci95_high,p99_us,result,detail,policy_load";
 
 /// One CSV row per case, after [`PATHS_CSV_HEADER`].
 pub fn render_paths_csv(r: &PathsReport) -> String {
@@ -140,6 +140,7 @@ pub fn render_paths_csv(r: &PathsReport) -> String {
             num(c.p99_us),
             status_word(c).to_lowercase(),
             detail(c),
+            c.policy_load.map(|n| n.to_string()).unwrap_or_default(),
         ];
         let row: Vec<String> = fields.iter().map(|f| crate::csv_field(f)).collect();
         let _ = writeln!(out, "{}", row.join(","));
@@ -173,7 +174,11 @@ pub fn render_paths_junit(r: &PathsReport) -> Result<String, String> {
                 s
             }
         };
-        let mut tc = TestCase::new(format!("{} {}", c.workload, c.pair()), status);
+        let name = match c.policy_load {
+            Some(n) => format!("{} {} under {n} policies", c.workload, c.pair()),
+            None => format!("{} {}", c.workload, c.pair()),
+        };
+        let mut tc = TestCase::new(name, status);
         tc.set_classname(format!("wirespeed.k8s.{}", c.path));
         if let Some(m) = c.median {
             tc.set_system_out(format!(
@@ -252,7 +257,7 @@ pub fn render_paths_html(r: &PathsReport) -> String {
         let _ = writeln!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{} {}</td></tr>",
-            esc(&c.path),
+            esc(&c.path_label()),
             esc(&c.workload),
             esc(&c.pair()),
             esc(&c.median.map(|v| figure(v, &c.unit)).unwrap_or_default()),
@@ -282,13 +287,13 @@ fn row_of(c: &PathCase) -> String {
 /// Node pairs (rows) by paths (columns) of one workload, as SVG.
 fn heatmap(workload: &str, cases: &[&PathCase]) -> String {
     let mut rows: Vec<String> = Vec::new();
-    let mut cols: Vec<&str> = Vec::new();
+    let mut cols: Vec<String> = Vec::new();
     for c in cases {
         if !rows.contains(&row_of(c)) {
             rows.push(row_of(c));
         }
-        if !cols.contains(&c.path.as_str()) {
-            cols.push(&c.path);
+        if !cols.contains(&c.path_label()) {
+            cols.push(c.path_label());
         }
     }
     let best: BTreeMap<String, f64> = rows
@@ -327,7 +332,10 @@ fn heatmap(workload: &str, cases: &[&PathCase]) -> String {
             esc(r)
         );
         for (j, p) in cols.iter().enumerate() {
-            let Some(c) = cases.iter().find(|c| &row_of(c) == r && c.path == *p) else {
+            let Some(c) = cases
+                .iter()
+                .find(|c| &row_of(c) == r && c.path_label() == *p)
+            else {
                 continue;
             };
             let x = left + j * cw;
@@ -347,7 +355,7 @@ fn heatmap(workload: &str, cases: &[&PathCase]) -> String {
                 ch - 2,
                 esc(&format!(
                     "{} {} {}: {}",
-                    c.path,
+                    c.path_label(),
                     c.workload,
                     c.pair(),
                     status_word(c)

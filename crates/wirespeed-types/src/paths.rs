@@ -52,6 +52,10 @@ pub struct PathCase {
     /// taken by other work, [`crate::contention`]); None when none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contended: Option<String>,
+    /// NetworkPolicies that selected the agents while it ran
+    /// (`k8s run --policy-load`); None when the run added none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_load: Option<u32>,
 }
 
 /// A case's outcome.
@@ -82,15 +86,25 @@ impl PathCase {
         }
     }
 
-    /// "PATH WORKLOAD CLIENT -> SERVER", as messages name a case.
-    pub fn label(&self) -> String {
-        format!("{} {} {}", self.path, self.workload, self.pair())
+    /// The path, and the policy load it ran under when there was one
+    /// (`cross-node, 100 policies`).
+    pub fn path_label(&self) -> String {
+        match self.policy_load {
+            Some(n) => format!("{}, {n} policies", self.path),
+            None => self.path.clone(),
+        }
     }
 
-    /// What a baseline matches a case on: path, workload, nodes, NICs.
+    /// "PATH WORKLOAD CLIENT -> SERVER", as messages name a case.
+    pub fn label(&self) -> String {
+        format!("{} {} {}", self.path_label(), self.workload, self.pair())
+    }
+
+    /// What a baseline matches a case on: path (with its policy load),
+    /// workload, nodes, NICs.
     pub fn key(&self) -> (String, String, String, String, String, String) {
         (
-            self.path.clone(),
+            self.path_label(),
             self.workload.clone(),
             self.client_node.clone(),
             self.server_node.clone(),

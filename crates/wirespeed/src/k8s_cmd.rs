@@ -78,6 +78,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     });
     let pattern: wirespeed_fleet::Pattern = a.pattern.parse()?;
     let paths = run_paths(&a)?;
+    let policy_load = wirespeed_cli::k8s::run_policy_load(&a, &paths)?;
     let gates = run_gates(&a)?;
     let pairs = match &a.pairs {
         Some(p) => {
@@ -134,6 +135,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
             Some(p) => read_earlier(p)?,
             None => Vec::new(),
         },
+        policy_load,
     };
     let out_file = a.out.clone().or_else(|| a.resume.clone());
     if let Some(p) = &out_file {
@@ -163,15 +165,21 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         } else {
             String::new()
         };
-        println!("== {} path: {pods} agent pods{via}", r.path);
+        println!("== {} path: {pods} agent pods{via}", r.label());
         print!("{}", wirespeed_report::render_fleet_brief(&r.results));
     }
-    if out.runs.len() > 1 {
-        println!("== paths side by side (gaps against {})", out.runs[0].path);
-        print!(
-            "{}",
-            wirespeed_k8s::render_comparison(&wirespeed_k8s::compare(&out.runs))
+    let side_by_side = wirespeed_k8s::compare(&out.runs);
+    if side_by_side.first().is_some_and(|c| c.modes.len() > 1) {
+        println!(
+            "== paths side by side (gaps against {})",
+            out.runs[0].label()
         );
+        print!("{}", wirespeed_k8s::render_comparison(&side_by_side));
+    }
+    let policy = wirespeed_k8s::compare_policy(&out.runs);
+    if !policy.is_empty() {
+        println!("== policy load: each pod path against itself under the first load");
+        print!("{}", wirespeed_k8s::render_comparison(&policy));
     }
     println!("== cases");
     print!("{}", wirespeed_report::paths::render_paths(&report));
@@ -206,6 +214,7 @@ fn out_doc(out: &RunOutcome, report: &PathsReport, partial: bool) -> serde_json:
         "nodes": out.selection,
         "runs": out.runs,
         "comparison": wirespeed_k8s::compare(&out.runs),
+        "policy_cost": wirespeed_k8s::compare_policy(&out.runs),
         "paths": report,
         "sysctls": out.sysctls,
     })

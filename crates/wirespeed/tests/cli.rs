@@ -71,6 +71,42 @@ fn bad_flags_get_clear_errors() {
     assert_clean_failure(&["frobnicate"], "unrecognized");
 }
 
+// --policy-load is refused before anything touches a cluster (the
+// kubeconfig named does not exist): levels out of order, no pod path to
+// load, the run's own policy turned off, with --resume.
+#[test]
+fn policy_load_flags_are_checked_before_the_cluster() {
+    let run = |more: &[&str], want: &str| {
+        let mut args = vec!["k8s", "run", "--image", "127.0.0.1:1/ws:t"];
+        args.extend_from_slice(&["--kubeconfig", "/nonexistent/kubeconfig"]);
+        args.extend_from_slice(more);
+        assert_clean_failure(&args, want);
+    };
+    run(&["--policy-load", "100,0"], "ascending");
+    run(&["--policy-load", "0,9000"], "at most 5000");
+    run(
+        &["--policy-load", "0,x"],
+        "invalid value 'x' for '--policy-load",
+    );
+    run(
+        &["--policy-load", "0,100", "--paths", "host"],
+        "add --paths cross-node",
+    );
+    run(
+        &["--policy-load", "0,100", "--no-network-policy"],
+        "drop --no-network-policy",
+    );
+    run(
+        &[
+            "--policy-load",
+            "0,100",
+            "--resume",
+            "/nonexistent/out.json",
+        ],
+        "cannot be used with",
+    );
+}
+
 #[test]
 fn no_server_is_a_clear_error() {
     // Port 1 on loopback: nothing listens there.

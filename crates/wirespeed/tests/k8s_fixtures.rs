@@ -7,7 +7,8 @@
 //!   every agent port while wirespeed's NetworkPolicy stands, yet the run
 //!   (through the API server's pod proxy) measures every pair and its
 //!   Service path; with the policy deleted the same pod reaches the
-//!   agents' engine and HTTP ports;
+//!   agents' engine and HTTP ports; a run under `--policy-load 0,100`
+//!   awaits each level through its probe and measures both;
 //! - the oldest supported (1.34, containerd 1.6, the bridge CNI): a
 //!   smoke run of the host, cross-node and Service paths.
 //!
@@ -21,8 +22,9 @@ use common::cluster::{
 use common::heavy;
 use serde_json::{Value, json};
 
-/// The run's and the probe's namespaces.
+/// The run's and the probe's namespaces, and the policy-load run's.
 const RUN_NS: &str = "wsfix-run";
+const LOAD_NS: &str = "wsfix-load";
 const PROBE_NS: &str = "wsfix-probe";
 /// The agents' engine and HTTP ports (wirespeed-k8s's defaults) and the
 /// first of their data ports.
@@ -59,6 +61,80 @@ fn measure_under_policy(c: &Cluster, s: &Scratch) {
         "--keep",
     ];
     run_paths(c, s, &args, &["cross-node", "service-cross-node"], 1);
+}
+
+/// `k8s run --policy-load 0,100` on the pod network: each level is
+/// awaited through the probe (the run's policy refuses agent-to-agent
+/// HTTP, the gate admits it), every pair is measured under both loads,
+/// the cost table compares each with itself, and no load policy is left.
+fn policy_load_is_awaited_and_costed(c: &Cluster, s: &Scratch) {
+    let out_json = s.file("load.json");
+    let args = [
+        "--namespace",
+        LOAD_NS,
+        "--paths",
+        "cross-node",
+        "--workloads",
+        "crr,stream",
+        "--policy-load",
+        "0,100",
+        "--out",
+        &out_json,
+    ];
+    let out = c.k8s_run(&s.key(), &args);
+    let all = text(&out);
+    println!("k8s run --policy-load 0,100:\n{all}");
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("100 NetworkPolicies select the agents, in force after"),
+        "{all}"
+    );
+    assert!(
+        all.contains("== policy load: each pod path against itself"),
+        "{all}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    let loads: Vec<u64> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["policy_load"].as_u64().expect("policy_load"))
+        .collect();
+    assert_eq!(loads, [0, 100], "{all}");
+    let cases = doc["paths"]["cases"].as_array().unwrap();
+    for n in [0, 100] {
+        let measured = cases
+            .iter()
+            .filter(|k| k["policy_load"] == n && k["median"].as_f64().is_some_and(|m| m > 0.0))
+            .count();
+        assert_eq!(
+            measured, 2,
+            "a pair x 2 workloads under {n} policies: {cases:?}"
+        );
+    }
+    let cost = doc["policy_cost"].as_array().unwrap();
+    assert_eq!(cost.len(), 2, "crr and stream: {cost:?}");
+    for cmp in cost {
+        let modes: Vec<&str> = cmp["modes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            modes,
+            ["cross-node, 0 policies", "cross-node, 100 policies"]
+        );
+    }
+    let left = c.api(
+        "GET",
+        "/apis/networking.k8s.io/v1/networkpolicies?labelSelector=wirespeed.dev%2Frun",
+        None,
+    );
+    assert!(
+        left["items"].as_array().is_some_and(|i| i.is_empty()),
+        "the run's policies are gone: {left}"
+    );
 }
 
 /// The agents' pod IPs in the run's namespace.
@@ -207,6 +283,7 @@ fn newest_fixture_enforces_policy_and_serves_dns() {
         assert!(c.get("VERSION").starts_with("v1.37."), "{:?}", c.env);
         assert_eq!(c.get("NETWORK_POLICY"), "kube-router");
         let s = Scratch::with_key(&format!("{name}-fix"), "fixture-test-key");
+        policy_load_is_awaited_and_costed(&c, &s);
         measure_under_policy(&c, &s);
         policy_drops_outsiders(&c, 2);
         for ns in [RUN_NS, PROBE_NS] {

@@ -179,6 +179,7 @@ fn locked_from_outside(c: &Cluster, ns: &str, pods: &[Value]) {
             ("GET", "/v1/facts"),
             ("GET", "/v1/results"),
             ("POST", "/v1/run"),
+            ("POST", "/v1/probe"),
             ("PUT", "/v1/fleet"),
         ] {
             let (code, body) = curl_via_api(c, ns, pod, m, path);
@@ -211,11 +212,14 @@ fn locked_from_outside(c: &Cluster, ns: &str, pods: &[Value]) {
             )
         })
         .collect();
-    assert_eq!(ports, [(5300, 0), (5301, 5316), (5380, 0)], "{np}");
-    assert!(
-        np["spec"]["ingress"][1]["from"][0]["ipBlock"]["cidr"].is_string(),
-        "{np}"
-    );
+    assert_eq!(ports, [(5300, 0), (5301, 5316)], "{np}");
+    // The HTTP port from the namespace's pods that are not agents, and
+    // from the API server.
+    let http = &np["spec"]["ingress"][1];
+    assert_eq!(http["ports"][0]["port"], 5380, "{np}");
+    let not_agents = &http["from"][0]["podSelector"]["matchExpressions"][0];
+    assert_eq!(not_agents["operator"], "NotIn", "{np}");
+    assert!(http["from"][1]["ipBlock"]["cidr"].is_string(), "{np}");
 }
 
 /// The admin's namespace, `restricted` enforced: the run uses it as it is.

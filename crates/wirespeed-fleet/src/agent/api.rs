@@ -1,4 +1,5 @@
-//! The HTTP API's bodies: what `POST /v1/run` takes and answers, a
+//! The HTTP API's bodies: what `POST /v1/run` and `POST /v1/probe` take
+//! and answer, a
 //! test's record, and the error body every refusal carries.
 
 use axum::http::StatusCode;
@@ -17,6 +18,26 @@ pub struct RunRequest {
     /// The workload's label for metrics and results (e.g. `rr-64k`).
     #[serde(default)]
     pub label: Option<String>,
+}
+
+/// What `POST /v1/probe` takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeRequest {
+    /// The peer (an agent of the fleet) whose HTTP address is tried.
+    pub peer: String,
+    /// How long to wait for the connection, ms (default 1000, at most 5000).
+    #[serde(default)]
+    pub wait_ms: Option<u64>,
+}
+
+/// What `POST /v1/probe` answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeAnswer {
+    /// Whether the connection was made.
+    pub reached: bool,
+    /// The address and what happened (`connected to ...`, the error).
+    pub detail: String,
 }
 
 /// What `POST /v1/run` answers.

@@ -44,14 +44,16 @@ mod conn;
 mod handlers;
 mod metrics;
 mod openmetrics;
+mod probe;
 mod router;
 mod run;
 mod state;
 
-pub use api::{ErrorBody, RunRecord, RunRequest, RunStarted, RunState};
+pub use api::{ErrorBody, ProbeAnswer, ProbeRequest, RunRecord, RunRequest, RunStarted, RunState};
 pub use config::{AgentConfig, DEFAULT_HTTP_PORT, HttpLimits, MAX_RESULTS};
 pub(crate) use conn::{ConnGauges, accept_loop};
 pub use openmetrics::openmetrics_to_prometheus;
+pub use probe::MAX_PROBE_WAIT;
 
 use router::router;
 use state::Shared;

@@ -6,6 +6,7 @@ use super::api::json_error;
 use super::config::HttpLimits;
 use super::conn::{RawBody, read_body};
 use super::handlers::{facts, healthz, metrics, result, results, set_fleet, set_fleet_part};
+use super::probe::probe;
 use super::run::run;
 use super::state::Shared;
 use crate::auth::Refusal;
@@ -81,6 +82,7 @@ pub(super) fn router(st: Arc<Shared>, limits: &HttpLimits, metrics_open: bool) -
         .route("/v1/results", get(results))
         .route("/v1/results/{id}", get(result))
         .route("/v1/run", post(run))
+        .route("/v1/probe", post(probe))
         .route("/v1/fleet", put(set_fleet))
         .route("/v1/fleet/part", put(set_fleet_part));
     let (keyed, open) = if metrics_open {

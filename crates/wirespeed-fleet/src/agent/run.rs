@@ -60,14 +60,18 @@ pub(super) async fn run(State(st): State<Arc<Shared>>, body: Bytes) -> Response 
 
 /// A run refused: the reason counted in the metrics, the answer's status
 /// and message.
-struct Refused {
-    reason: &'static str,
-    status: StatusCode,
-    message: String,
+pub(super) struct Refused {
+    pub(super) reason: &'static str,
+    pub(super) status: StatusCode,
+    pub(super) message: String,
 }
 
 impl Refused {
-    fn new(reason: &'static str, status: StatusCode, message: impl Into<String>) -> Refused {
+    pub(super) fn new(
+        reason: &'static str,
+        status: StatusCode,
+        message: impl Into<String>,
+    ) -> Refused {
         Refused {
             reason,
             status,
@@ -102,30 +106,7 @@ fn parse_request(body: &[u8]) -> Result<RunRequest, Refused> {
 /// The request's peer from the agent's fleet, every path ending at one of
 /// its addresses; else the 403 refusal.
 fn fleet_peer(st: &Shared, req: &RunRequest) -> Result<AgentSpec, Refused> {
-    let peer = {
-        let fleet = st.fleet.read().unwrap_or_else(|p| p.into_inner());
-        let Some(fleet) = fleet.as_ref() else {
-            return Err(Refused::new(
-                "no_fleet",
-                StatusCode::FORBIDDEN,
-                "this agent has no fleet yet (start it with --fleet FILE, or PUT /v1/fleet): it tests only peers of its fleet",
-            ));
-        };
-        match fleet.agent(&req.peer) {
-            Some(p) => p.clone(),
-            None => {
-                return Err(Refused::new(
-                    "not_in_fleet",
-                    StatusCode::FORBIDDEN,
-                    format!(
-                        "peer {:?} is not in this agent's fleet ({} agents): it tests only peers of its fleet",
-                        wirespeed_engine::proto::printable(&req.peer, 80),
-                        fleet.agents.len()
-                    ),
-                ));
-            }
-        }
-    };
+    let peer = peer_named(st, &req.peer)?;
     if let Some(p) = req.spec.paths.iter().find(|p| !peer.owns(&p.remote)) {
         return Err(Refused::new(
             "not_in_fleet",
@@ -138,6 +119,31 @@ fn fleet_peer(st: &Shared, req: &RunRequest) -> Result<AgentSpec, Refused> {
         ));
     }
     Ok(peer)
+}
+
+/// The agent named `name` in this agent's fleet, or the 403 refusal: an
+/// agent connects only to peers of its fleet.
+pub(super) fn peer_named(st: &Shared, name: &str) -> Result<AgentSpec, Refused> {
+    let fleet = st.fleet.read().unwrap_or_else(|p| p.into_inner());
+    let Some(fleet) = fleet.as_ref() else {
+        return Err(Refused::new(
+            "no_fleet",
+            StatusCode::FORBIDDEN,
+            "this agent has no fleet yet (start it with --fleet FILE, or PUT /v1/fleet): it tests only peers of its fleet",
+        ));
+    };
+    match fleet.agent(name) {
+        Some(p) => Ok(p.clone()),
+        None => Err(Refused::new(
+            "not_in_fleet",
+            StatusCode::FORBIDDEN,
+            format!(
+                "peer {:?} is not in this agent's fleet ({} agents): it tests only peers of its fleet",
+                wirespeed_engine::proto::printable(name, 80),
+                fleet.agents.len()
+            ),
+        )),
+    }
 }
 
 /// Takes one of the `--max-tests` places: the number of tests running
