@@ -1049,6 +1049,21 @@ fn sweep_points<'a>(s: &'a Series) -> impl Iterator<Item = (f64, &'a SeriesPoint
         .filter_map(|p| p.x.as_ref().filter(|x| x.1.is_finite()).map(|x| (x.1, p)))
 }
 
+/// Whether a sweep's x axis is a size (request size, message size), not
+/// a count such as loaders or flows.
+pub fn is_size(x_title: &str) -> bool {
+    x_title.contains("size")
+}
+
+/// What one row of a sweep's table is: `size`, or `value of loaders`.
+pub fn row_word(x_title: &str) -> String {
+    if is_size(x_title) || x_title.is_empty() {
+        "size".into()
+    } else {
+        format!("value of {x_title}")
+    }
+}
+
 /// The figures of size sweeps: the rate curve (transactions/s vs size, the
 /// IOPS-like curve), goodput vs size, and p50/p99 latency vs size.
 pub fn sweep(series: &[Series], colors: &[usize]) -> Vec<Figure> {
@@ -1146,8 +1161,10 @@ fn sweep_metric(
             chart.legend()
         },
         panels: vec![chart.svg()],
-        note: if kind == "rate" {
+        note: if kind == "rate" && is_size(&only[0].x_title) {
             "One point per size: the IOPS-like curve. Each transaction is a request of that size and a response of its size.".into()
+        } else if kind == "rate" {
+            format!("One point per value of {}.", only[0].x_title)
         } else {
             "Goodput counts both directions' payload (request plus response bytes).".into()
         },

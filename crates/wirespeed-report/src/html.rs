@@ -345,7 +345,14 @@ fn sweep_section(o: &mut String, s: &Series, origin: &str) {
             "test",
             format!("{} sweep over {}", r.spec.workload.name(), s.x_title),
         ),
-        ("sizes", sizes.join(", ")),
+        (
+            if figures::is_size(&s.x_title) {
+                "sizes"
+            } else {
+                "values"
+            },
+            sizes.join(", "),
+        ),
         ("flows", shape(r)),
         ("window", window_text(r, true)),
         ("hosts", hosts(r)),
@@ -362,7 +369,8 @@ fn sweep_section(o: &mut String, s: &Series, origin: &str) {
     }
     let _ = writeln!(
         o,
-        "<h3>One row per size</h3>\n{}",
+        "<h3>One row per {}</h3>\n{}",
+        figures::row_word(&s.x_title),
         figures::sweep_table(series).html()
     );
     for f in it {
@@ -435,9 +443,12 @@ fn compare_page(sources: &[Source]) -> String {
         o.push_str(&f.html());
     }
     if has_sweeps {
+        let word = series
+            .first()
+            .map_or("size".into(), |s| figures::row_word(&s.x_title));
         let _ = writeln!(
             o,
-            "<h3>One row per size</h3>\n{}",
+            "<h3>One row per {word}</h3>\n{}",
             figures::sweep_table(&series).html()
         );
     }

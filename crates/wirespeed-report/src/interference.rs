@@ -1,11 +1,14 @@
 //! An interference run ([`InterferenceReport`], `bench --interference`) for
 //! people: per block size, one row per K with the victim's transactions/s
 //! and percentiles, the server's CPU and the loaders' goodput, then the
-//! knee in words.
+//! knee in words; and as experiment results ([`as_experiment`]), which
+//! `wirespeed report` draws: the victim's rate and p50/p99 against K, a
+//! line per block size.
 
 use crate::table::new_table;
 use crate::units::{human_count, human_size, human_us};
 use std::fmt::Write;
+use wirespeed_types::experiment::ExperimentResults;
 use wirespeed_types::interference::{InterferenceReport, Point};
 
 /// The victim's p99 as a multiple of the curve's first point's.
@@ -79,6 +82,50 @@ pub fn render_interference(r: &InterferenceReport) -> String {
     out
 }
 
+/// The run as experiment results: a cell per block size (named `victim
+/// rr 4 KiB`, its knee in words as its change) sweeping `--loaders`, a
+/// point per K holding the victim's result. `wirespeed report` then draws
+/// the victim's transactions/s and p50/p99 latency against K, one line per
+/// block size, as it draws the interference scenario's experiment.
+pub fn as_experiment(r: &InterferenceReport) -> ExperimentResults {
+    use wirespeed_types::experiment as x;
+    let cells: Vec<x::CellResult> = r
+        .curves
+        .iter()
+        .map(|c| x::CellResult {
+            name: format!(
+                "victim {} {}",
+                r.victim_workload,
+                human_size(u64::from(c.size))
+            ),
+            change: format!("beside K {} loaders; {}", r.loader_workload, c.knee_text()),
+            sweep_arg: Some("--loaders".into()),
+            points: c
+                .points
+                .iter()
+                .map(|p| x::Point {
+                    x: Some(p.k.to_string()),
+                    x_value: Some(f64::from(p.k)),
+                    runs: vec![p.victim.clone()],
+                    ..x::Point::default()
+                })
+                .collect(),
+            ..x::CellResult::default()
+        })
+        .collect();
+    ExperimentResults {
+        schema_version: x::EXPERIMENT_SCHEMA_VERSION,
+        name: format!(
+            "interference: a {} victim beside K {} loaders",
+            r.victim_workload, r.loader_workload
+        ),
+        baseline: cells.first().map(|c| c.name.clone()).unwrap_or_default(),
+        repeats: 1,
+        cells,
+        ..ExperimentResults::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +168,15 @@ mod tests {
         assert!(text.contains("12.00 (2 x 6.00)"), "{text}");
         assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
         assert!(text.contains("knee: p99 doubles at K=2"), "{text}");
+        let e = as_experiment(&r);
+        assert_eq!(e.cells[0].name, "victim rr 4 KiB");
+        assert!(
+            e.cells[0].change.contains("p99 doubles at K=2"),
+            "{:?}",
+            e.cells[0]
+        );
+        let ks: Vec<Option<f64>> = e.cells[0].points.iter().map(|p| p.x_value).collect();
+        assert_eq!(ks, [Some(0.0), Some(2.0)]);
+        assert_eq!(e.cells[0].sweep_arg.as_deref(), Some("--loaders"));
     }
 }

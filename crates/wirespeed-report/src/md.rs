@@ -196,7 +196,8 @@ fn sweep_md(o: &mut String, s: &Series) {
         trim_num(r.window_s, 2)
     );
     let one = std::slice::from_ref(s);
-    section(o, "One row per size", &figures::sweep_table(one));
+    let title = format!("One row per {}", figures::row_word(&s.x_title));
+    section(o, &title, &figures::sweep_table(one));
 }
 
 /// Renders these sources as Markdown: a test, a sweep, an experiment, or a

@@ -1,6 +1,7 @@
-//! `wirespeed report FILE...`: experiment results or `bench --json`
-//! reports as one self-contained HTML page with SVG charts, Markdown or
-//! CSV. One file renders as what it holds (a test, a size sweep, an
+//! `wirespeed report FILE...`: experiment results, `bench --json` reports
+//! or interference runs (`bench --interference --json`, drawn as an
+//! experiment sweeping K) as one self-contained HTML page with SVG
+//! charts, Markdown or CSV. One file renders as what it holds (a test, a size sweep, an
 //! experiment); several are compared on shared axes, one series per file.
 //! A run file (`fleet run --out`, `k8s run --out`), given alone, renders
 //! by the fleet or paths renderers and says first when it is partial.
@@ -35,6 +36,12 @@ pub fn read_content(path: &Path) -> Result<Content> {
             .with_context(|| format!("{} is not valid experiment results", path.display()))?;
         finalize(&mut res);
         Ok(Content::Experiment(res))
+    } else if v.get("curves").is_some() && v.get("victim_workload").is_some() {
+        let r: wirespeed_types::interference::InterferenceReport = serde_json::from_value(v)
+            .with_context(|| format!("{} is not a valid interference run", path.display()))?;
+        let mut res = wirespeed_report::interference::as_experiment(&r);
+        finalize(&mut res);
+        Ok(Content::Experiment(res))
     } else if v.get("results").is_some() {
         let report: Report = serde_json::from_value(v)
             .with_context(|| format!("{} is not a valid bench report", path.display()))?;
@@ -46,7 +53,7 @@ pub fn read_content(path: &Path) -> Result<Content> {
         bail!("{} is a {}: give it alone", path.display(), r.kind())
     } else {
         bail!(
-            "{} is none of the four kinds `report` reads: experiment results (`cells`), a bench report (`results`), {RUN_KINDS}",
+            "{} is none of the kinds `report` reads: experiment results (`cells`), a bench report (`results`), an interference run (`bench --interference --json`: `curves`), {RUN_KINDS}",
             path.display()
         )
     }

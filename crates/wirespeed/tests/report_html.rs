@@ -383,6 +383,35 @@ fn an_rr_size_sweep_has_one_labelled_row_per_size_with_its_own_rate() {
     }
 }
 
+// `bench --interference --json` read by `report`: the victim's rate and
+// latency against K, one line per block size, the knee in each cell.
+#[test]
+fn an_interference_run_draws_the_victim_against_k_per_block_size() {
+    let _g = heavy();
+    let (_server, addr) = server();
+    let d = Dir::new("interference");
+    let json = d.join("interference.json");
+    let args = ["-w", "rr", "--size", "4k,64k", "--interference", "0,2"];
+    let mut a = vec!["bench", addr.as_str()];
+    a.extend(args);
+    a.extend(["-d", "0.5s", "--warmup", "0.2s", "--json"]);
+    std::fs::write(&json, run(&a)).unwrap();
+    let html = d.join("interference.html");
+    let page = report(&[&json], &[], &html);
+    assert_reads_well(&page, "interference");
+    assert!(
+        page.contains("interference: a rr victim beside K stream loaders"),
+        "no title"
+    );
+    let kinds: Vec<String> = charts(&page).into_iter().map(|c| c.0).collect();
+    assert!(kinds.iter().any(|k| k == "sweep-latency"), "{kinds:?}");
+    assert!(page.contains("victim rr 4 KiB") && page.contains("victim rr 64 KiB"));
+    assert!(page.contains("loaders"), "the x axis names K");
+    browser_check(&html, &page, "interference");
+    let md = run(&["report", p(&json), "--format", "md"]);
+    assert!(md.contains("victim rr 64 KiB"), "{md}");
+}
+
 #[test]
 fn three_results_compare_on_shared_axes_one_series_each() {
     let _g = heavy();
@@ -576,7 +605,11 @@ fn synthetic_bench_reports_render_and_bad_files_fail_cleanly() {
     for (file, text, needle) in [
         ("missing.json", None, "missing.json"),
         ("bad.json", Some("{"), "not json"),
-        ("other.json", Some("{\"x\": 1}"), "none of the four kinds"),
+        (
+            "other.json",
+            Some("{\"x\": 1}"),
+            "none of the kinds `report` reads",
+        ),
         (
             "empty.json",
             Some("{\"schema_version\":1,\"results\":[]}"),
