@@ -569,6 +569,10 @@ _arguments "${_arguments_options[@]}" : \
 '--resume=[Take the tests an interrupted run wrote to FILE (its --out) and measure only the rest (failed and skipped tests are measured again); the whole run goes to --out (default\: FILE itself)]:FILE:_files' \
 '--html=[Also write the HTML report (matrix heatmap, outliers) here]:HTML:_files' \
 '--history=[Also store every test and each agent'\''s facts in this history file (SQLite; created, or migrated, as needed)]:HISTORY:_files' \
+'(--resume --baseline --min --history)*--interference=[Interference instead of the matrix\: the -w rr/crr/udp-rr test (the victim) from the fleet'\''s second agent to the first'\''s server, alone and beside K loaders on the other agents (K spread over them), for each K listed, at each --size (default 4k,64k,1m); --out then holds the curves, which \`wirespeed report\` draws]:K,..:_default' \
+'--loader=[What each --interference loader runs]:LOADER:((stream\:"Bulk TCP at bench'\''s defaults"
+same\:"The victim'\''s own workload and block size"))' \
+'--interference-server=[The agent whose server --interference loads \[default\: the fleet'\''s first; the victim is the next one\]]:NAME:_default' \
 '-p+[Control port when HOST names none]:PORT:_default' \
 '--port=[Control port when HOST names none]:PORT:_default' \
 '-w+[Workload (each is one row of the engine'\''s registry)]:WORKLOAD:((stream\:"bulk TCP"
@@ -872,6 +876,10 @@ _arguments "${_arguments_options[@]}" : \
 '--out=[Also write every mode'\''s agents and fleet results, and the comparison, as JSON here. Rewritten as each test lands (with \`"partial"\: true\` until the run ends), so an interrupted or killed run leaves every finished test in it]:OUT:_files' \
 '--resume=[Take the tests an interrupted run wrote to FILE (its --out) and measure only the rest; the whole run goes to --out (default\: FILE itself)]:FILE:_files' \
 '(--resume)*--policy-load=[Measure the pod paths again under each number of NetworkPolicies that select the agents without blocking them (ascending, comma-separated, e.g. 0,100)\: what an enforcer'\''s policies cost each path. Each level is awaited until the enforcer has it in force]:N,..:_default' \
+'(--policy-load --resume)*--interference=[Interference instead of the pair matrix\: the -w rr/crr/udp-rr test (the victim) from the second chosen node to the first'\''s agent, alone and beside K loaders on the other nodes (K spread over them), for each K listed, at each --size (default 4k,64k,1m), over the first --paths entry'\''s network; names the K where p99 doubles]:K,..:_default' \
+'--loader=[What each --interference loader runs\: stream or the victim'\''s own workload at its size]:LOADER:((stream\:"Bulk TCP at bench'\''s defaults"
+same\:"The victim'\''s own workload and block size"))' \
+'--interference-server=[The node whose agent is the --interference server \[default\: the first chosen node\]]:NODE:_default' \
 '(-w --workload)--workloads=[Several workloads in one run, comma-separated (e.g. stream,rr\: the host vs pod table then has throughput, latency percentiles and CPU per Gbit/s and per transaction); replaces -w]:LIST:_default' \
 '-p+[Control port when HOST names none]:PORT:_default' \
 '--port=[Control port when HOST names none]:PORT:_default' \

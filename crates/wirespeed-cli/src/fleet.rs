@@ -1,7 +1,7 @@
 //! The flags of `wirespeed agent` and `wirespeed fleet` (run, plan,
 //! history, token), and bench's flags as fleet workloads.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use wirespeed_experiment::{BenchArgs, spec_from};
@@ -133,9 +133,93 @@ pub struct RunArgs {
     /// (SQLite; created, or migrated, as needed).
     #[arg(long)]
     pub history: Option<PathBuf>,
+    /// Interference instead of the matrix: the -w rr/crr/udp-rr test (the
+    /// victim) from the fleet's second agent to the first's server, alone
+    /// and beside K loaders on the other agents (K spread over them), for
+    /// each K listed, at each --size (default 4k,64k,1m); --out then holds
+    /// the curves, which `wirespeed report` draws.
+    #[arg(long, value_name = "K,..", value_delimiter = ',', conflicts_with_all = ["resume", "baseline", "min", "history"])]
+    pub interference: Option<Vec<u32>>,
+    /// What each --interference loader runs.
+    #[arg(long, value_enum, default_value_t = crate::bench::LoaderKind::Stream, requires = "interference")]
+    pub loader: crate::bench::LoaderKind,
+    /// The agent whose server --interference loads [default: the fleet's
+    /// first; the victim is the next one].
+    #[arg(long, value_name = "NAME", requires = "interference")]
+    pub interference_server: Option<String>,
     /// Bench's flags: workload, duration, flows, sizes, --key-file (required), --json.
     #[command(flatten)]
     pub bench: BenchArgs,
+}
+
+/// An `--interference` plan (fleet run and k8s run): the one
+/// request/response workload of `workloads` as the victim, K ascending,
+/// the workloads' sizes when `sized` (an -s list), else report 3's
+/// 4k,64k,1m.
+pub fn interference_plan(
+    ks: &[u32],
+    loader: crate::bench::LoaderKind,
+    sized: bool,
+    workloads: &[WorkloadSpec],
+) -> Result<wirespeed_engine::interference::Plan> {
+    let Some(first) = workloads.first() else {
+        bail!("--interference: no workload");
+    };
+    let victim = first.spec.clone();
+    if victim.workload.is_bulk() || workloads.iter().any(|w| w.spec.workload != victim.workload) {
+        bail!(
+            "--interference measures one request/response victim: use -w rr (or crr, udp-rr) alone"
+        );
+    }
+    if ks.is_empty() || ks.windows(2).any(|w| w[0] >= w[1]) {
+        bail!("--interference {ks:?}: list K in ascending order, e.g. 0,1,2,4");
+    }
+    let max = wirespeed_engine::interference::MAX_LOADERS;
+    if let Some(k) = ks.iter().find(|k| **k > max) {
+        bail!("--interference: K={k} is more than {max} loaders");
+    }
+    let sizes = if sized {
+        workloads.iter().map(|w| w.spec.request_size).collect()
+    } else {
+        crate::bench::INTERFERENCE_SIZES.to_vec()
+    };
+    let loader = match loader {
+        crate::bench::LoaderKind::Stream => wirespeed_engine::Workload::Stream,
+        crate::bench::LoaderKind::Same => victim.workload,
+    };
+    Ok(wirespeed_engine::interference::Plan {
+        victim,
+        loader,
+        ks: ks.to_vec(),
+        sizes,
+    })
+}
+
+/// The roles of `fleet run --interference`: the named agent (or the
+/// first) as the server, the next as the victim, the rest as loaders.
+pub fn interference_roles(
+    fleet: &wirespeed_fleet::Fleet,
+    server: Option<&str>,
+) -> Result<wirespeed_fleet::interference::Roles> {
+    let n = fleet.agents.len();
+    let s = match server {
+        Some(name) => fleet
+            .agents
+            .iter()
+            .position(|a| a.name == name)
+            .with_context(|| format!("--interference-server {name}: no such agent in the fleet"))?,
+        None => 0,
+    };
+    let mut rest: Vec<usize> = (0..n).filter(|&i| i != s).collect();
+    if rest.is_empty() {
+        bail!("--interference needs two agents at least: a server and a victim");
+    }
+    let victim = rest.remove(0);
+    Ok(wirespeed_fleet::interference::Roles {
+        server: s,
+        victim,
+        loaders: rest,
+    })
 }
 
 /// Options of `wirespeed fleet plan`.

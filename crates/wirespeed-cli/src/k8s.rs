@@ -252,6 +252,21 @@ pub struct RunArgs {
         conflicts_with = "resume"
     )]
     pub policy_load: Option<Vec<u32>>,
+    /// Interference instead of the pair matrix: the -w rr/crr/udp-rr test
+    /// (the victim) from the second chosen node to the first's agent,
+    /// alone and beside K loaders on the other nodes (K spread over them),
+    /// for each K listed, at each --size (default 4k,64k,1m), over the
+    /// first --paths entry's network; names the K where p99 doubles.
+    #[arg(long, value_name = "K,..", value_delimiter = ',', conflicts_with_all = ["policy_load", "resume"])]
+    pub interference: Option<Vec<u32>>,
+    /// What each --interference loader runs: stream or the victim's own
+    /// workload at its size.
+    #[arg(long, value_enum, default_value_t = crate::bench::LoaderKind::Stream, requires = "interference")]
+    pub loader: crate::bench::LoaderKind,
+    /// The node whose agent is the --interference server [default: the
+    /// first chosen node].
+    #[arg(long, value_name = "NODE", requires = "interference")]
+    pub interference_server: Option<String>,
     /// Several workloads in one run, comma-separated (e.g. stream,rr: the
     /// host vs pod table then has throughput, latency percentiles and CPU
     /// per Gbit/s and per transaction); replaces -w.
@@ -342,6 +357,18 @@ pub fn run_paths(a: &RunArgs) -> Result<Vec<PathKind>> {
             .map(PathKind::of_network)
             .collect(),
     })
+}
+
+/// The `--interference` plan from the run's one workload, or None
+/// without the flag ([`crate::fleet::interference_plan`]).
+pub fn run_interference(
+    a: &RunArgs,
+    workloads: &[wirespeed_fleet::WorkloadSpec],
+) -> Result<Option<wirespeed_engine::interference::Plan>> {
+    a.interference
+        .as_ref()
+        .map(|ks| crate::fleet::interference_plan(ks, a.loader, a.bench.size.is_some(), workloads))
+        .transpose()
 }
 
 /// `--policy-load`'s levels, checked against the paths and the policy

@@ -67,16 +67,22 @@ pub fn run(
         curve.find_knee();
         curves.push(curve);
     }
-    Ok(InterferenceReport {
+    Ok(report(plan, curves))
+}
+
+/// The run of `plan` with its measured `curves` (here, or across hosts
+/// by wirespeed-fleet).
+pub fn report(plan: &Plan, curves: Vec<Curve>) -> InterferenceReport {
+    InterferenceReport {
         schema_version: INTERFERENCE_SCHEMA_VERSION,
         victim_workload: plan.victim.workload.name().to_string(),
         loader_workload: plan.loader.name().to_string(),
         curves,
-    })
+    }
 }
 
 /// The victim's spec at one block size.
-fn victim_at(plan: &Plan, size: u32) -> TestSpec {
+pub fn victim_at(plan: &Plan, size: u32) -> TestSpec {
     TestSpec {
         request_size: size,
         response_size: size,
@@ -188,7 +194,7 @@ pub fn loader_error(k: u32, e: EngineError) -> EngineError {
 }
 
 /// A point from the victim's result and the loaders'.
-fn point_of(k: u32, victim: TestResult, loader: Option<TestResult>) -> Point {
+pub fn point_of(k: u32, victim: TestResult, loader: Option<TestResult>) -> Point {
     let lat = victim.latency.clone().unwrap_or_default();
     Point {
         k,

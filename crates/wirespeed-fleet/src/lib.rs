@@ -26,6 +26,8 @@
 //!   names both releases when a runner and an agent share none.
 //! - [`analyze`]: the matrix per workload, outliers against the noise
 //!   band, drift from the fleet majority, and the `--min`/baseline verdict.
+//! - [`interference`]: a victim agent's rr to a server beside K loaders
+//!   on other agents, per K and block size (report 3's many clients).
 //!
 //! The results are [`wirespeed_types::fleet::FleetResults`] (serde,
 //! versioned); wirespeed-report renders them. The Kubernetes runner
@@ -43,6 +45,7 @@ mod error;
 pub mod fleet;
 pub mod fleet_parts;
 pub mod history;
+pub mod interference;
 pub mod plan;
 pub mod protocol;
 pub mod run;

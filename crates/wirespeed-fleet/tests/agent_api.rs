@@ -88,6 +88,62 @@ fn a_peer_outside_the_fleet_is_refused_with_403() {
     assert_eq!(read(p.a.http_addr(), "/v1/results").1.trim(), "[]");
 }
 
+// Interference across agents on loopback: the victim (b) to a's server,
+// alone and beside K=2 stream loaders run by c; every point measured,
+// a goodput per loader flow.
+#[test]
+fn a_victim_is_measured_alone_and_beside_loaders_on_another_agent() {
+    use wirespeed_fleet::interference::{Plan, Roles, run_blocking};
+    let (a, b, c) = (agent("a"), agent("b"), agent("c"));
+    let fleet = Fleet {
+        agents: vec![spec_of("a", &a), spec_of("b", &b), spec_of("c", &c)],
+    };
+    let victim = wirespeed_types::TestSpec {
+        workload: wirespeed_types::Workload::Rr,
+        duration_s: 0.5,
+        warmup_s: 0.2,
+        ..wirespeed_types::TestSpec::default()
+    };
+    let plan = Plan {
+        victim,
+        loader: wirespeed_types::Workload::Stream,
+        ks: vec![0, 2],
+        sizes: vec![4096],
+    };
+    let roles = Roles {
+        server: 0,
+        victim: 1,
+        loaders: vec![2],
+    };
+    let opts = RunOptions::new(Vec::new(), KEY.to_vec());
+    let seen = std::sync::Mutex::new(Vec::new());
+    let r = run_blocking(&fleet, &roles, &plan, &opts, &|size, p| {
+        seen.lock().unwrap().push((size, p.k));
+    })
+    .unwrap();
+    assert_eq!(*seen.lock().unwrap(), [(4096, 0), (4096, 2)]);
+    let pts = &r.curves[0].points;
+    assert!(
+        pts.iter().all(|p| p.victim_tps > 0.0 && p.p99_us > 0.0),
+        "{pts:?}"
+    );
+    assert!(pts[0].loader_bps.is_empty());
+    assert_eq!(pts[1].loader_bps.len(), 2, "a flow per loader");
+    assert!(
+        pts[1].loader_bps.iter().all(|b| *b > 0.0),
+        "{:?}",
+        pts[1].loader_bps
+    );
+    assert_eq!(pts[1].victim.spec.request_size, 4096);
+    // K loaders with nobody to run them: refused before any test.
+    let alone = Roles {
+        loaders: vec![],
+        ..roles
+    };
+    let e = run_blocking(&fleet, &alone, &plan, &opts, &|_, _| {}).unwrap_err();
+    assert!(e.to_string().contains("need an agent besides"), "{e}");
+}
+
 // The probe k8s run's --policy-load waits on: a connection to a fleet
 // peer's HTTP port, reached or not, and nothing outside the fleet.
 #[test]

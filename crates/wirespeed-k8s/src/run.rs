@@ -67,6 +67,9 @@ pub struct RunConfig {
     /// NetworkPolicies to add before each round of the pod paths
     /// (`--policy-load`, ascending; empty: none, one round).
     pub policy_load: Vec<u32>,
+    /// Interference instead of the pair matrix (`--interference`), over
+    /// the first path's network; the server's node when named.
+    pub interference: Option<(wirespeed_fleet::interference::Plan, Option<String>)>,
 }
 
 /// Called with the run as it stands each time a test lands: the paths
@@ -129,6 +132,8 @@ pub struct RunOutcome {
     /// itself looks lost ([`nodes::lost`]), each with the pairs it left
     /// unmeasured.
     pub lost_nodes: Vec<String>,
+    /// The victim's curves of `--interference` (then `runs` is empty).
+    pub interference: Option<wirespeed_types::interference::InterferenceReport>,
 }
 
 /// Resolves on Ctrl-C or SIGTERM, naming which.
@@ -352,6 +357,7 @@ async fn measure(
         runs: Vec::new(),
         sysctls,
         lost_nodes: Vec::new(),
+        interference: None,
     };
     let ends = Endpoints {
         o: &o,
@@ -359,6 +365,14 @@ async fn measure(
         agents: &agents,
         services: &services,
     };
+    if let Some((plan, server)) = &cfg.interference {
+        let net = planned
+            .paths
+            .first()
+            .map_or(Network::Pod, |p| p.0.network());
+        done.interference = Some(interfere(cfg, client, &ends, net, plan, server, log).await?);
+        return Ok(done);
+    }
     measure_levels(cfg, client, dep, &planned.paths, &ends, &mut done, log).await?;
     done.lost_nodes = lost_nodes(client, &done.runs).await;
     for l in &done.lost_nodes {
@@ -454,6 +468,73 @@ async fn policy_gate(
         wirespeed_fleet::run::client_of(&a, &fopts).map_err(|e| K8sError::Fleet(e.to_string()))?;
     let fleet = Fleet { agents: vec![a, b] };
     crate::policy_load::Gate::start(prober, fleet, log).await
+}
+
+/// `--interference` over `network`'s agents: the server on the named (or
+/// first chosen) node, the victim on the next, the loaders on the rest.
+async fn interfere(
+    cfg: &RunConfig,
+    client: &kube::Client,
+    ends: &Endpoints<'_>,
+    network: Network,
+    plan: &wirespeed_fleet::interference::Plan,
+    server: &Option<String>,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<wirespeed_types::interference::InterferenceReport, K8sError> {
+    let mut nodes: Vec<&str> = ends.chosen.iter().map(|n| n.name.as_str()).collect();
+    if let Some(s) = server {
+        let Some(i) = nodes.iter().position(|n| n == s) else {
+            return Err(K8sError::Invalid(format!(
+                "--interference-server {s}: not among the run's nodes ({})",
+                nodes.join(", ")
+            )));
+        };
+        let s = nodes.remove(i);
+        nodes.insert(0, s);
+    }
+    if nodes.len() < 2 {
+        return Err(K8sError::Invalid(
+            "--interference needs two nodes at least: a server and a victim (and more for the loaders)".into(),
+        ));
+    }
+    let mut fleet = Fleet { agents: Vec::new() };
+    for n in &nodes {
+        let (spec, _) = ends.entry(network, n, false).ok_or_else(|| {
+            K8sError::Discovery(format!(
+                "--interference: no Ready {network} agent on node {n}"
+            ))
+        })?;
+        fleet.agents.push(spec);
+    }
+    let roles = wirespeed_fleet::interference::Roles {
+        server: 0,
+        victim: 1,
+        loaders: (2..fleet.agents.len()).collect(),
+    };
+    log(&format!(
+        "interference: server {}, victim {}, loaders {} ({network} network)",
+        nodes[0],
+        nodes[1],
+        if nodes.len() > 2 {
+            nodes[2..].join(", ")
+        } else {
+            "none".into()
+        }
+    ));
+    let fopts = fleet_options(cfg, client, &ends.o.namespace);
+    let on_point = |size: u32, p: &wirespeed_types::interference::Point| {
+        let loaders = match p.k {
+            0 => "none".to_string(),
+            _ => format!("{:.2} Gbit/s", p.loaders_bps() / 1e9),
+        };
+        log(&format!(
+            "interference {size} bytes K={}: {:.0} trans/s, p99 {:.1} us, loaders {loaders}",
+            p.k, p.victim_tps, p.p99_us
+        ));
+    };
+    wirespeed_fleet::interference::run(&fleet, &roles, plan, &fopts, &on_point)
+        .await
+        .map_err(|e| K8sError::Fleet(format!("--interference: {e}")))
 }
 
 /// One path to measure, under the policy load in force.

@@ -275,6 +275,48 @@ fn progress_to(
     })
 }
 
+/// `fleet run --interference`: the victim's curves, a progress line per
+/// point, the tables (or --json), and --out for `wirespeed report`.
+fn run_interference(a: &RunArgs, fleet: &Fleet, key: Vec<u8>, ks: &[u32]) -> Result<()> {
+    let workloads = workloads(&a.bench)?;
+    let plan = interference_plan(ks, a.loader, a.bench.size.is_some(), &workloads)?;
+    let roles = interference_roles(fleet, a.interference_server.as_deref())?;
+    let mut opts = RunOptions::new(workloads, key);
+    opts.http_timeout = Duration::from_secs(5);
+    let name = |i: usize| fleet.agents[i].name.as_str();
+    eprintln!(
+        "interference: server {}, victim {}, loaders {}",
+        name(roles.server),
+        name(roles.victim),
+        roles
+            .loaders
+            .iter()
+            .map(|&i| name(i))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let on_point = |size: u32, p: &wirespeed_types::interference::Point| {
+        eprintln!(
+            "interference {size} bytes K={}: {:.0} trans/s, p99 {:.1} us",
+            p.k, p.victim_tps, p.p99_us
+        );
+    };
+    let r = wirespeed_fleet::interference::run_blocking(fleet, &roles, &plan, &opts, &on_point)?;
+    let json = serde_json::to_string_pretty(&r)?;
+    if let Some(p) = &a.out {
+        wirespeed_experiment::runner::write_atomic(p, &json)?;
+    }
+    if a.bench.json {
+        println!("{json}");
+    } else {
+        print!(
+            "{}",
+            wirespeed_report::interference::render_interference(&r)
+        );
+    }
+    Ok(())
+}
+
 fn run_matrix(a: RunArgs) -> Result<()> {
     let fleet = Fleet::load(&a.agents)?;
     let pattern: Pattern = a.pattern.parse()?;
@@ -284,6 +326,9 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         );
     };
     let key = crate::read_key(kf)?;
+    if let Some(ks) = &a.interference {
+        return run_interference(&a, &fleet, key, ks);
+    }
     let min_bps = a
         .min
         .as_deref()

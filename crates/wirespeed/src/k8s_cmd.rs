@@ -79,6 +79,9 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     let pattern: wirespeed_fleet::Pattern = a.pattern.parse()?;
     let paths = run_paths(&a)?;
     let policy_load = wirespeed_cli::k8s::run_policy_load(&a, &paths)?;
+    let workloads = run_workloads(&a)?;
+    let interference = wirespeed_cli::k8s::run_interference(&a, &workloads)?
+        .map(|p| (p, a.interference_server.clone()));
     let gates = run_gates(&a)?;
     let pairs = match &a.pairs {
         Some(p) => {
@@ -96,8 +99,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         .objects
         .options(&ns, a.bench.port, a.bench.key_file.as_deref())?;
     o.run_id = Some(run_id);
-    let mut fleet =
-        wirespeed_fleet::RunOptions::new(run_workloads(&a)?, o.key.trim_ascii().to_vec());
+    let mut fleet = wirespeed_fleet::RunOptions::new(workloads, o.key.trim_ascii().to_vec());
     fleet.repeats = a.repeats.clamp(1, 100);
     fleet.retries = a.retries;
     let lines = crate::fleet_cmd::ProgressLines::default();
@@ -136,6 +138,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
             None => Vec::new(),
         },
         policy_load,
+        interference,
     };
     let out_file = a.out.clone().or_else(|| a.resume.clone());
     if let Some(p) = &out_file {
@@ -158,6 +161,10 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     };
     let report = wirespeed_k8s::gates::report(&out, &gates, a.repeats.clamp(1, 100));
     write_outputs(&a, &out, &report)?;
+    if let Some(i) = &out.interference {
+        print!("{}", wirespeed_report::interference::render_interference(i));
+        return Ok(());
+    }
     for r in &out.runs {
         let (pods, entries) = (r.agents.len(), r.results.agents.len());
         let via = if entries > pods {
@@ -215,6 +222,7 @@ fn out_doc(out: &RunOutcome, report: &PathsReport, partial: bool) -> serde_json:
         "runs": out.runs,
         "comparison": wirespeed_k8s::compare(&out.runs),
         "policy_cost": wirespeed_k8s::compare_policy(&out.runs),
+        "interference": out.interference,
         "paths": report,
         "sysctls": out.sysctls,
     })

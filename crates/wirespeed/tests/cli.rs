@@ -71,11 +71,12 @@ fn bad_flags_get_clear_errors() {
     assert_clean_failure(&["frobnicate"], "unrecognized");
 }
 
-// --policy-load is refused before anything touches a cluster (the
+// --policy-load and --interference are refused before anything touches a
+// cluster (the
 // kubeconfig named does not exist): levels out of order, no pod path to
 // load, the run's own policy turned off, with --resume.
 #[test]
-fn policy_load_flags_are_checked_before_the_cluster() {
+fn policy_load_and_interference_flags_are_checked_before_the_cluster() {
     let run = |more: &[&str], want: &str| {
         let mut args = vec!["k8s", "run", "--image", "127.0.0.1:1/ws:t"];
         args.extend_from_slice(&["--kubeconfig", "/nonexistent/kubeconfig"]);
@@ -105,6 +106,25 @@ fn policy_load_flags_are_checked_before_the_cluster() {
         ],
         "cannot be used with",
     );
+    // --interference too: a request/response victim, K ascending, not
+    // with --policy-load.
+    run(
+        &["--interference", "0,2"],
+        "use -w rr (or crr, udp-rr) alone",
+    );
+    run(&["-w", "rr", "--interference", "2,1"], "ascending");
+    run(
+        &[
+            "-w",
+            "rr",
+            "--interference",
+            "0,2",
+            "--policy-load",
+            "0,100",
+        ],
+        "cannot be used with",
+    );
+    run(&["--loader", "same"], "--interference");
 }
 
 #[test]

@@ -169,6 +169,60 @@ fn breakdown_host_and_pod(c: &Cluster) {
     println!("{stdout}");
 }
 
+/// Report 3's many clients on the real cluster: the victim (rr from node
+/// 2's pod) to node 1's pod, alone and beside K=1,2 stream loaders from
+/// node 3's pod. Every point is measured, the loaders carry traffic, the
+/// knee is named and `--out` holds the curves.
+fn interference_on_the_pod_network(c: &Cluster) {
+    let outfile = std::env::temp_dir().join(format!("{}-if.json", c.name));
+    let (out, took) = c.runner(&[
+        "k8s",
+        "run",
+        "--image",
+        c.get("IMAGE"),
+        "--paths",
+        "cross-node",
+        "-w",
+        "rr",
+        "-s",
+        "4k",
+        "--interference",
+        "0,1,2",
+        "-d",
+        "1s",
+        "--warmup",
+        "0.3s",
+        "--out",
+        outfile.to_str().unwrap(),
+    ]);
+    let all = text(&out);
+    assert!(
+        out.status.success(),
+        "k8s run --interference after {took:?}:\n{all}"
+    );
+    assert!(
+        all.contains("victim rr 4 KiB each way, beside K loaders running stream"),
+        "{all}"
+    );
+    assert!(all.contains("knee: p99"), "{all}");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&outfile).expect("--out written")).unwrap();
+    let _ = std::fs::remove_file(&outfile);
+    let points = doc["interference"]["curves"][0]["points"]
+        .as_array()
+        .expect("points");
+    let ks: Vec<u64> = points.iter().map(|p| p["k"].as_u64().unwrap()).collect();
+    assert_eq!(ks, [0, 1, 2], "{all}");
+    for p in points {
+        assert!(p["victim_tps"].as_f64().unwrap() > 0.0, "{p}");
+        let k = p["k"].as_u64().unwrap() as usize;
+        let loaders = p["loader_bps"].as_array().unwrap();
+        assert_eq!(loaders.len(), k, "a flow per loader: {p}");
+        assert!(loaders.iter().all(|b| b.as_f64().unwrap() > 0.0), "{p}");
+    }
+    println!("{}", String::from_utf8_lossy(&out.stdout));
+}
+
 /// An image that does not exist: non-zero within 60 s, naming the pull
 /// failure and the pod.
 fn missing_image(c: &Cluster) {
@@ -416,6 +470,7 @@ fn real_cluster_runs_agents_and_fails_loudly() {
         check_nodes(&c, 3);
         run_host_and_pod(&c, 3);
         breakdown_host_and_pod(&c);
+        interference_on_the_pod_network(&c);
         missing_image(&c);
         tainted_node(&c);
         crash_loop_advice_followed(&c);
