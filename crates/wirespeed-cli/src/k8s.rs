@@ -377,8 +377,7 @@ pub fn run_policy_load(a: &RunArgs, paths: &[PathKind]) -> Result<Vec<u32>> {
     let Some(levels) = &a.policy_load else {
         return Ok(Vec::new());
     };
-    wirespeed_k8s::policy_load::check_levels(levels)
-        .map_err(|e| anyhow::anyhow!("--policy-load {e}"))?;
+    wirespeed_k8s::policy_load::check_levels(levels)?;
     if a.objects.no_network_policy {
         bail!(
             "--policy-load sees each level take effect through the run's own NetworkPolicy: drop --no-network-policy"

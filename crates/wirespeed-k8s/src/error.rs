@@ -50,9 +50,17 @@ pub enum K8sError {
     /// The run was interrupted (Ctrl-C or SIGTERM); what it made was deleted.
     #[error("interrupted by {0}; the objects this run made were deleted")]
     Interrupted(&'static str),
-    /// The fleet matrix failed.
-    #[error("fleet run: {0}")]
-    Fleet(String),
+    /// A run over the agents' HTTP APIs failed (the matrix, the
+    /// interference run, the policy probe, the watch); `context` says
+    /// which. The fleet's error is in the message, not a `source`, so it
+    /// prints once; callers match on it.
+    #[error("{context}: {error}")]
+    Fleet {
+        /// What was being done, e.g. "fleet run: cross-node".
+        context: String,
+        /// The fleet crate's error.
+        error: wirespeed_fleet::FleetError,
+    },
     /// Serialising objects failed.
     #[error("cannot render the objects: {0}")]
     Render(String),
@@ -76,6 +84,14 @@ impl K8sError {
         match self {
             K8sError::Api { error, .. } => crate::retry::gave_up(error),
             _ => false,
+        }
+    }
+
+    /// A fleet error with what was being done.
+    pub fn fleet(context: impl Into<String>, error: wirespeed_fleet::FleetError) -> K8sError {
+        K8sError::Fleet {
+            context: context.into(),
+            error,
         }
     }
 

@@ -50,19 +50,36 @@ pub fn load_name(i: u32) -> String {
 
 /// Checks `--policy-load`'s levels: strictly ascending, at most
 /// [`MAX_LOAD`].
-pub fn check_levels(levels: &[u32]) -> Result<(), String> {
+pub fn check_levels(levels: &[u32]) -> Result<(), K8sError> {
+    let bad = |why: String| Err(K8sError::Invalid(format!("--policy-load {why}")));
     if levels.is_empty() {
-        return Err("give the numbers of policies, e.g. 0,100".into());
+        return bad("needs the numbers of policies, e.g. 0,100".into());
     }
     if levels.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(format!(
+        return bad(format!(
             "{levels:?}: list the numbers in ascending order, each once, e.g. 0,100,1000"
         ));
     }
     match levels.last() {
-        Some(&n) if n > MAX_LOAD => Err(format!("{n}: at most {MAX_LOAD} policies")),
+        Some(&n) if n > MAX_LOAD => bad(format!("{n}: at most {MAX_LOAD} policies")),
         _ => Ok(()),
     }
+}
+
+/// Whether the cluster enforces NetworkPolicy, as the probe found.
+pub enum Enforcement {
+    /// It does: the probe, ready for the levels.
+    Enforced(Gate),
+    /// It does not: why, in words.
+    NotEnforced(String),
+}
+
+/// How a wait on the probe ended.
+enum Waited {
+    /// The probe answered as awaited after this long.
+    Done(Duration),
+    /// It did not within the bound: its last answer.
+    TimedOut(String),
 }
 
 /// The agents' pod selector (every network mode's agents).
@@ -158,14 +175,13 @@ pub struct Gate {
 
 impl Gate {
     /// The probe from `prober` (the first agent of `fleet`) to the second;
-    /// Ok(Err(why)) when the cluster does not enforce NetworkPolicy: the
-    /// probe got in for [`ENFORCE_WAIT`] / 4 although the run's own
-    /// policy refuses it.
+    /// [`Enforcement::NotEnforced`] when the probe got in for
+    /// [`ENFORCE_WAIT`] / 4 although the run's own policy refuses it.
     pub async fn start(
         prober: AgentClient,
         fleet: Fleet,
         log: &(dyn Fn(&str) + Sync),
-    ) -> Result<Result<Gate, String>, K8sError> {
+    ) -> Result<Enforcement, K8sError> {
         let pod = |i: usize| {
             fleet.agents[i]
                 .labels
@@ -186,8 +202,8 @@ impl Gate {
             g.what
         ));
         match g.wait(false, ENFORCE_WAIT / 4).await? {
-            Ok(_) => Ok(Ok(g)),
-            Err(detail) => Ok(Err(format!(
+            Waited::Done(_) => Ok(Enforcement::Enforced(g)),
+            Waited::TimedOut(detail) => Ok(Enforcement::NotEnforced(format!(
                 "this cluster does not enforce NetworkPolicy: {} got in for {} s although the run's own policy refuses it ({detail}), so policies cost nothing to measure here",
                 g.what,
                 (ENFORCE_WAIT / 4).as_secs()
@@ -231,33 +247,31 @@ impl Gate {
     /// [`Gate::wait`] for `reached` within [`ENFORCE_WAIT`], else the
     /// timeout naming level `n`.
     async fn await_probe(&self, reached: bool, n: u32) -> Result<Duration, K8sError> {
-        self.wait(reached, ENFORCE_WAIT).await?.map_err(|last| {
-            let what = if reached {
-                format!(
-                    "the enforcer to put {n} NetworkPolicies and the gate {GATE} in force ({} still refused: {last})",
-                    self.what
-                )
-            } else {
-                format!(
-                    "the enforcer to take the gate {GATE} out ({} still gets in: {last})",
-                    self.what
-                )
-            };
-            K8sError::Timeout {
-                what,
-                secs: ENFORCE_WAIT.as_secs(),
-            }
+        let last = match self.wait(reached, ENFORCE_WAIT).await? {
+            Waited::Done(took) => return Ok(took),
+            Waited::TimedOut(last) => last,
+        };
+        let what = if reached {
+            format!(
+                "the enforcer to put {n} NetworkPolicies and the gate {GATE} in force ({} still refused: {last})",
+                self.what
+            )
+        } else {
+            format!(
+                "the enforcer to take the gate {GATE} out ({} still gets in: {last})",
+                self.what
+            )
+        };
+        Err(K8sError::Timeout {
+            what,
+            secs: ENFORCE_WAIT.as_secs(),
         })
     }
 
-    /// Probes until the answer is `reached`: Ok(Ok(time taken)), or
-    /// Ok(Err(the last answer)) after `bound`.
-    async fn wait(
-        &self,
-        reached: bool,
-        bound: Duration,
-    ) -> Result<Result<Duration, String>, K8sError> {
-        let fleet_err = |e: wirespeed_fleet::FleetError| K8sError::Fleet(e.to_string());
+    /// Probes until the answer is `reached` (the time it took), or until
+    /// `bound` has passed (the last answer).
+    async fn wait(&self, reached: bool, bound: Duration) -> Result<Waited, K8sError> {
+        let fleet_err = |e| K8sError::fleet("the policy probe", e);
         self.prober
             .push_fleet(&self.fleet)
             .await
@@ -265,12 +279,12 @@ impl Gate {
         let t0 = Instant::now();
         loop {
             let last = match self.prober.probe(&self.peer, PROBE_WAIT).await {
-                Ok(a) if a.reached == reached => return Ok(Ok(t0.elapsed())),
+                Ok(a) if a.reached == reached => return Ok(Waited::Done(t0.elapsed())),
                 Ok(a) => a.detail,
                 Err(e) => e.to_string(),
             };
             if t0.elapsed() >= bound {
-                return Ok(Err(last));
+                return Ok(Waited::TimedOut(last));
             }
             // A poll interval: the enforcer's progress is what is awaited.
             tokio::time::sleep(Duration::from_millis(250)).await;
@@ -299,7 +313,7 @@ mod tests {
             (vec![0, 0], "ascending"),
             (vec![0, MAX_LOAD + 1], "at most"),
         ] {
-            let e = check_levels(&bad).unwrap_err();
+            let e = check_levels(&bad).unwrap_err().to_string();
             assert!(e.contains(want), "{bad:?}: {e}");
         }
     }

@@ -12,6 +12,7 @@ use crate::discover::{Agent, discover_with};
 use crate::manifests::{self, Network, Options};
 use crate::nodes::{self, NodeChoice, NodeInfo, Selection};
 use crate::paths::{self, Link, PathKind};
+use crate::policy_load::Enforcement;
 use crate::proxy::{self, Reach};
 use crate::rollout::Watch;
 use crate::sysctls::{self, InForce, SysctlPlan, SysctlReport};
@@ -190,7 +191,7 @@ async fn plan_paths(
     let pairs = match &cfg.pairs {
         Some(text) => paths::parse_pairs(text, chosen)?,
         None if chosen.len() >= 2 => wirespeed_fleet::plan::plan_n(chosen.len(), cfg.pattern, 1)
-            .map_err(|e| K8sError::Fleet(e.to_string()))?
+            .map_err(|e| K8sError::fleet("fleet run: plan the pairs", e))?
             .jobs()
             .map(|(_, j)| Link {
                 client: j.client,
@@ -402,8 +403,8 @@ async fn measure_levels(
     let mut gate = None;
     if !cfg.policy_load.is_empty() {
         match policy_gate(cfg, client, ends, log).await? {
-            Ok(g) => gate = Some(g),
-            Err(why) => {
+            Enforcement::Enforced(g) => gate = Some(g),
+            Enforcement::NotEnforced(why) => {
                 log(&why);
                 let later: Vec<String> = levels[1..].iter().flatten().map(u32::to_string).collect();
                 if !later.is_empty() {
@@ -443,7 +444,7 @@ async fn policy_gate(
     client: &kube::Client,
     ends: &Endpoints<'_>,
     log: &(dyn Fn(&str) + Sync),
-) -> Result<Result<crate::policy_load::Gate, String>, K8sError> {
+) -> Result<Enforcement, K8sError> {
     let pod_nodes: Vec<&String> = ends
         .agents
         .get(&Network::Pod)
@@ -464,8 +465,8 @@ async fn policy_gate(
         ));
     };
     let fopts = fleet_options(cfg, client, &ends.o.namespace);
-    let prober =
-        wirespeed_fleet::run::client_of(&a, &fopts).map_err(|e| K8sError::Fleet(e.to_string()))?;
+    let prober = wirespeed_fleet::run::client_of(&a, &fopts)
+        .map_err(|e| K8sError::fleet("the policy probe", e))?;
     let fleet = Fleet { agents: vec![a, b] };
     crate::policy_load::Gate::start(prober, fleet, log).await
 }
@@ -534,7 +535,7 @@ async fn interfere(
     };
     wirespeed_fleet::interference::run(&fleet, &roles, plan, &fopts, &on_point)
         .await
-        .map_err(|e| K8sError::Fleet(format!("--interference: {e}")))
+        .map_err(|e| K8sError::fleet("--interference", e))
 }
 
 /// One path to measure, under the policy load in force.
@@ -995,7 +996,7 @@ async fn measure_path(
     }
     run.results = wirespeed_fleet::run_async(&fleet, &plan, &fopts)
         .await
-        .map_err(|e| K8sError::Fleet(format!("{p}: {e}")))?;
+        .map_err(|e| K8sError::fleet(format!("fleet run: {p}"), e))?;
     Ok(run)
 }
 
@@ -1074,7 +1075,7 @@ async fn await_service_rules(
     loop {
         let r = wirespeed_fleet::run_async(fleet, plan, &probe)
             .await
-            .map_err(|e| K8sError::Fleet(e.to_string()))?;
+            .map_err(|e| K8sError::fleet("fleet run: the Services' rules", e))?;
         let refused: Vec<&LinkTest> = r.tests.iter().filter(|t| t.error.is_some()).collect();
         let Some(first) = refused.first() else {
             return Ok(());

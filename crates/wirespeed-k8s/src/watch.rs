@@ -485,7 +485,7 @@ async fn watch_sets(
             // up: a running watcher says why and looks at its agents
             // again.
             SetEnd::Failed(e) if was_first || end.is_some_and(|t| Instant::now() >= t) => {
-                return Err(K8sError::Fleet(e));
+                return Err(K8sError::fleet("fleet watch", e));
             }
             SetEnd::Failed(e) => {
                 log(&format!(
@@ -507,7 +507,7 @@ enum SetEnd {
     /// The agents changed; the links of nodes that left are marked down.
     Changed,
     /// It failed.
-    Failed(String),
+    Failed(wirespeed_fleet::FleetError),
 }
 
 /// Watches `agents` until the watch ends, is interrupted, or the agents
@@ -537,10 +537,10 @@ async fn watch_set(
     o.duration = end.map(|e| e.saturating_duration_since(Instant::now()));
     let w = wirespeed_fleet::watch::watch(&fleet, &o, live.clone());
     tokio::pin!(w);
-    let failed = |e: wirespeed_fleet::FleetError| SetEnd::Failed(e.to_string());
+    let failed = SetEnd::Failed;
     Ok(tokio::select! {
         r = &mut w => r.map_or_else(failed, SetEnd::Done),
-        _ = interrupted(opts) => SetEnd::Done(w.await.map_err(|e| K8sError::Fleet(e.to_string()))?),
+        _ = interrupted(opts) => SetEnd::Done(w.await.map_err(|e| K8sError::fleet("fleet watch", e))?),
         ch = changed(client, c, agents, log) => {
             log(&format!("{}: finishing the tests in flight, then watching the new set", ch.why));
             stop.store(true, Ordering::Relaxed);
@@ -582,7 +582,7 @@ fn mark_gone(
         return Ok(());
     }
     let n = wirespeed_fleet::watch::mark_gone(&opts.history, live, gone)
-        .map_err(|e| K8sError::Fleet(e.to_string()))?;
+        .map_err(|e| K8sError::fleet("mark the links of the nodes that left down", e))?;
     let why: Vec<&str> = gone.iter().map(|(_, w)| w.as_str()).collect();
     log(&format!("{}: {n} links marked down", why.join("; ")));
     Ok(())
