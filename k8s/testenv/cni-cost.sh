@@ -27,7 +27,8 @@ repeats=${2:-3}
 name=wscni
 out=$repo/target/cni-cost
 mkdir -p "$out"
-trap '"$here/cluster.sh" down --name "$name" >/dev/null 2>&1 || true' EXIT
+# Only a measuring run owns the cluster (--summary may run beside one).
+[ -n "$summary_only" ] || trap '"$here/cluster.sh" down --name "$name" >/dev/null 2>&1 || true' EXIT
 
 cnis=(flannel-vxlan flannel-host-gw bridge)
 sizes=4k,64k,1m,4m
@@ -88,7 +89,9 @@ summary() {
 }
 
 rr_labels=$(jq -r '[.comparison[].workload] | join(" | ")' "$out/${cnis[0]}-rr.json")
-echo "Throughput (stream) and transactions/s (rr per block size), each pod network against the host network of its own cluster ($dur, $repeats repeats, medians):"
+runs="$dur, $repeats repeats"
+[ -z "$summary_only" ] || runs="as the stored runs were made"
+echo "Throughput (stream) and transactions/s (rr per block size), each pod network against the host network of its own cluster ($runs, medians):"
 echo
 echo "| network | stream Gbit/s | $rr_labels |"
 echo "|---|--:|$(printf -- '--:|%.0s' $(seq 1 4))"

@@ -22,6 +22,11 @@ pub use wirespeed_engine::interference::Plan;
 use wirespeed_types::PathSpec;
 use wirespeed_types::interference::{Curve, InterferenceReport, Point};
 
+/// The most loader agents one point uses: the server runs the victim and
+/// one test per loader agent at once, and an agent's server takes four
+/// tests at once by default (`--max-tests`).
+pub const MAX_LOADER_AGENTS: usize = 3;
+
 /// Who plays which part, as indices into the fleet.
 #[derive(Debug, Clone)]
 pub struct Roles {
@@ -29,7 +34,8 @@ pub struct Roles {
     pub server: usize,
     /// The agent running the victim.
     pub victim: usize,
-    /// The agents running the loaders, in the order K is spread over them.
+    /// The agents running the loaders, in the order K is spread over them
+    /// (the first [`MAX_LOADER_AGENTS`] of them).
     pub loaders: Vec<usize>,
 }
 
@@ -116,25 +122,44 @@ async fn point(
     let server = &fleet.agents[roles.server];
     let mut victim = engine::victim_at(plan, size);
     victim.paths = path(&fleet.agents[roles.victim], server);
+    let agents = &roles.loaders[..roles.loaders.len().min(MAX_LOADER_AGENTS)];
     let mut started = Vec::new();
-    for (&i, n) in roles.loaders.iter().zip(spread(k, roles.loaders.len())) {
+    let mut failed = None;
+    for (&i, n) in agents.iter().zip(spread(k, agents.len())) {
         if n == 0 {
             continue;
         }
         let mut spec = engine::loaders_beside(&victim, plan.loader, n);
         spec.paths = path(&fleet.agents[i], server);
         let label = format!("loader-{}", plan.loader.name());
-        started.push(start(fleet, i, &server.name, opts, spec, label).await?);
+        match start(fleet, i, &server.name, opts, spec, label).await {
+            Ok(s) => started.push(s),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
     }
-    let label = format!("victim-{}", plan.victim.workload.name());
-    let v = start(fleet, roles.victim, &server.name, opts, victim, label).await?;
-    let victim = finish(&v).await?;
+    let victim_result = match failed {
+        Some(e) => Err(e),
+        None => {
+            let label = format!("victim-{}", plan.victim.workload.name());
+            match start(fleet, roles.victim, &server.name, opts, victim, label).await {
+                Ok(v) => finish(&v).await,
+                Err(e) => Err(e),
+            }
+        }
+    };
+    // Every started loader is waited for, also after a failure: a test
+    // left running would answer the next point's start with busy.
     let mut loaders = Vec::new();
     for l in &started {
         loaders.push(finish(l).await.map_err(|e| {
             FleetError::Plan(format!("the {k} loaders (victim at {size} bytes): {e}"))
-        })?);
+        }));
     }
+    let victim = victim_result?;
+    let loaders = loaders.into_iter().collect::<Result<Vec<_>>>()?;
     let mut p = engine::point_of(k, victim, None);
     p.loader_bps = loaders
         .iter()

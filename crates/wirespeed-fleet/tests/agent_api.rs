@@ -163,6 +163,8 @@ fn a_probe_reaches_fleet_peers_only() {
         e.contains("403") && e.contains("not in this agent's fleet"),
         "{e}"
     );
+    let (st, msg) = post(p.a.http_addr(), "/v1/probe", "", r#"{"peer":"b"}"#);
+    assert_eq!(st, 401, "no key, no probe: {msg}");
     let t = target(p.a.http_addr());
     for (body, want) in [
         (r#"{"peer":"b","wait_ms":60000}"#, "give 1 to 5000"),

@@ -255,10 +255,12 @@ fn host_gap(r: &mut PathsReport, gap: f64) {
             ))
         })
         .collect();
+    // Pod paths under a policy load (`--policy-load`) are compared with
+    // themselves unloaded, not with the host network.
     for c in r
         .cases
         .iter_mut()
-        .filter(|c| c.path != PathKind::Host.as_str())
+        .filter(|c| c.path != PathKind::Host.as_str() && c.policy_load.unwrap_or(0) == 0)
     {
         let k = (
             c.workload.clone(),

@@ -48,7 +48,7 @@ pub fn load_name(i: u32) -> String {
     format!("wirespeed-load-{i:05}")
 }
 
-/// Checks `--policy-load`'s levels: strictly ascending, at most
+/// Checks `--policy-load`'s levels: from 0, strictly ascending, at most
 /// [`MAX_LOAD`].
 pub fn check_levels(levels: &[u32]) -> Result<(), K8sError> {
     let bad = |why: String| Err(K8sError::Invalid(format!("--policy-load {why}")));
@@ -58,6 +58,12 @@ pub fn check_levels(levels: &[u32]) -> Result<(), K8sError> {
     if levels.windows(2).any(|w| w[0] >= w[1]) {
         return bad(format!(
             "{levels:?}: list the numbers in ascending order, each once, e.g. 0,100,1000"
+        ));
+    }
+    if levels[0] != 0 {
+        return bad(format!(
+            "{levels:?}: start at 0, the paths without load that the others are compared with (e.g. 0,{})",
+            levels[0]
         ));
     }
     match levels.last() {
@@ -160,8 +166,8 @@ pub fn gate_policy(o: &Options) -> Object {
     ingress_policy(o, GATE, rule)
 }
 
-/// One agent probing another's HTTP port, and the levels applied so far.
-pub struct Gate {
+/// One agent probing another's HTTP port: the other's node enforces.
+pub struct Probe {
     prober: AgentClient,
     /// The fleet of the two (pushed to the prober before each wait: a
     /// path's run replaces it).
@@ -169,19 +175,11 @@ pub struct Gate {
     peer: String,
     /// `pod A -> pod B's HTTP port`, for messages.
     what: String,
-    loaded: u32,
-    open: bool,
 }
 
-impl Gate {
-    /// The probe from `prober` (the first agent of `fleet`) to the second;
-    /// [`Enforcement::NotEnforced`] when the probe got in for
-    /// [`ENFORCE_WAIT`] / 4 although the run's own policy refuses it.
-    pub async fn start(
-        prober: AgentClient,
-        fleet: Fleet,
-        log: &(dyn Fn(&str) + Sync),
-    ) -> Result<Enforcement, K8sError> {
+impl Probe {
+    /// `prober` (the first agent of `fleet`) probing the second.
+    pub fn new(prober: AgentClient, fleet: Fleet) -> Probe {
         let pod = |i: usize| {
             fleet.agents[i]
                 .labels
@@ -189,26 +187,53 @@ impl Gate {
                 .cloned()
                 .unwrap_or_else(|| fleet.agents[i].name.clone())
         };
-        let g = Gate {
+        Probe {
             prober,
             peer: fleet.agents[1].name.clone(),
             what: format!("{} -> {}'s HTTP port", pod(0), pod(1)),
             fleet,
+        }
+    }
+}
+
+/// The probes (one into each node's agent: ingress policy is enforced on
+/// the node of the pod it admits to) and the levels applied so far.
+pub struct Gate {
+    probes: Vec<Probe>,
+    loaded: u32,
+    open: bool,
+}
+
+impl Gate {
+    /// The gate over `probes`; [`Enforcement::NotEnforced`] when a probe
+    /// got in for [`ENFORCE_WAIT`] / 4 although the run's own policy
+    /// refuses it.
+    pub async fn start(
+        probes: Vec<Probe>,
+        log: &(dyn Fn(&str) + Sync),
+    ) -> Result<Enforcement, K8sError> {
+        let g = Gate {
+            probes,
             loaded: 0,
             open: false,
         };
         log(&format!(
-            "policy load: probing {} (the run's NetworkPolicy refuses it; each level's last policy admits it)",
-            g.what
+            "policy load: probing {} (the run's NetworkPolicy refuses these; each level's last policy admits them)",
+            g.what()
         ));
         match g.wait(false, ENFORCE_WAIT / 4).await? {
             Waited::Done(_) => Ok(Enforcement::Enforced(g)),
             Waited::TimedOut(detail) => Ok(Enforcement::NotEnforced(format!(
-                "this cluster does not enforce NetworkPolicy: {} got in for {} s although the run's own policy refuses it ({detail}), so policies cost nothing to measure here",
-                g.what,
+                "this cluster does not enforce NetworkPolicy: {detail} for {} s although the run's own policy refuses it, so policies cost nothing to measure here",
                 (ENFORCE_WAIT / 4).as_secs()
             ))),
         }
+    }
+
+    /// Every probe, for messages.
+    fn what(&self) -> String {
+        let all: Vec<&str> = self.probes.iter().map(|p| p.what.as_str()).collect();
+        all.join(", ")
     }
 
     /// Puts level `n` in force: the gate out, load policies up to `n`,
@@ -237,9 +262,8 @@ impl Gate {
         let took = self.await_probe(true, n).await?;
         self.open = true;
         log(&format!(
-            "policy load {n}: {n} NetworkPolicies select the agents, in force after {:.1} s ({} got in once the gate, applied after them, was)",
-            took.as_secs_f64(),
-            self.what
+            "policy load {n}: {n} load NetworkPolicies (and the gate) select the agents, in force on every node after {:.1} s (each probe got in once the gate, applied after them, was)",
+            took.as_secs_f64()
         ));
         Ok(())
     }
@@ -253,14 +277,10 @@ impl Gate {
         };
         let what = if reached {
             format!(
-                "the enforcer to put {n} NetworkPolicies and the gate {GATE} in force ({} still refused: {last})",
-                self.what
+                "the enforcer to put {n} NetworkPolicies and the gate {GATE} in force (still refused: {last})"
             )
         } else {
-            format!(
-                "the enforcer to take the gate {GATE} out ({} still gets in: {last})",
-                self.what
-            )
+            format!("the enforcer to take the gate {GATE} out (still let in: {last})")
         };
         Err(K8sError::Timeout {
             what,
@@ -268,24 +288,43 @@ impl Gate {
         })
     }
 
-    /// Probes until the answer is `reached` (the time it took), or until
-    /// `bound` has passed (the last answer).
+    /// Probes until every probe's answer is `reached` (the time it took),
+    /// or until `bound` has passed (the probes still waited for, with
+    /// their last answers). A probe that cannot be made (the agent
+    /// refuses it, or is gone) is an error, never taken for an answer.
     async fn wait(&self, reached: bool, bound: Duration) -> Result<Waited, K8sError> {
         let fleet_err = |e| K8sError::fleet("the policy probe", e);
-        self.prober
-            .push_fleet(&self.fleet)
-            .await
-            .map_err(fleet_err)?;
-        let t0 = Instant::now();
-        loop {
-            let last = match self.prober.probe(&self.peer, PROBE_WAIT).await {
-                Ok(a) if a.reached == reached => return Ok(Waited::Done(t0.elapsed())),
-                Ok(a) => a.detail,
-                Err(e) => e.to_string(),
-            };
-            if t0.elapsed() >= bound {
-                return Ok(Waited::TimedOut(last));
+        for p in &self.probes {
+            if !p.prober.push_fleet(&p.fleet).await.map_err(fleet_err)? {
+                return Err(K8sError::Invalid(format!(
+                    "the policy probe: {}: the agent's fleet is pinned (--fleet), so it cannot probe its peer",
+                    p.what
+                )));
             }
+        }
+        let t0 = Instant::now();
+        let mut left: Vec<&Probe> = self.probes.iter().collect();
+        loop {
+            let mut still = Vec::new();
+            let mut last = Vec::new();
+            for p in left {
+                let a = p
+                    .prober
+                    .probe(&p.peer, PROBE_WAIT)
+                    .await
+                    .map_err(fleet_err)?;
+                if a.reached != reached {
+                    last.push(a.detail);
+                    still.push(p);
+                }
+            }
+            if still.is_empty() {
+                return Ok(Waited::Done(t0.elapsed()));
+            }
+            if t0.elapsed() >= bound {
+                return Ok(Waited::TimedOut(last.join("; ")));
+            }
+            left = still;
             // A poll interval: the enforcer's progress is what is awaited.
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
@@ -309,6 +348,7 @@ mod tests {
         assert!(check_levels(&[0, 100, 1000]).is_ok());
         for (bad, want) in [
             (vec![], "e.g. 0,100"),
+            (vec![100, 1000], "start at 0"),
             (vec![100, 0], "ascending"),
             (vec![0, 0], "ascending"),
             (vec![0, MAX_LOAD + 1], "at most"),

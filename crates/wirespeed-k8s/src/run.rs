@@ -436,39 +436,55 @@ async fn measure_levels(
     Ok(())
 }
 
-/// The probe of `--policy-load`: the pod-network agent of the first
-/// chosen node probing that of the second (or its own node's peer agent,
-/// with one node).
+/// The probes of `--policy-load`: each chosen node's pod-network agent
+/// probing the next one's (a ring, so every node's enforcer is seen), or
+/// with one node its peer agent.
 async fn policy_gate(
     cfg: &RunConfig,
     client: &kube::Client,
     ends: &Endpoints<'_>,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<Enforcement, K8sError> {
-    let pod_nodes: Vec<&String> = ends
+    let nodes: Vec<&String> = ends
         .agents
         .get(&Network::Pod)
         .map(|m| m.keys().collect())
         .unwrap_or_default();
-    let pair = match pod_nodes.as_slice() {
-        [a, b, ..] => ends
-            .entry(Network::Pod, a, false)
-            .zip(ends.entry(Network::Pod, b, false)),
-        [a] => ends
-            .entry(Network::Pod, a, false)
-            .zip(ends.entry(Network::PodPeer, a, false)),
-        [] => None,
+    let pairs: Vec<_> = match nodes.as_slice() {
+        [] => Vec::new(),
+        [a] => vec![(
+            ends.entry(Network::Pod, a, false),
+            ends.entry(Network::PodPeer, a, false),
+        )],
+        _ => (0..nodes.len())
+            .map(|i| {
+                let (a, b) = (nodes[i], nodes[(i + 1) % nodes.len()]);
+                (
+                    ends.entry(Network::Pod, a, false),
+                    ends.entry(Network::Pod, b, false),
+                )
+            })
+            .collect(),
     };
-    let Some(((a, _), (b, _))) = pair else {
+    let fopts = fleet_options(cfg, client, &ends.o.namespace);
+    let mut probes = Vec::new();
+    for pair in pairs {
+        let (Some((a, _)), Some((b, _))) = pair else {
+            continue;
+        };
+        let prober = wirespeed_fleet::run::client_of(&a, &fopts)
+            .map_err(|e| K8sError::fleet("the policy probe", e))?;
+        probes.push(crate::policy_load::Probe::new(
+            prober,
+            Fleet { agents: vec![a, b] },
+        ));
+    }
+    if probes.is_empty() {
         return Err(K8sError::Invalid(
             "--policy-load needs two pod-network agents to probe the policies with: two nodes, or --paths same-node on one".into(),
         ));
-    };
-    let fopts = fleet_options(cfg, client, &ends.o.namespace);
-    let prober = wirespeed_fleet::run::client_of(&a, &fopts)
-        .map_err(|e| K8sError::fleet("the policy probe", e))?;
-    let fleet = Fleet { agents: vec![a, b] };
-    crate::policy_load::Gate::start(prober, fleet, log).await
+    }
+    crate::policy_load::Gate::start(probes, log).await
 }
 
 /// `--interference` over `network`'s agents: the server on the named (or

@@ -38,11 +38,12 @@ fn nft_script(i: usize, p: &PolicySpec) -> String {
         Hook::Input => "input",
         Hook::Forward => "forward",
     };
+    // IPv4 only, as the iptables variants: the rules match IPv4 peers.
     let only = p
         .dst
         .as_deref()
         .map(|d| format!("ip daddr {d} "))
-        .unwrap_or_default();
+        .unwrap_or_else(|| "meta nfproto ipv4 ".into());
     let mut s = format!("table inet wirespeed_p{i} {{\n");
     if p.lookup == Lookup::Set {
         s.push_str("\tset peers {\n\t\ttype ipv4_addr . inet_service\n");
@@ -188,6 +189,14 @@ mod tests {
         p.rules = 0;
         let empty = policy_op("l-b", 0, &p).to_string();
         assert!(!empty.contains("elements"), "{empty}");
+    }
+
+    #[test]
+    fn without_dst_only_ipv4_walks_the_nftables_rules() {
+        let mut p = policy(Enforcer::Nftables, 1, true);
+        p.dst = None;
+        let s = policy_op("l-b", 0, &p).to_string();
+        assert!(s.contains("\t\tmeta nfproto ipv4 jump walk\n"), "{s}");
     }
 
     #[test]

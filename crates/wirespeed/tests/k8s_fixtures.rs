@@ -86,7 +86,7 @@ fn policy_load_is_awaited_and_costed(c: &Cluster, s: &Scratch) {
     println!("k8s run --policy-load 0,100:\n{all}");
     assert!(out.status.success(), "{all}");
     assert!(
-        all.contains("100 NetworkPolicies select the agents, in force after"),
+        all.contains("100 load NetworkPolicies (and the gate) select the agents, in force on every node after"),
         "{all}"
     );
     assert!(

@@ -147,7 +147,9 @@ fn overlay_cost_vxlan_costs_throughput() {
 // connection in proportion to their number when walked one by one
 // (nftables more than x_tables on this kernel), and nothing when looked up
 // in a set. Measured 2026-11-29: 10,000 rules -62% (nftables) and -31%
-// (iptables-legacy) of crr's connections/s, a set of 10,000 +2%.
+// (iptables-legacy) of crr's connections/s, a set of 10,000 +2%. One 1 s
+// run per cell on a shared machine: only ratios of 1.5 and more are
+// asserted, and the set against linear rules, not against no rules.
 #[test]
 fn policy_cost_grows_with_linear_rules_not_with_a_set() {
     if !root_or_skip("policy_cost_grows_with_linear_rules_not_with_a_set") {
@@ -166,7 +168,7 @@ fn policy_cost_grows_with_linear_rules_not_with_a_set() {
         nft < legacy,
         "linear nftables rules cost more than x_tables': {all}"
     );
-    assert!(set > 0.85 * none && set > 1.5 * nft, "{all}");
+    assert!(set > 1.5 * nft, "{all}");
 }
 
 /// Whether `wirespeed doctor` in `ns` reports finding `id`.

@@ -18,6 +18,18 @@ use std::time::Duration;
 /// The longest a probe waits for its connection.
 pub const MAX_PROBE_WAIT: Duration = Duration::from_secs(5);
 
+/// Probes one agent answers at once; more get 429.
+pub const MAX_PROBES: u64 = 4;
+
+/// A probe's place among [`MAX_PROBES`], given back when dropped.
+struct Place<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// `POST /v1/probe`: connects to the peer's HTTP address and says whether
 /// it could (the connection is closed at once, nothing is sent).
 pub(super) async fn probe(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
@@ -54,6 +66,15 @@ pub(super) async fn probe(State(st): State<Arc<Shared>>, body: Bytes) -> Respons
             return json_error(status, message);
         }
     };
+    if st.probes.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= MAX_PROBES {
+        st.probes.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        st.metrics.refuse("busy");
+        return json_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("{MAX_PROBES} probes are running on this agent: retry"),
+        );
+    }
+    let _place = Place(&st.probes);
     let answer = match tokio::time::timeout(wait, tokio::net::TcpStream::connect(&peer.http)).await
     {
         Ok(Ok(_)) => ProbeAnswer {

@@ -39,6 +39,10 @@ pub(super) struct Shared {
     /// Set when the agent is stopping (a stop signal): `/healthz` answers
     /// 503 and no test is started; the engine server shares it.
     pub(super) stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Probes (`POST /v1/probe`) in flight: at most
+    /// [`super::probe::MAX_PROBES`], so probes to a silent peer cannot hold
+    /// every request slot of the agent.
+    pub(super) probes: AtomicU64,
 }
 
 /// How long read facts are served before they are read again.
@@ -73,6 +77,7 @@ impl Shared {
                 json: None,
             }),
             stopping: Default::default(),
+            probes: AtomicU64::new(0),
         }
     }
 }
