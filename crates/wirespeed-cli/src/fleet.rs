@@ -1,7 +1,7 @@
 //! The flags of `wirespeed agent` and `wirespeed fleet` (run, plan,
 //! history, token), and bench's flags as fleet workloads.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use wirespeed_experiment::{BenchArgs, spec_from};
@@ -201,24 +201,16 @@ pub fn interference_roles(
     fleet: &wirespeed_fleet::Fleet,
     server: Option<&str>,
 ) -> Result<wirespeed_fleet::interference::Roles> {
-    let n = fleet.agents.len();
-    let s = match server {
-        Some(name) => fleet
-            .agents
-            .iter()
-            .position(|a| a.name == name)
-            .with_context(|| format!("--interference-server {name}: no such agent in the fleet"))?,
-        None => 0,
-    };
-    let mut rest: Vec<usize> = (0..n).filter(|&i| i != s).collect();
-    if rest.is_empty() {
-        bail!("--interference needs two agents at least: a server and a victim");
-    }
-    let victim = rest.remove(0);
-    Ok(wirespeed_fleet::interference::Roles {
-        server: s,
-        victim,
-        loaders: rest,
+    use wirespeed_fleet::interference::{NoRoles, Roles};
+    let names: Vec<&str> = fleet.agents.iter().map(|a| a.name.as_str()).collect();
+    Roles::pick(&names, server).map_err(|e| match e {
+        NoRoles::UnknownServer => anyhow::anyhow!(
+            "--interference-server {}: no such agent in the fleet",
+            server.unwrap_or_default()
+        ),
+        NoRoles::TooFew => {
+            anyhow::anyhow!("--interference needs two agents at least: a server and a victim")
+        }
     })
 }
 

@@ -39,6 +39,40 @@ pub struct Roles {
     pub loaders: Vec<usize>,
 }
 
+/// Why [`Roles::pick`] found no roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoRoles {
+    /// The server asked for is not among the names.
+    UnknownServer,
+    /// Fewer than two names: no server and victim.
+    TooFew,
+}
+
+impl Roles {
+    /// The roles among `names` (fleet or node order): the one named
+    /// `server` (else the first) serves, the first other one is the
+    /// victim, the rest load, in order.
+    pub fn pick(names: &[&str], server: Option<&str>) -> std::result::Result<Roles, NoRoles> {
+        let s = match server {
+            Some(name) => names
+                .iter()
+                .position(|n| *n == name)
+                .ok_or(NoRoles::UnknownServer)?,
+            None => 0,
+        };
+        let mut rest: Vec<usize> = (0..names.len()).filter(|&i| i != s).collect();
+        if rest.is_empty() {
+            return Err(NoRoles::TooFew);
+        }
+        let victim = rest.remove(0);
+        Ok(Roles {
+            server: s,
+            victim,
+            loaders: rest,
+        })
+    }
+}
+
 /// How K loaders are spread over `n` loader agents: K / n each, the first
 /// K mod n one more.
 pub fn spread(k: u32, n: usize) -> Vec<u32> {
@@ -231,6 +265,20 @@ async fn finish(t: &Started) -> Result<wirespeed_types::TestResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_server_is_named_or_first_and_the_victim_the_next_other() {
+        let names = ["a", "b", "c", "d"];
+        let r = Roles::pick(&names, None).unwrap();
+        assert_eq!((r.server, r.victim, r.loaders), (0, 1, vec![2, 3]));
+        let r = Roles::pick(&names, Some("c")).unwrap();
+        assert_eq!((r.server, r.victim, r.loaders), (2, 0, vec![1, 3]));
+        assert_eq!(
+            Roles::pick(&names, Some("x")).err(),
+            Some(NoRoles::UnknownServer)
+        );
+        assert_eq!(Roles::pick(&["a"], None).err(), Some(NoRoles::TooFew));
+    }
 
     #[test]
     fn k_is_spread_over_the_loader_agents_in_turn() {

@@ -630,6 +630,26 @@ pub fn build(o: &Options) -> Result<Vec<Object>, K8sError> {
     Ok(out)
 }
 
+/// Every network mode's agent pods, as a NetworkPolicy selects them.
+pub(crate) fn agent_pods() -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(BTreeMap::from([(
+            APP_LABEL.to_string(),
+            APP_AGENT.to_string(),
+        )])),
+        ..LabelSelector::default()
+    }
+}
+
+/// A NetworkPolicy port: `p` (to `end` when given) over `protocol`.
+pub(crate) fn policy_port(protocol: &str, p: u16, end: Option<u16>) -> NetworkPolicyPort {
+    NetworkPolicyPort {
+        port: Some(IntOrString::Int(i32::from(p))),
+        end_port: end.map(i32::from),
+        protocol: Some(protocol.into()),
+    }
+}
+
 /// The NetworkPolicy name.
 pub const NETWORK_POLICY: &str = "wirespeed-agents";
 
@@ -643,11 +663,7 @@ pub const NETWORK_POLICY: &str = "wirespeed-agents";
 /// ([`crate::policy_load`]). Host-network agents are outside any
 /// NetworkPolicy (Kubernetes applies none to hostNetwork pods).
 fn network_policy(o: &Options) -> NetworkPolicy {
-    let port = |p: u16, end: Option<u16>| NetworkPolicyPort {
-        port: Some(IntOrString::Int(i32::from(p))),
-        end_port: end.map(i32::from),
-        protocol: Some("TCP".into()),
-    };
+    let port = |p: u16, end: Option<u16>| policy_port("TCP", p, end);
     let own_pods = NetworkPolicyPeer {
         pod_selector: Some(LabelSelector::default()),
         ..NetworkPolicyPeer::default()
@@ -686,13 +702,7 @@ fn network_policy(o: &Options) -> NetworkPolicy {
     NetworkPolicy {
         metadata: o.meta(NETWORK_POLICY, true),
         spec: Some(NetworkPolicySpec {
-            pod_selector: Some(LabelSelector {
-                match_labels: Some(BTreeMap::from([(
-                    APP_LABEL.to_string(),
-                    APP_AGENT.to_string(),
-                )])),
-                ..LabelSelector::default()
-            }),
+            pod_selector: Some(agent_pods()),
             policy_types: Some(vec!["Ingress".into()]),
             ingress: Some(ingress),
             egress: None,

@@ -17,13 +17,11 @@
 
 use crate::deploy::Deployment;
 use crate::error::K8sError;
-use crate::manifests::{APP_AGENT, APP_LABEL, Object, Options};
+use crate::manifests::{Object, Options, agent_pods, policy_port};
 use k8s_openapi::api::networking::v1::{
-    IPBlock, NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
-    NetworkPolicySpec,
+    IPBlock, NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicySpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
@@ -88,30 +86,11 @@ enum Waited {
     TimedOut(String),
 }
 
-/// The agents' pod selector (every network mode's agents).
-fn agents() -> LabelSelector {
-    LabelSelector {
-        match_labels: Some(BTreeMap::from([(
-            APP_LABEL.to_string(),
-            APP_AGENT.to_string(),
-        )])),
-        ..LabelSelector::default()
-    }
-}
-
-fn port(protocol: &str, p: u16) -> NetworkPolicyPort {
-    NetworkPolicyPort {
-        port: Some(IntOrString::Int(i32::from(p))),
-        end_port: None,
-        protocol: Some(protocol.into()),
-    }
-}
-
 fn ingress_policy(o: &Options, name: &str, rule: NetworkPolicyIngressRule) -> Object {
     Object::NetworkPolicy(Box::new(NetworkPolicy {
         metadata: o.meta(name, true),
         spec: Some(NetworkPolicySpec {
-            pod_selector: Some(agents()),
+            pod_selector: Some(agent_pods()),
             policy_types: Some(vec!["Ingress".into()]),
             ingress: Some(vec![rule]),
             egress: None,
@@ -148,7 +127,10 @@ pub fn load_policy(o: &Options, i: u32) -> Object {
                 ..NetworkPolicyPeer::default()
             },
         ]),
-        ports: Some(vec![port("TCP", p), port("UDP", p)]),
+        ports: Some(vec![
+            policy_port("TCP", p, None),
+            policy_port("UDP", p, None),
+        ]),
     };
     ingress_policy(o, &load_name(i), rule)
 }
@@ -161,7 +143,7 @@ pub fn gate_policy(o: &Options) -> Object {
             pod_selector: Some(LabelSelector::default()),
             ..NetworkPolicyPeer::default()
         }]),
-        ports: Some(vec![port("TCP", o.http_port)]),
+        ports: Some(vec![policy_port("TCP", o.http_port, None)]),
     };
     ingress_policy(o, GATE, rule)
 }
@@ -335,6 +317,7 @@ impl Gate {
 mod tests {
     use super::*;
     use crate::manifests::Network;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
     fn spec(o: &Object) -> NetworkPolicySpec {
         match o {
@@ -363,7 +346,7 @@ mod tests {
         let o = Options::new(vec![Network::Pod], "ws-t", b"k");
         let a = spec(&load_policy(&o, 1));
         let b = spec(&load_policy(&o, 2));
-        assert_eq!(a.pod_selector, Some(agents()));
+        assert_eq!(a.pod_selector, Some(agent_pods()));
         let from = a.ingress.clone().unwrap()[0].from.clone().unwrap();
         assert_eq!(from[0].ip_block.clone().unwrap().cidr, "198.18.0.16/28");
         assert_eq!(

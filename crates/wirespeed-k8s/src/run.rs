@@ -498,22 +498,18 @@ async fn interfere(
     server: &Option<String>,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<wirespeed_types::interference::InterferenceReport, K8sError> {
-    let mut nodes: Vec<&str> = ends.chosen.iter().map(|n| n.name.as_str()).collect();
-    if let Some(s) = server {
-        let Some(i) = nodes.iter().position(|n| n == s) else {
-            return Err(K8sError::Invalid(format!(
-                "--interference-server {s}: not among the run's nodes ({})",
+    use wirespeed_fleet::interference::{NoRoles, Roles};
+    let nodes: Vec<&str> = ends.chosen.iter().map(|n| n.name.as_str()).collect();
+    let roles = Roles::pick(&nodes, server.as_deref()).map_err(|e| {
+        K8sError::Invalid(match e {
+            NoRoles::UnknownServer => format!(
+                "--interference-server {}: not among the run's nodes ({})",
+                server.as_deref().unwrap_or_default(),
                 nodes.join(", ")
-            )));
-        };
-        let s = nodes.remove(i);
-        nodes.insert(0, s);
-    }
-    if nodes.len() < 2 {
-        return Err(K8sError::Invalid(
-            "--interference needs two nodes at least: a server and a victim (and more for the loaders)".into(),
-        ));
-    }
+            ),
+            NoRoles::TooFew => "--interference needs two nodes at least: a server and a victim (and more for the loaders)".into(),
+        })
+    })?;
     let mut fleet = Fleet { agents: Vec::new() };
     for n in &nodes {
         let (spec, _) = ends.entry(network, n, false).ok_or_else(|| {
@@ -523,19 +519,15 @@ async fn interfere(
         })?;
         fleet.agents.push(spec);
     }
-    let roles = wirespeed_fleet::interference::Roles {
-        server: 0,
-        victim: 1,
-        loaders: (2..fleet.agents.len()).collect(),
-    };
+    let loaders: Vec<&str> = roles.loaders.iter().map(|&i| nodes[i]).collect();
     log(&format!(
         "interference: server {}, victim {}, loaders {} ({network} network)",
-        nodes[0],
-        nodes[1],
-        if nodes.len() > 2 {
-            nodes[2..].join(", ")
-        } else {
+        nodes[roles.server],
+        nodes[roles.victim],
+        if loaders.is_empty() {
             "none".into()
+        } else {
+            loaders.join(", ")
         }
     ));
     let fopts = fleet_options(cfg, client, &ends.o.namespace);
