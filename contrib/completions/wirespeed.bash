@@ -1168,7 +1168,7 @@ _wirespeed() {
                     return 0
                     ;;
                 --pattern)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "pairs ring all-to-all one-to-many many-to-one" -- "${cur}"))
                     return 0
                     ;;
                 --concurrent)
@@ -1194,7 +1194,7 @@ _wirespeed() {
                     return 0
                     ;;
                 --pattern)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "pairs ring all-to-all one-to-many many-to-one" -- "${cur}"))
                     return 0
                     ;;
                 --concurrent)
@@ -2233,12 +2233,16 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s)
-            opts="-h --help manifests run image watch cleanup help"
+            opts="-h --context --help manifests run image watch cleanup help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2247,7 +2251,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__cleanup)
-            opts="-n -h --run --namespace --force --kubeconfig --help"
+            opts="-n -h --run --namespace --force --kubeconfig --context --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2266,6 +2270,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2459,12 +2467,16 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__image)
-            opts="-h --help build help"
+            opts="-h --context --help build help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2473,7 +2485,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__image__subcmd__build)
-            opts="-h --binary --output --name --push --plain-http --registry-user --registry-password-file --help"
+            opts="-h --binary --output --name --push --plain-http --registry-user --registry-password-file --context --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2500,6 +2512,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --registry-password-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2553,7 +2569,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__manifests)
-            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --namespace --port --key-file --output --runner --help"
+            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --namespace --port --key-file --output --runner --context --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2640,6 +2656,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --output)
+                    COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
+                    return 0
+                    ;;
+                --context)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2651,7 +2671,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__run)
-            opts="-p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --paths --nodes --sample --seed --pairs --min --min-tps --baseline --tolerance --max-gap --csv --junit --html --sweep-sizes --sweep-flows --kubeconfig --namespace --pattern --concurrent --repeat --repeats --retries --allow-contended --ready-timeout --api-retry --keep --reach --out --resume --policy-load --interference --loader --interference-server --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --rx-zerocopy --busy-poll --io --breakdown --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --loaders --loaders-from --engine-paths --help"
+            opts="-n -p -w -u -R -d -n -k -O -T -F -l -b -s -S -m -Z -i -4 -6 -B -h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --paths --nodes --sample --seed --pairs --min --min-tps --baseline --tolerance --max-gap --csv --junit --html --sweep-sizes --sweep-flows --kubeconfig --namespace --pattern --concurrent --repeat --repeats --retries --allow-contended --ready-timeout --api-retry --keep --reach --out --resume --policy-load --interference --loader --interference-server --workloads --port --workload --udp --direction --reverse --bidir --time --duration --bytes --blockcount --blocks --omit --warmup --threads --parallel --flows --path --length --msg-size --rate --bitrate --no-gso --no-gro --rr-timeout --size --request --response --window --socket-buffer --sndbuf --rcvbuf --cc --congestion --no-delay --nodelay --no-nodelay --zerocopy --skip-rx-copy --rx-zerocopy --busy-poll --io --breakdown --tos --dscp --mptcp --sendfile --dont-fragment --pacing --pin --remote-pin --interval --probe-rr --format --json --per-flow --key-file --timeout --connect-timeout --version4 --ipv4 --version6 --ipv6 --bind --cport --loaders --loaders-from --engine-paths --context --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2793,8 +2813,12 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --pattern)
+                -n)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pattern)
+                    COMPREPLY=($(compgen -W "pairs ring all-to-all one-to-many many-to-one" -- "${cur}"))
                     return 0
                     ;;
                 --concurrent)
@@ -2822,7 +2846,7 @@ _wirespeed() {
                     return 0
                     ;;
                 --reach)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "api direct" -- "${cur}"))
                     return 0
                     ;;
                 --out)
@@ -3089,6 +3113,10 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -3097,12 +3125,16 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__watch)
-            opts="-h --help apply manifests status delete in-cluster help"
+            opts="-h --context --help apply manifests status delete in-cluster help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -3111,7 +3143,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__watch__subcmd__apply)
-            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --namespace --port --key-file --history-claim --rediscover --ready-timeout --kubeconfig --output --help"
+            opts="-n -h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --namespace --port --key-file --history-claim --rediscover --ready-timeout --kubeconfig --output --context --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3189,6 +3221,10 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --port)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -3214,6 +3250,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --output)
+                    COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
+                    return 0
+                    ;;
+                --context)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3225,7 +3265,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__watch__subcmd__delete)
-            opts="-h --namespace --kubeconfig --json --help"
+            opts="-n -h --namespace --kubeconfig --json --context --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3235,11 +3275,19 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --kubeconfig)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3349,7 +3397,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__watch__subcmd__in__subcmd__cluster)
-            opts="-h --namespace --network --port --http-port --rediscover --ready-timeout --agents --synthetic --key-file --history --budget --link-rate --probe-period --probes --bandwidth-duration --peers --drift-ratio --for --retain --listen --dry-run --help"
+            opts="-h --namespace --network --port --http-port --rediscover --ready-timeout --agents --synthetic --key-file --history --budget --link-rate --probe-period --probes --bandwidth-duration --peers --drift-ratio --for --retain --listen --dry-run --context --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3435,6 +3483,10 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -3443,7 +3495,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__watch__subcmd__manifests)
-            opts="-h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --namespace --port --key-file --history-claim --rediscover --ready-timeout --kubeconfig --output --help"
+            opts="-n -h --network --image --http-port --profile --network-prefix --ifname-prefix --dra-selector --nic-cel --device-class --nics --keep-ebpf --node-selector --toleration --tolerate-all --requests --limits --priority-class --data-ports --privileged-namespace --no-network-policy --api-source --namespace --port --key-file --history-claim --rediscover --ready-timeout --kubeconfig --output --context --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3521,6 +3573,10 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --port)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -3546,6 +3602,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --output)
+                    COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
+                    return 0
+                    ;;
+                --context)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3557,7 +3617,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__watch__subcmd__status)
-            opts="-h --namespace --kubeconfig --json --help"
+            opts="-n -h --namespace --kubeconfig --json --context --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3567,11 +3627,19 @@ _wirespeed() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --kubeconfig)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -256,11 +256,11 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand model" -l flow-cap -
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand model" -l vm-cap -d 'Per-VM cap, e.g. 100gbit (overrides the profile\'s rule)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand model" -l price -d 'A price per hour: NAME=PRICE, VCPUS=PRICE, or PRICE for the size asked about; repeat or comma-separate' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand model" -l target -d 'Bandwidth needed, e.g. 10gbit: flows it takes, and the cheapest size that delivers it' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand model" -l format -d 'Output: table or json' -r -f -a "table\t''
-json\t''"
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand model" -l format -d 'Output: table or json' -r -f -a "table\t'Tables for people'
+json\t'The result as JSON'"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand model" -l list -d 'List the built-in profiles'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand model" -l json -d 'Short for --format json'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand model" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand model" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -l profile -d 'Cloud profile: gce, ibm-vpc, tpu-multinic, aws, azure, lab, custom, or a TOML file\'s path' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -l vcpus -d 'vCPUs of the VM' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -l nics -d 'NICs in use (explain: default the result\'s path count)' -r
@@ -270,10 +270,10 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -l flow-cap
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -l vm-cap -d 'Per-VM cap, e.g. 100gbit (overrides the profile\'s rule)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -l encap -d 'Encapsulation on the path: vxlan, ipip, wireguard, ...' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -l path-cap -d 'Cap of each path when known apart from the profile, e.g. a lab link\'s 1gbit' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -l format -d 'Output: table or json' -r -f -a "table\t''
-json\t''"
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -l format -d 'Output: table or json' -r -f -a "table\t'Tables for people'
+json\t'The result as JSON'"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -l json -d 'Short for --format json'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand experiment" -s o -l out -d 'Where results are saved (default: FILE\'s name with .results.json, in the current directory)' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand experiment" -l repeats -d 'Repeats per cell (overrides the file)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand experiment" -s d -l duration -d 'Measured time per run, e.g. 2s (overrides the file)' -r
@@ -335,7 +335,11 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fis
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "watch" -d 'Measure the fleet on a schedule under a budget: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l agents -d 'The fleet file (TOML; docs/fleet.md)' -r -F
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pattern -d 'pairs, ring, all-to-all, one-to-many or many-to-one' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pattern -d 'pairs, ring, all-to-all, one-to-many or many-to-one' -r -f -a "pairs\t''
+ring\t''
+all-to-all\t''
+one-to-many\t''
+many-to-one\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l concurrent -d 'Tests each host takes part in at once (1: never two at once)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l repeats -d 'Runs of each test; two or more measure the noise band' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l retries -d 'Times a contended test (an end\'s CPUs taken by other work: a worker waited for a CPU, or a host had none idle) is measured again before it is reported as contended (exit 3)' -r
@@ -419,7 +423,11 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l agents -d 'The fleet file' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l synthetic -d 'Plan for N made-up agents instead (planning figures only)' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l pattern -d 'The pattern' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l pattern -d 'The pattern' -r -f -a "pairs\t''
+ring\t''
+all-to-all\t''
+one-to-many\t''
+many-to-one\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l concurrent -d 'Tests each host takes part in at once' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l rounds -d 'Print each round\'s tests too'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from plan" -l json -d 'Print the plan as JSON'
@@ -458,10 +466,11 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s l -l label -d 'A name for each file, in order (repeat the flag: `--label cubic --label bbr`); unnamed files are labelled by their test\'s own description' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s o -l output -d 'Write here instead of stdout' -r -F
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s f -l format -d 'html, md or csv (default: from the output\'s extension, else html)' -r -f -a "html\t''
-md\t''
-csv\t''"
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s f -l format -d 'html, md or csv (default: from the output\'s extension, else html)' -r -f -a "html\t'A page with SVG charts'
+md\t'Markdown tables'
+csv\t'One CSV row per result'"
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and not __fish_seen_subcommand_from manifests run image watch cleanup help" -l context -d 'The kubeconfig context to talk to, as kubectl\'s --context [default: the kubeconfig\'s current context]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and not __fish_seen_subcommand_from manifests run image watch cleanup help" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and not __fish_seen_subcommand_from manifests run image watch cleanup help" -f -a "manifests" -d 'Print the objects that run agents (YAML, or JSON with --output json)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and not __fish_seen_subcommand_from manifests run image watch cleanup help" -f -a "run" -d 'Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured'
@@ -488,7 +497,9 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l namespace -d 'Namespace of the objects' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l port -d 'The agents\' engine port' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l key-file -d 'The fleet key file (as `wirespeed serve --key-file`); a fresh key is made when absent' -r -F
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l output -d 'yaml (multi-document) or json (a v1 List)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l output -d 'yaml (multi-document) or json (a v1 List)' -r -f -a "yaml\t''
+json\t''"
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l context -d 'The kubeconfig context to talk to, as kubectl\'s --context [default: the kubeconfig\'s current context]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l keep-ebpf -d 'dra: leave the NICs\' eBPF programs attached (DraNet detaches them by default here, as report 1 did)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l tolerate-all -d 'Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l privileged-namespace -d 'Allow host-network agents (--network host): their namespace is labelled Pod Security `privileged` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused'
@@ -527,14 +538,19 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l sweep-sizes -d 'Message sizes to sweep on every path (comma-separated, e.g. 1k,16k,64k): one workload per size' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l sweep-flows -d 'Flows per pair to sweep on every path (e.g. 1,4,8): one workload per count' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l kubeconfig -d 'The kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster]' -r -F
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l namespace -d 'Namespace to run in [default: wirespeed-RUNID]: made by the run (and deleted after it) when it does not exist; an existing one is used as it is, never relabelled, and only what the run put there is deleted' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l pattern -d 'pairs, ring, all-to-all, one-to-many or many-to-one' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s n -l namespace -d 'Namespace to run in [default: wirespeed-RUNID]: made by the run (and deleted after it) when it does not exist; an existing one is used as it is, never relabelled, and only what the run put there is deleted' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l pattern -d 'pairs, ring, all-to-all, one-to-many or many-to-one' -r -f -a "pairs\t''
+ring\t''
+all-to-all\t''
+one-to-many\t''
+many-to-one\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l concurrent -d 'Tests each agent takes part in at once' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l repeats -l repeat -d 'Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l retries -d 'Times a contended test (an end\'s CPUs taken by other work: a worker waited for a CPU, or a host had none idle) is measured again before it is reported as contended (exit 3)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l ready-timeout -d 'Longest wait for each mode\'s agents to be Ready' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l api-retry -d 'How long a request to the API server is retried after its first failure (a restarting API server refuses connections or answers 503 for a while); past it the run stops testing, says so and leaves its objects for `k8s cleanup`' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l reach -d 'How to reach the agents\' HTTP APIs: api (through the API server\'s pod proxy: works from anywhere that reaches the API server) or direct (to the pod/node addresses: from inside the cluster network)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l reach -d 'How to reach the agents\' HTTP APIs: api (through the API server\'s pod proxy: works from anywhere that reaches the API server) or direct (to the pod/node addresses: from inside the cluster network)' -r -f -a "api\t''
+direct\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l out -d 'Also write every mode\'s agents and fleet results, and the comparison, as JSON here. Rewritten as each test lands (with `"partial": true` until the run ends), so an interrupted or killed run leaves every finished test in it' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l resume -d 'Take the tests an interrupted run wrote to FILE (its --out) and measure only the rest; the whole run goes to --out (default: FILE itself)' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l policy-load -d 'Measure the pod paths again under each number of NetworkPolicies that select the agents without blocking them (ascending, comma-separated, e.g. 0,100): what an enforcer\'s policies cost each path. Each level is awaited until the enforcer has it in force' -r
@@ -590,6 +606,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l loaders -d 'Run this request/response test beside K loaders on the same server (report 3\'s interference): one stream of K flows on K threads, started first. In an experiment, sweep it (`arg = "--loaders"`)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l loaders-from -d 'Lab hosts the --loaders run from, K spread over them in turn (experiments only; default: the cell\'s own client host)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l engine-paths -d 'Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l context -d 'The kubeconfig context to talk to, as kubectl\'s --context [default: the kubeconfig\'s current context]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l keep-ebpf -d 'dra: leave the NICs\' eBPF programs attached (DraNet detaches them by default here, as report 1 did)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l tolerate-all -d 'Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l privileged-namespace -d 'Allow host-network agents (--network host): their namespace is labelled Pod Security `privileged` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused'
@@ -616,9 +633,11 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s 4 -l ipv4 -l version4 -d 'IPv4 only'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s 6 -l ipv6 -l version6 -d 'IPv6 only'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from image" -l context -d 'The kubeconfig context to talk to, as kubectl\'s --context [default: the kubeconfig\'s current context]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from image" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from image" -f -a "build" -d 'Build the agent image from a wirespeed binary (one layer: the binary, its loader and libraries, a non-root user), then write it as an OCI image layout tar and/or push it to a registry'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from image" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from watch" -l context -d 'The kubeconfig context to talk to, as kubectl\'s --context [default: the kubeconfig\'s current context]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from watch" -f -a "apply" -d 'Apply the agents (a DaemonSet) and the watcher (a Deployment and its Service) in a namespace of their own, or change them when applied again; wait until the watcher watches every agent. Flags after `--` go to `fleet watch` (e.g. -- --probe-period 10s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from watch" -f -a "manifests" -d 'Print what `apply` would apply (YAML, or JSON with --output json)'
@@ -629,6 +648,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from cleanup" -l run -d 'Only this run\'s objects (the RUNID of `wirespeed.dev/run=RUNID`, printed by the run when it applied them)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from cleanup" -s n -l namespace -d 'Only in this namespace' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from cleanup" -l kubeconfig -d 'The kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster]' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from cleanup" -l context -d 'The kubeconfig context to talk to, as kubectl\'s --context [default: the kubeconfig\'s current context]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from cleanup" -l force -d 'Also delete runs whose Lease is still renewed (runs that may be alive: their tests fail)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from cleanup" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from help" -f -a "manifests" -d 'Print the objects that run agents (YAML, or JSON with --output json)'

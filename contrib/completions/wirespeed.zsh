@@ -443,11 +443,12 @@ _arguments "${_arguments_options[@]}" : \
 '--vm-cap=[Per-VM cap, e.g. 100gbit (overrides the profile'\''s rule)]:VM_CAP:_default' \
 '*--price=[A price per hour\: NAME=PRICE, VCPUS=PRICE, or PRICE for the size asked about; repeat or comma-separate]:PRICE:_default' \
 '--target=[Bandwidth needed, e.g. 10gbit\: flows it takes, and the cheapest size that delivers it]:TARGET:_default' \
-'--format=[Output\: table or json]:FORMAT:(table json)' \
+'--format=[Output\: table or json]:FORMAT:((table\:"Tables for people"
+json\:"The result as JSON"))' \
 '--list[List the built-in profiles]' \
 '--json[Short for --format json]' \
-'-h[Print help]' \
-'--help[Print help]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
 ;;
 (explain)
@@ -461,10 +462,11 @@ _arguments "${_arguments_options[@]}" : \
 '--vm-cap=[Per-VM cap, e.g. 100gbit (overrides the profile'\''s rule)]:VM_CAP:_default' \
 '--encap=[Encapsulation on the path\: vxlan, ipip, wireguard, ...]:ENCAP:_default' \
 '--path-cap=[Cap of each path when known apart from the profile, e.g. a lab link'\''s 1gbit]:PATH_CAP:_default' \
-'--format=[Output\: table or json]:FORMAT:(table json)' \
+'--format=[Output\: table or json]:FORMAT:((table\:"Tables for people"
+json\:"The result as JSON"))' \
 '--json[Short for --format json]' \
-'-h[Print help]' \
-'--help[Print help]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
 ':results -- A results file written by `wirespeed bench --json`:_files' \
 && ret=0
 ;;
@@ -558,7 +560,7 @@ _arguments "${_arguments_options[@]}" : \
             (run)
 _arguments "${_arguments_options[@]}" : \
 '--agents=[The fleet file (TOML; docs/fleet.md)]:AGENTS:_files' \
-'--pattern=[pairs, ring, all-to-all, one-to-many or many-to-one]:PATTERN:_default' \
+'--pattern=[pairs, ring, all-to-all, one-to-many or many-to-one]:PATTERN:(pairs ring all-to-all one-to-many many-to-one)' \
 '--concurrent=[Tests each host takes part in at once (1\: never two at once)]:CONCURRENT:_default' \
 '--repeats=[Runs of each test; two or more measure the noise band]:REPEATS:_default' \
 '--retries=[Times a contended test (an end'\''s CPUs taken by other work\: a worker waited for a CPU, or a host had none idle) is measured again before it is reported as contended (exit 3)]:RETRIES:_default' \
@@ -676,7 +678,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 _arguments "${_arguments_options[@]}" : \
 '(--synthetic)--agents=[The fleet file]:AGENTS:_files' \
 '--synthetic=[Plan for N made-up agents instead (planning figures only)]:SYNTHETIC:_default' \
-'--pattern=[The pattern]:PATTERN:_default' \
+'--pattern=[The pattern]:PATTERN:(pairs ring all-to-all one-to-many many-to-one)' \
 '--concurrent=[Tests each host takes part in at once]:CONCURRENT:_default' \
 '--rounds[Print each round'\''s tests too]' \
 '--json[Print the plan as JSON]' \
@@ -775,15 +777,20 @@ _arguments "${_arguments_options[@]}" : \
 '*--label=[A name for each file, in order (repeat the flag\: \`--label cubic --label bbr\`); unnamed files are labelled by their test'\''s own description]:NAME:_default' \
 '-o+[Write here instead of stdout]:OUTPUT:_files' \
 '--output=[Write here instead of stdout]:OUTPUT:_files' \
-'-f+[html, md or csv (default\: from the output'\''s extension, else html)]:FORMAT:(html md csv)' \
-'--format=[html, md or csv (default\: from the output'\''s extension, else html)]:FORMAT:(html md csv)' \
-'-h[Print help]' \
-'--help[Print help]' \
+'-f+[html, md or csv (default\: from the output'\''s extension, else html)]:FORMAT:((html\:"A page with SVG charts"
+md\:"Markdown tables"
+csv\:"One CSV row per result"))' \
+'--format=[html, md or csv (default\: from the output'\''s extension, else html)]:FORMAT:((html\:"A page with SVG charts"
+md\:"Markdown tables"
+csv\:"One CSV row per result"))' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
 '*::results -- Results of `wirespeed experiment`, or outputs of `wirespeed bench --json`; several are compared on shared axes, one series per file. Or one `fleet run --out` or `k8s run --out` file (partial or whole):_files' \
 && ret=0
 ;;
 (k8s)
 _arguments "${_arguments_options[@]}" : \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_wirespeed__subcmd__k8s_commands" \
@@ -818,7 +825,8 @@ _arguments "${_arguments_options[@]}" : \
 '--namespace=[Namespace of the objects]:NAMESPACE:_default' \
 '--port=[The agents'\'' engine port]:PORT:_default' \
 '--key-file=[The fleet key file (as \`wirespeed serve --key-file\`); a fresh key is made when absent]:KEY_FILE:_files' \
-'--output=[yaml (multi-document) or json (a v1 List)]:OUTPUT:_default' \
+'--output=[yaml (multi-document) or json (a v1 List)]:OUTPUT:(yaml json)' \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
 '--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
 '--privileged-namespace[Allow host-network agents (--network host)\: their namespace is labelled Pod Security \`privileged\` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused]' \
@@ -864,15 +872,16 @@ _arguments "${_arguments_options[@]}" : \
 '--sweep-sizes=[Message sizes to sweep on every path (comma-separated, e.g. 1k,16k,64k)\: one workload per size]:SIZES:_default' \
 '--sweep-flows=[Flows per pair to sweep on every path (e.g. 1,4,8)\: one workload per count]:COUNTS:_default' \
 '--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
+'-n+[Namespace to run in \[default\: wirespeed-RUNID\]\: made by the run (and deleted after it) when it does not exist; an existing one is used as it is, never relabelled, and only what the run put there is deleted]:NAMESPACE:_default' \
 '--namespace=[Namespace to run in \[default\: wirespeed-RUNID\]\: made by the run (and deleted after it) when it does not exist; an existing one is used as it is, never relabelled, and only what the run put there is deleted]:NAMESPACE:_default' \
-'--pattern=[pairs, ring, all-to-all, one-to-many or many-to-one]:PATTERN:_default' \
+'--pattern=[pairs, ring, all-to-all, one-to-many or many-to-one]:PATTERN:(pairs ring all-to-all one-to-many many-to-one)' \
 '--concurrent=[Tests each agent takes part in at once]:CONCURRENT:_default' \
 '--repeats=[Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by]:REPEATS:_default' \
 '--repeat=[Runs of each test; two or more give each case a 95% confidence interval, which the gates judge by]:REPEATS:_default' \
 '--retries=[Times a contended test (an end'\''s CPUs taken by other work\: a worker waited for a CPU, or a host had none idle) is measured again before it is reported as contended (exit 3)]:RETRIES:_default' \
 '--ready-timeout=[Longest wait for each mode'\''s agents to be Ready]:READY_TIMEOUT:_default' \
 '--api-retry=[How long a request to the API server is retried after its first failure (a restarting API server refuses connections or answers 503 for a while); past it the run stops testing, says so and leaves its objects for \`k8s cleanup\`]:DURATION:_default' \
-'--reach=[How to reach the agents'\'' HTTP APIs\: api (through the API server'\''s pod proxy\: works from anywhere that reaches the API server) or direct (to the pod/node addresses\: from inside the cluster network)]:api|direct:_default' \
+'--reach=[How to reach the agents'\'' HTTP APIs\: api (through the API server'\''s pod proxy\: works from anywhere that reaches the API server) or direct (to the pod/node addresses\: from inside the cluster network)]:REACH:(api direct)' \
 '--out=[Also write every mode'\''s agents and fleet results, and the comparison, as JSON here. Rewritten as each test lands (with \`"partial"\: true\` until the run ends), so an interrupted or killed run leaves every finished test in it]:OUT:_files' \
 '--resume=[Take the tests an interrupted run wrote to FILE (its --out) and measure only the rest; the whole run goes to --out (default\: FILE itself)]:FILE:_files' \
 '(--resume)*--policy-load=[Measure the pod paths again under each number of NetworkPolicies that select the agents without blocking them (ascending, comma-separated, e.g. 0,100)\: what an enforcer'\''s policies cost each path. Each level is awaited until the enforcer has it in force]:N,..:_default' \
@@ -948,6 +957,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--loaders=[Run this request/response test beside K loaders on the same server (report 3'\''s interference)\: one stream of K flows on K threads, started first. In an experiment, sweep it (\`arg = "--loaders"\`)]:K:_default' \
 '--loaders-from=[Lab hosts the --loaders run from, K spread over them in turn (experiments only; default\: the cell'\''s own client host)]:HOST,HOST,...:_default' \
 '--engine-paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
 '--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
 '--privileged-namespace[Allow host-network agents (--network host)\: their namespace is labelled Pod Security \`privileged\` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused]' \
@@ -988,6 +998,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 ;;
 (image)
 _arguments "${_arguments_options[@]}" : \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_wirespeed__subcmd__k8s__subcmd__image_commands" \
@@ -1008,6 +1019,7 @@ _arguments "${_arguments_options[@]}" : \
 '--push=[Push to this reference (REGISTRY/NAME\:TAG) and print it with the image'\''s digest (REF@sha256\:...)\: what to pass as --image]:REF:_default' \
 '--registry-user=[Registry user, with --registry-password-file \[default\: anonymous\]]:REGISTRY_USER:_default' \
 '--registry-password-file=[File holding the registry password or token]:REGISTRY_PASSWORD_FILE:_files' \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '--plain-http[Talk plain HTTP to the registry (a local registry without TLS)]' \
 '-h[Print help]' \
 '--help[Print help]' \
@@ -1043,6 +1055,7 @@ esac
 ;;
 (watch)
 _arguments "${_arguments_options[@]}" : \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 ":: :_wirespeed__subcmd__k8s__subcmd__watch_commands" \
@@ -1074,6 +1087,7 @@ _arguments "${_arguments_options[@]}" : \
 '--priority-class=[The agents'\'' PriorityClass]:NAME:_default' \
 '--data-ports=[The agents'\'' data ports (LO-HI)\: a firewall or NetworkPolicy can admit them, and each agent'\''s Service (service paths) forwards them]:LO-HI:_default' \
 '*--api-source=[Where the API server'\''s pod-proxy connections come from (CIDR, repeatable), admitted to the agents'\'' HTTP port; \`k8s run\` adds the API server'\''s own addresses when none is given]:CIDR:_default' \
+'-n+[The namespace (made by apply, deleted by delete)]:NAMESPACE:_default' \
 '--namespace=[The namespace (made by apply, deleted by delete)]:NAMESPACE:_default' \
 '--port=[The agents'\'' engine port]:PORT:_default' \
 '--key-file=[The fleet key file \[default\: the namespace'\''s key when it has one, else a fresh one\]]:KEY_FILE:_files' \
@@ -1081,7 +1095,8 @@ _arguments "${_arguments_options[@]}" : \
 '--rediscover=[How often the watcher lists its agents again]:REDISCOVER:_default' \
 '--ready-timeout=[Longest wait for the agents and then the watcher]:READY_TIMEOUT:_default' \
 '--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
-'--output=[manifests\: yaml (multi-document) or json (a v1 List)]:OUTPUT:_default' \
+'--output=[manifests\: yaml (multi-document) or json (a v1 List)]:OUTPUT:(yaml json)' \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
 '--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
 '--privileged-namespace[Allow host-network agents (--network host)\: their namespace is labelled Pod Security \`privileged\` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused]' \
@@ -1110,6 +1125,7 @@ _arguments "${_arguments_options[@]}" : \
 '--priority-class=[The agents'\'' PriorityClass]:NAME:_default' \
 '--data-ports=[The agents'\'' data ports (LO-HI)\: a firewall or NetworkPolicy can admit them, and each agent'\''s Service (service paths) forwards them]:LO-HI:_default' \
 '*--api-source=[Where the API server'\''s pod-proxy connections come from (CIDR, repeatable), admitted to the agents'\'' HTTP port; \`k8s run\` adds the API server'\''s own addresses when none is given]:CIDR:_default' \
+'-n+[The namespace (made by apply, deleted by delete)]:NAMESPACE:_default' \
 '--namespace=[The namespace (made by apply, deleted by delete)]:NAMESPACE:_default' \
 '--port=[The agents'\'' engine port]:PORT:_default' \
 '--key-file=[The fleet key file \[default\: the namespace'\''s key when it has one, else a fresh one\]]:KEY_FILE:_files' \
@@ -1117,7 +1133,8 @@ _arguments "${_arguments_options[@]}" : \
 '--rediscover=[How often the watcher lists its agents again]:REDISCOVER:_default' \
 '--ready-timeout=[Longest wait for the agents and then the watcher]:READY_TIMEOUT:_default' \
 '--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
-'--output=[manifests\: yaml (multi-document) or json (a v1 List)]:OUTPUT:_default' \
+'--output=[manifests\: yaml (multi-document) or json (a v1 List)]:OUTPUT:(yaml json)' \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
 '--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \
 '--privileged-namespace[Allow host-network agents (--network host)\: their namespace is labelled Pod Security \`privileged\` (one wirespeed makes; an existing namespace must already be). Without it host mode is refused]' \
@@ -1129,18 +1146,22 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (status)
 _arguments "${_arguments_options[@]}" : \
+'-n+[The namespace]:NAMESPACE:_default' \
 '--namespace=[The namespace]:NAMESPACE:_default' \
 '--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
 '--json=[status\: also print the state as JSON here]:JSON:_files' \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
 ;;
 (delete)
 _arguments "${_arguments_options[@]}" : \
+'-n+[The namespace]:NAMESPACE:_default' \
 '--namespace=[The namespace]:NAMESPACE:_default' \
 '--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
 '--json=[status\: also print the state as JSON here]:JSON:_files' \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '-h[Print help]' \
 '--help[Print help]' \
 && ret=0
@@ -1167,6 +1188,7 @@ _arguments "${_arguments_options[@]}" : \
 '--for=[Stop after this long (default\: run until killed)]:RUN_FOR:_default' \
 '--retain=[Prune history older than this, at start and hourly]:RETAIN:_default' \
 '--listen=[Serve the live page (/), /metrics and /v1/watch here, e.g. 127.0.0.1\:5390]:LISTEN:_default' \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '--dry-run[Print the schedule (pairs, probe period, bandwidth rotation) and how long planning took, then exit]' \
 '-h[Print help]' \
 '--help[Print help]' \
@@ -1222,6 +1244,7 @@ _arguments "${_arguments_options[@]}" : \
 '-n+[Only in this namespace]:NAMESPACE:_default' \
 '--namespace=[Only in this namespace]:NAMESPACE:_default' \
 '--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
+'--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '--force[Also delete runs whose Lease is still renewed (runs that may be alive\: their tests fail)]' \
 '-h[Print help]' \
 '--help[Print help]' \

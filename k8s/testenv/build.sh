@@ -8,12 +8,16 @@
 #   k8s/testenv/build.sh addons           # containerd 2, flannel, kube-router, CoreDNS
 #                                         #   -> target/k8s-testenv/addons/bin/
 #   k8s/testenv/build.sh dradriver        # only the test DRA driver
+#   k8s/testenv/build.sh tools            # helm, the krew manifest validator,
+#                                         #   dashcheck, the Prometheus Operator's
+#                                         #   CRDs -> target/k8s-testenv/tools/
 #   KUBE_TESTENV_DIR=/x build.sh          # -> /x/bin/ (and /x/1.37/bin, /x/addons/bin)
 #
 # A version's bin/ holds etcd, kube-apiserver, kube-scheduler,
 # kube-controller-manager, kube-proxy, kubelet (a real cluster: cluster.sh),
 # pause (the sandbox image's one binary, from the module's C source) and
-# dradriver (the test DRA driver of dradriver/, for cluster.sh --dra-nics).
+# dradriver (the test DRA driver of dradriver/, for cluster.sh --dra-nics);
+# 1.37's also kubectl (what `kubectl wirespeed` is tested through).
 # addons/bin holds containerd, containerd-shim-runc-v2 and ctr (containerd
 # 2, cluster.sh --runtime containerd2), flanneld (--cni flannel-*),
 # kube-router (its NetworkPolicy firewall only: --network-policy) and
@@ -53,6 +57,15 @@ FLANNEL_VERSION=v0.28.10
 KUBE_ROUTER_VERSION=v2.1.0
 COREDNS_VERSION=v1.15.0
 ADDONS_RECIPE=1
+# The install tools (build.sh tools): what the chart, the kubectl plugin
+# and the monitoring files are tested with, each the newest the proxy
+# serves. The Prometheus Operator's CRDs come from its module's example/
+# directory (the operator itself is not run: its Prometheus image cannot
+# be pulled here).
+HELM_VERSION=v3.22.0
+KREW_VERSION=v0.4.3
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
+TOOLS_RECIPE=2
 
 die() { echo "build.sh: $*" >&2; exit 1; }
 
@@ -61,8 +74,8 @@ mode=all
 while (($#)); do
   case $1 in
     --version) minor=${2:?--version needs 1.34 or 1.37}; shift 2 ;;
-    all | dradriver | addons) mode=$1; shift ;;
-    *) die "usage: build.sh [--version 1.34|1.37] [all|dradriver|addons]" ;;
+    all | dradriver | addons | tools) mode=$1; shift ;;
+    *) die "usage: build.sh [--version 1.34|1.37] [all|dradriver|addons|tools]" ;;
   esac
 done
 [[ -n ${KUBE_VERSIONS[$minor]:-} ]] || die "--version '$minor': one of ${!KUBE_VERSIONS[*]}"
@@ -210,6 +223,59 @@ build_addons() {
   "$abin/containerd" --version
   echo "add-ons built in $abin in $(($(secs) - t0))s"
 }
+# The install tools into $root/tools: bin/helm (helm.sh/helm/v3's
+# cmd/helm, version stamped as its Makefile does), bin/validate-krew-manifest
+# and bin/krew (krew's own manifest validator, and krew to install the
+# plugin from its manifest and archive), bin/dashcheck (dashcheck/: Grafana's
+# Foundation SDK decoding the dashboard strictly) and crds/ (the
+# ServiceMonitor, PodMonitor and PrometheusRule CRDs), stamped apart.
+build_tools() {
+  local tdir=$root/tools want_t t0 src new d
+  want_t="helm=$HELM_VERSION krew=$KREW_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION"
+  want_t+=" dashcheck=$(cd "$here/dashcheck" && cat go.mod go.sum ./*.go | sha256sum | cut -c1-16) recipe=$TOOLS_RECIPE"
+  exec 6>"$root/.tools.lock"
+  flock -w 1200 6 || die "another build.sh holds $root/.tools.lock for 20 min; giving up"
+  if [[ -x $tdir/bin/helm && -f $tdir/VERSIONS && "$(cat "$tdir/VERSIONS")" == "$want_t" ]]; then
+    echo "tools up to date in $tdir ($want_t)"
+    return 0
+  fi
+  t0=$(secs)
+  src=$root/tools-src
+  new=$root/tools.new
+  chmod -R u+w "$src" 2>/dev/null || true
+  rm -rf "$src" "$new"
+  mkdir -p "$src" "$new/bin" "$new/crds"
+  (
+    export GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOFLAGS="-trimpath -buildvcs=false"
+    module_copy "helm.sh/helm/v3@$HELM_VERSION" "$src/helm" >/dev/null
+    (cd "$src/helm" && go build -p 2 -mod=mod -o "$new/bin/helm" \
+      -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ./cmd/helm) ||
+      die "helm $HELM_VERSION build failed"
+    echo "built helm at $(($(secs) - t0))s"
+    module_copy "sigs.k8s.io/krew@$KREW_VERSION" "$src/krew" >/dev/null
+    (cd "$src/krew" && go build -mod=mod -ldflags="-s -w" -o "$new/bin/" ./cmd/krew ./cmd/validate-krew-manifest) ||
+      die "krew $KREW_VERSION build failed"
+    (cd "$here/dashcheck" && go build -mod=readonly -ldflags="-s -w" -o "$new/bin/dashcheck" .) ||
+      die "dashcheck build failed"
+    d=$(json_field Dir <<<"$(download "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")")
+    for c in servicemonitors podmonitors prometheusrules; do
+      cp "$d/example/prometheus-operator-crd/monitoring.coreos.com_$c.yaml" "$new/crds/" ||
+        die "no $c CRD in prometheus-operator $PROMETHEUS_OPERATOR_VERSION"
+    done
+  )
+  chmod -R u+w "$new"
+  rm -rf "$tdir"
+  mv "$new" "$tdir"
+  echo "$want_t" >"$tdir/VERSIONS"
+  chmod -R u+w "$src" 2>/dev/null || true
+  rm -rf "$src"
+  "$tdir/bin/helm" version --short
+  echo "tools built in $tdir in $(($(secs) - t0))s"
+}
+if [[ $mode == tools ]]; then
+  build_tools
+  exit 0
+fi
 if [[ $mode == dradriver ]]; then
   build_dradriver
   exit 0
@@ -225,6 +291,8 @@ exec 9>"$root/.build.lock"
 flock -w 1800 9 || die "another build.sh holds $root/.build.lock for 30 min; giving up"
 
 KUBE_CMDS=(kube-apiserver kube-scheduler kube-controller-manager kube-proxy kubelet)
+# kubectl with the newest only: `kubectl wirespeed` is tested through it.
+[[ $minor == 1.34 ]] || KUBE_CMDS+=(kubectl)
 ALL_BINS=(etcd "${KUBE_CMDS[@]}" pause)
 up_to_date() {
   local b
@@ -319,7 +387,9 @@ gcc -Os -static -Wall -DVERSION="\"$KUBE_VERSION-wirespeed\"" -o "$new/pause" \
 strip "$new/pause" 2>/dev/null || true
 
 "$new/etcd" --version | head -1
-for c in "${KUBE_CMDS[@]}"; do "$new/$c" --version; done
+for c in "${KUBE_CMDS[@]}"; do
+  if [[ $c == kubectl ]]; then "$new/$c" version --client; else "$new/$c" --version; fi
+done
 mkdir -p "$bin"
 for b in "${ALL_BINS[@]}"; do mv -f "$new/$b" "$bin/"; done
 echo "$want" >"$stamp"

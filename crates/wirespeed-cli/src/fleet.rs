@@ -93,8 +93,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub agents: PathBuf,
     /// pairs, ring, all-to-all, one-to-many or many-to-one.
-    #[arg(long, default_value = "all-to-all")]
-    pub pattern: String,
+    #[arg(long, default_value = "all-to-all",
+          value_parser = crate::choice::<wirespeed_fleet::Pattern>(&wirespeed_fleet::Pattern::NAMES, &["incast"]))]
+    pub pattern: wirespeed_fleet::Pattern,
     /// Tests each host takes part in at once (1: never two at once).
     #[arg(long, default_value_t = 1)]
     pub concurrent: u32,
@@ -228,8 +229,9 @@ pub struct PlanArgs {
     #[arg(long)]
     pub synthetic: Option<usize>,
     /// The pattern.
-    #[arg(long, default_value = "all-to-all")]
-    pub pattern: String,
+    #[arg(long, default_value = "all-to-all",
+          value_parser = crate::choice::<wirespeed_fleet::Pattern>(&wirespeed_fleet::Pattern::NAMES, &["incast"]))]
+    pub pattern: wirespeed_fleet::Pattern,
     /// Tests each host takes part in at once.
     #[arg(long, default_value_t = 1)]
     pub concurrent: u32,

@@ -8,6 +8,44 @@ use wirespeed_k8s::manifests::{self, Network};
 use wirespeed_k8s::{PathKind, gates};
 use wirespeed_types::paths::PathsReport;
 
+/// `wirespeed k8s`: kubectl's global `--context`, then a subcommand.
+#[derive(clap::Args, Debug)]
+pub struct K8sArgs {
+    /// The kubeconfig context to talk to, as kubectl's --context
+    /// [default: the kubeconfig's current context].
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The subcommand.
+    #[command(subcommand)]
+    pub cmd: K8sCmd,
+}
+
+/// The binary installed as `kubectl-wirespeed`: kubectl runs it for
+/// `kubectl wirespeed ...`, whose commands are `wirespeed k8s`'s
+/// (`kubectl wirespeed run`, `kubectl wirespeed watch status`).
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "kubectl-wirespeed",
+    bin_name = "kubectl wirespeed",
+    version,
+    about = "wirespeed on Kubernetes, as a kubectl plugin: the commands of `wirespeed k8s`",
+    long_about = None
+)]
+pub struct KubectlPlugin {
+    /// `wirespeed k8s`'s flags and subcommand.
+    #[command(flatten)]
+    pub k8s: K8sArgs,
+}
+
+/// Whether the program name `argv0` is kubectl's plugin name for
+/// wirespeed (`kubectl-wirespeed`, as krew or a user installs it).
+pub fn is_kubectl_plugin(argv0: &std::ffi::OsStr) -> bool {
+    Path::new(argv0)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "kubectl-wirespeed")
+}
+
 /// Kubernetes subcommands.
 #[derive(clap::Subcommand, Debug)]
 pub enum K8sCmd {
@@ -107,8 +145,9 @@ pub struct ManifestArgs {
     #[arg(long)]
     pub key_file: Option<PathBuf>,
     /// yaml (multi-document) or json (a v1 List).
-    #[arg(long, default_value = "yaml")]
-    pub output: String,
+    #[arg(long, default_value = "yaml",
+          value_parser = crate::choice::<manifests::Output>(&manifests::Output::NAMES, &[]))]
+    pub output: manifests::Output,
     /// Print instead what runs `k8s run` inside the cluster: a
     /// ServiceAccount, the ClusterRole and binding a run needs, and a Job
     /// running `wirespeed k8s run` with these objects' flags and the
@@ -192,11 +231,12 @@ pub struct RunArgs {
     /// (and deleted after it) when it does not exist; an existing one is
     /// used as it is, never relabelled, and only what the run put there is
     /// deleted.
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     pub namespace: Option<String>,
     /// pairs, ring, all-to-all, one-to-many or many-to-one.
-    #[arg(long, default_value = "all-to-all")]
-    pub pattern: String,
+    #[arg(long, default_value = "all-to-all",
+          value_parser = crate::choice::<wirespeed_fleet::Pattern>(&wirespeed_fleet::Pattern::NAMES, &["incast"]))]
+    pub pattern: wirespeed_fleet::Pattern,
     /// Tests each agent takes part in at once.
     #[arg(long, default_value_t = 1)]
     pub concurrent: u32,
@@ -228,8 +268,9 @@ pub struct RunArgs {
     /// How to reach the agents' HTTP APIs: api (through the API server's
     /// pod proxy: works from anywhere that reaches the API server) or
     /// direct (to the pod/node addresses: from inside the cluster network).
-    #[arg(long, default_value = "api", value_name = "api|direct")]
-    pub reach: String,
+    #[arg(long, default_value = "api",
+          value_parser = crate::choice::<wirespeed_k8s::Reach>(&wirespeed_k8s::Reach::NAMES, &[]))]
+    pub reach: wirespeed_k8s::Reach,
     /// Also write every mode's agents and fleet results, and the
     /// comparison, as JSON here. Rewritten as each test lands (with
     /// `"partial": true` until the run ends), so an interrupted or killed

@@ -40,7 +40,7 @@ pub struct ApplyArgs {
     #[command(flatten)]
     pub objects: ObjectArgs,
     /// The namespace (made by apply, deleted by delete).
-    #[arg(long, default_value = DEFAULT_NAMESPACE)]
+    #[arg(long, short = 'n', default_value = DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// The agents' engine port.
     #[arg(long, default_value_t = manifests::DEFAULT_PORT)]
@@ -63,8 +63,9 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// manifests: yaml (multi-document) or json (a v1 List).
-    #[arg(long, default_value = "yaml")]
-    pub output: String,
+    #[arg(long, default_value = "yaml",
+          value_parser = crate::choice::<manifests::Output>(&manifests::Output::NAMES, &[]))]
+    pub output: manifests::Output,
     /// `fleet watch` flags for the watcher (after `--`).
     #[arg(last = true)]
     pub watch_args: Vec<String>,
@@ -74,7 +75,7 @@ pub struct ApplyArgs {
 #[derive(clap::Args, Debug)]
 pub struct StatusArgs {
     /// The namespace.
-    #[arg(long, default_value = DEFAULT_NAMESPACE)]
+    #[arg(long, short = 'n', default_value = DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// The kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
     #[arg(long)]

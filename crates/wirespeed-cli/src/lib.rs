@@ -81,8 +81,7 @@ pub enum Cmd {
     /// Render experiment or bench results as HTML (SVG charts), Markdown or CSV; several files are compared. Also one `fleet run` or `k8s run` --out file, saying when it is partial.
     Report(report::ReportArgs),
     /// Agents on Kubernetes: host network, pod network or DRA-claimed NICs.
-    #[command(subcommand)]
-    K8s(k8s::K8sCmd),
+    K8s(k8s::K8sArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(docs::CompletionsArgs),
     /// Write a man page per command (wirespeed.1, wirespeed-bench.1, ...).
@@ -143,6 +142,26 @@ pub struct ServeArgs {
     /// NetworkPolicy or Service can admit them [default: any free port].
     #[arg(long, value_name = "LO-HI")]
     pub data_ports: Option<String>,
+}
+
+/// The value parser of a flag over a closed set that the domain names:
+/// `--help` lists `names`, clap refuses anything else naming the flag
+/// and its choices, and the value arrives parsed into the domain's type.
+/// `hidden` are accepted too without being listed (old spellings).
+pub fn choice<T>(
+    names: &'static [&'static str],
+    hidden: &'static [&'static str],
+) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = names
+        .iter()
+        .map(|n| PossibleValue::new(*n))
+        .chain(hidden.iter().map(|n| PossibleValue::new(*n).hide(true)));
+    PossibleValuesParser::new(values).try_map(|s: String| s.parse::<T>())
 }
 
 /// A fleet key file's bytes; a warning about the file (its mode) goes

@@ -62,8 +62,8 @@ pub struct ModelArgs {
     #[arg(long)]
     pub list: bool,
     /// Output: table or json.
-    #[arg(long, default_value = "table", value_parser = ["table", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = TableOrJson::Table)]
+    pub format: TableOrJson,
     /// Short for --format json.
     #[arg(long)]
     pub json: bool,
@@ -78,8 +78,8 @@ pub struct ExplainArgs {
     #[command(flatten)]
     pub opts: ExplainOpts,
     /// Output: table or json.
-    #[arg(long, default_value = "table", value_parser = ["table", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = TableOrJson::Table)]
+    pub format: TableOrJson,
     /// Short for --format json.
     #[arg(long)]
     pub json: bool,
@@ -131,4 +131,13 @@ pub fn machine(a: &ProfileArgs, default_nics: Option<u32>) -> Result<Option<(Pro
 /// Whether any model flag asks for an explanation after a bench.
 pub fn wants_explain(o: &ExplainOpts) -> bool {
     o.machine.profile.is_some() || o.encap.is_some() || o.path_cap.is_some()
+}
+
+/// Output of `model` and `explain`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableOrJson {
+    /// Tables for people.
+    Table,
+    /// The result as JSON.
+    Json,
 }

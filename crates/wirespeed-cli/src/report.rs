@@ -18,6 +18,28 @@ pub struct ReportArgs {
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// html, md or csv (default: from the output's extension, else html).
-    #[arg(short, long, value_parser = ["html", "md", "csv"])]
-    pub format: Option<String>,
+    #[arg(short, long)]
+    pub format: Option<ReportFormat>,
+}
+
+/// What `wirespeed report` writes.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// A page with SVG charts.
+    Html,
+    /// Markdown tables.
+    Md,
+    /// One CSV row per result.
+    Csv,
+}
+
+impl ReportFormat {
+    /// Its name, as `--format` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportFormat::Html => "html",
+            ReportFormat::Md => "md",
+            ReportFormat::Csv => "csv",
+        }
+    }
 }

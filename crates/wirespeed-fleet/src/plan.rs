@@ -31,6 +31,11 @@ pub enum Pattern {
 }
 
 impl Pattern {
+    /// Every pattern's name, as `--pattern` takes it (`incast` is also
+    /// taken for many-to-one).
+    pub const NAMES: [&'static str; 5] =
+        ["pairs", "ring", "all-to-all", "one-to-many", "many-to-one"];
+
     /// Its name as on the command line.
     pub fn name(self) -> &'static str {
         match self {

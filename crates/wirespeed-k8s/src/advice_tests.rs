@@ -29,7 +29,7 @@ fn a_bad_reach_names_the_two_that_parse() {
     let e = "pods".parse::<Reach>().unwrap_err().to_string();
     let first = after(&e, "use ", &[' ']);
     let second = after(&e, ") or ", &[' ']);
-    assert_eq!([first, second], ["api", "direct"], "{e}");
+    assert_eq!([first, second], Reach::NAMES, "{e}");
     for r in [first, second] {
         assert!(r.parse::<Reach>().is_ok(), "{r}");
     }
@@ -38,10 +38,13 @@ fn a_bad_reach_names_the_two_that_parse() {
 #[test]
 fn a_bad_output_names_the_formats_that_render() {
     let objs = [serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1"})];
-    let e = manifests::render(&objs, "xml").unwrap_err().to_string();
+    let e = "xml".parse::<manifests::Output>().unwrap_err().to_string();
     let named = after(&e, "use ", &['\n']);
-    for f in named.split(" or ") {
-        assert!(manifests::render(&objs, f).is_ok(), "{f}: {e}");
+    let names: Vec<&str> = named.split(" or ").collect();
+    assert_eq!(names, manifests::Output::NAMES, "{e}");
+    for f in names {
+        let o: manifests::Output = f.parse().unwrap();
+        assert!(manifests::render(&objs, o).is_ok(), "{f}: {e}");
     }
 }
 

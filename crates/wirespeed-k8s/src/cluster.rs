@@ -17,6 +17,33 @@ use std::time::Duration;
 /// The field manager of wirespeed's server-side applies.
 pub const FIELD_MANAGER: &str = "wirespeed";
 
+/// The kubeconfig context every client of this process uses (kubectl's
+/// global `--context`), set once at start.
+static CONTEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Makes every client of this process use the kubeconfig context `name`
+/// instead of the kubeconfig's current one (`--context`). Only the first
+/// call counts.
+pub fn use_context(name: &str) {
+    let _ = CONTEXT.set(name.to_string());
+}
+
+/// The kubeconfig options for the context in force.
+fn config_options() -> KubeConfigOptions {
+    KubeConfigOptions {
+        context: CONTEXT.get().cloned(),
+        ..KubeConfigOptions::default()
+    }
+}
+
+/// " (context NAME)" when a context was chosen, for error messages.
+fn context_note() -> String {
+    CONTEXT
+        .get()
+        .map(|c| format!(" (context {c:?})"))
+        .unwrap_or_default()
+}
+
 /// A client from `kubeconfig`, or as kubectl finds one ($KUBECONFIG,
 /// ~/.kube/config, or the in-cluster service account).
 pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, K8sError> {
@@ -30,10 +57,15 @@ pub async fn client_with(kubeconfig: Option<&Path>, budget: Duration) -> Result<
         Some(p) => {
             let kc = Kubeconfig::read_from(p)
                 .map_err(|e| K8sError::Config(format!("{}: {e}", p.display())))?;
-            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            Config::from_custom_kubeconfig(kc, &config_options())
                 .await
-                .map_err(|e| K8sError::Config(format!("{}: {e}", p.display())))?
+                .map_err(|e| K8sError::Config(format!("{}{}: {e}", p.display(), context_note())))?
         }
+        // A chosen context lives in a kubeconfig ($KUBECONFIG or
+        // ~/.kube/config), never in the in-cluster account.
+        None if CONTEXT.get().is_some() => Config::from_kubeconfig(&config_options())
+            .await
+            .map_err(|e| K8sError::Config(format!("{e}{}", context_note())))?,
         None => Config::infer()
             .await
             .map_err(|e| K8sError::Config(e.to_string()))?,

@@ -1027,13 +1027,39 @@ pub(crate) fn restricted_security() -> SecurityContext {
 
 /// `objs` as `output` names them: yaml (multi-document) or json (a v1
 /// List, ending in a newline).
-pub fn render<T: serde::Serialize>(objs: &[T], output: &str) -> Result<String, K8sError> {
+pub fn render<T: serde::Serialize>(objs: &[T], output: Output) -> Result<String, K8sError> {
     match output {
-        "yaml" => to_yaml(objs),
-        "json" => Ok(to_json(objs)? + "\n"),
-        other => Err(K8sError::Invalid(format!(
-            "--output {other:?}: use yaml or json"
-        ))),
+        Output::Yaml => to_yaml(objs),
+        Output::Json => Ok(to_json(objs)? + "\n"),
+    }
+}
+
+/// How objects are printed: `--output`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Output {
+    /// A multi-document YAML stream.
+    #[default]
+    Yaml,
+    /// A v1 List, JSON.
+    Json,
+}
+
+impl Output {
+    /// The names `--output` takes.
+    pub const NAMES: [&'static str; 2] = ["yaml", "json"];
+}
+
+impl std::str::FromStr for Output {
+    type Err = K8sError;
+
+    fn from_str(s: &str) -> Result<Output, K8sError> {
+        match s {
+            "yaml" => Ok(Output::Yaml),
+            "json" => Ok(Output::Json),
+            other => Err(K8sError::Invalid(format!(
+                "--output {other:?}: use yaml or json"
+            ))),
+        }
     }
 }
 

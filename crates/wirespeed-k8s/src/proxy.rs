@@ -41,6 +41,11 @@ pub enum Reach {
     Direct,
 }
 
+impl Reach {
+    /// The names `--reach` takes.
+    pub const NAMES: [&'static str; 2] = ["api", "direct"];
+}
+
 impl std::str::FromStr for Reach {
     type Err = K8sError;
 

@@ -259,9 +259,13 @@ fn deployment(o: &Options, w: &Watcher, digest: &str) -> Deployment {
 }
 
 /// The watcher's Service, with the scrape annotations Prometheus'
-/// common Kubernetes service-discovery configs read.
+/// common Kubernetes service-discovery configs read, and the watcher's
+/// app label, which a ServiceMonitor selects it by (charts/wirespeed).
 fn service(o: &Options) -> Service {
     let mut meta = o.meta(WATCHER, true);
+    meta.labels
+        .get_or_insert_with(BTreeMap::new)
+        .extend(watcher_labels());
     meta.annotations = Some(BTreeMap::from([
         ("prometheus.io/scrape".to_string(), "true".to_string()),
         ("prometheus.io/port".to_string(), WATCH_PORT.to_string()),
@@ -686,10 +690,13 @@ async fn watching(
                 return Err(K8sError::Discovery(format!("the watcher cannot run: {t}")));
             }
             Some(t) => t.to_string(),
-            None => match state(client, ns).await {
-                Ok(s) if s.agents.len() == n => return Ok(s),
-                Ok(s) => format!("it watches {} of {n} agents so far", s.agents.len()),
-                Err(e) => e.to_string(),
+            None => match rolling_out(client, ns).await? {
+                Some(r) => r,
+                None => match state(client, ns).await {
+                    Ok(s) if s.agents.len() == n => return Ok(s),
+                    Ok(s) => format!("it watches {} of {n} agents so far", s.agents.len()),
+                    Err(e) => e.to_string(),
+                },
             },
         };
         if Instant::now() >= deadline {
@@ -701,6 +708,32 @@ async fn watching(
         log(&format!("waiting for the watcher: {last}"));
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
+}
+
+/// What keeps the watcher's Deployment from having rolled out the
+/// objects just applied, or None once it has: a changed pod template
+/// replaces the watcher (`Recreate`), and until then the state read
+/// through the Service would be the old watcher's.
+async fn rolling_out(client: &Client, ns: &str) -> Result<Option<String>, K8sError> {
+    let d = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get(WATCHER)
+        .await
+        .map_err(|e| K8sError::api(format!("get Deployment {ns}/{WATCHER}"), e))?;
+    let generation = d.metadata.generation.unwrap_or(0);
+    let st = d.status.unwrap_or_default();
+    let observed = st.observed_generation.unwrap_or(0);
+    let (all, updated, available) = (
+        st.replicas.unwrap_or(0),
+        st.updated_replicas.unwrap_or(0),
+        st.available_replicas.unwrap_or(0),
+    );
+    Ok(
+        (observed < generation || all != 1 || updated != 1 || available != 1).then(|| {
+            format!(
+                "Deployment {ns}/{WATCHER} rolling out (generation {generation}, observed {observed}; pods {all}, updated {updated}, available {available})"
+            )
+        }),
+    )
 }
 
 /// The first problem of the watcher's pod, or that there is none yet.

@@ -28,7 +28,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
         results: vec![results],
         labels: Vec::new(),
         output: Some(out.to_path_buf()),
-        format: Some("html".into()),
+        format: Some(wirespeed_cli::report::ReportFormat::Html),
     })?;
     println!(
         "\ndemo done in {:.0} s; open {} for the charts",

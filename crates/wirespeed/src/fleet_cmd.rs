@@ -107,7 +107,7 @@ fn history(a: HistoryArgs) -> Result<()> {
 }
 
 fn plan(a: PlanArgs) -> Result<()> {
-    let pattern: Pattern = a.pattern.parse()?;
+    let pattern: Pattern = a.pattern;
     let fleet = match (&a.agents, a.synthetic) {
         (Some(p), _) => Fleet::load(p)?,
         (None, Some(n)) => {
@@ -319,7 +319,7 @@ fn run_interference(a: &RunArgs, fleet: &Fleet, key: Vec<u8>, ks: &[u32]) -> Res
 
 fn run_matrix(a: RunArgs) -> Result<()> {
     let fleet = Fleet::load(&a.agents)?;
-    let pattern: Pattern = a.pattern.parse()?;
+    let pattern: Pattern = a.pattern;
     let Some(kf) = &a.bench.key_file else {
         bail!(
             "fleet run needs --key-file: the agents start tests only for requests signed with the fleet key"

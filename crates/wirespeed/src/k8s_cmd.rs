@@ -9,9 +9,12 @@ use wirespeed_k8s::manifests::{self};
 use wirespeed_report::fold;
 use wirespeed_types::paths::PathsReport;
 
-/// Runs a `k8s` subcommand.
-pub fn run(c: K8sCmd) -> Result<()> {
-    match c {
+/// Runs a `k8s` subcommand, against `--context` when given.
+pub fn run(a: K8sArgs) -> Result<()> {
+    if let Some(c) = &a.context {
+        wirespeed_k8s::cluster::use_context(c);
+    }
+    match a.cmd {
         K8sCmd::Manifests(a) if a.runner => print_runner(&a),
         K8sCmd::Manifests(a) => {
             if a.objects.image.is_none() {
@@ -36,7 +39,7 @@ pub fn run(c: K8sCmd) -> Result<()> {
                 }
                 o.pod_sysctls = plan.apply;
             }
-            print_objects(&manifests::build(&o)?, &a.output)
+            print_objects(&manifests::build(&o)?, a.output)
         }
         K8sCmd::Run(a) => run_matrix(*a),
         K8sCmd::Image(ImageCmd::Build(a)) => build_image(*a),
@@ -76,7 +79,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     let presence = std::thread::spawn(move || {
         wirespeed_image::check::presence(&image, std::time::Duration::from_secs(2))
     });
-    let pattern: wirespeed_fleet::Pattern = a.pattern.parse()?;
+    let pattern = a.pattern;
     let paths = run_paths(&a)?;
     let policy_load = wirespeed_cli::k8s::run_policy_load(&a, &paths)?;
     let workloads = run_workloads(&a)?;
@@ -131,7 +134,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         delete_timeout: std::time::Duration::from_secs(60),
         api_retry: crate::duration_flag("api-retry", &a.api_retry)?,
         keep: a.keep,
-        reach: a.reach.parse()?,
+        reach: a.reach,
         on_case: None,
         earlier: match &a.resume {
             Some(p) => read_earlier(p)?,
@@ -387,12 +390,15 @@ fn print_runner(a: &ManifestArgs) -> Result<()> {
     let o = a
         .objects
         .options(&a.namespace, a.port, a.key_file.as_deref())?;
-    print_objects(&wirespeed_k8s::runner::build(&o, &a.run_args)?, &a.output)
+    print_objects(&wirespeed_k8s::runner::build(&o, &a.run_args)?, a.output)
 }
 
 /// Prints `objs` as `output` says: yaml (multi-document) or json (a v1
 /// List).
-pub(crate) fn print_objects<T: serde::Serialize>(objs: &[T], output: &str) -> Result<()> {
+pub(crate) fn print_objects<T: serde::Serialize>(
+    objs: &[T],
+    output: manifests::Output,
+) -> Result<()> {
     print!("{}", manifests::render(objs, output)?);
     Ok(())
 }

@@ -24,7 +24,7 @@ pub fn run(c: WatchCmd) -> Result<()> {
             {
                 print!(
                     "{}",
-                    manifests::render(&kwatch::objects(&o, &w)?, &a.output)?
+                    manifests::render(&kwatch::objects(&o, &w)?, a.output)?
                 );
                 Ok(())
             }

@@ -37,7 +37,18 @@ fn long_version() -> String {
 }
 
 /// The command line, with `--version` naming the commit.
+/// The command line; installed as `kubectl-wirespeed` the binary is a
+/// kubectl plugin, whose commands are `wirespeed k8s`'s.
 fn parse_cli() -> Cli {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    if wirespeed_cli::k8s::is_kubectl_plugin(&argv0) {
+        let c = wirespeed_cli::k8s::KubectlPlugin::command().long_version(long_version());
+        let p = wirespeed_cli::k8s::KubectlPlugin::from_arg_matches(&c.get_matches())
+            .unwrap_or_else(|e| e.exit());
+        return Cli {
+            cmd: Cmd::K8s(p.k8s),
+        };
+    }
     let m = Cli::command().long_version(long_version()).get_matches();
     Cli::from_arg_matches(&m).unwrap_or_else(|e| e.exit())
 }

@@ -19,8 +19,8 @@ fn emit(text: &str) {
     let _ = out.flush();
 }
 
-fn json_format(format: &str, json: bool) -> bool {
-    json || format == "json"
+fn json_format(format: TableOrJson, json: bool) -> bool {
+    json || format == TableOrJson::Json
 }
 
 /// Runs `wirespeed model`.
@@ -45,7 +45,7 @@ pub fn run_model(a: &ModelArgs) -> Result<()> {
     }
     let target = rate("--target", &a.target)?;
     let m = model(&p, &q, &prices, target)?;
-    if json_format(&a.format, a.json) {
+    if json_format(a.format, a.json) {
         emit(&format!("{}\n", serde_json::to_string_pretty(&m)?));
     } else {
         emit(&wirespeed_report::model::model_text(&m));
@@ -128,7 +128,7 @@ pub fn run_explain(a: &ExplainArgs) -> Result<()> {
     for r in &results {
         items.push((r, ex.explain(r)?));
     }
-    if json_format(&a.format, a.json) {
+    if json_format(a.format, a.json) {
         let doc = ExplainReport {
             schema_version: wirespeed_model::SCHEMA_VERSION,
             explanations: items

@@ -95,7 +95,7 @@ fn format_of(a: &ReportArgs) -> &str {
         .as_ref()
         .and_then(|p| p.extension())
         .and_then(|e| e.to_str());
-    a.format.as_deref().unwrap_or(match ext {
+    a.format.map(ReportFormat::as_str).unwrap_or(match ext {
         Some("md") => "md",
         Some("csv") => "csv",
         _ => "html",

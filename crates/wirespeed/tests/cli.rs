@@ -71,6 +71,64 @@ fn bad_flags_get_clear_errors() {
     assert_clean_failure(&["frobnicate"], "unrecognized");
 }
 
+/// Every closed set outside bench (patterns, output formats, reach)
+/// fails in clap too, naming the flag and listing the choices, before
+/// anything reads a file or a cluster; an old spelling (`incast`) is
+/// still taken without being listed.
+#[test]
+fn closed_sets_are_typed_at_parse_time() {
+    for (args, choices) in [
+        (
+            &[
+                "fleet",
+                "run",
+                "--agents",
+                "/nonexistent",
+                "--pattern",
+                "mesh",
+            ][..],
+            "[possible values: pairs, ring, all-to-all, one-to-many, many-to-one]",
+        ),
+        (
+            &["k8s", "run", "--pattern", "mesh"][..],
+            "[possible values: pairs, ring, all-to-all, one-to-many, many-to-one]",
+        ),
+        (
+            &["k8s", "run", "--reach", "vpn"][..],
+            "[possible values: api, direct]",
+        ),
+        (
+            &["k8s", "manifests", "--output", "xml"][..],
+            "[possible values: yaml, json]",
+        ),
+        (
+            &["k8s", "watch", "manifests", "--output", "xml"][..],
+            "[possible values: yaml, json]",
+        ),
+        (
+            &["model", "--format", "csv"][..],
+            "[possible values: table, json]",
+        ),
+        (
+            &["report", "x.json", "--format", "pdf"][..],
+            "[possible values: html, md, csv]",
+        ),
+    ] {
+        assert_clean_failure(args, choices);
+        assert_clean_failure(args, "invalid value");
+    }
+    let out = Command::new(bin())
+        .args(["fleet", "plan", "--synthetic", "4", "--pattern", "incast"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("many-to-one"));
+}
+
 // --policy-load and --interference are refused before anything touches a
 // cluster (the
 // kubeconfig named does not exist): levels out of order, no pod path to

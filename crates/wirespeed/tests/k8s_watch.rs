@@ -146,6 +146,21 @@ fn apply_and_watch_as(
     let all = text(&out);
     assert!(out.status.success(), "apply failed after {took:?}: {all}");
     assert!(all.contains("watches 3 agents"), "{all}");
+    // The previous release's apply could return on the state of the
+    // watcher being replaced (this one waits for the rollout first).
+    wait_for("the watcher's Deployment rolled out", 120, || {
+        let d = c.api(
+            "GET",
+            &format!("/apis/apps/v1/namespaces/{ns}/deployments/wirespeed-watch"),
+            None,
+        );
+        let st = &d["status"];
+        (st["observedGeneration"] == d["metadata"]["generation"]
+            && st["replicas"] == 1
+            && st["updatedReplicas"] == 1
+            && st["availableReplicas"] == 1)
+            .then_some(())
+    });
     assert!(
         all.contains("port-forward service/wirespeed-watch"),
         "{all}"
@@ -326,27 +341,11 @@ fn watcher_pod(c: &Cluster, ns: &str) -> Option<(String, String, String)> {
 /// A hostPath PersistentVolume (in `dir`, owned by the watcher's user)
 /// and the claim `history` in `ns` bound to it by the controller manager.
 fn history_claim(c: &Cluster, ns: &str, dir: &std::path::Path) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(dir).unwrap();
-    std::os::unix::fs::chown(dir, Some(65532), Some(65532)).unwrap();
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let pv = format!("{ns}-history");
-    let body = json!({"apiVersion": "v1", "kind": "PersistentVolume",
-        "metadata": {"name": pv},
-        "spec": {"capacity": {"storage": "100Mi"}, "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
-            "hostPath": {"path": dir.to_string_lossy(), "type": "Directory"},
-            "claimRef": {"namespace": ns, "name": "history"}}});
-    let r = c.api(
-        "POST",
-        "/api/v1/persistentvolumes",
-        Some(("application/json", &body)),
-    );
-    assert_eq!(r["metadata"]["name"], pv.as_str(), "{r}");
+    let pv = c.history_volume(ns, "history", dir);
     let body = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
         "metadata": {"name": "history"},
         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": pv,
-            "resources": {"requests": {"storage": "100Mi"}}}});
+            "resources": {"requests": {"storage": "1Gi"}}}});
     let path = format!("/api/v1/namespaces/{ns}/persistentvolumeclaims");
     let r = c.api("POST", &path, Some(("application/json", &body)));
     assert_eq!(r["metadata"]["name"], "history", "{r}");
@@ -685,10 +684,12 @@ fn real_cluster_watches_every_pair_and_follows_replaced_agents() {
     let _h = heavy();
     let name = unique("wsw");
     {
+        // Before the cluster, so it goes after it: the history volume's
+        // directory is in it.
+        let s = Scratch::with_key(&format!("{name}-scratch"), "k8s-watch-test-key");
         let c = Cluster::up(&name, &["--nodes", "3"]);
         check_nodes(&c, 3);
         let nodes = c.nodes();
-        let s = Scratch::with_key(&format!("{name}-scratch"), "k8s-watch-test-key");
         let ns = format!("{name}-watch");
         apply_and_watch(&c, &ns, &s, &nodes, &[]);
         let pv = history_claim(&c, &ns, &s.0.join("pv"));
@@ -706,23 +707,6 @@ fn real_cluster_watches_every_pair_and_follows_replaced_agents() {
         c.api("DELETE", &format!("/api/v1/persistentvolumes/{pv}"), None);
     }
     nothing_left(&name);
-}
-
-/// The image of `bin` pushed to the cluster's registry as `tag`.
-fn image_of(c: &Cluster, bin: &str, tag: &str) -> String {
-    let reg = c.get("REGISTRY");
-    let out = std::process::Command::new(bin)
-        .args(["k8s", "image", "build", "--binary", bin, "--push"])
-        .arg(format!("{reg}/wirespeed:{tag}"))
-        .arg("--plain-http")
-        .output()
-        .expect("run k8s image build");
-    let all = text(&out);
-    assert!(out.status.success(), "{all}");
-    all.split_whitespace()
-        .rfind(|w| w.starts_with(reg) && w.contains("@sha256:"))
-        .unwrap_or_else(|| panic!("no REF@sha256:DIGEST in: {all}"))
-        .to_string()
 }
 
 /// The agents' pods: node -> (image, Ready), those not being deleted.
@@ -893,12 +877,12 @@ fn rolling_upgrade_from_the_previous_release_keeps_history_and_measures() {
     let prev = common::prev_release();
     let name = unique("wsu");
     {
+        let s = Scratch::with_key(&format!("{name}-scratch"), "k8s-upgrade-test-key");
         let c = Cluster::up(&name, &["--nodes", "3"]);
         check_nodes(&c, 3);
         let nodes = c.nodes();
-        let s = Scratch::with_key(&format!("{name}-scratch"), "k8s-upgrade-test-key");
         let ns = format!("{name}-watch");
-        let old_image = image_of(&c, &prev, "prev");
+        let old_image = c.image_of(&prev, "prev");
         assert_ne!(old_image, c.get("IMAGE"));
         apply_and_watch_as(&c, &prev, &old_image, &ns, &s, &nodes, &[]);
         let pv = history_claim(&c, &ns, &s.0.join("pv"));

@@ -240,6 +240,49 @@ impl Cluster {
             .expect("run a command in a node's namespace")
     }
 
+    /// The image of the wirespeed binary `bin` pushed to the cluster's
+    /// registry as `tag`: its REF@sha256:DIGEST.
+    pub fn image_of(&self, bin: &str, tag: &str) -> String {
+        let reg = self.get("REGISTRY");
+        let out = Command::new(bin)
+            .args(["k8s", "image", "build", "--binary", bin, "--push"])
+            .arg(format!("{reg}/wirespeed:{tag}"))
+            .arg("--plain-http")
+            .output()
+            .expect("run k8s image build");
+        let all = text(&out);
+        assert!(out.status.success(), "{all}");
+        all.split_whitespace()
+            .rfind(|w| w.starts_with(reg) && w.contains("@sha256:"))
+            .unwrap_or_else(|| panic!("no REF@sha256:DIGEST in: {all}"))
+            .to_string()
+    }
+
+    /// A hostPath PersistentVolume of 1Gi on `dir` (made, owned by the
+    /// image's user 65532), bound ahead to claim `claim` in `ns` (the
+    /// fixture has no provisioner, and every node sees this machine's
+    /// filesystem); its name.
+    pub fn history_volume(&self, ns: &str, claim: &str, dir: &Path) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir).unwrap();
+        std::os::unix::fs::chown(dir, Some(65532), Some(65532)).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let pv = format!("{ns}-history");
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": pv},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                "hostPath": {"path": dir.to_string_lossy(), "type": "Directory"},
+                "claimRef": {"namespace": ns, "name": claim}}});
+        let r = self.api(
+            "POST",
+            "/api/v1/persistentvolumes",
+            Some(("application/json", &body)),
+        );
+        assert_eq!(r["metadata"]["name"], pv.as_str(), "{r}");
+        pv
+    }
+
     /// `wirespeed ARGS` in the runner's namespace, which reaches the API
     /// server and nothing else (`--kubeconfig` goes before a `--`).
     pub fn runner(&self, args: &[&str]) -> (Output, Duration) {

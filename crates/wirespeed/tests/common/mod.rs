@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod install;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
