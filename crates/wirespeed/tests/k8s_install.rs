@@ -184,12 +184,6 @@ impl Prometheus {
         Some(r["data"]["result"].as_array().cloned().unwrap_or_default())
     }
 
-    /// [`Prometheus::try_query`] of a Prometheus that answers.
-    fn query(&self, q: &str) -> Vec<Value> {
-        self.try_query(q)
-            .unwrap_or_else(|| panic!("query {q}: Prometheus did not answer"))
-    }
-
     /// Panics with its log when it has exited.
     fn alive(&mut self, log: &str) {
         if let Ok(Some(st)) = self.child.try_wait() {
@@ -368,11 +362,22 @@ fn dashboard_queries_return_data(p: &Prometheus) {
     let dash = common::cluster::repo().join("contrib/grafana/wirespeed-watch.json");
     let out = Command::new(tool("dashcheck")).arg(&dash).output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let series = p.query("wirespeed_watch_latency_p50_seconds{workload=\"rr\"}");
-    let m = &series.first().expect("an rr latency series")["metric"];
+    // The pair the variables name: one with a bandwidth test (one per
+    // pair every bandwidth_every_s, 38 s here), which the goodput and
+    // CPU panels need.
+    let series = wait_for("a bandwidth test's series", 120, || {
+        let g = p.try_query("wirespeed_watch_goodput_bits_per_second{workload=\"stream\"}")?;
+        (!g.is_empty()).then_some(g)
+    });
+    let m = &series[0]["metric"];
     let (client, server) = (m["client"].as_str().unwrap(), m["server"].as_str().unwrap());
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let q: Value = serde_json::from_str(line).unwrap();
+    let mut queries: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The drift annotation shows an event for two minutes: first.
+    queries.sort_by_key(|q| q["kind"] != "annotation");
+    for q in queries {
         let expr = q["expr"]
             .as_str()
             .unwrap()
@@ -385,8 +390,12 @@ fn dashboard_queries_return_data(p: &Prometheus) {
             Some(rest) => rest.rsplit_once(',').unwrap().0.to_string(),
             None => expr,
         };
-        let r = p.query(&expr);
-        assert!(!r.is_empty(), "{}: {expr} returned nothing", q["where"]);
+        // A probe of that pair in that direction may be a period away.
+        wait_for(
+            &format!("{}: {expr} returning data", q["where"]),
+            60,
+            || (!p.try_query(&expr)?.is_empty()).then_some(()),
+        );
     }
 }
 
