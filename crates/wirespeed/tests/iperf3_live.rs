@@ -292,6 +292,32 @@ fn count_tos(lab: &Lab, h: &str) {
     assert!(child.wait().unwrap().success(), "nft rules in {h}");
 }
 
+/// Waits until host `h` has no TCP socket on ports 40000-40003 other
+/// than in TIME-WAIT (which a bind with SO_REUSEADDR may take over).
+fn cports_closed(lab: &Lab, h: &str) {
+    let end = Instant::now() + Duration::from_secs(70);
+    loop {
+        let out = lab
+            .command(h, "ss")
+            .args(["-Htan", "sport >= :40000 and sport <= :40003"])
+            .output()
+            .expect("ss");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let busy: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with("TIME-WAIT"))
+            .collect();
+        if out.status.success() && busy.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < end,
+            "ports 40000-40003 still in use in {h}: {busy:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn ok(out: &Output) {
     assert!(
         out.status.success(),
@@ -344,6 +370,10 @@ fn tos_is_seen_on_the_receivers_packets() {
         counter(&lab, "a", "cport") == 0,
         "the server sends from its port"
     );
+    // The -R run's sockets on 40000-40003 may still be closing (FIN-WAIT,
+    // which SO_REUSEADDR does not bind over, unlike TIME-WAIT): a second
+    // run at once met "Address already in use" on a loaded machine.
+    cports_closed(&lab, "a");
     ok(&ws_bench(
         &lab,
         &[&short[..], &["--cport", "40000", "-P", "4"]].concat(),
