@@ -905,17 +905,17 @@ mod tests {
         assert_eq!(spec.links[0].rate.as_deref(), Some("1gbit"));
     }
 
+    /// Loads `text` from a file in a directory of its own (one per call:
+    /// tests run side by side), removed afterwards.
     fn load_text(text: &str) -> Result<Plan> {
-        let dir = std::env::temp_dir().join(format!("ws-exp-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let f = dir.join(format!(
-            "e{}.toml",
-            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("ws-exp-unit-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("e.toml");
         std::fs::write(&f, text).unwrap();
         let r = load(&f, &Overrides::default());
-        let _ = std::fs::remove_file(&f);
+        let _ = std::fs::remove_dir_all(&dir);
         r
     }
 

@@ -700,6 +700,7 @@ fn refuses_unsafe_values_with_a_clear_message() {
             && plan.contains("read-only inside a network namespace"),
         "{plan}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
     lab.down().unwrap();
 }
 
