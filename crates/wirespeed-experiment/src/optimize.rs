@@ -35,8 +35,8 @@ pub struct OptimizeArgs {
     #[arg(long)]
     pub key_file: Option<PathBuf>,
     /// What to raise: throughput (one way), bidir (both ways) or rr (lower p50 latency).
-    #[arg(long, default_value = "throughput", value_parser = ["throughput", "bidir", "rr"])]
-    pub goal: String,
+    #[arg(long, default_value = "throughput", value_parser = goal_parser())]
+    pub goal: Goal,
     /// Request and response size of the rr goal.
     #[arg(long, default_value = "1")]
     pub size: String,
@@ -658,14 +658,17 @@ pub fn run(a: &OptimizeArgs, fs: Fs) -> Result<Finished> {
     climb.finish(elapsed)
 }
 
+/// `--goal`'s parser: the model's goal names, listed by `--help` and
+/// clap's error, parsed into a [`Goal`].
+fn goal_parser() -> impl clap::builder::TypedValueParser<Value = Goal> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Goal::NAMES).try_map(|s: String| s.parse::<Goal>())
+}
+
 /// The search's goal and test settings from the arguments, and the
 /// rules it judges by.
 fn ctx_of(a: &OptimizeArgs) -> Result<(Ctx, Rules)> {
-    let goal = match a.goal.as_str() {
-        "bidir" => Goal::Bidir,
-        "rr" => Goal::Rr,
-        _ => Goal::Throughput,
-    };
+    let goal = a.goal;
     let rules = Rules::new(
         a.repeats,
         a.max_repeats,
@@ -1057,7 +1060,7 @@ fn ladder_results(
         .collect();
     let mut res = ExperimentResults {
         schema_version: EXPERIMENT_SCHEMA_VERSION,
-        name: format!("optimize {} ({})", a.host, a.goal),
+        name: format!("optimize {} ({})", a.host, a.goal.name()),
         mode: Mode::Ladder,
         repeats: rules.min_repeats,
         tool_version: env!("CARGO_PKG_VERSION").into(),

@@ -363,6 +363,18 @@ pub enum Goal {
 }
 
 impl Goal {
+    /// The names `optimize --goal` takes.
+    pub const NAMES: [&'static str; 3] = ["throughput", "bidir", "rr"];
+
+    /// Its name, as `--goal` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Goal::Throughput => "throughput",
+            Goal::Bidir => "bidir",
+            Goal::Rr => "rr",
+        }
+    }
+
     /// Which way the judged figure improves.
     pub fn better(self) -> Better {
         match self {
@@ -385,6 +397,21 @@ impl Goal {
             (_, None) => "-".into(),
             (Goal::Rr, Some(v)) => format!("{v:.1} us p50"),
             (_, Some(v)) => wirespeed_types::text::human_bps(v),
+        }
+    }
+}
+
+impl std::str::FromStr for Goal {
+    type Err = crate::ModelError;
+
+    fn from_str(s: &str) -> Result<Goal, crate::ModelError> {
+        match s {
+            "throughput" => Ok(Goal::Throughput),
+            "bidir" => Ok(Goal::Bidir),
+            "rr" => Ok(Goal::Rr),
+            other => Err(crate::ModelError::Query(format!(
+                "goal {other:?}: use throughput, bidir or rr"
+            ))),
         }
     }
 }

@@ -71,7 +71,8 @@ fn bad_flags_get_clear_errors() {
     assert_clean_failure(&["frobnicate"], "unrecognized");
 }
 
-/// Every closed set outside bench (patterns, output formats, reach)
+/// Every closed set outside bench (patterns, output formats, reach, the
+/// optimize goal)
 /// fails in clap too, naming the flag and listing the choices, before
 /// anything reads a file or a cluster; an old spelling (`incast`) is
 /// still taken without being listed.
@@ -112,6 +113,10 @@ fn closed_sets_are_typed_at_parse_time() {
         (
             &["report", "x.json", "--format", "pdf"][..],
             "[possible values: html, md, csv]",
+        ),
+        (
+            &["optimize", "127.0.0.1", "--goal", "speed"][..],
+            "[possible values: throughput, bidir, rr]",
         ),
     ] {
         assert_clean_failure(args, choices);
