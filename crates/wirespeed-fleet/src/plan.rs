@@ -31,38 +31,38 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    /// Every pattern's name, as `--pattern` takes it (`incast` is also
-    /// taken for many-to-one).
+    /// Every pattern's name, as `--pattern` takes it, in
+    /// [`Pattern::ALL`]'s order (`incast` is also taken for many-to-one).
     pub const NAMES: [&'static str; 5] =
         ["pairs", "ring", "all-to-all", "one-to-many", "many-to-one"];
 
+    /// Every pattern, in declaration order.
+    pub const ALL: [Pattern; 5] = [
+        Pattern::Pairs,
+        Pattern::Ring,
+        Pattern::AllToAll,
+        Pattern::OneToMany,
+        Pattern::ManyToOne,
+    ];
+
     /// Its name as on the command line.
     pub fn name(self) -> &'static str {
-        match self {
-            Pattern::Pairs => "pairs",
-            Pattern::Ring => "ring",
-            Pattern::AllToAll => "all-to-all",
-            Pattern::OneToMany => "one-to-many",
-            Pattern::ManyToOne => "many-to-one",
-        }
+        Self::NAMES[self as usize]
     }
 }
 
 impl std::str::FromStr for Pattern {
     type Err = FleetError;
     fn from_str(s: &str) -> Result<Pattern> {
-        Ok(match s {
-            "pairs" => Pattern::Pairs,
-            "ring" => Pattern::Ring,
-            "all-to-all" => Pattern::AllToAll,
-            "one-to-many" => Pattern::OneToMany,
-            "many-to-one" | "incast" => Pattern::ManyToOne,
-            _ => {
-                return Err(FleetError::Plan(format!(
-                    "unknown pattern {s:?}: use pairs, ring, all-to-all, one-to-many or many-to-one"
-                )));
-            }
-        })
+        if s == "incast" {
+            return Ok(Pattern::ManyToOne);
+        }
+        let i = Self::NAMES.iter().position(|n| *n == s).ok_or_else(|| {
+            FleetError::Plan(format!(
+                "unknown pattern {s:?}: use pairs, ring, all-to-all, one-to-many or many-to-one"
+            ))
+        })?;
+        Ok(Self::ALL[i])
     }
 }
 
@@ -288,6 +288,16 @@ fn colour(n: usize, edges: &[Job]) -> Vec<Vec<Job>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_name_parses_to_its_pattern() {
+        for (i, p) in Pattern::ALL.into_iter().enumerate() {
+            assert_eq!(p as usize, i);
+            assert_eq!(Pattern::NAMES[i].parse::<Pattern>().unwrap(), p);
+            assert_eq!(p.name(), Pattern::NAMES[i]);
+        }
+        assert_eq!("incast".parse::<Pattern>().unwrap(), Pattern::ManyToOne);
+    }
     use std::collections::BTreeSet;
 
     fn pairs(p: &Plan) -> BTreeSet<(usize, usize)> {

@@ -91,3 +91,21 @@ fn a_bad_nic_prefix_names_the_flag_that_takes_any_cel() {
     assert!(any.cel().is_ok());
     assert!(NicSelector::IfNamePrefix("eth0".into()).cel().is_ok());
 }
+
+#[test]
+fn each_output_and_reach_name_parses_to_its_value() {
+    for (i, o) in manifests::Output::ALL.into_iter().enumerate() {
+        assert_eq!(o as usize, i);
+        assert_eq!(
+            manifests::Output::NAMES[i]
+                .parse::<manifests::Output>()
+                .unwrap(),
+            o
+        );
+    }
+    for (i, r) in Reach::ALL.into_iter().enumerate() {
+        assert_eq!(r as usize, i);
+        assert_eq!(Reach::NAMES[i].parse::<Reach>().unwrap(), r);
+        assert_eq!(r.to_string(), Reach::NAMES[i]);
+    }
+}

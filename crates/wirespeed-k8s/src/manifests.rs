@@ -1045,7 +1045,9 @@ pub enum Output {
 }
 
 impl Output {
-    /// The names `--output` takes.
+    /// Every output, in declaration order.
+    pub const ALL: [Output; 2] = [Output::Yaml, Output::Json];
+    /// The names `--output` takes, in [`Output::ALL`]'s order.
     pub const NAMES: [&'static str; 2] = ["yaml", "json"];
 }
 
@@ -1053,13 +1055,11 @@ impl std::str::FromStr for Output {
     type Err = K8sError;
 
     fn from_str(s: &str) -> Result<Output, K8sError> {
-        match s {
-            "yaml" => Ok(Output::Yaml),
-            "json" => Ok(Output::Json),
-            other => Err(K8sError::Invalid(format!(
-                "--output {other:?}: use yaml or json"
-            ))),
-        }
+        let i = Self::NAMES
+            .iter()
+            .position(|n| *n == s)
+            .ok_or_else(|| K8sError::Invalid(format!("--output {s:?}: use yaml or json")))?;
+        Ok(Self::ALL[i])
     }
 }
 

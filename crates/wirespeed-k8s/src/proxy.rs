@@ -42,7 +42,9 @@ pub enum Reach {
 }
 
 impl Reach {
-    /// The names `--reach` takes.
+    /// Every reach, in declaration order.
+    pub const ALL: [Reach; 2] = [Reach::Api, Reach::Direct];
+    /// The names `--reach` takes, in [`Reach::ALL`]'s order.
     pub const NAMES: [&'static str; 2] = ["api", "direct"];
 }
 
@@ -50,22 +52,18 @@ impl std::str::FromStr for Reach {
     type Err = K8sError;
 
     fn from_str(s: &str) -> Result<Reach, K8sError> {
-        match s {
-            "api" => Ok(Reach::Api),
-            "direct" => Ok(Reach::Direct),
-            other => Err(K8sError::Invalid(format!(
-                "--reach {other:?}: use api (through the API server's pod proxy) or direct (to the pod addresses)"
-            ))),
-        }
+        let i = Self::NAMES.iter().position(|n| *n == s).ok_or_else(|| {
+            K8sError::Invalid(format!(
+                "--reach {s:?}: use api (through the API server's pod proxy) or direct (to the pod addresses)"
+            ))
+        })?;
+        Ok(Self::ALL[i])
     }
 }
 
 impl std::fmt::Display for Reach {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Reach::Api => "api",
-            Reach::Direct => "direct",
-        })
+        f.write_str(Self::NAMES[*self as usize])
     }
 }
 

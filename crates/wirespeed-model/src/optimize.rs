@@ -363,16 +363,14 @@ pub enum Goal {
 }
 
 impl Goal {
-    /// The names `optimize --goal` takes.
+    /// Every goal, in declaration order.
+    pub const ALL: [Goal; 3] = [Goal::Throughput, Goal::Bidir, Goal::Rr];
+    /// The names `optimize --goal` takes, in [`Goal::ALL`]'s order.
     pub const NAMES: [&'static str; 3] = ["throughput", "bidir", "rr"];
 
     /// Its name, as `--goal` takes it.
     pub fn name(self) -> &'static str {
-        match self {
-            Goal::Throughput => "throughput",
-            Goal::Bidir => "bidir",
-            Goal::Rr => "rr",
-        }
+        Self::NAMES[self as usize]
     }
 
     /// Which way the judged figure improves.
@@ -405,14 +403,10 @@ impl std::str::FromStr for Goal {
     type Err = crate::ModelError;
 
     fn from_str(s: &str) -> Result<Goal, crate::ModelError> {
-        match s {
-            "throughput" => Ok(Goal::Throughput),
-            "bidir" => Ok(Goal::Bidir),
-            "rr" => Ok(Goal::Rr),
-            other => Err(crate::ModelError::Query(format!(
-                "goal {other:?}: use throughput, bidir or rr"
-            ))),
-        }
+        let i = Self::NAMES.iter().position(|n| *n == s).ok_or_else(|| {
+            crate::ModelError::Query(format!("goal {s:?}: use throughput, bidir or rr"))
+        })?;
+        Ok(Self::ALL[i])
     }
 }
 
@@ -446,6 +440,15 @@ pub struct Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_name_parses_to_its_goal() {
+        for (i, g) in Goal::ALL.into_iter().enumerate() {
+            assert_eq!(g as usize, i);
+            assert_eq!(Goal::NAMES[i].parse::<Goal>().unwrap(), g);
+            assert_eq!(g.name(), Goal::NAMES[i]);
+        }
+    }
 
     fn rules() -> Rules {
         Rules::new(3, 5, 3.0, Better::Higher)
