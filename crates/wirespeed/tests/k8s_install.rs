@@ -14,12 +14,11 @@
 mod common;
 
 use common::cluster::{
-    Cluster, Scratch, can_run, check_nodes, nothing_left, text, unique, wait_for,
+    Cluster, Scratch, can_run, check_nodes, nothing_left, probe_times, text, unique, wait_for,
 };
 use common::heavy;
 use common::install::{chart, crd, have_tools, kubectl, tool};
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Instant;
 
@@ -104,25 +103,6 @@ fn status(c: &Cluster, s: &Scratch, ns: &str) -> Option<Value> {
         return None;
     }
     serde_json::from_slice(&std::fs::read(&jf).ok()?).ok()
-}
-
-/// Times of the measured rr probes per unordered pair.
-fn rr_times(st: &Value) -> std::collections::BTreeMap<(String, String), Vec<f64>> {
-    let mut out: std::collections::BTreeMap<_, Vec<f64>> = Default::default();
-    for r in st["recent"].as_array().into_iter().flatten() {
-        if r["workload"] != "rr" || !r["error"].is_null() {
-            continue;
-        }
-        let (a, b) = (
-            r["client"].as_str().unwrap_or(""),
-            r["server"].as_str().unwrap_or(""),
-        );
-        let k = if a < b { (a, b) } else { (b, a) };
-        out.entry((k.0.to_string(), k.1.to_string()))
-            .or_default()
-            .push(r["at_unix"].as_f64().unwrap_or(0.0));
-    }
-    out
 }
 
 fn now_unix() -> f64 {
@@ -399,44 +379,6 @@ fn dashboard_queries_return_data(p: &Prometheus) {
     }
 }
 
-/// Agents (node -> image, Ready) and the watcher's image.
-fn images(
-    c: &Cluster,
-    ns: &str,
-) -> (
-    std::collections::BTreeMap<String, (String, bool)>,
-    BTreeSet<String>,
-) {
-    let pods = c.api("GET", &format!("/api/v1/namespaces/{ns}/pods"), None);
-    let mut agents = std::collections::BTreeMap::new();
-    let mut watchers = BTreeSet::new();
-    for p in pods["items"].as_array().into_iter().flatten() {
-        if !p["metadata"]["deletionTimestamp"].is_null() {
-            continue;
-        }
-        let image = p["spec"]["containers"][0]["image"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        let ready = p["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        match p["metadata"]["labels"]["app.kubernetes.io/name"].as_str() {
-            Some("wirespeed-agent") => {
-                let node = p["spec"]["nodeName"].as_str().unwrap_or("").to_string();
-                agents.insert(node, (image, ready));
-            }
-            Some("wirespeed-watch") if ready => {
-                watchers.insert(image);
-            }
-            _ => {}
-        }
-    }
-    (agents, watchers)
-}
-
 /// What is left in the namespace of the kinds the chart makes.
 fn left_in(c: &Cluster, ns: &str) -> Vec<String> {
     let mut left = Vec::new();
@@ -515,7 +457,7 @@ fn helm_installs_upgrades_and_uninstalls_a_watch_prometheus_scrapes() {
             120,
             || {
                 let st = status(&c, &s, &ns)?;
-                (rr_times(&st).len() == 3).then_some(st)
+                (probe_times(&st).len() == 3).then_some(st)
             },
         );
         let o = kubectl_in(&c, &s.0, &["wirespeed", "watch", "status", "-n", &ns]);
@@ -530,7 +472,10 @@ fn helm_installs_upgrades_and_uninstalls_a_watch_prometheus_scrapes() {
         let p = prometheus(&c, &s, &ns);
         wait_for("a baseline of 6 probes of every pair", 120, || {
             let st = status(&c, &s, &ns)?;
-            rr_times(&st).values().all(|v| v.len() >= 6).then_some(())
+            probe_times(&st)
+                .values()
+                .all(|v| v.len() >= 6)
+                .then_some(())
         });
         let cap = Cap::on(&c, 3);
         let planted = Instant::now();
@@ -572,18 +517,19 @@ fn helm_installs_upgrades_and_uninstalls_a_watch_prometheus_scrapes() {
         );
         assert!(o.status.success(), "helm upgrade: {}", text(&o));
         wait_for("every pod on the new image", 180, || {
-            let (a, w) = images(&c, &ns);
+            let a = c.agent_images(&ns);
             (a.len() == 3
                 && a.values().all(|(i, r)| *i == new_image && *r)
-                && w == BTreeSet::from([new_image.clone()]))
+                && c.watcher_rolled_out(&ns)
+                && c.watcher_image(&ns).as_deref() == Some(new_image.as_str()))
             .then_some(())
         });
         let st = wait_for("probes after the upgrade", 120, || {
             let st = status(&c, &s, &ns)?;
-            let t = rr_times(&st);
+            let t = probe_times(&st);
             (t.len() == 3 && t.values().all(|v| v.iter().any(|&x| x > t_up + 1.0))).then_some(st)
         });
-        let t = rr_times(&st);
+        let t = probe_times(&st);
         assert!(
             t.values().all(|v| v.iter().any(|&x| x < t_up)),
             "the probes before the upgrade are kept: {t:?}"

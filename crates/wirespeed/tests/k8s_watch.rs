@@ -18,7 +18,7 @@
 mod common;
 
 use common::cluster::{
-    Cluster, Scratch, can_run, check_nodes, nothing_left, text, unique, wait_for,
+    Cluster, Scratch, can_run, check_nodes, nothing_left, probe_times, text, unique, wait_for,
 };
 use common::heavy;
 use serde_json::{Value, json};
@@ -149,17 +149,7 @@ fn apply_and_watch_as(
     // The previous release's apply could return on the state of the
     // watcher being replaced (this one waits for the rollout first).
     wait_for("the watcher's Deployment rolled out", 120, || {
-        let d = c.api(
-            "GET",
-            &format!("/apis/apps/v1/namespaces/{ns}/deployments/wirespeed-watch"),
-            None,
-        );
-        let st = &d["status"];
-        (st["observedGeneration"] == d["metadata"]["generation"]
-            && st["replicas"] == 1
-            && st["updatedReplicas"] == 1
-            && st["availableReplicas"] == 1)
-            .then_some(())
+        c.watcher_rolled_out(ns).then_some(())
     });
     assert!(
         all.contains("port-forward service/wirespeed-watch"),
@@ -314,30 +304,6 @@ fn wait_log_until(
 /// The probe period the watcher runs with (`--probe-period 5s`).
 const PERIOD: f64 = 5.0;
 
-/// The watcher's pod: (name, node, pod IP), once one is Ready and not
-/// being deleted.
-fn watcher_pod(c: &Cluster, ns: &str) -> Option<(String, String, String)> {
-    let pods = c.api(
-        "GET",
-        &format!(
-            "/api/v1/namespaces/{ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dwirespeed-watch"
-        ),
-        None,
-    );
-    pods["items"].as_array()?.iter().find_map(|p| {
-        let ready = p["status"]["conditions"]
-            .as_array()?
-            .iter()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        (ready && p["metadata"]["deletionTimestamp"].is_null()).then_some(())?;
-        Some((
-            p["metadata"]["name"].as_str()?.to_string(),
-            p["spec"]["nodeName"].as_str()?.to_string(),
-            p["status"]["podIP"].as_str()?.to_string(),
-        ))
-    })
-}
-
 /// A hostPath PersistentVolume (in `dir`, owned by the watcher's user)
 /// and the claim `history` in `ns` bound to it by the controller manager.
 fn history_claim(c: &Cluster, ns: &str, dir: &std::path::Path) -> String {
@@ -356,28 +322,6 @@ fn history_claim(c: &Cluster, ns: &str, dir: &std::path::Path) -> String {
     pv
 }
 
-/// The rr probes of each pair in `st.recent`, times sorted.
-fn probe_times(st: &Value) -> std::collections::BTreeMap<(String, String), Vec<f64>> {
-    let mut out: std::collections::BTreeMap<_, Vec<f64>> = Default::default();
-    for r in st["recent"].as_array().into_iter().flatten() {
-        if r["workload"] != "rr" || !r["error"].is_null() {
-            continue;
-        }
-        let (a, b) = (
-            r["client"].as_str().unwrap_or("").to_string(),
-            r["server"].as_str().unwrap_or("").to_string(),
-        );
-        let k = if a < b { (a, b) } else { (b, a) };
-        out.entry(k)
-            .or_default()
-            .push(r["at_unix"].as_f64().unwrap_or(0.0));
-    }
-    for v in out.values_mut() {
-        v.sort_by(f64::total_cmp);
-    }
-    out
-}
-
 /// The watcher's pod deleted with its history on a PersistentVolume
 /// (issue 44, item 4): the new pod continues the same history (the
 /// old pod's probes are in its state), no pair waits longer than the
@@ -394,7 +338,7 @@ fn watcher_replaced_keeps_history(c: &Cluster, ns: &str, s: &Scratch, nodes: &[S
                 .all(|v| v.iter().filter(|&&x| x > t - 60.0).count() >= 2))
         .then_some(())
     });
-    let (old, _, _) = watcher_pod(c, ns).expect("a Ready watcher");
+    let (old, _, _) = c.watcher_pod(ns).expect("a Ready watcher");
     let asked = now_unix();
     c.api(
         "DELETE",
@@ -402,7 +346,7 @@ fn watcher_replaced_keeps_history(c: &Cluster, ns: &str, s: &Scratch, nodes: &[S
         None,
     );
     let (new, _, _) = wait_for("a new Ready watcher pod", 120, || {
-        watcher_pod(c, ns).filter(|(p, _, _)| *p != old)
+        c.watcher_pod(ns).filter(|(p, _, _)| *p != old)
     });
     let back = wait_for("the new watcher's state", 60, || {
         status(c, ns, &jf).filter(|st| st["started_unix"].as_f64() > Some(asked))
@@ -460,7 +404,7 @@ fn state_direct(c: &Cluster, ip: &str) -> Option<Value> {
 /// once the server is back its log says listing failed and works again,
 /// and every pair was measured during the outage.
 fn api_server_out_a_minute(c: &Cluster, ns: &str, s: &Scratch) {
-    let (_, _, ip) = watcher_pod(c, ns).expect("a Ready watcher");
+    let (_, _, ip) = c.watcher_pod(ns).expect("a Ready watcher");
     let stored = |st: &Value| st["tests_stored"].as_u64().unwrap_or(0);
     let at_stop = stored(&state_direct(c, &ip).expect("the watcher answers"));
     let o = common::cluster::cs(&["api-stop", "--name", &c.name]);
@@ -529,7 +473,7 @@ fn links_of<'a>(st: &'a Value, node: &str) -> Vec<&'a Value> {
 fn node_lost(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String]) {
     // Right after the outage the controller manager may show pods not
     // Ready until their kubelets report again.
-    let (_, home, _) = wait_for("a Ready watcher", 60, || watcher_pod(c, ns));
+    let (_, home, _) = wait_for("a Ready watcher", 60, || c.watcher_pod(ns));
     let (i, lost) = nodes
         .iter()
         .enumerate()
@@ -709,44 +653,6 @@ fn real_cluster_watches_every_pair_and_follows_replaced_agents() {
     nothing_left(&name);
 }
 
-/// The agents' pods: node -> (image, Ready), those not being deleted.
-fn agent_images(c: &Cluster, ns: &str) -> std::collections::BTreeMap<String, (String, bool)> {
-    let pods = c.api(
-        "GET",
-        &format!(
-            "/api/v1/namespaces/{ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dwirespeed-agent"
-        ),
-        None,
-    );
-    let mut out = std::collections::BTreeMap::new();
-    for p in pods["items"].as_array().into_iter().flatten() {
-        if !p["metadata"]["deletionTimestamp"].is_null() {
-            continue;
-        }
-        let ready = p["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        let node = p["spec"]["nodeName"].as_str().unwrap_or("").to_string();
-        let image = p["spec"]["containers"][0]["image"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        out.insert(node, (image, ready));
-    }
-    out
-}
-
-/// The watcher pod's image, once one is Ready.
-fn watcher_image(c: &Cluster, ns: &str) -> Option<String> {
-    let (pod, _, _) = watcher_pod(c, ns)?;
-    let p = c.api("GET", &format!("/api/v1/namespaces/{ns}/pods/{pod}"), None);
-    p["spec"]["containers"][0]["image"]
-        .as_str()
-        .map(String::from)
-}
-
 /// Waits until every pair has two probes after `t`; the state then.
 fn probed_twice_after(c: &Cluster, ns: &str, jf: &str, t: f64, what: &str) -> Value {
     wait_for(what, 120, || {
@@ -787,11 +693,11 @@ fn upgrade(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String], old_image: &str
         "two probes of every pair on the old release",
     );
     assert!(
-        agent_images(c, ns)
+        c.agent_images(ns)
             .values()
             .all(|(i, r)| i == old_image && *r),
         "{:?}",
-        agent_images(c, ns)
+        c.agent_images(ns)
     );
     // 1. The watcher alone (the runner side of the fleet protocol).
     let t1 = now_unix();
@@ -804,7 +710,7 @@ fn upgrade(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String], old_image: &str
     );
     assert!(r["kind"] == "Deployment", "{r}");
     wait_for("the new watcher Ready", 120, || {
-        (watcher_image(c, ns)? == new_image).then_some(())
+        (c.watcher_image(ns)? == new_image).then_some(())
     });
     let swapped = now_unix() - t1;
     let st = probed_twice_after(
@@ -818,7 +724,7 @@ fn upgrade(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String], old_image: &str
         st["started_unix"].as_f64() > Some(t1),
         "a new watcher: {st}"
     );
-    let agents = agent_images(c, ns);
+    let agents = c.agent_images(ns);
     assert!(
         agents.values().all(|(i, _)| i == old_image),
         "the agents still run the previous release: {agents:?}"
@@ -839,7 +745,7 @@ fn upgrade(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String], old_image: &str
         &["--history-claim", "history"],
     );
     wait_for("every agent on the new image", 180, || {
-        let a = agent_images(c, ns);
+        let a = c.agent_images(ns);
         (a.len() == 3 && a.values().all(|(i, r)| *i == new_image && *r)).then_some(())
     });
     let rolled = now_unix();

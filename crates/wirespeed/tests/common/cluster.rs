@@ -283,6 +283,84 @@ impl Cluster {
         pv
     }
 
+    /// The watcher's pod in `ns`: (name, node, pod IP), once one is Ready
+    /// and not being deleted.
+    pub fn watcher_pod(&self, ns: &str) -> Option<(String, String, String)> {
+        let pods = self.api(
+            "GET",
+            &format!(
+                "/api/v1/namespaces/{ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dwirespeed-watch"
+            ),
+            None,
+        );
+        pods["items"].as_array()?.iter().find_map(|p| {
+            let ready = p["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            (ready && p["metadata"]["deletionTimestamp"].is_null()).then_some(())?;
+            Some((
+                p["metadata"]["name"].as_str()?.to_string(),
+                p["spec"]["nodeName"].as_str()?.to_string(),
+                p["status"]["podIP"].as_str()?.to_string(),
+            ))
+        })
+    }
+
+    /// The watcher pod's image in `ns`, once one is Ready.
+    pub fn watcher_image(&self, ns: &str) -> Option<String> {
+        let (pod, _, _) = self.watcher_pod(ns)?;
+        let p = self.api("GET", &format!("/api/v1/namespaces/{ns}/pods/{pod}"), None);
+        p["spec"]["containers"][0]["image"]
+            .as_str()
+            .map(String::from)
+    }
+
+    /// Whether the watcher's Deployment in `ns` has rolled out what was
+    /// last applied: observed, exactly one pod, updated and available.
+    pub fn watcher_rolled_out(&self, ns: &str) -> bool {
+        let d = self.api(
+            "GET",
+            &format!("/apis/apps/v1/namespaces/{ns}/deployments/wirespeed-watch"),
+            None,
+        );
+        let st = &d["status"];
+        st["observedGeneration"] == d["metadata"]["generation"]
+            && st["replicas"] == 1
+            && st["updatedReplicas"] == 1
+            && st["availableReplicas"] == 1
+    }
+
+    /// The agents' pods in `ns`: node -> (image, Ready), those not being
+    /// deleted.
+    pub fn agent_images(&self, ns: &str) -> BTreeMap<String, (String, bool)> {
+        let pods = self.api(
+            "GET",
+            &format!(
+                "/api/v1/namespaces/{ns}/pods?labelSelector=app.kubernetes.io%2Fname%3Dwirespeed-agent"
+            ),
+            None,
+        );
+        let mut out = BTreeMap::new();
+        for p in pods["items"].as_array().into_iter().flatten() {
+            if !p["metadata"]["deletionTimestamp"].is_null() {
+                continue;
+            }
+            let ready = p["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            let node = p["spec"]["nodeName"].as_str().unwrap_or("").to_string();
+            let image = p["spec"]["containers"][0]["image"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            out.insert(node, (image, ready));
+        }
+        out
+    }
+
     /// `wirespeed ARGS` in the runner's namespace, which reaches the API
     /// server and nothing else (`--kubeconfig` goes before a `--`).
     pub fn runner(&self, args: &[&str]) -> (Output, Duration) {
@@ -468,4 +546,27 @@ pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// The measured rr probes of each unordered node pair in a watch
+/// state's `recent` rows (`k8s watch status --json`), times sorted.
+pub fn probe_times(st: &Value) -> BTreeMap<(String, String), Vec<f64>> {
+    let mut out: BTreeMap<_, Vec<f64>> = BTreeMap::new();
+    for r in st["recent"].as_array().into_iter().flatten() {
+        if r["workload"] != "rr" || !r["error"].is_null() {
+            continue;
+        }
+        let (a, b) = (
+            r["client"].as_str().unwrap_or("").to_string(),
+            r["server"].as_str().unwrap_or("").to_string(),
+        );
+        let k = if a < b { (a, b) } else { (b, a) };
+        out.entry(k)
+            .or_default()
+            .push(r["at_unix"].as_f64().unwrap_or(0.0));
+    }
+    for v in out.values_mut() {
+        v.sort_by(f64::total_cmp);
+    }
+    out
 }
