@@ -1546,7 +1546,7 @@ _wirespeed() {
                     return 0
                     ;;
                 --probes)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "rr crr rr-64k" -- "${cur}"))
                     return 0
                     ;;
                 --bandwidth-duration)
@@ -2576,7 +2576,7 @@ _wirespeed() {
             fi
             case "${prev}" in
                 --network)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "host pod dra" -- "${cur}"))
                     return 0
                     ;;
                 --image)
@@ -2678,7 +2678,7 @@ _wirespeed() {
             fi
             case "${prev}" in
                 --network)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "host pod dra" -- "${cur}"))
                     return 0
                     ;;
                 --image)
@@ -2874,7 +2874,7 @@ _wirespeed() {
                     return 0
                     ;;
                 --workloads)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "stream rr crr udp-stream udp-rr" -- "${cur}"))
                     return 0
                     ;;
                 --port)
@@ -3150,7 +3150,7 @@ _wirespeed() {
             fi
             case "${prev}" in
                 --network)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "host pod dra" -- "${cur}"))
                     return 0
                     ;;
                 --image)
@@ -3408,7 +3408,7 @@ _wirespeed() {
                     return 0
                     ;;
                 --network)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "host pod" -- "${cur}"))
                     return 0
                     ;;
                 --port)
@@ -3456,7 +3456,7 @@ _wirespeed() {
                     return 0
                     ;;
                 --probes)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "rr crr rr-64k" -- "${cur}"))
                     return 0
                     ;;
                 --bandwidth-duration)
@@ -3502,7 +3502,7 @@ _wirespeed() {
             fi
             case "${prev}" in
                 --network)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "host pod dra" -- "${cur}"))
                     return 0
                     ;;
                 --image)

@@ -449,7 +449,9 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l budget -d 'Share of each link\'s capacity the watcher may use on average, percent: probes take at most half of it, bandwidth tests the rest' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l link-rate -d 'Each link\'s capacity, e.g. 10gbit, 100mbit (the budget\'s base)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l probe-period -d 'How often each pair is probed (stretched to fit the budget)' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l probes -d 'The probes, run together on each pair: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l probes -d 'The probes, run together on each pair: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)' -r -f -a "rr\t'100 transactions of 1 byte'
+crr\t'20 connections'
+rr-64k\t'8 transactions of 64 KiB'"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l bandwidth-duration -d 'Length of each bandwidth test of the rotation (per NIC pair)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l peers -d 'Agents each agent probes at most (all of them up to N + 1 agents)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l drift-ratio -d 'A link has moved when its last two tests lie this factor from its baseline\'s median (and outside its range)' -r
@@ -457,7 +459,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l retain -d 'Prune history older than this, at start and hourly' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l listen -d 'Serve the live page (/), /metrics and /v1/watch here, e.g. 127.0.0.1:5390' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l dry-run -d 'Print the schedule (pairs, probe period, bandwidth rotation) and how long planning took, then exit'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
@@ -478,7 +480,9 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and not __fish_
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and not __fish_seen_subcommand_from manifests run image watch cleanup help" -f -a "watch" -d '`fleet watch` on the cluster: agents and a watcher Deployment that probes every pair on a schedule, keeps history and raises drift events (docs/k8s.md)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and not __fish_seen_subcommand_from manifests run image watch cleanup help" -f -a "cleanup" -d 'Delete what runs that did not end left behind (a run killed with SIGKILL, or whose machine went away): the namespaces runs made and the objects they put in a namespace they were given, found by the label `wirespeed.dev/run`. A run still alive is left alone'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and not __fish_seen_subcommand_from manifests run image watch cleanup help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l network -d 'Network modes, comma-separated: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l network -d 'Network modes, comma-separated: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each' -r -f -a "host\t''
+pod\t''
+dra\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l image -d 'Agent image, as printed by `wirespeed k8s image build --push REGISTRY/wirespeed:TAG` (REF@sha256:...). Required by `run`' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l http-port -d 'The agents\' HTTP API port' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l profile -d 'Tune profile (built-in name or file): its sysctls go into the pod-network agents\' securityContext.sysctls (those every node\'s kernel and kubelet accept; never the node\'s own), its NIC settings into DraNet\'s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied' -r
@@ -506,7 +510,9 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l no-network-policy -d 'Make no NetworkPolicy (by default one admits the agents\' ports only from the run\'s own pods and the API server)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -l runner -d 'Print instead what runs `k8s run` inside the cluster: a ServiceAccount, the ClusterRole and binding a run needs, and a Job running `wirespeed k8s run` with these objects\' flags and the arguments after `--` (docs/k8s.md)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from manifests" -s h -l help -d 'Print help'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l network -d 'Network modes, comma-separated: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l network -d 'Network modes, comma-separated: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each' -r -f -a "host\t''
+pod\t''
+dra\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l image -d 'Agent image, as printed by `wirespeed k8s image build --push REGISTRY/wirespeed:TAG` (REF@sha256:...). Required by `run`' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l http-port -d 'The agents\' HTTP API port' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l profile -d 'Tune profile (built-in name or file): its sysctls go into the pod-network agents\' securityContext.sysctls (those every node\'s kernel and kubelet accept; never the node\'s own), its NIC settings into DraNet\'s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied' -r
@@ -558,7 +564,11 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l loader -d 'What each --interference loader runs: stream or the victim\'s own workload at its size' -r -f -a "stream\t'Bulk TCP at bench\'s defaults'
 same\t'The victim\'s own workload and block size'"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l interference-server -d 'The node whose agent is the --interference server [default: the first chosen node]' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l workloads -d 'Several workloads in one run, comma-separated (e.g. stream,rr: the host vs pod table then has throughput, latency percentiles and CPU per Gbit/s and per transaction); replaces -w' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l workloads -d 'Several workloads in one run, comma-separated (e.g. stream,rr: the host vs pod table then has throughput, latency percentiles and CPU per Gbit/s and per transaction); replaces -w' -r -f -a "stream\t'bulk TCP'
+rr\t'TCP request/response'
+crr\t'TCP connect/request/response/close'
+udp-stream\t'bulk UDP (loss, reordering, jitter)'
+udp-rr\t'UDP request/response with a per-request timeout'"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s p -l port -d 'Control port when HOST names none' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s w -l workload -d 'Workload (each is one row of the engine\'s registry)' -r -f -a "stream\t'bulk TCP'
 rr\t'TCP request/response'

@@ -715,7 +715,9 @@ _arguments "${_arguments_options[@]}" : \
 '--budget=[Share of each link'\''s capacity the watcher may use on average, percent\: probes take at most half of it, bandwidth tests the rest]:BUDGET:_default' \
 '--link-rate=[Each link'\''s capacity, e.g. 10gbit, 100mbit (the budget'\''s base)]:LINK_RATE:_default' \
 '--probe-period=[How often each pair is probed (stretched to fit the budget)]:PROBE_PERIOD:_default' \
-'*--probes=[The probes, run together on each pair\: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)]:PROBES:_default' \
+'*--probes=[The probes, run together on each pair\: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)]:PROBES:((rr\:"100 transactions of 1 byte"
+crr\:"20 connections"
+rr-64k\:"8 transactions of 64 KiB"))' \
 '--bandwidth-duration=[Length of each bandwidth test of the rotation (per NIC pair)]:BANDWIDTH_DURATION:_default' \
 '--peers=[Agents each agent probes at most (all of them up to N + 1 agents)]:PEERS:_default' \
 '--drift-ratio=[A link has moved when its last two tests lie this factor from its baseline'\''s median (and outside its range)]:DRIFT_RATIO:_default' \
@@ -723,8 +725,8 @@ _arguments "${_arguments_options[@]}" : \
 '--retain=[Prune history older than this, at start and hourly]:RETAIN:_default' \
 '--listen=[Serve the live page (/), /metrics and /v1/watch here, e.g. 127.0.0.1\:5390]:LISTEN:_default' \
 '--dry-run[Print the schedule (pairs, probe period, bandwidth rotation) and how long planning took, then exit]' \
-'-h[Print help]' \
-'--help[Print help]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
 ;;
 (help)
@@ -805,7 +807,7 @@ _arguments "${_arguments_options[@]}" : \
         case $line[1] in
             (manifests)
 _arguments "${_arguments_options[@]}" : \
-'--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
+'*--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:(host pod dra)' \
 '--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
 '--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
 '--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
@@ -839,7 +841,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (run)
 _arguments "${_arguments_options[@]}" : \
-'--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
+'*--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:(host pod dra)' \
 '--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
 '--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
 '--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
@@ -857,7 +859,7 @@ _arguments "${_arguments_options[@]}" : \
 '--data-ports=[The agents'\'' data ports (LO-HI)\: a firewall or NetworkPolicy can admit them, and each agent'\''s Service (service paths) forwards them]:LO-HI:_default' \
 '*--api-source=[Where the API server'\''s pod-proxy connections come from (CIDR, repeatable), admitted to the agents'\'' HTTP port; \`k8s run\` adds the API server'\''s own addresses when none is given]:CIDR:_default' \
 '--paths=[Paths to measure, comma-separated\: host, same-node, cross-node, cross-zone, service (= service-same-node,service-cross-node), hairpin, dra \[default\: one per --network\: host, cross-node, dra\]]:LIST:_default' \
-'--nodes=[Only these nodes (comma-separated names)]:NODE,..:_default' \
+'*--nodes=[Only these nodes (comma-separated names)]:NODE,..:_default' \
 '--sample=[A seeded sample of N of the eligible nodes]:N:_default' \
 '--seed=[The sample'\''s seed\: the same seed over the same nodes picks the same sample]:SEED:_default' \
 '--pairs=[Node pairs to test across nodes, one \`CLIENT SERVER\` per line (instead of --pattern)]:FILE:_files' \
@@ -869,8 +871,8 @@ _arguments "${_arguments_options[@]}" : \
 '--csv=[Also write the cases as CSV here]:FILE:_files' \
 '--junit=[Also write the cases as JUnit XML here (one testcase per path, workload and pair)]:FILE:_files' \
 '--html=[Also write an HTML page here\: the path x pair heatmap and table]:FILE:_files' \
-'--sweep-sizes=[Message sizes to sweep on every path (comma-separated, e.g. 1k,16k,64k)\: one workload per size]:SIZES:_default' \
-'--sweep-flows=[Flows per pair to sweep on every path (e.g. 1,4,8)\: one workload per count]:COUNTS:_default' \
+'*--sweep-sizes=[Message sizes to sweep on every path (comma-separated, e.g. 1k,16k,64k)\: one workload per size]:SIZES:_default' \
+'*--sweep-flows=[Flows per pair to sweep on every path (e.g. 1,4,8)\: one workload per count]:COUNTS:_default' \
 '--kubeconfig=[The kubeconfig \[default\: \$KUBECONFIG, ~/.kube/config, in-cluster\]]:KUBECONFIG:_files' \
 '-n+[Namespace to run in \[default\: wirespeed-RUNID\]\: made by the run (and deleted after it) when it does not exist; an existing one is used as it is, never relabelled, and only what the run put there is deleted]:NAMESPACE:_default' \
 '--namespace=[Namespace to run in \[default\: wirespeed-RUNID\]\: made by the run (and deleted after it) when it does not exist; an existing one is used as it is, never relabelled, and only what the run put there is deleted]:NAMESPACE:_default' \
@@ -889,7 +891,11 @@ _arguments "${_arguments_options[@]}" : \
 '--loader=[What each --interference loader runs\: stream or the victim'\''s own workload at its size]:LOADER:((stream\:"Bulk TCP at bench'\''s defaults"
 same\:"The victim'\''s own workload and block size"))' \
 '--interference-server=[The node whose agent is the --interference server \[default\: the first chosen node\]]:NODE:_default' \
-'(-w --workload)--workloads=[Several workloads in one run, comma-separated (e.g. stream,rr\: the host vs pod table then has throughput, latency percentiles and CPU per Gbit/s and per transaction); replaces -w]:LIST:_default' \
+'(-w --workload)*--workloads=[Several workloads in one run, comma-separated (e.g. stream,rr\: the host vs pod table then has throughput, latency percentiles and CPU per Gbit/s and per transaction); replaces -w]:LIST:((stream\:"bulk TCP"
+rr\:"TCP request/response"
+crr\:"TCP connect/request/response/close"
+udp-stream\:"bulk UDP (loss, reordering, jitter)"
+udp-rr\:"UDP request/response with a per-request timeout"))' \
 '-p+[Control port when HOST names none]:PORT:_default' \
 '--port=[Control port when HOST names none]:PORT:_default' \
 '-w+[Workload (each is one row of the engine'\''s registry)]:WORKLOAD:((stream\:"bulk TCP"
@@ -1070,7 +1076,7 @@ _arguments "${_arguments_options[@]}" : \
         case $line[1] in
             (apply)
 _arguments "${_arguments_options[@]}" : \
-'--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
+'*--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:(host pod dra)' \
 '--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
 '--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
 '--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
@@ -1108,7 +1114,7 @@ _arguments "${_arguments_options[@]}" : \
 ;;
 (manifests)
 _arguments "${_arguments_options[@]}" : \
-'--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:_default' \
+'*--network=[Network modes, comma-separated\: host (hostNetwork), pod (the pod network), dra (NICs claimed from DraNet); one DaemonSet each]:NETWORK:(host pod dra)' \
 '--image=[Agent image, as printed by \`wirespeed k8s image build --push REGISTRY/wirespeed\:TAG\` (REF@sha256\:...). Required by \`run\`]:IMAGE:_default' \
 '--http-port=[The agents'\'' HTTP API port]:HTTP_PORT:_default' \
 '--profile=[Tune profile (built-in name or file)\: its sysctls go into the pod-network agents'\'' securityContext.sysctls (those every node'\''s kernel and kubelet accept; never the node'\''s own), its NIC settings into DraNet'\''s config (MTU, GSO/GRO sizes, ethtool features and private flags), e.g. tpu-multinic. For dra a field DraNet cannot carry (rx_ring, source_routing) or a private flag the claimed NICs lack is refused before anything is applied]:PROFILE:_default' \
@@ -1169,7 +1175,7 @@ _arguments "${_arguments_options[@]}" : \
 (in-cluster)
 _arguments "${_arguments_options[@]}" : \
 '--namespace=[The agents'\'' namespace (the pod'\''s own)]:NAMESPACE:_default' \
-'--network=[The agents'\'' network mode\: host or pod]:NETWORK:_default' \
+'--network=[The agents'\'' network mode\: host or pod]:NETWORK:(host pod)' \
 '--port=[The agents'\'' engine port]:PORT:_default' \
 '--http-port=[The agents'\'' HTTP port]:HTTP_PORT:_default' \
 '--rediscover=[How often the agents are listed again]:REDISCOVER:_default' \
@@ -1181,7 +1187,9 @@ _arguments "${_arguments_options[@]}" : \
 '--budget=[Share of each link'\''s capacity the watcher may use on average, percent\: probes take at most half of it, bandwidth tests the rest]:BUDGET:_default' \
 '--link-rate=[Each link'\''s capacity, e.g. 10gbit, 100mbit (the budget'\''s base)]:LINK_RATE:_default' \
 '--probe-period=[How often each pair is probed (stretched to fit the budget)]:PROBE_PERIOD:_default' \
-'*--probes=[The probes, run together on each pair\: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)]:PROBES:_default' \
+'*--probes=[The probes, run together on each pair\: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)]:PROBES:((rr\:"100 transactions of 1 byte"
+crr\:"20 connections"
+rr-64k\:"8 transactions of 64 KiB"))' \
 '--bandwidth-duration=[Length of each bandwidth test of the rotation (per NIC pair)]:BANDWIDTH_DURATION:_default' \
 '--peers=[Agents each agent probes at most (all of them up to N + 1 agents)]:PEERS:_default' \
 '--drift-ratio=[A link has moved when its last two tests lie this factor from its baseline'\''s median (and outside its range)]:DRIFT_RATIO:_default' \
@@ -1190,8 +1198,8 @@ _arguments "${_arguments_options[@]}" : \
 '--listen=[Serve the live page (/), /metrics and /v1/watch here, e.g. 127.0.0.1\:5390]:LISTEN:_default' \
 '--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '--dry-run[Print the schedule (pairs, probe period, bandwidth rotation) and how long planning took, then exit]' \
-'-h[Print help]' \
-'--help[Print help]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
 && ret=0
 ;;
 (help)

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use wirespeed_k8s::manifests::{self, Network};
 use wirespeed_k8s::{PathKind, gates};
 use wirespeed_types::paths::PathsReport;
+use wirespeed_types::units::parse_size;
 
 /// `wirespeed k8s`: kubectl's global `--context`, then a subcommand.
 #[derive(clap::Args, Debug)]
@@ -171,11 +172,11 @@ pub struct RunArgs {
     /// Paths to measure, comma-separated: host, same-node, cross-node,
     /// cross-zone, service (= service-same-node,service-cross-node),
     /// hairpin, dra [default: one per --network: host, cross-node, dra].
-    #[arg(long = "paths", id = "cluster_paths", value_name = "LIST")]
-    pub cluster_paths: Option<String>,
+    #[arg(long = "paths", id = "cluster_paths", value_name = "LIST", value_parser = path_list)]
+    pub cluster_paths: Option<PathList>,
     /// Only these nodes (comma-separated names).
-    #[arg(long, value_name = "NODE,..")]
-    pub nodes: Option<String>,
+    #[arg(long, value_name = "NODE,..", value_delimiter = ',')]
+    pub nodes: Option<Vec<String>>,
     /// A seeded sample of N of the eligible nodes.
     #[arg(long, value_name = "N")]
     pub sample: Option<usize>,
@@ -218,12 +219,12 @@ pub struct RunArgs {
     pub html: Option<PathBuf>,
     /// Message sizes to sweep on every path (comma-separated, e.g.
     /// 1k,16k,64k): one workload per size.
-    #[arg(long, value_name = "SIZES")]
-    pub sweep_sizes: Option<String>,
+    #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = crate::checked(parse_size))]
+    pub sweep_sizes: Option<Vec<String>>,
     /// Flows per pair to sweep on every path (e.g. 1,4,8): one workload
     /// per count.
-    #[arg(long, value_name = "COUNTS")]
-    pub sweep_flows: Option<String>,
+    #[arg(long, value_name = "COUNTS", value_delimiter = ',')]
+    pub sweep_flows: Option<Vec<u32>>,
     /// The kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
@@ -311,12 +312,23 @@ pub struct RunArgs {
     /// Several workloads in one run, comma-separated (e.g. stream,rr: the
     /// host vs pod table then has throughput, latency percentiles and CPU
     /// per Gbit/s and per transaction); replaces -w.
-    #[arg(long, value_name = "LIST", conflicts_with = "workload")]
-    pub workloads: Option<String>,
+    #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with = "workload",
+          value_parser = wirespeed_experiment::cell::workload_parser())]
+    pub workloads: Option<Vec<wirespeed_engine::Workload>>,
     /// Bench's flags: workload, duration, flows, sizes, --port (the
     /// agents' engine port), --key-file (else a fresh key).
     #[command(flatten)]
     pub bench: wirespeed_experiment::BenchArgs,
+}
+
+/// `k8s run --paths`' list, checked at parse time (`service` and `pod`
+/// name several paths, so it is one value, not a list of choices).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathList(pub Vec<PathKind>);
+
+/// Parses `--paths`.
+fn path_list(s: &str) -> std::result::Result<PathList, wirespeed_k8s::K8sError> {
+    PathKind::parse_list(s).map(PathList)
 }
 
 /// How to get an image a cluster can pull.
@@ -327,35 +339,21 @@ pub const IMAGE_HINT: &str = "build and push one with `wirespeed k8s image build
 /// The run's workloads: bench's flags once per `--workloads` entry (or
 /// once, for -w), each swept over `--sweep-flows` and `--sweep-sizes`.
 pub fn run_workloads(a: &RunArgs) -> Result<Vec<wirespeed_fleet::WorkloadSpec>> {
-    let names: Vec<String> = match &a.workloads {
-        Some(list) => list.split(',').map(|w| w.trim().to_string()).collect(),
-        None => vec![a.bench.workload.clone()],
+    let workloads = match &a.workloads {
+        Some(list) => list.clone(),
+        None => vec![a.bench.workload],
     };
-    let known: Vec<&str> = wirespeed_engine::spec::WORKLOADS
-        .iter()
-        .map(|i| i.name)
-        .collect();
     let flows: Vec<Option<u32>> = match &a.sweep_flows {
-        Some(l) => l
-            .split(',')
-            .map(|f| f.trim().parse::<u32>().map(Some))
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("--sweep-flows {l:?}: use counts, e.g. 1,4,8"))?,
+        Some(l) => l.iter().copied().map(Some).collect(),
         None => vec![None],
     };
     let mut out = Vec::new();
-    for w in &names {
-        let Some(workload) = wirespeed_engine::Workload::from_name(w) else {
-            bail!(
-                "--workloads: {w:?} is not a workload ({})",
-                known.join(", ")
-            );
-        };
+    for &workload in &workloads {
         // A transactional workload's -s takes the size list itself.
         let rr = !workload.is_bulk();
         for f in &flows {
             let mut b = a.bench.clone();
-            b.workload = w.clone();
+            b.workload = workload;
             if let Some(f) = f {
                 b.flows = *f;
             }
@@ -363,11 +361,11 @@ pub fn run_workloads(a: &RunArgs) -> Result<Vec<wirespeed_fleet::WorkloadSpec>> 
             match (&a.sweep_sizes, rr) {
                 // rr's own -s takes a list: labels rr-1KiB, rr-64KiB, ...
                 (Some(sizes), true) => {
-                    b.size = Some(sizes.clone());
+                    b.size = Some(sizes.join(","));
                     specs.extend(crate::fleet::workloads(&b)?);
                 }
                 (Some(sizes), false) => {
-                    for size in sizes.split(',').map(str::trim) {
+                    for size in sizes {
                         let mut bs = b.clone();
                         bs.msg_size = Some(size.to_string());
                         for mut s in crate::fleet::workloads(&bs)? {
@@ -392,8 +390,10 @@ pub fn run_workloads(a: &RunArgs) -> Result<Vec<wirespeed_fleet::WorkloadSpec>> 
 /// The paths of a run: --paths, else one per --network mode.
 pub fn run_paths(a: &RunArgs) -> Result<Vec<PathKind>> {
     Ok(match &a.cluster_paths {
-        Some(p) => PathKind::parse_list(p)?,
-        None => Network::parse_list(&a.objects.network)?
+        Some(p) => p.0.clone(),
+        None => a
+            .objects
+            .networks()?
             .into_iter()
             .map(PathKind::of_network)
             .collect(),

@@ -5,6 +5,7 @@
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::Path;
+use wirespeed_experiment::cell::named;
 use wirespeed_k8s::manifests::{self, Network, NicSelector, Options};
 
 /// What the objects are made of.
@@ -12,8 +13,9 @@ use wirespeed_k8s::manifests::{self, Network, NicSelector, Options};
 pub struct ObjectArgs {
     /// Network modes, comma-separated: host (hostNetwork), pod (the pod
     /// network), dra (NICs claimed from DraNet); one DaemonSet each.
-    #[arg(long, default_value = "pod")]
-    pub network: String,
+    #[arg(long, default_value = "pod", value_delimiter = ',',
+          value_parser = named(&Network::ALL, Network::as_str))]
+    pub network: Vec<Network>,
     /// Agent image, as printed by `wirespeed k8s image build --push
     /// REGISTRY/wirespeed:TAG` (REF@sha256:...). Required by `run`.
     #[arg(long)]
@@ -103,10 +105,20 @@ impl ObjectArgs {
         self.image.is_none()
     }
 
+    /// The --network modes, each once.
+    pub fn networks(&self) -> Result<Vec<Network>> {
+        for (i, n) in self.network.iter().enumerate() {
+            if self.network[..i].contains(n) {
+                bail!("--network: {n} given twice");
+            }
+        }
+        Ok(self.network.clone())
+    }
+
     /// wirespeed-k8s's options for `namespace`, the engine `port` and the
     /// key from `key_file` (a fresh one when none).
     pub fn options(&self, namespace: &str, port: u16, key_file: Option<&Path>) -> Result<Options> {
-        let networks = Network::parse_list(&self.network)?;
+        let networks = self.networks()?;
         let key = match key_file {
             Some(p) => crate::read_key(p)?,
             None => manifests::generate_key()?,

@@ -85,6 +85,9 @@ pub struct StatusArgs {
     pub json: Option<PathBuf>,
 }
 
+/// The networks a watch watches (a DRA claim is per pod, not per node).
+const WATCHED: [Network; 2] = [Network::Host, Network::Pod];
+
 /// Options of `k8s watch in-cluster`.
 #[derive(clap::Args, Debug)]
 pub struct InClusterArgs {
@@ -92,8 +95,8 @@ pub struct InClusterArgs {
     #[arg(long)]
     pub namespace: String,
     /// The agents' network mode: host or pod.
-    #[arg(long)]
-    pub network: String,
+    #[arg(long, value_parser = wirespeed_experiment::cell::named(&WATCHED, Network::as_str))]
+    pub network: Network,
     /// The agents' engine port.
     #[arg(long)]
     pub port: u16,

@@ -164,6 +164,19 @@ where
     PossibleValuesParser::new(values).try_map(|s: String| s.parse::<T>())
 }
 
+/// A value checked at parse time but kept as the text given (for flags
+/// whose text is passed on or becomes a label): clap refuses, naming the
+/// flag, a value `check` refuses.
+pub fn checked<T: 'static, E>(
+    check: fn(&str) -> std::result::Result<T, E>,
+) -> impl clap::builder::TypedValueParser<Value = String>
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync + 'static>> + 'static,
+{
+    use clap::builder::{NonEmptyStringValueParser, TypedValueParser};
+    NonEmptyStringValueParser::new().try_map(move |s| check(s.trim()).map(|_| s.trim().to_string()))
+}
+
 /// A fleet key file's bytes; a warning about the file (its mode) goes
 /// to stderr.
 pub fn read_key(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
@@ -259,7 +272,7 @@ mod loaders_tests {
     #[test]
     fn fleet_and_cluster_runs_refuse_loaders() {
         let mut b = BenchArgs::defaults();
-        b.workload = "rr".into();
+        b.workload = wirespeed_engine::Workload::Rr;
         b.loaders = 2;
         let e = crate::fleet::workloads(&b).unwrap_err().to_string();
         assert!(e.contains("--loaders"), "{e}");

@@ -38,8 +38,13 @@ pub struct WatchArgs {
     pub probe_period: String,
     /// The probes, run together on each pair: rr (100 transactions of
     /// 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB).
-    #[arg(long, value_delimiter = ',', default_value = "rr,crr,rr-64k")]
-    pub probes: Vec<String>,
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "rr,crr,rr-64k"
+    )]
+    pub probes: Vec<Probe>,
     /// Length of each bandwidth test of the rotation (per NIC pair).
     #[arg(long, default_value = "2s")]
     pub bandwidth_duration: String,
@@ -66,14 +71,27 @@ pub struct WatchArgs {
     pub dry_run: bool,
 }
 
-/// A probe workload by name.
-pub fn probe(name: &str) -> Result<WorkloadSpec> {
-    let (workload, size, count) = match name {
-        "rr" => (Workload::Rr, 1u32, 100u64),
-        "crr" => (Workload::Crr, 1, 20),
-        "rr-64k" => (Workload::Rr, 65536, 8),
-        _ => bail!("--probes: unknown probe {name:?}: use rr, crr or rr-64k"),
+/// A probe of `fleet watch --probes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Probe {
+    /// 100 transactions of 1 byte.
+    Rr,
+    /// 20 connections.
+    Crr,
+    /// 8 transactions of 64 KiB.
+    #[value(name = "rr-64k")]
+    Rr64k,
+}
+
+/// A probe's workload, labelled with its name.
+pub fn probe(p: Probe) -> WorkloadSpec {
+    let (workload, size, count) = match p {
+        Probe::Rr => (Workload::Rr, 1u32, 100u64),
+        Probe::Crr => (Workload::Crr, 1, 20),
+        Probe::Rr64k => (Workload::Rr, 65536, 8),
     };
+    let name = clap::ValueEnum::to_possible_value(&p)
+        .map_or_else(String::new, |v| v.get_name().to_string());
     let spec = TestSpec {
         workload,
         request_size: size,
@@ -84,10 +102,7 @@ pub fn probe(name: &str) -> Result<WorkloadSpec> {
         bytes: Some(count * 2 * u64::from(size)),
         ..TestSpec::default()
     };
-    Ok(WorkloadSpec {
-        label: name.to_string(),
-        spec,
-    })
+    WorkloadSpec { label: name, spec }
 }
 
 /// The watcher's traffic budget from the flags and the probes.
@@ -112,11 +127,7 @@ pub fn budget(a: &WatchArgs, probes: &[WorkloadSpec], bandwidth_s: f64) -> Resul
 
 /// The probes and the budget from the flags.
 pub fn plan_inputs(a: &WatchArgs) -> Result<(Vec<WorkloadSpec>, f64, Budget)> {
-    let probes = a
-        .probes
-        .iter()
-        .map(|p| probe(p))
-        .collect::<Result<Vec<_>>>()?;
+    let probes: Vec<WorkloadSpec> = a.probes.iter().map(|p| probe(*p)).collect();
     if probes.is_empty() {
         bail!("--probes: give at least one probe");
     }

@@ -29,13 +29,13 @@ pub struct BenchArgs {
     pub port: u16,
     /// Workload (each is one row of the engine's registry).
     #[arg(short, long, default_value = "stream", value_parser = workload_parser())]
-    pub workload: String,
+    pub workload: Workload,
     /// Short for --workload udp-stream (iperf3's -u).
     #[arg(short = 'u', long, conflicts_with = "workload")]
     pub udp: bool,
     /// Stream direction: forward (client sends), reverse, bidir.
-    #[arg(long, default_value = "forward", value_parser = ["forward", "reverse", "bidir"])]
-    pub direction: String,
+    #[arg(long, default_value = "forward", value_parser = named(&Direction::ALL, Direction::name))]
+    pub direction: Direction,
     /// Short for --direction reverse.
     #[arg(short = 'R', long, conflicts_with = "bidir")]
     pub reverse: bool,
@@ -156,8 +156,8 @@ pub struct BenchArgs {
     /// udp-stream only). A side whose kernel refuses io_uring (the
     /// io_uring_disabled sysctl, a container's seccomp profile) runs epoll
     /// and says why in the notes.
-    #[arg(long, value_name = "ENGINE", default_value = "epoll", value_parser = ["epoll", "uring"])]
-    pub io: String,
+    #[arg(long, value_name = "ENGINE", default_value = "epoll", value_parser = named(&IoEngine::ALL, IoEngine::name))]
+    pub io: IoEngine,
     /// rr, crr, udp-rr: timestamp a sample of transactions on both sides
     /// (kernel software timestamps) and report where the round trip is
     /// spent (docs/latency.md).
@@ -236,12 +236,30 @@ pub struct BenchArgs {
 }
 
 /// `-w`'s values: every workload's name, with its one-line description.
-fn workload_parser() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(
+pub fn workload_parser() -> impl clap::builder::TypedValueParser<Value = Workload> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
         WORKLOADS
             .iter()
-            .map(|i| clap::builder::PossibleValue::new(i.name).help(i.about)),
+            .map(|i| PossibleValue::new(i.name).help(i.about)),
     )
+    .try_map(|s| Workload::from_name(&s).ok_or(format!("unknown workload {s:?}")))
+}
+
+/// A closed set's values by name, parsed to the value itself: `--help`
+/// lists `all` in order and clap refuses any other name. The one
+/// parser of bench's and the other commands' closed sets.
+pub fn named<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(all.iter().map(|v| name(*v))).try_map(move |s| {
+        all.iter()
+            .copied()
+            .find(|v| name(*v) == s)
+            .ok_or(format!("unknown value {s:?}"))
+    })
 }
 
 /// `--format`'s values, parsed to the renderer's [`wirespeed_report::Format`].
@@ -285,7 +303,10 @@ fn keep_named(m: &mut ArgMatches) -> Vec<String> {
                     u32,
                     u16,
                     PathBuf,
-                    wirespeed_report::Format
+                    wirespeed_report::Format,
+                    Workload,
+                    Direction,
+                    IoEngine
                 );
             }
             None => {}
@@ -566,30 +587,27 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
 }
 
 /// The workload the flags name (`--udp` is udp-stream).
-fn workload_of(a: &BenchArgs) -> Result<Workload> {
-    let name = if a.udp { "udp-stream" } else { &a.workload };
-    Workload::from_name(name).ok_or_else(|| {
-        format!(
-            "unknown workload {:?}: use one of {}",
-            a.workload,
-            Workload::names().join(", ")
-        )
-    })
+fn workload_of(a: &BenchArgs) -> Workload {
+    if a.udp {
+        Workload::UdpStream
+    } else {
+        a.workload
+    }
 }
 
 /// The spec the flags give, but for the request and response sizes.
 fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
-    let workload = workload_of(a)?;
+    let workload = workload_of(a);
     let udp = workload.is_udp();
     let msg_size = match &a.msg_size {
         Some(s) => size32(s)?,
         None if udp => DEFAULT_DATAGRAM,
         None => 512 << 10,
     };
-    let direction = match (a.reverse, a.bidir, a.direction.as_str()) {
-        (true, _, _) | (_, _, "reverse") => Direction::Reverse,
-        (_, true, _) | (_, _, "bidir") => Direction::Bidir,
-        _ => Direction::Forward,
+    let direction = match (a.reverse, a.bidir) {
+        (true, _) => Direction::Reverse,
+        (_, true) => Direction::Bidir,
+        _ => a.direction,
     };
     let mut paths = Vec::new();
     for p in &a.path {
@@ -661,7 +679,7 @@ fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
         breakdown: a.breakdown,
         rx_zerocopy: a.rx_zerocopy,
         busy_poll_us: a.busy_poll,
-        io: IoEngine::from_name(&a.io).ok_or_else(|| format!("--io: unknown engine {:?}", a.io))?,
+        io: a.io,
         ..TestSpec::default()
     })
 }

@@ -147,6 +147,20 @@ pub enum Direction {
     Bidir,
 }
 
+impl Direction {
+    /// Every direction, in the order the CLI lists them.
+    pub const ALL: [Direction; 3] = [Direction::Forward, Direction::Reverse, Direction::Bidir];
+
+    /// The name a user types (`--direction NAME`) and JSON carries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Forward => "forward",
+            Direction::Reverse => "reverse",
+            Direction::Bidir => "bidir",
+        }
+    }
+}
+
 /// One (local, remote) pair that flows are striped over.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PathSpec {

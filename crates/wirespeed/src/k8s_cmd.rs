@@ -110,10 +110,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
         eprintln!("{}", lines.line(p));
     }));
     let choice = wirespeed_k8s::nodes::NodeChoice {
-        names: a
-            .nodes
-            .as_ref()
-            .map(|n| n.split(',').map(|x| x.trim().to_string()).collect()),
+        names: a.nodes.clone(),
         selector: o.node_selector.clone(),
         sample: a.sample,
         seed: a.seed,

@@ -6,7 +6,7 @@ use crate::watch_cmd;
 use anyhow::{Context, Result, bail};
 use std::time::Duration;
 use wirespeed_cli::k8s_watch::*;
-use wirespeed_k8s::manifests::{self, Network};
+use wirespeed_k8s::manifests;
 use wirespeed_k8s::watch::{self as kwatch, InCluster};
 
 /// Runs a `k8s watch` subcommand.
@@ -112,13 +112,9 @@ fn in_cluster(a: InClusterArgs) -> Result<()> {
     if watch_cmd::names_a_fleet(&a.watch) {
         bail!("k8s watch in-cluster finds its agents: no --agents, --synthetic or --dry-run");
     }
-    let network = Network::parse_list(&a.network)?;
-    let [network @ (Network::Host | Network::Pod)] = network.as_slice() else {
-        bail!("--network: host or pod");
-    };
     let c = InCluster {
         namespace: a.namespace.clone(),
-        network: *network,
+        network: a.network,
         port: a.port,
         http_port: a.http_port,
         rediscover: secs("--rediscover", &a.rediscover)?,

@@ -118,8 +118,45 @@ fn closed_sets_are_typed_at_parse_time() {
             &["optimize", "127.0.0.1", "--goal", "speed"][..],
             "[possible values: throughput, bidir, rr]",
         ),
+        (
+            &["bench", "127.0.0.1", "-w", "tcp"][..],
+            "[possible values: stream, rr, crr, udp-stream, udp-rr]",
+        ),
+        (
+            &["bench", "127.0.0.1", "--direction", "up"][..],
+            "[possible values: forward, reverse, bidir]",
+        ),
+        (
+            &["bench", "127.0.0.1", "--io", "aio"][..],
+            "[possible values: epoll, uring]",
+        ),
+        (
+            &["k8s", "run", "--workloads", "stream,tcp"][..],
+            "[possible values: stream, rr, crr, udp-stream, udp-rr]",
+        ),
+        (
+            &["k8s", "run", "--network", "host,overlay"][..],
+            "[possible values: host, pod, dra]",
+        ),
+        (
+            &["k8s", "watch", "apply", "--network", "sriov"][..],
+            "[possible values: host, pod, dra]",
+        ),
+        (
+            &["fleet", "watch", "--synthetic", "4", "--probes", "rr,ping"][..],
+            "[possible values: rr, crr, rr-64k]",
+        ),
     ] {
         assert_clean_failure(args, choices);
+        assert_clean_failure(args, "invalid value");
+    }
+    // Lists and values of an open set are checked at parse time too.
+    for (args, why) in [
+        (&["k8s", "run", "--paths", "host,tunnel"][..], "not a path"),
+        (&["k8s", "run", "--sweep-sizes", "1k,big"][..], "big"),
+        (&["k8s", "run", "--sweep-flows", "1,four"][..], "four"),
+    ] {
+        assert_clean_failure(args, why);
         assert_clean_failure(args, "invalid value");
     }
     let out = Command::new(bin())
