@@ -6,6 +6,7 @@ use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use wirespeed_k8s::manifests::{self, Network};
 use wirespeed_k8s::{PathKind, gates};
+use wirespeed_types::error::Invalid;
 use wirespeed_types::paths::PathsReport;
 use wirespeed_types::units::parse_size;
 
@@ -434,16 +435,12 @@ pub fn run_policy_load(a: &RunArgs, paths: &[PathKind]) -> Result<Vec<u32>> {
 
 /// The gates from the flags; the baseline read now, before the run.
 pub fn run_gates(a: &RunArgs) -> Result<gates::Gates> {
-    let rate = |s: &str| {
-        wirespeed_engine::units::parse_rate(s)
-            .map(|r| r as f64)
-            .map_err(|e| e.to_string())
-    };
+    let rate = |s: &str| wirespeed_engine::units::parse_rate(s).map(|r| r as f64);
     let count = |s: &str| {
         s.parse::<f64>()
             .ok()
             .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| "use a number of transactions/s".to_string())
+            .ok_or_else(|| Invalid("use a number of transactions/s".into()))
     };
     if !(0.0..100.0).contains(&a.tolerance) {
         bail!("--tolerance {}: use 0 to 100 (%)", a.tolerance);

@@ -171,8 +171,11 @@ impl ObjectArgs {
     }
 }
 
+/// Keys and their values, e.g. a container's resource requests.
+pub type KeyValues = BTreeMap<String, String>;
+
 /// `KEY=VALUE,...` of flag `--flag` as a map (empty when absent).
-pub fn key_values(flag: &str, s: Option<&str>) -> Result<BTreeMap<String, String>> {
+pub fn key_values(flag: &str, s: Option<&str>) -> Result<KeyValues> {
     let mut out = BTreeMap::new();
     for kv in s.unwrap_or("").split(',').filter(|p| !p.trim().is_empty()) {
         let Some((k, v)) = kv.split_once('=') else {

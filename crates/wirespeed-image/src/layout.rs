@@ -2,7 +2,7 @@
 //! `blobs/sha256/...`), what `ctr images import` and `skopeo copy oci-archive:`
 //! read.
 
-use crate::{Image, ImageError, oci};
+use crate::{EncodeError, Image, ImageError, oci};
 use oci_spec::image::OciLayoutBuilder;
 use std::path::Path;
 
@@ -11,8 +11,8 @@ pub fn tar(image: &Image, ref_name: &str) -> Result<Vec<u8>, ImageError> {
     let layout = OciLayoutBuilder::default()
         .image_layout_version("1.0.0")
         .build()
-        .map_err(|e| enc(e.to_string()))?;
-    let layout = serde_json::to_vec(&layout).map_err(|e| enc(e.to_string()))?;
+        .map_err(enc)?;
+    let layout = serde_json::to_vec(&layout).map_err(enc)?;
     let index = oci::index(&image.manifest, ref_name)?;
     let mut b = tar::Builder::new(Vec::new());
     let mut add = |path: &str, data: &[u8]| {
@@ -26,8 +26,7 @@ pub fn tar(image: &Image, ref_name: &str) -> Result<Vec<u8>, ImageError> {
         } else {
             tar::EntryType::Regular
         });
-        b.append_data(&mut h, path, data)
-            .map_err(|e| enc(e.to_string()))
+        b.append_data(&mut h, path, data).map_err(enc)
     };
     add("oci-layout", &layout)?;
     add("index.json", &index)?;
@@ -36,21 +35,21 @@ pub fn tar(image: &Image, ref_name: &str) -> Result<Vec<u8>, ImageError> {
     for blob in [&image.layer, &image.config, &image.manifest] {
         add(&format!("blobs/sha256/{}", blob.hex), &blob.data)?;
     }
-    b.into_inner().map_err(|e| enc(e.to_string()))
+    b.into_inner().map_err(enc)
 }
 
 /// Writes the layout tar to `path`.
 pub fn write(image: &Image, ref_name: &str, path: &Path) -> Result<(), ImageError> {
     let data = tar(image, ref_name)?;
-    std::fs::write(path, data).map_err(|source| ImageError::Write {
+    std::fs::write(path, data).map_err(|error| ImageError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 
-fn enc(why: String) -> ImageError {
+fn enc(why: impl Into<EncodeError>) -> ImageError {
     ImageError::Encode {
         what: "the OCI layout tar",
-        why,
+        why: why.into(),
     }
 }

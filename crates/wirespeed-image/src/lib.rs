@@ -21,7 +21,7 @@ pub mod rootfs;
 /// The git commit the binary was built from ("unknown" outside git).
 pub const GIT_COMMIT: &str = env!("WIRESPEED_GIT_COMMIT");
 
-pub use error::ImageError;
+pub use error::{BinaryError, EncodeError, ImageError, PushError};
 pub use oci::Blob;
 pub use push::{PushOptions, push};
 
@@ -117,9 +117,9 @@ pub fn platform() -> String {
 /// Builds the image of the wirespeed binary at `binary` with `labels`.
 /// The same binary and host libraries give the same digest.
 pub fn build(binary: &Path, labels: &Labels) -> Result<Image, ImageError> {
-    let bytes = std::fs::read(binary).map_err(|source| ImageError::Read {
+    let bytes = std::fs::read(binary).map_err(|error| ImageError::Read {
         path: binary.to_path_buf(),
-        source,
+        error,
     })?;
     let libs = rootfs::libraries(binary, &bytes)?;
     let libraries = libs.iter().map(|(p, _)| p.clone()).collect();
@@ -144,6 +144,6 @@ fn gzip(data: &[u8]) -> Result<Vec<u8>, ImageError> {
         .and_then(|_| gz.finish())
         .map_err(|e| ImageError::Encode {
             what: "the gzip'd layer",
-            why: e.to_string(),
+            why: e.into(),
         })
 }

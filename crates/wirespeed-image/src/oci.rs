@@ -2,7 +2,7 @@
 //! a layout's index, each serialized as canonical JSON (sorted keys, no
 //! spaces) so the same inputs give the same digests.
 
-use crate::{ImageError, Labels, rootfs};
+use crate::{EncodeError, ImageError, Labels, rootfs};
 use oci_spec::image::{
     ANNOTATION_REF_NAME, ANNOTATION_REVISION, ANNOTATION_SOURCE, ANNOTATION_TITLE,
     ANNOTATION_VERSION, Arch, ConfigBuilder, Descriptor, ImageConfigurationBuilder,
@@ -57,10 +57,10 @@ pub fn sha256_hex(data: &[u8]) -> String {
         .collect()
 }
 
-fn encode(what: &'static str, e: impl std::fmt::Display) -> ImageError {
+fn encode(what: &'static str, e: impl Into<EncodeError>) -> ImageError {
     ImageError::Encode {
         what,
-        why: e.to_string(),
+        why: e.into(),
     }
 }
 
@@ -77,7 +77,7 @@ fn canonical(what: &'static str, value: &impl serde::Serialize) -> Result<Vec<u8
 /// user, the binary as entrypoint, the labels and the layer's diff_id
 /// (`diff_id_hex`: SHA-256 of the uncompressed tar).
 pub fn config(labels: &Labels, diff_id_hex: &str) -> Result<Blob, ImageError> {
-    let e = |e| encode("the image config", e);
+    let e = |e: oci_spec::OciSpecError| encode("the image config", e);
     let uid = rootfs::USER_ID;
     let run = ConfigBuilder::default()
         .user(format!("{uid}:{uid}"))

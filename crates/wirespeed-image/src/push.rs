@@ -2,7 +2,7 @@
 //! (oci-client): the layer and config blobs, then the manifest exactly as
 //! built, so the digest pushed is the digest printed.
 
-use crate::{Image, ImageError};
+use crate::{Image, ImageError, PushError};
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
@@ -20,27 +20,21 @@ pub struct PushOptions {
 /// Pushes `image` to `reference` (REGISTRY/REPO:TAG) and returns
 /// `REFERENCE@sha256:...`, the name that pins exactly this image.
 pub fn push(image: &Image, reference: &str, o: &PushOptions) -> Result<String, ImageError> {
-    let fail = |step: &str, why: String| ImageError::Push {
+    let fail = |step: &'static str, why: PushError| ImageError::Push {
         reference: reference.to_string(),
-        step: step.to_string(),
+        step,
         why,
     };
-    let r: Reference = reference.parse().map_err(|e| {
-        fail(
-            "parse the reference",
-            format!("{e}: use REGISTRY/NAME:TAG, e.g. registry.example:5000/wirespeed:0.1.0"),
-        )
-    })?;
+    let r: Reference = reference
+        .parse()
+        .map_err(|e| fail("parse the reference", PushError::Reference(e)))?;
     if r.digest().is_some() {
-        return Err(fail(
-            "parse the reference",
-            "it names a digest: push to a tag (REGISTRY/NAME:TAG)".into(),
-        ));
+        return Err(fail("parse the reference", PushError::Digest));
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| fail("start the HTTP client's runtime", e.to_string()))?;
+        .map_err(|e| fail("start the HTTP client's runtime", PushError::Runtime(e)))?;
     rt.block_on(upload(image, &r, o))
         .map_err(|(step, why)| fail(step, why))?;
     Ok(format!("{reference}@{}", image.manifest.digest()))
@@ -50,7 +44,7 @@ async fn upload(
     image: &Image,
     r: &Reference,
     o: &PushOptions,
-) -> Result<(), (&'static str, String)> {
+) -> Result<(), (&'static str, PushError)> {
     let client = Client::new(ClientConfig {
         protocol: if o.plain_http {
             ClientProtocol::Http
@@ -65,12 +59,9 @@ async fn upload(
         Some((u, p)) => RegistryAuth::Basic(u.clone(), p.clone()),
         None => RegistryAuth::Anonymous,
     };
-    let hint = |e: oci_client::errors::OciDistributionError| {
-        let scheme = if o.plain_http { "HTTP" } else { "HTTPS" };
-        format!(
-            "{e} (over {scheme}: check the registry address, --plain-http for a registry \
-             without TLS, and --registry-user/--registry-password-file)"
-        )
+    let hint = |error: oci_client::errors::OciDistributionError| PushError::Registry {
+        error,
+        plain_http: o.plain_http,
     };
     client
         .auth(r, &auth, RegistryOperation::Push)

@@ -3,7 +3,7 @@
 //! from this host, as a deterministic tar (fixed mtimes, sorted entries,
 //! owner root except the user's home).
 
-use crate::ImageError;
+use crate::{BinaryError, ImageError};
 use goblin::elf::Elf;
 use goblin::elf::header::{EM_AARCH64, EM_PPC64, EM_RISCV, EM_S390, EM_X86_64, ET_DYN, ET_EXEC};
 use std::collections::{BTreeMap, BTreeSet};
@@ -99,7 +99,7 @@ impl Tree {
     pub fn tar(&self) -> Result<Vec<u8>, ImageError> {
         let enc = |e: std::io::Error| ImageError::Encode {
             what: "the layer tar",
-            why: e.to_string(),
+            why: e.into(),
         };
         let mut b = tar::Builder::new(Vec::new());
         for (path, e) in &self.0 {
@@ -151,15 +151,11 @@ fn target() -> Option<(u16, &'static str)> {
 /// returns its loader and the shared libraries it needs, as (path in the
 /// image, bytes) read from this host; none for a static binary.
 pub fn libraries(path: &Path, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, ImageError> {
-    let bad = |why: String| ImageError::Binary {
+    let bad = |why: BinaryError| ImageError::Binary {
         path: path.to_path_buf(),
         why,
     };
-    let elf = Elf::parse(bytes).map_err(|e| {
-        bad(format!(
-            "not an ELF executable ({e}): pass a wirespeed binary built for Linux with --binary"
-        ))
-    })?;
+    let elf = Elf::parse(bytes).map_err(|e| bad(BinaryError::NotElf(e)))?;
     check_elf(&elf).map_err(bad)?;
     let Some(interp) = elf.interpreter else {
         return Ok(Vec::new());
@@ -182,17 +178,15 @@ pub fn libraries(path: &Path, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, Im
     Ok(out)
 }
 
-fn check_elf(elf: &Elf) -> Result<(), String> {
+fn check_elf(elf: &Elf) -> Result<(), BinaryError> {
     if !matches!(elf.header.e_type, ET_EXEC | ET_DYN) || elf.entry == 0 {
-        return Err("an ELF file but not an executable: pass the wirespeed binary".into());
+        return Err(BinaryError::NotExecutable);
     }
     match target() {
-        Some((machine, _)) if machine != elf.header.e_machine => Err(format!(
-            "built for ELF machine {} but this wirespeed builds {} images: \
-             run `k8s image build` with a wirespeed built for the image's architecture",
-            elf.header.e_machine,
-            std::env::consts::ARCH
-        )),
+        Some((machine, _)) if machine != elf.header.e_machine => Err(BinaryError::Machine {
+            machine: elf.header.e_machine,
+            arch: std::env::consts::ARCH,
+        }),
         _ => Ok(()),
     }
 }
@@ -209,27 +203,30 @@ fn library_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-fn find_library(name: &str) -> Result<(PathBuf, Vec<u8>), String> {
+fn find_library(name: &str) -> Result<(PathBuf, Vec<u8>), BinaryError> {
     if name.contains('/') {
-        return Err(format!("needs library {name:?} by path; not supported"));
+        return Err(BinaryError::LibraryByPath(name.to_string()));
     }
     let dirs = library_dirs();
     for d in &dirs {
         let p = d.join(name);
         if p.is_file() {
-            return read(&p).map(|data| (p, data)).map_err(|e| e.to_string());
+            return match std::fs::read(&p) {
+                Ok(data) => Ok((p, data)),
+                Err(error) => Err(BinaryError::LibraryUnreadable { path: p, error }),
+            };
         }
     }
-    Err(format!(
-        "needs shared library {name}, found in none of {dirs:?}: build the image on the \
-         machine the binary was built on, or pass a statically linked binary with --binary"
-    ))
+    Err(BinaryError::LibraryMissing {
+        name: name.to_string(),
+        dirs,
+    })
 }
 
 fn read(p: &Path) -> Result<Vec<u8>, ImageError> {
-    std::fs::read(p).map_err(|source| ImageError::Read {
+    std::fs::read(p).map_err(|error| ImageError::Read {
         path: p.to_path_buf(),
-        source,
+        error,
     })
 }
 

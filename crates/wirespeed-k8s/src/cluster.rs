@@ -3,6 +3,7 @@
 //! are gone).
 
 use crate::K8sError;
+use crate::error::ConfigError;
 use crate::manifests::Object;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -36,12 +37,18 @@ fn config_options() -> KubeConfigOptions {
     }
 }
 
-/// " (context NAME)" when a context was chosen, for error messages.
-fn context_note() -> String {
-    CONTEXT
-        .get()
-        .map(|c| format!(" (context {c:?})"))
-        .unwrap_or_default()
+/// A kubeconfig error: of file `path` (if given) read with context
+/// `context` (if it was in play).
+fn config_error(
+    path: Option<&Path>,
+    context: Option<&String>,
+    error: impl Into<ConfigError>,
+) -> K8sError {
+    K8sError::Config {
+        path: path.map(Path::to_path_buf),
+        context: context.cloned(),
+        error: Box::new(error.into()),
+    }
 }
 
 /// A client from `kubeconfig`, or as kubectl finds one ($KUBECONFIG,
@@ -55,20 +62,19 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, K8sError> {
 pub async fn client_with(kubeconfig: Option<&Path>, budget: Duration) -> Result<Client, K8sError> {
     let config = match kubeconfig {
         Some(p) => {
-            let kc = Kubeconfig::read_from(p)
-                .map_err(|e| K8sError::Config(format!("{}: {e}", p.display())))?;
+            let kc = Kubeconfig::read_from(p).map_err(|e| config_error(Some(p), None, e))?;
             Config::from_custom_kubeconfig(kc, &config_options())
                 .await
-                .map_err(|e| K8sError::Config(format!("{}{}: {e}", p.display(), context_note())))?
+                .map_err(|e| config_error(Some(p), CONTEXT.get(), e))?
         }
         // A chosen context lives in a kubeconfig ($KUBECONFIG or
         // ~/.kube/config), never in the in-cluster account.
         None if CONTEXT.get().is_some() => Config::from_kubeconfig(&config_options())
             .await
-            .map_err(|e| K8sError::Config(format!("{e}{}", context_note())))?,
+            .map_err(|e| config_error(None, CONTEXT.get(), e))?,
         None => Config::infer()
             .await
-            .map_err(|e| K8sError::Config(e.to_string()))?,
+            .map_err(|e| config_error(None, None, e))?,
     };
     client_from(config, budget)
 }
@@ -79,8 +85,8 @@ pub async fn client_with(kubeconfig: Option<&Path>, budget: Duration) -> Result<
 /// the client's request queue runs there.
 pub fn client_from(mut config: Config, budget: Duration) -> Result<Client, K8sError> {
     config.default_retry = false;
-    let base = kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| K8sError::Config(e.to_string()))?;
+    let base =
+        kube::client::ClientBuilder::try_from(config).map_err(|e| config_error(None, None, e))?;
     // The retry layer sends a request again, so the service under it must
     // be cloneable: the buffer makes it so (it only hands requests on;
     // they still run side by side).

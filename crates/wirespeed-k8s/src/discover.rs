@@ -194,10 +194,10 @@ fn has_network_data(c: Option<&ResourceClaim>) -> bool {
     c.is_some_and(|c| claim_nics(c).is_ok_and(|n| !n.is_empty()))
 }
 
-async fn within<T, E: std::fmt::Display>(
+async fn within<T>(
     deadline: Instant,
     what: &str,
-    fut: impl Future<Output = Result<T, E>>,
+    fut: impl Future<Output = Result<T, kube::runtime::wait::Error>>,
 ) -> Result<T, K8sError> {
     let left = deadline.saturating_duration_since(Instant::now());
     tokio::time::timeout(left, fut)
@@ -206,7 +206,10 @@ async fn within<T, E: std::fmt::Display>(
             what: what.to_string(),
             secs: left.as_secs(),
         })?
-        .map_err(|e| K8sError::Discovery(format!("{what}: {e}")))
+        .map_err(|error| K8sError::Watch {
+            what: what.to_string(),
+            error,
+        })
 }
 
 /// Waits (at most `timeout`, no log) until the `network` DaemonSet in

@@ -69,27 +69,53 @@ const FLAG_FAMILIES: &[FlagFamily] = &[
     },
 ];
 
+/// Why a device lacks a private flag.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoFlag {
+    /// A virtual NIC has no driver private flags.
+    #[error(
+        "it is virtual (dra.net/virtual=true, type {0}): a virtual NIC has no driver private flags"
+    )]
+    Virtual(String),
+    /// No NIC family wirespeed knows has the flag.
+    #[error("wirespeed knows no NIC with a private flag {0:?} (known: {known})", known = known_flags())]
+    Unknown(String),
+    /// The flag's family is known, the device's PCI attributes are absent.
+    #[error(
+        "it is a private flag of {0}, and the device's attributes name no PCI vendor or device"
+    )]
+    Unnamed(&'static str),
+    /// The device is of another family.
+    #[error("it is a private flag of {family}, and the device is {device}")]
+    OtherNic {
+        /// The family whose flag it is.
+        family: &'static str,
+        /// The device's PCI vendor / device.
+        device: String,
+    },
+}
+
+/// Every known family with its flags, for [`NoFlag::Unknown`].
+fn known_flags() -> String {
+    FLAG_FAMILIES
+        .iter()
+        .map(|f| format!("{}: {}", f.name, f.flags.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Whether device `d` has private flag `flag`, by its attributes: a
 /// virtual NIC has none, a known flag needs its family's NIC, an unknown
 /// flag is refused (wirespeed cannot tell which NICs have it). Err says
 /// why not.
-pub fn private_flag_support(flag: &str, d: &SliceDevice) -> Result<(), String> {
+pub fn private_flag_support(flag: &str, d: &SliceDevice) -> Result<(), NoFlag> {
     let family = FLAG_FAMILIES.iter().find(|f| f.flags.contains(&flag));
     if d.bool("dra.net/virtual") == Some(true) {
-        return Err(format!(
-            "it is virtual (dra.net/virtual=true, type {}): a virtual NIC has no driver private flags",
-            d.string("dra.net/type").unwrap_or("unknown")
-        ));
+        let kind = d.string("dra.net/type").unwrap_or("unknown");
+        return Err(NoFlag::Virtual(kind.to_string()));
     }
     let Some(f) = family else {
-        return Err(format!(
-            "wirespeed knows no NIC with a private flag {flag:?} (known: {})",
-            FLAG_FAMILIES
-                .iter()
-                .map(|f| format!("{}: {}", f.name, f.flags.join(", ")))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
+        return Err(NoFlag::Unknown(flag.to_string()));
     };
     let ids: Vec<&str> = ["dra.net/pciVendor", "dra.net/pciDevice"]
         .iter()
@@ -99,16 +125,12 @@ pub fn private_flag_support(flag: &str, d: &SliceDevice) -> Result<(), String> {
         return Ok(());
     }
     Err(if ids.is_empty() {
-        format!(
-            "it is a private flag of {}, and the device's attributes name no PCI vendor or device",
-            f.name
-        )
+        NoFlag::Unnamed(f.name)
     } else {
-        format!(
-            "it is a private flag of {}, and the device is {}",
-            f.name,
-            ids.join(" / ")
-        )
+        NoFlag::OtherNic {
+            family: f.name,
+            device: ids.join(" / "),
+        }
     })
 }
 

@@ -155,15 +155,26 @@ pub struct DranetConfig {
     pub ethtool: Option<DranetEthtool>,
 }
 
+/// A profile's switch that is not exactly on, off, true or false.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} = {value:?}: use on, off, true or false (exactly)")]
+pub struct BadSwitch {
+    /// The profile's field, e.g. `link.features.rx-gro`.
+    pub field: String,
+    /// The value it has.
+    pub value: String,
+}
+
 /// An on/off switch of a profile, read exactly: `on`, `off`, `true` or
 /// `false`; anything else is an error naming `field`.
-pub fn parse_switch(field: &str, v: &str) -> Result<bool, String> {
+pub fn parse_switch(field: &str, v: &str) -> Result<bool, BadSwitch> {
     match v {
         "on" | "true" => Ok(true),
         "off" | "false" => Ok(false),
-        _ => Err(format!(
-            "{field} = {v:?}: use on, off, true or false (exactly)"
-        )),
+        _ => Err(BadSwitch {
+            field: field.to_string(),
+            value: v.to_string(),
+        }),
     }
 }
 
@@ -228,7 +239,7 @@ impl DranetConfig {
                     Ok(b) => {
                         out.insert(k.clone(), b);
                     }
-                    Err(e) => refused.push(e),
+                    Err(e) => refused.push(e.to_string()),
                 }
             }
             out

@@ -1,5 +1,6 @@
 //! The one error type of this crate.
 
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 /// What can go wrong building manifests or running agents on a cluster.
@@ -11,9 +12,17 @@ pub enum K8sError {
     /// The tune profile could not be loaded.
     #[error(transparent)]
     Profile(#[from] wirespeed_host::HostError),
-    /// The kubeconfig could not be read or used.
-    #[error("kubeconfig: {0}")]
-    Config(String),
+    /// The kubeconfig could not be read or used. kube's error is in the
+    /// message, not a `source`, so it prints once.
+    #[error("kubeconfig: {}", config_text(path.as_deref(), context.as_deref(), error))]
+    Config {
+        /// The kubeconfig file given (`--kubeconfig`), if one was.
+        path: Option<PathBuf>,
+        /// The context chosen (`--context`), when it was in play.
+        context: Option<String>,
+        /// kube's error (boxed: it is large and rare).
+        error: Box<ConfigError>,
+    },
     /// The API server refused or failed a request (`what` says which).
     /// kube's error is in the message, not a `source`, so it prints once.
     #[error("{what}: {error}")]
@@ -61,9 +70,39 @@ pub enum K8sError {
         /// The fleet crate's error.
         error: wirespeed_fleet::FleetError,
     },
-    /// Serialising objects failed.
+    /// Serialising objects failed; the encoder's error is in the message.
     #[error("cannot render the objects: {0}")]
-    Render(String),
+    Render(RenderError),
+    /// No random bytes for a fleet key (the OS refused them).
+    #[error("no randomness: {0}")]
+    Random(getrandom::Error),
+    /// An HTTP request to the API server could not be made (`what` names
+    /// it); the `http` crate's error is in the message.
+    #[error("{what}: {error}")]
+    Request {
+        /// The request, e.g. "GET /api/v1/...".
+        what: String,
+        /// Why it could not be built.
+        error: http::Error,
+    },
+    /// Watching an object for a condition failed (`what` names the wait);
+    /// kube's error is in the message, printed once.
+    #[error("{what}: {error}")]
+    Watch {
+        /// What was awaited, e.g. "watch DaemonSet ns/name".
+        what: String,
+        /// kube's watch error.
+        error: kube::runtime::wait::Error,
+    },
+    /// A value of an option is malformed (`what` quotes it); the parser
+    /// says what is allowed.
+    #[error("{what}: {error}")]
+    Value {
+        /// The option's value as given (quoted), or the option.
+        what: String,
+        /// The parser's error.
+        error: wirespeed_types::error::Invalid,
+    },
     /// Cleanup left objects behind (each named).
     #[error("cleanup incomplete: {0}")]
     Cleanup(String),
@@ -101,5 +140,45 @@ impl K8sError {
             what: what.into(),
             error,
         }
+    }
+}
+
+/// kube's reason a kubeconfig could not be read or used.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The kubeconfig file, or its context, could not be read or loaded.
+    #[error(transparent)]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    /// Neither a kubeconfig nor an in-cluster account was found.
+    #[error(transparent)]
+    Infer(#[from] kube::config::InferConfigError),
+    /// The client could not be made from the config (TLS, proxy).
+    #[error(transparent)]
+    Client(#[from] kube::Error),
+    /// A kubeconfig's YAML could not be read.
+    #[error(transparent)]
+    Yaml(#[from] serde_saphyr::Error),
+}
+
+/// Why objects could not be serialised (or built from JSON).
+#[derive(Debug, Error)]
+pub enum RenderError {
+    /// Writing YAML.
+    #[error(transparent)]
+    Yaml(#[from] serde_saphyr::SerializeError),
+    /// Writing or reading JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+/// `PATH (context "c"): ERROR`, `PATH: ERROR`, `ERROR (context "c")` or
+/// `ERROR`: where the kubeconfig came from, then kube's error.
+fn config_text(path: Option<&Path>, context: Option<&str>, error: &ConfigError) -> String {
+    let ctx = context
+        .map(|c| format!(" (context {c:?})"))
+        .unwrap_or_default();
+    match path {
+        Some(p) => format!("{}{ctx}: {error}", p.display()),
+        None => format!("{error}{ctx}"),
     }
 }

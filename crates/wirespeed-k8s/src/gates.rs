@@ -12,6 +12,7 @@
 
 use crate::paths::PathKind;
 use std::collections::BTreeMap;
+use wirespeed_types::error::Invalid;
 use wirespeed_types::fleet::LinkTest;
 use wirespeed_types::paths::{PATHS_SCHEMA_VERSION, PathCase, PathsReport, mean_ci95};
 
@@ -45,7 +46,7 @@ impl Floor {
     /// Parses `[PATH=]VALUE` with `value` parsing VALUE.
     pub fn parse(
         s: &str,
-        value: impl Fn(&str) -> Result<f64, String>,
+        value: impl Fn(&str) -> Result<f64, Invalid>,
     ) -> Result<Floor, crate::K8sError> {
         let (path, v) = match s.split_once('=') {
             Some((p, v)) => {
@@ -59,7 +60,10 @@ impl Floor {
             }
             None => (None, s),
         };
-        let value = value(v).map_err(|e| crate::K8sError::Invalid(format!("{s:?}: {e}")))?;
+        let value = value(v).map_err(|error| crate::K8sError::Value {
+            what: format!("{s:?}"),
+            error,
+        })?;
         Ok(Floor { path, value })
     }
 
@@ -429,7 +433,7 @@ mod tests {
 
     #[test]
     fn floors_parse_with_an_optional_path() {
-        let rate = |s: &str| s.parse::<f64>().map_err(|e| e.to_string());
+        let rate = |s: &str| s.parse::<f64>().map_err(|e| Invalid(e.to_string()));
         assert_eq!(Floor::parse("5", rate).unwrap().path, None);
         assert_eq!(
             Floor::parse("host=5", rate).unwrap().path,

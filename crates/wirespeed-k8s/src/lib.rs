@@ -65,7 +65,7 @@ pub mod watch;
 pub use compare::{Comparison, compare, compare_policy, render_comparison};
 pub use deploy::Deployment;
 pub use discover::{Agent, AgentNic, discover, discover_with};
-pub use error::K8sError;
+pub use error::{ConfigError, K8sError, RenderError};
 pub use manifests::{Network, NicSelector, Object, Options};
 pub use paths::PathKind;
 pub use proxy::Reach;

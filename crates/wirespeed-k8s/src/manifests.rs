@@ -449,7 +449,7 @@ pub fn is_dns_label(s: &str) -> bool {
 /// key is those digits, as the agent reads its key file).
 pub fn generate_key() -> Result<Vec<u8>, K8sError> {
     let mut b = [0u8; 32];
-    getrandom::fill(&mut b).map_err(|e| K8sError::Invalid(format!("no randomness: {e}")))?;
+    getrandom::fill(&mut b).map_err(K8sError::Random)?;
     Ok(b.iter()
         .map(|x| format!("{x:02x}"))
         .collect::<String>()
@@ -1066,13 +1066,13 @@ impl std::str::FromStr for Output {
 /// The objects (these or the in-cluster runner's) as a multi-document
 /// YAML stream.
 pub fn to_yaml<T: serde::Serialize>(objs: &[T]) -> Result<String, K8sError> {
-    serde_saphyr::to_string_multiple(objs).map_err(|e| K8sError::Render(e.to_string()))
+    serde_saphyr::to_string_multiple(objs).map_err(|e| K8sError::Render(e.into()))
 }
 
 /// The objects as a JSON `v1 List` (what `kubectl apply -f` also takes).
 pub fn to_json<T: serde::Serialize>(objs: &[T]) -> Result<String, K8sError> {
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objs});
-    serde_json::to_string_pretty(&list).map_err(|e| K8sError::Render(e.to_string()))
+    serde_json::to_string_pretty(&list).map_err(|e| K8sError::Render(e.into()))
 }
 
 /// The shared DeviceClass (all devices of driver dra.net), labelled as
@@ -1099,7 +1099,7 @@ pub fn device_class(o: &Options) -> DeviceClass {
 /// selector, with DraNet's config from the profile.
 pub fn claim_template(o: &Options) -> Result<ResourceClaimTemplate, K8sError> {
     let cfg = DranetConfig::from_profile(o.profile.as_ref().map(|(_, p)| p), o.disable_ebpf)?;
-    let params = serde_json::to_value(&cfg).map_err(|e| K8sError::Render(e.to_string()))?;
+    let params = serde_json::to_value(&cfg).map_err(|e| K8sError::Render(e.into()))?;
     Ok(ResourceClaimTemplate {
         metadata: o.meta(CLAIM_TEMPLATE, true),
         spec: ResourceClaimTemplateSpec {

@@ -155,9 +155,33 @@ fn zones_differ(a: &NodeInfo, b: &NodeInfo) -> bool {
     differ(&a.zone, &b.zone) || differ(&a.region, &b.region)
 }
 
+/// Why a path has no test to run over the chosen nodes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoLinks {
+    /// cross-zone, and no pair of the nodes crosses zones.
+    #[error(
+        "{path}: no pair of the chosen nodes is in different zones ({} labels: {places})",
+        crate::nodes::ZONE_LABEL
+    )]
+    OneZone {
+        /// The path.
+        path: PathKind,
+        /// Each node with its zone (`n1 zone a, n2 no zone label`).
+        places: String,
+    },
+    /// cross-node, and every pair crosses zones.
+    #[error(
+        "{0}: no pair of the chosen nodes is in one zone (every pair crosses zones: ask for cross-zone)"
+    )]
+    AllCrossZones(PathKind),
+    /// A path between two nodes, and no pair of distinct nodes.
+    #[error("{0}: no pair of distinct nodes to test (choose at least 2 nodes)")]
+    OneNode(PathKind),
+}
+
 /// The tests of `path` over `nodes`, given the node pairs of the pattern
 /// or pairs file; Err(why) when the path has none to run.
-pub fn plan(path: PathKind, nodes: &[NodeInfo], pairs: &[Link]) -> Result<Vec<Link>, String> {
+pub fn plan(path: PathKind, nodes: &[NodeInfo], pairs: &[Link]) -> Result<Vec<Link>, NoLinks> {
     let links: Vec<Link> = if path.one_node() {
         (0..nodes.len())
             .map(|i| Link {
@@ -181,19 +205,16 @@ pub fn plan(path: PathKind, nodes: &[NodeInfo], pairs: &[Link]) -> Result<Vec<Li
         return Ok(links);
     }
     Err(match path {
-        PathKind::CrossZone => format!(
-            "{path}: no pair of the chosen nodes is in different zones ({ZONE} labels: {})",
-            nodes
+        PathKind::CrossZone => NoLinks::OneZone {
+            path,
+            places: nodes
                 .iter()
                 .map(|n| format!("{} {}", n.name, n.place()))
                 .collect::<Vec<_>>()
                 .join(", "),
-            ZONE = crate::nodes::ZONE_LABEL
-        ),
-        PathKind::CrossNode => format!(
-            "{path}: no pair of the chosen nodes is in one zone (every pair crosses zones: ask for cross-zone)"
-        ),
-        _ => format!("{path}: no pair of distinct nodes to test (choose at least 2 nodes)"),
+        },
+        PathKind::CrossNode => NoLinks::AllCrossZones(path),
+        _ => NoLinks::OneNode(path),
     })
 }
 
@@ -348,7 +369,7 @@ mod tests {
         assert_eq!(plan(PathKind::SameNode, &ns, &p).unwrap().len(), 3);
         let unzoned = nodes(&["", ""]);
         let e = plan(PathKind::CrossZone, &unzoned, &all_pairs(2)).unwrap_err();
-        assert!(e.contains("no zone label"), "{e}");
+        assert!(e.to_string().contains("no zone label"), "{e}");
     }
 
     #[test]

@@ -67,6 +67,48 @@ impl std::fmt::Display for Reach {
     }
 }
 
+/// Why no answer came from an agent through the API server's pod proxy.
+/// Each cause is printed in the message, once.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The request could not be made.
+    #[error("cannot build the request: {0}")]
+    Build(http::Error),
+    /// The API server did not answer (kube's error says why).
+    #[error("no answer from the API server: {0}")]
+    NoAnswer(kube::Error),
+    /// The answer's body ended early.
+    #[error("the API server's answer broke off: {0}")]
+    BrokeOff(kube::Error),
+    /// The API server refused itself (a `v1 Status` body): RBAC, a pod
+    /// gone, a pod it cannot reach; `hint` says what to do.
+    #[error("the API server's pod proxy answered {status}: {message}{hint}")]
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// The Status' message.
+        message: String,
+        /// `; ` and what to do.
+        hint: String,
+    },
+    /// No answer within the request's bound.
+    #[error("timed out after {0:?} through the API server")]
+    TimedOut(Duration),
+    /// The API server stayed out past the client's retries.
+    #[error(
+        "the API server did not answer for {secs} s ({error}); the agents cannot be reached through it"
+    )]
+    RelayFailed {
+        /// How long it was asked.
+        secs: u64,
+        /// kube's last error.
+        error: kube::Error,
+    },
+    /// The API server stayed silent past the bound.
+    #[error("the API server did not answer for {0} s; the agents cannot be reached through it")]
+    RelaySilent(u64),
+}
+
 /// One agent pod's HTTP API through the API server's pod proxy.
 #[derive(Clone)]
 pub struct PodProxy {
@@ -108,7 +150,7 @@ impl PodProxy {
         )
     }
 
-    async fn send_now(&self, req: AgentRequest) -> Result<AgentResponse, String> {
+    async fn send_now(&self, req: AgentRequest) -> Result<AgentResponse, ProxyError> {
         let mut b = http::Request::builder()
             .method(req.method.as_str())
             .uri(self.url(&req.path));
@@ -117,18 +159,14 @@ impl PodProxy {
         }
         let r = b
             .body(kube::client::Body::from(req.body))
-            .map_err(|e| format!("cannot build the request: {e}"))?;
-        let resp = self
-            .client
-            .send(r)
-            .await
-            .map_err(|e| format!("no answer from the API server: {e}"))?;
+            .map_err(ProxyError::Build)?;
+        let resp = self.client.send(r).await.map_err(ProxyError::NoAnswer)?;
         let status = resp.status().as_u16();
         let body = resp
             .into_body()
             .collect_bytes()
             .await
-            .map_err(|e| format!("the API server's answer broke off: {e}"))?
+            .map_err(ProxyError::BrokeOff)?
             .to_vec();
         if let Some(why) = self.refusal(status, &body) {
             return Err(why);
@@ -139,7 +177,7 @@ impl PodProxy {
     /// The API server's own refusal (a `v1 Status` body: RBAC, pod gone,
     /// pod unreachable), with what to do; None for the agent's answer
     /// (the agent never answers with a `Status`).
-    fn refusal(&self, status: u16, body: &[u8]) -> Option<String> {
+    fn refusal(&self, status: u16, body: &[u8]) -> Option<ProxyError> {
         if status < 400 {
             return None;
         }
@@ -159,9 +197,27 @@ impl PodProxy {
                 self.port, self.pod
             ),
         };
-        Some(format!(
-            "the API server's pod proxy answered {status}: {msg}{hint}"
-        ))
+        Some(ProxyError::Refused {
+            status,
+            message: msg,
+            hint,
+        })
+    }
+
+    /// [`AgentTransport::wait_relay`]: how long the API server was out.
+    async fn relay_back(&self) -> Result<Duration, ProxyError> {
+        let t = std::time::Instant::now();
+        let bound = self.patience + Duration::from_secs(5);
+        let r = tokio::time::timeout(bound, self.client.apiserver_version()).await;
+        match r {
+            Ok(Ok(_)) if t.elapsed() < Duration::from_secs(1) => Ok(Duration::ZERO),
+            Ok(Ok(_)) => Ok(t.elapsed()),
+            Ok(Err(error)) => Err(ProxyError::RelayFailed {
+                secs: t.elapsed().as_secs(),
+                error,
+            }),
+            Err(_) => Err(ProxyError::RelaySilent(bound.as_secs())),
+        }
     }
 }
 
@@ -170,12 +226,8 @@ impl AgentTransport for PodProxy {
         Box::pin(async move {
             tokio::time::timeout(self.timeout, self.send_now(req))
                 .await
-                .unwrap_or_else(|_| {
-                    Err(format!(
-                        "timed out after {:?} through the API server",
-                        self.timeout
-                    ))
-                })
+                .unwrap_or(Err(ProxyError::TimedOut(self.timeout)))
+                .map_err(|e| e.to_string())
         })
     }
 
@@ -197,23 +249,7 @@ impl AgentTransport for PodProxy {
     /// a second means it was not out; a later one, how long it was out;
     /// none, that it stayed out.
     fn wait_relay(&self) -> BoxFuture<'_, Result<Duration, String>> {
-        Box::pin(async move {
-            let t = std::time::Instant::now();
-            let bound = self.patience + Duration::from_secs(5);
-            let r = tokio::time::timeout(bound, self.client.apiserver_version()).await;
-            match r {
-                Ok(Ok(_)) if t.elapsed() < Duration::from_secs(1) => Ok(Duration::ZERO),
-                Ok(Ok(_)) => Ok(t.elapsed()),
-                Ok(Err(e)) => Err(format!(
-                    "the API server did not answer for {} s ({e}); the agents cannot be reached through it",
-                    t.elapsed().as_secs()
-                )),
-                Err(_) => Err(format!(
-                    "the API server did not answer for {} s; the agents cannot be reached through it",
-                    bound.as_secs()
-                )),
-            }
-        })
+        Box::pin(async move { self.relay_back().await.map_err(|e| e.to_string()) })
     }
 }
 

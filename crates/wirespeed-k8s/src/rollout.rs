@@ -187,9 +187,23 @@ fn last_exit(cs: &ContainerStatus) -> String {
     s
 }
 
-/// The trouble of one container, or what it waits for (Err: a normal
-/// wait such as `ContainerCreating`).
-fn container_state(cs: &ContainerStatus) -> Option<Result<(String, String, bool), String>> {
+/// What one container that is not running shows.
+enum ContainerState {
+    /// Trouble ([`TERMINAL_REASONS`], [`TROUBLE_REASONS`]).
+    Trouble {
+        /// The waiting reason.
+        reason: String,
+        /// The container, Kubernetes' message and its last exit.
+        text: String,
+        /// Whether it will not resolve by itself.
+        terminal: bool,
+    },
+    /// A normal wait, such as `ContainerCreating`, or an exit.
+    Waits(String),
+}
+
+/// The trouble of one container, or what it waits for; None when it runs.
+fn container_state(cs: &ContainerStatus) -> Option<ContainerState> {
     let state = cs.state.as_ref()?;
     if let Some(w) = &state.waiting {
         let reason = w.reason.clone().unwrap_or_else(|| "Waiting".into());
@@ -197,17 +211,19 @@ fn container_state(cs: &ContainerStatus) -> Option<Result<(String, String, bool)
         let terminal = TERMINAL_REASONS.contains(&reason.as_str());
         if terminal || TROUBLE_REASONS.contains(&reason.as_str()) {
             let text = format!("container {}: {}{}", cs.name, msg.trim(), last_exit(cs));
-            return Some(Ok((reason, text, terminal)));
+            return Some(ContainerState::Trouble {
+                reason,
+                text,
+                terminal,
+            });
         }
-        return Some(Err(reason));
+        return Some(ContainerState::Waits(reason));
     }
-    if let Some(t) = &state.terminated {
-        return Some(Err(format!(
-            "container {} exited with code {}",
-            cs.name, t.exit_code
-        )));
-    }
-    None
+    let t = state.terminated.as_ref()?;
+    Some(ContainerState::Waits(format!(
+        "container {} exited with code {}",
+        cs.name, t.exit_code
+    )))
 }
 
 /// A pod's trouble and, when it is not Ready, what it waits for.
@@ -236,8 +252,12 @@ pub(crate) fn pod_state(p: &Pod) -> (Vec<Problem>, Option<String>) {
     let statuses = st.init_container_statuses.iter().flatten();
     for cs in statuses.chain(st.container_statuses.iter().flatten()) {
         match container_state(cs) {
-            Some(Ok((reason, text, terminal))) => problems.push(problem(reason, text, terminal)),
-            Some(Err(wait)) => waits.push(wait),
+            Some(ContainerState::Trouble {
+                reason,
+                text,
+                terminal,
+            }) => problems.push(problem(reason, text, terminal)),
+            Some(ContainerState::Waits(wait)) => waits.push(wait),
             None => {}
         }
     }

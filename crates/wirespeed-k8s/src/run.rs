@@ -211,7 +211,7 @@ async fn plan_paths(
             Ok(links) => planned.paths.push((p, links)),
             Err(why) => {
                 log(&format!("not measured: {why}"));
-                planned.unplanned.push(why);
+                planned.unplanned.push(why.to_string());
             }
         }
     }

@@ -50,15 +50,37 @@ pub fn allow_listed(list: &[String], key: &str) -> bool {
     })
 }
 
+/// Why a kubelet's `/configz` could not be read; printed inside the
+/// sysctl's reason, each cause once.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigzError {
+    /// The request could not be made (a node name no URL can hold).
+    #[error("{0}")]
+    Request(http::Error),
+    /// The API server (or the kubelet behind it) gave no answer in time.
+    #[error("no answer in {0} s")]
+    NoAnswer(u64),
+    /// The API server refused or failed the request (RBAC: `get` on
+    /// `nodes/proxy`).
+    #[error("{0}")]
+    Api(kube::Error),
+    /// The answer is not JSON.
+    #[error("unreadable /configz: {0}")]
+    Unreadable(serde_json::Error),
+    /// The answer has no `kubeletconfig`.
+    #[error("/configz has no kubeletconfig")]
+    NoKubeletConfig,
+}
+
 /// What one node will do with the pod sysctls.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug)]
 pub struct NodeSysctls {
     /// The node.
     pub node: String,
     /// Its kernel release.
     pub kernel: String,
     /// Its kubelet's `allowedUnsafeSysctls`, or why it could not be read.
-    pub allowed_unsafe: Result<Vec<String>, String>,
+    pub allowed_unsafe: Result<Vec<String>, ConfigzError>,
 }
 
 /// A sysctl left out of the pods, and why.
@@ -196,19 +218,20 @@ pub fn plan_offline(wanted: &BTreeMap<String, String>) -> SysctlPlan {
 
 /// Reads the kubelet's `allowedUnsafeSysctls` of `node` from its
 /// `/configz` through the API server (RBAC: `get` on `nodes/proxy`).
-async fn kubelet_allowed(client: &Client, node: &str) -> Result<Vec<String>, String> {
+async fn kubelet_allowed(client: &Client, node: &str) -> Result<Vec<String>, ConfigzError> {
+    const WAIT_S: u64 = 10;
     let req = http::Request::get(format!("/api/v1/nodes/{node}/proxy/configz"))
         .body(Vec::new())
-        .map_err(|e| e.to_string())?;
-    let text = tokio::time::timeout(std::time::Duration::from_secs(10), client.request_text(req))
+        .map_err(ConfigzError::Request)?;
+    let wait = std::time::Duration::from_secs(WAIT_S);
+    let text = tokio::time::timeout(wait, client.request_text(req))
         .await
-        .map_err(|_| "no answer in 10 s".to_string())?
-        .map_err(|e| e.to_string())?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("unreadable /configz: {e}"))?;
+        .map_err(|_| ConfigzError::NoAnswer(WAIT_S))?
+        .map_err(ConfigzError::Api)?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(ConfigzError::Unreadable)?;
     let cfg = v
         .get("kubeletconfig")
-        .ok_or("/configz has no kubeletconfig")?;
+        .ok_or(ConfigzError::NoKubeletConfig)?;
     Ok(cfg
         .get("allowedUnsafeSysctls")
         .and_then(|l| l.as_array())
@@ -230,7 +253,7 @@ pub async fn read_nodes(client: &Client, nodes: &[NodeInfo]) -> Vec<NodeSysctls>
             let (client, name) = (client.clone(), n.name.clone());
             set.spawn(async move { (i, kubelet_allowed(&client, &name).await) });
         }
-        let mut got: Vec<(usize, Result<Vec<String>, String>)> = set.join_all().await;
+        let mut got: Vec<(usize, Result<Vec<String>, ConfigzError>)> = set.join_all().await;
         got.sort_by_key(|(i, _)| *i);
         out.extend(got.into_iter().map(|(i, allowed_unsafe)| NodeSysctls {
             node: chunk[i].name.clone(),
@@ -293,7 +316,7 @@ impl SysctlReport {
 mod tests {
     use super::*;
 
-    fn node(kernel: &str, allowed: Result<Vec<String>, String>) -> NodeSysctls {
+    fn node(kernel: &str, allowed: Result<Vec<String>, ConfigzError>) -> NodeSysctls {
         NodeSysctls {
             node: "n1".into(),
             kernel: kernel.into(),
@@ -336,9 +359,9 @@ mod tests {
             ("net.ipv4.tcp_slow_start_after_idle", "0"),
             ("net.core.optmem_max", "131072"),
         ]);
-        let list = Ok(vec!["net.ipv4.tcp_*".into(), "net.core.optmem_max".into()]);
-        let p = plan(&w, &[node("6.18.4", list.clone())], "privileged");
-        let restricted = plan(&w, &[node("6.18.4", list.clone())], "restricted");
+        let list: Vec<String> = vec!["net.ipv4.tcp_*".into(), "net.core.optmem_max".into()];
+        let p = plan(&w, &[node("6.18.4", Ok(list.clone()))], "privileged");
+        let restricted = plan(&w, &[node("6.18.4", Ok(list.clone()))], "restricted");
         assert!(restricted.apply.is_empty());
         assert!(
             restricted.skipped[0]
@@ -347,7 +370,7 @@ mod tests {
         );
         assert_eq!(p.apply.len(), 2);
         assert_eq!(p.unsafe_allowed.len(), 2);
-        let old = plan(&w, &[node("6.1.0-13-amd64", list)], "");
+        let old = plan(&w, &[node("6.1.0-13-amd64", Ok(list))], "");
         assert_eq!(old.apply.len(), 1);
         assert!(old.skipped[0].reason.contains("6.8"), "{:?}", old.skipped);
     }
@@ -358,9 +381,14 @@ mod tests {
             ("net.ipv4.tcp_wmem", "4096 16384 4194304"),
             ("net.ipv4.tcp_no_metrics_save", "1"),
         ]);
-        let p = plan(&w, &[node("6.18.4", Err("403".into()))], "privileged");
+        let unread = Err(ConfigzError::NoKubeletConfig);
+        let p = plan(&w, &[node("6.18.4", unread)], "privileged");
         assert_eq!(p.apply.keys().collect::<Vec<_>>(), ["net.ipv4.tcp_wmem"]);
-        assert!(p.skipped[0].reason.contains("403"));
+        let why = &p.skipped[0].reason;
+        assert!(
+            why.contains("could not be read (/configz has no kubeletconfig)"),
+            "{why}"
+        );
         // tcp_rmem is safe only from 4.15: an unreadable release is too old.
         assert!(!kubelet_safe("net.ipv4.tcp_rmem", "?"));
         assert!(kubelet_safe("net.ipv4.ip_local_port_range", "?"));

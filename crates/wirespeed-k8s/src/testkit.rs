@@ -433,7 +433,7 @@ pub async fn record_event(
         "source": {"component": "kubelet", "host": pod.spec.as_ref().and_then(|s| s.node_name.clone())},
         "firstTimestamp": now, "lastTimestamp": now,
     }))
-    .map_err(|e| K8sError::Render(e.to_string()))?;
+    .map_err(|e| K8sError::Render(e.into()))?;
     let api: Api<Event> = Api::namespaced(client.clone(), &ns);
     api.create(&PostParams::default(), &ev)
         .await
@@ -458,7 +458,7 @@ pub async fn register_node(client: &Client, name: &str, taints: &[&str]) -> Resu
     let node: Node = serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
     }))
-    .map_err(|e| K8sError::Render(e.to_string()))?;
+    .map_err(|e| K8sError::Render(e.into()))?;
     let api: Api<Node> = Api::all(client.clone());
     api.create(&PostParams::default(), &node)
         .await
@@ -503,7 +503,11 @@ pub fn kubeconfig_with_token(base: &Path, token: &str, out: &Path) -> Result<(),
     let io = |what: String| move |e| K8sError::Io { what, error: e };
     let text = std::fs::read_to_string(base).map_err(io(format!("read {}", base.display())))?;
     let mut kc: serde_json::Value =
-        serde_saphyr::from_str(&text).map_err(|e| K8sError::Config(e.to_string()))?;
+        serde_saphyr::from_str(&text).map_err(|e| K8sError::Config {
+            path: Some(base.to_path_buf()),
+            context: None,
+            error: Box::new(e.into()),
+        })?;
     for u in kc["users"].as_array_mut().into_iter().flatten() {
         u["user"] = json!({ "token": token });
     }
@@ -571,7 +575,10 @@ async fn applied(client: &Client, ns: &str, n: Network, wait: Duration) -> Resul
             what: format!("DaemonSet {ns}/{name} to be applied"),
             secs: wait.as_secs(),
         })?
-        .map_err(|e| K8sError::Discovery(format!("watch DaemonSet {ns}/{name}: {e}")))?;
+        .map_err(|error| K8sError::Watch {
+            what: format!("watch DaemonSet {ns}/{name}"),
+            error,
+        })?;
     Ok(())
 }
 
@@ -631,7 +638,7 @@ pub fn publish_nics(kubeconfig: &Path, nodes: &[FakeNode]) -> Result<(), K8sErro
                          "pool": {"name": n.name, "generation": 1, "resourceSliceCount": 1},
                          "devices": devices},
             }))
-            .map_err(|e| K8sError::Render(e.to_string()))?;
+            .map_err(|e| K8sError::Render(e.into()))?;
             api.create(&PostParams::default(), &slice)
                 .await
                 .map_err(|e| K8sError::api("publish a ResourceSlice as DraNet would", e))?;

@@ -618,7 +618,10 @@ async fn state(client: &Client, ns: &str) -> Result<WatchState, K8sError> {
     let path = format!("/api/v1/namespaces/{ns}/services/{WATCHER}:http/proxy/v1/watch");
     let req = http::Request::get(&path)
         .body(Vec::new())
-        .map_err(|e| K8sError::Invalid(format!("GET {path}: {e}")))?;
+        .map_err(|error| K8sError::Request {
+            what: format!("GET {path}"),
+            error,
+        })?;
     // kube's client retries a 503 (the proxy's "no endpoints available"
     // while the watcher is not Ready) for minutes: bound the whole call.
     match tokio::time::timeout(STATE_TIMEOUT, client.request::<WatchState>(req)).await {
