@@ -44,7 +44,7 @@ pub fn esc(s: &str) -> String {
 }
 
 /// A number for SVG attributes: finite, two decimals.
-pub fn n(x: f64) -> String {
+pub fn svg_num(x: f64) -> String {
     format!("{:.2}", finite(x))
 }
 
@@ -326,8 +326,8 @@ pub const PLOT_X1: f64 = W - 18.0;
 pub fn open_svg(kind: &str, title: &str, h: f64, points: usize) -> String {
     format!(
         "<svg class=\"chart\" data-chart=\"{kind}\" data-points=\"{points}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{t}\">\n",
-        w = n(W),
-        h = n(h),
+        w = svg_num(W),
+        h = svg_num(h),
         t = esc(title)
     )
 }
@@ -338,10 +338,10 @@ pub fn plot_rect(o: &mut String, x0: f64, x1: f64, top: f64, bottom: f64) {
     let _ = writeln!(
         o,
         "<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
-        n(x0),
-        n(top),
-        n(x1 - x0),
-        n(bottom - top)
+        svg_num(x0),
+        svg_num(top),
+        svg_num(x1 - x0),
+        svg_num(bottom - top)
     );
 }
 
@@ -366,12 +366,12 @@ impl LineChart<'_> {
                 let _ = writeln!(
                     o,
                     "<rect class=\"shade\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/><text class=\"shade-label\" x=\"{}\" y=\"{}\">{}</text>",
-                    n(x0),
-                    n(top),
-                    n(xe - x0),
-                    n(bottom - top),
-                    n(x0 + 4.0),
-                    n(bottom - 5.0),
+                    svg_num(x0),
+                    svg_num(top),
+                    svg_num(xe - x0),
+                    svg_num(bottom - top),
+                    svg_num(x0 + 4.0),
+                    svg_num(bottom - 5.0),
                     esc(label)
                 );
             }
@@ -395,12 +395,12 @@ impl LineChart<'_> {
             let _ = writeln!(
                 o,
                 "<line class=\"grid\" x1=\"{}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\"/><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-                n(x0),
-                n(x1),
-                n(x0 - 6.0),
-                n(y + 4.0),
+                svg_num(x0),
+                svg_num(x1),
+                svg_num(x0 - 6.0),
+                svg_num(y + 4.0),
                 esc(label),
-                y = n(y)
+                y = svg_num(y)
             );
         }
         let mut last_right = f64::NEG_INFINITY;
@@ -409,9 +409,9 @@ impl LineChart<'_> {
             let _ = writeln!(
                 o,
                 "<line class=\"grid\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\"/>",
-                n(top),
-                n(bottom),
-                x = n(x)
+                svg_num(top),
+                svg_num(bottom),
+                x = svg_num(x)
             );
             // Skip a label that would overlap the previous one.
             let half = label.chars().count() as f64 * 3.3;
@@ -419,8 +419,8 @@ impl LineChart<'_> {
                 let _ = writeln!(
                     o,
                     "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-                    n(x),
-                    n(bottom + 15.0),
+                    svg_num(x),
+                    svg_num(bottom + 15.0),
                     esc(label)
                 );
                 last_right = x + half;
@@ -434,18 +434,18 @@ impl LineChart<'_> {
         let _ = writeln!(
             o,
             "<line class=\"axis\" x1=\"{}\" y1=\"{b}\" x2=\"{}\" y2=\"{b}\"/><line class=\"axis\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{b}\"/>",
-            n(x0),
-            n(x1),
-            n(top),
-            b = n(bottom),
-            x = n(x0)
+            svg_num(x0),
+            svg_num(x1),
+            svg_num(top),
+            b = svg_num(bottom),
+            x = svg_num(x0)
         );
         if !self.x.title.is_empty() {
             let _ = writeln!(
                 o,
                 "<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-                n(x1),
-                n(h - 4.0),
+                svg_num(x1),
+                svg_num(h - 4.0),
                 esc(&self.x.title)
             );
         }
@@ -453,8 +453,8 @@ impl LineChart<'_> {
             let _ = writeln!(
                 o,
                 "<text class=\"axis-title\" x=\"{}\" y=\"{}\">{}</text>",
-                n(x0 + 4.0),
-                n(top - 3.0),
+                svg_num(x0 + 4.0),
+                svg_num(top - 3.0),
                 esc(&self.y.title)
             );
         }
@@ -477,8 +477,8 @@ impl LineChart<'_> {
             let _ = writeln!(
                 o,
                 "<circle class=\"mark\" cx=\"{}\" cy=\"{}\" r=\"4\" style=\"fill:{}\"><title>{}</title></circle>",
-                n(pts[0].0),
-                n(pts[0].1),
+                svg_num(pts[0].0),
+                svg_num(pts[0].1),
                 l.color,
                 esc(&format!(
                     "{}: {}",
@@ -491,13 +491,20 @@ impl LineChart<'_> {
         let d: String = pts
             .iter()
             .enumerate()
-            .map(|(i, (x, y))| format!("{}{} {}", if i == 0 { 'M' } else { 'L' }, n(*x), n(*y)))
+            .map(|(i, (x, y))| {
+                format!(
+                    "{}{} {}",
+                    if i == 0 { 'M' } else { 'L' },
+                    svg_num(*x),
+                    svg_num(*y)
+                )
+            })
             .collect();
         let _ = writeln!(
             o,
             "<path class=\"mark line\" d=\"{d}\" style=\"stroke:{}\" stroke-width=\"{}\"{dash}><title>{}</title></path>",
             l.color,
-            n(l.width),
+            svg_num(l.width),
             esc(&l.name)
         );
         if pts.len() <= 120 {
@@ -505,9 +512,9 @@ impl LineChart<'_> {
                 let _ = writeln!(
                     o,
                     "<circle class=\"pt\" cx=\"{}\" cy=\"{}\" r=\"{}\" style=\"fill:{}\"><title>{}</title></circle>",
-                    n(*x),
-                    n(*y),
-                    n((l.width + 1.0).min(3.5)),
+                    svg_num(*x),
+                    svg_num(*y),
+                    svg_num((l.width + 1.0).min(3.5)),
                     l.color,
                     esc(&format!("{}: {}", l.name, (self.hover)(*dx, *dy)))
                 );
@@ -575,10 +582,10 @@ fn x_axis(o: &mut String, x0: f64, x1: f64, top: f64, bottom: f64, axis: &Axis) 
             o,
             "<line class=\"grid\" x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{bottom}\"/><text class=\"tick\" x=\"{x}\" y=\"{ty}\" text-anchor=\"middle\">{}</text>",
             esc(label),
-            x = n(x),
-            top = n(top),
-            bottom = n(bottom),
-            ty = n(bottom + 14.0)
+            x = svg_num(x),
+            top = svg_num(top),
+            bottom = svg_num(bottom),
+            ty = svg_num(bottom + 14.0)
         );
     }
 }
@@ -620,9 +627,9 @@ pub fn hbar_chart(kind: &str, title: &str, rows: &[Bar], fmt: Fmt, tick: Fmt) ->
         let _ = writeln!(
             o,
             "<line class=\"baseline-line\" x1=\"{x}\" y1=\"{t}\" x2=\"{x}\" y2=\"{b}\"/>",
-            x = n(sx(b.value)),
-            t = n(top),
-            b = n(bottom)
+            x = svg_num(sx(b.value)),
+            t = svg_num(top),
+            b = svg_num(bottom)
         );
     }
     for (i, r) in rows.iter().enumerate() {
@@ -639,18 +646,18 @@ pub fn hbar_chart(kind: &str, title: &str, rows: &[Bar], fmt: Fmt, tick: Fmt) ->
             "<text class=\"label\" x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\">{}<title>{}</title></text>",
             esc(&short(&r.label, 32)),
             esc(&r.label),
-            lx = n(label_w),
-            ty = n(y + bar_h / 2.0 + 4.0)
+            lx = svg_num(label_w),
+            ty = svg_num(y + bar_h / 2.0 + 4.0)
         );
         let _ = writeln!(
             o,
             "<rect class=\"mark{b}\" x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{bh}\" style=\"fill:{color}\" data-value=\"{v}\"><title>{t}: {val}</title></rect>",
             b = if r.baseline { " baseline" } else { "" },
-            x = n(x0),
-            y = n(y),
-            w = n((sx(r.value) - x0).max(1.0)),
-            bh = n(bar_h),
-            v = n(r.value),
+            x = svg_num(x0),
+            y = svg_num(y),
+            w = svg_num((sx(r.value) - x0).max(1.0)),
+            bh = svg_num(bar_h),
+            v = svg_num(r.value),
             t = esc(&r.label),
             val = esc(&fmt(r.value))
         );
@@ -659,11 +666,11 @@ pub fn hbar_chart(kind: &str, title: &str, rows: &[Bar], fmt: Fmt, tick: Fmt) ->
             let _ = writeln!(
                 o,
                 "<path class=\"whisker\" d=\"M{a} {ym}H{b}M{a} {y1}V{y2}M{b} {y1}V{y2}\"/>",
-                a = n(sx(lo)),
-                b = n(sx(hi)),
-                ym = n(ym),
-                y1 = n(ym - 5.0),
-                y2 = n(ym + 5.0)
+                a = svg_num(sx(lo)),
+                b = svg_num(sx(hi)),
+                ym = svg_num(ym),
+                y1 = svg_num(ym - 5.0),
+                y2 = svg_num(ym + 5.0)
             );
         }
         let value = fmt(r.value);
@@ -672,8 +679,8 @@ pub fn hbar_chart(kind: &str, title: &str, rows: &[Bar], fmt: Fmt, tick: Fmt) ->
             "<text class=\"value\" x=\"{x}\" y=\"{y}\">{}<title>{}</title></text>",
             esc(&short(format!("{value} {}", r.note).trim_end(), 48)),
             esc(&format!("{value} {}", r.note)),
-            x = n(x1 + 6.0),
-            y = n(y + bar_h / 2.0 + 4.0)
+            x = svg_num(x1 + 6.0),
+            y = svg_num(y + bar_h / 2.0 + 4.0)
         );
     }
     o.push_str(CLOSE_SVG);
@@ -721,8 +728,8 @@ pub fn grouped_chart(
             "<text class=\"label\" x=\"{lx}\" y=\"{ty}\" text-anchor=\"end\">{}<title>{}</title></text>",
             esc(&short(&g.0, 32)),
             esc(&g.0),
-            lx = n(label_w),
-            ty = n(y + gh / 2.0 + 3.0)
+            lx = svg_num(label_w),
+            ty = svg_num(y + gh / 2.0 + 3.0)
         );
         for (k, v) in g.1.iter().enumerate() {
             if let Some(v) = v {
@@ -730,17 +737,17 @@ pub fn grouped_chart(
                 let _ = writeln!(
                     o,
                     "<rect class=\"mark\" x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{bh}\" style=\"fill:{c}\" data-value=\"{dv}\"><title>{g}, {s}: {val}</title></rect><text class=\"value\" x=\"{vx}\" y=\"{vy}\">{val}</text>",
-                    x = n(x0),
-                    y = n(y),
-                    w = n((sx(*v) - x0).max(1.0)),
-                    bh = n(bar_h),
+                    x = svg_num(x0),
+                    y = svg_num(y),
+                    w = svg_num((sx(*v) - x0).max(1.0)),
+                    bh = svg_num(bar_h),
                     c = color(k),
-                    dv = n(*v),
+                    dv = svg_num(*v),
                     g = esc(&g.0),
                     s = esc(name),
                     val = esc(&fmt(*v)),
-                    vx = n(sx(*v) + 4.0),
-                    vy = n(y + 10.0)
+                    vx = svg_num(sx(*v) + 4.0),
+                    vy = svg_num(y + 10.0)
                 );
             }
             y += bar_h + 2.0;

@@ -19,7 +19,7 @@
 
 use crate::chart::{
     Axis, Bar, CLOSE_SVG, Line, LineChart, W, abbr, bps_ticks, color, count_ticks, esc,
-    grouped_chart, hbar_chart, n, nice_max, open_svg, plot_rect, series_legend, short,
+    grouped_chart, hbar_chart, nice_max, open_svg, plot_rect, series_legend, short, svg_num,
 };
 use crate::experiment::{CellResult, ExperimentResults, Metric, Mode, pct_text};
 use crate::figures::{self, Figure, Rate, table};
@@ -575,12 +575,12 @@ fn ladder_chart(cells: &[&CellResult], metric: Metric) -> String {
         let _ = writeln!(
             o,
             "<line class=\"grid\" x1=\"{}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\"/><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            n(x0),
-            n(x1),
-            n(x0 - 6.0),
-            n(sy(v) + 4.0),
+            svg_num(x0),
+            svg_num(x1),
+            svg_num(x0 - 6.0),
+            svg_num(sy(v) + 4.0),
             esc(&tick(v)),
-            y = n(sy(v))
+            y = svg_num(sy(v))
         );
     }
     for (i, c) in cells.iter().enumerate() {
@@ -594,11 +594,11 @@ fn ladder_chart(cells: &[&CellResult], metric: Metric) -> String {
         let _ = writeln!(
             o,
             "<rect class=\"{cls}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" style=\"fill:{fill}\" data-value=\"{}\"><title>{}: {}</title></rect>",
-            n(cx - bw / 2.0),
-            n(sy(v)),
-            n(bw),
-            n((bottom - sy(v)).max(1.0)),
-            n(v),
+            svg_num(cx - bw / 2.0),
+            svg_num(sy(v)),
+            svg_num(bw),
+            svg_num((bottom - sy(v)).max(1.0)),
+            svg_num(v),
             esc(&c.name),
             esc(&metric.human(v))
         );
@@ -610,18 +610,18 @@ fn ladder_chart(cells: &[&CellResult], metric: Metric) -> String {
         let _ = writeln!(
             o,
             "<text class=\"value\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text><text class=\"value\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            n(cx),
-            n(sy(v) - 18.0),
+            svg_num(cx),
+            svg_num(sy(v) - 18.0),
             esc(&metric.human(v)),
-            n(cx),
-            n(sy(v) - 5.0),
+            svg_num(cx),
+            svg_num(sy(v) - 5.0),
             esc(&delta)
         );
         let _ = writeln!(
             o,
             "<text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}. {}<title>{}</title></text>",
-            n(cx),
-            n(bottom + 16.0 + 13.0 * ((i % 2) * usize::from(cells.len() > 5)) as f64),
+            svg_num(cx),
+            svg_num(bottom + 16.0 + 13.0 * ((i % 2) * usize::from(cells.len() > 5)) as f64),
             i,
             esc(&short(&c.name, 22)),
             esc(&c.name)

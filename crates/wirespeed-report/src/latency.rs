@@ -4,7 +4,7 @@
 //! sampled transactions on one time axis; the segment percentiles as a
 //! table.
 
-use crate::chart::{CLOSE_SVG, W, color, esc, legend, n, open_svg, plot_rect};
+use crate::chart::{CLOSE_SVG, W, color, esc, legend, open_svg, plot_rect, svg_num};
 use crate::figures::{Figure, Table};
 use crate::units::human_us;
 use std::fmt::Write;
@@ -39,10 +39,10 @@ fn rect(o: &mut String, seg: usize, x: f64, y: f64, w: f64, tip: &str) {
     let _ = writeln!(
         o,
         "<rect class=\"mark\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>",
-        n(x),
-        n(y),
-        n(w.max(0.0)),
-        n(ROW - 8.0),
+        svg_num(x),
+        svg_num(y),
+        svg_num(w.max(0.0)),
+        svg_num(ROW - 8.0),
         color(seg),
         esc(tip)
     );
@@ -52,11 +52,11 @@ fn row_label(o: &mut String, y: f64, left: &str, right: &str) {
     let _ = writeln!(
         o,
         "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><text class=\"tick\" x=\"{}\" y=\"{}\">{}</text>",
-        n(X0 - 6.0),
-        n(y + ROW / 2.0),
+        svg_num(X0 - 6.0),
+        svg_num(y + ROW / 2.0),
         esc(left),
-        n(X1 + 6.0),
-        n(y + ROW / 2.0),
+        svg_num(X1 + 6.0),
+        svg_num(y + ROW / 2.0),
         esc(right)
     );
 }
@@ -65,8 +65,8 @@ fn axis_note(o: &mut String, bottom: f64, text: &str) {
     let _ = writeln!(
         o,
         "<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-        n((X0 + X1) / 2.0),
-        n(bottom + 18.0),
+        svg_num((X0 + X1) / 2.0),
+        svg_num(bottom + 18.0),
         esc(text)
     );
 }
