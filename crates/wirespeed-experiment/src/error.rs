@@ -9,6 +9,15 @@ pub enum ExperimentError {
     /// An experiment file is invalid; the message names the file, line and field.
     #[error("{0}")]
     File(String),
+    /// A field of an experiment file is refused; `place` names the file,
+    /// line and field (the cause in the message, not a `source`).
+    #[error("{place}: {error}")]
+    Field {
+        /// Where: "in FILE: line L, [[TABLE]] #N field `FIELD`".
+        place: String,
+        /// Why.
+        error: Box<crate::experiment::FieldError>,
+    },
     /// Bench arguments are invalid (an unknown flag, a missing value, a bad size).
     #[error("{0}")]
     Bench(String),

@@ -9,11 +9,13 @@ use crate::cell::BenchArgs;
 use crate::error::{Context, ExperimentError, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
 use wirespeed_engine::spec::parse_duration;
+use wirespeed_lab::LabError;
 use wirespeed_lab::LabSpec;
-use wirespeed_lab::plan::{Addressing, address};
-use wirespeed_lab::spec::locate;
+use wirespeed_lab::plan::{AddressError, Addressing, address};
+use wirespeed_lab::spec::{SysctlError, locate};
 use wirespeed_report::experiment::Mode;
 
 /// What the command line overrides in the file.
@@ -136,13 +138,16 @@ pub(crate) enum Setting {
     Link { link: usize, attr: &'static str },
 }
 
+/// A cell's in-place settings: each setting and its value.
+pub(crate) type Settings = BTreeMap<Setting, String>;
+
 /// A cell ready to run: everything merged and every placeholder resolved.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Planned {
     pub(crate) name: String,
     pub(crate) change: String,
     pub(crate) lab: LabSpec,
-    pub(crate) settings: BTreeMap<Setting, String>,
+    pub(crate) settings: Settings,
     /// The bench arguments as a person would type them (beside the
     /// runner's duration and warm-up).
     pub(crate) args: Vec<String>,
@@ -195,20 +200,97 @@ fn merge_toml(base: &mut toml::Value, patch: &toml::Value) {
     }
 }
 
+/// Why one field of an experiment file is refused; the parser says where
+/// ([`ExperimentError::Field`]).
+#[derive(Debug, thiserror::Error)]
+pub enum FieldError {
+    /// A placeholder with no closing brace, in this text.
+    #[error("unclosed placeholder in {0:?}")]
+    Unclosed(String),
+    /// A placeholder the lab has no value for.
+    #[error(
+        "unknown placeholder {{{0}}}: use {{HOST.N}}, {{HOST.N.v6}}, {{HOST.devN}}, {{HOST.vxJ}} or {{HOST.vxJ.v6}} (N a link index, J an overlay index)"
+    )]
+    UnknownPlaceholder(String),
+    /// A `lab_set` names a host the lab does not have.
+    #[error("no host named {0:?}")]
+    NoHost(String),
+    /// A `lab_set` names a link the lab does not have.
+    #[error("link {link} does not exist (there are {count})")]
+    NoLink {
+        /// The link named.
+        link: usize,
+        /// How many links the lab has.
+        count: usize,
+    },
+    /// A `lab_set` value outside what the attribute takes.
+    #[error("{attr} {value} out of range {}..={}", range.start(), range.end())]
+    OutOfRange {
+        /// The attribute, e.g. "mtu".
+        attr: &'static str,
+        /// The value given.
+        value: u32,
+        /// What it takes.
+        range: RangeInclusive<u32>,
+    },
+    /// A sysctl a lab host may not set.
+    #[error(transparent)]
+    Sysctl(#[from] SysctlError),
+    /// The lab (as a cell changes it) cannot be addressed.
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// The lab file could not be read.
+    #[error("read {}: {error}", path.display())]
+    ReadLab {
+        /// The lab file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// A tune profile's path does not resolve.
+    #[error("{}: {error}", path.display())]
+    Profile {
+        /// The path, anchored at the experiment file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// The inline `[lab]` does not decode into a lab.
+    #[error("in the inline [lab]: {0}")]
+    InlineToml(toml::de::Error),
+    /// The inline `[lab]` is not a valid lab.
+    #[error("in the inline [lab]: {0}")]
+    InlineLab(LabError),
+    /// A cell's lab change leaves something that does not decode into a lab.
+    #[error("the changed lab is invalid: {0}")]
+    ChangedToml(toml::de::Error),
+    /// A cell's lab change leaves an invalid lab.
+    #[error("the changed lab is invalid: {0}")]
+    ChangedLab(LabError),
+    /// A run duration that does not parse.
+    #[error(transparent)]
+    Duration(#[from] wirespeed_types::Invalid),
+    /// Bench arguments refused by [`crate::cell`]'s parser, in its words
+    /// (a string until cell.rs has an error type of its own).
+    #[error("{0}")]
+    Cell(String),
+}
+
 /// Replaces `{HOST.N}`, `{HOST.N.v6}`, `{HOST.devN}`, `{HOST.vxJ}` and
 /// `{HOST.vxJ.v6}` by the lab's addresses and device names.
-fn resolve(s: &str, plan: &Addressing) -> Result<String, String> {
+fn resolve(s: &str, plan: &Addressing) -> Result<String, FieldError> {
     let mut out = String::new();
     let mut rest = s;
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
         let close = rest[open..]
             .find('}')
-            .ok_or_else(|| format!("unclosed placeholder in {s:?}"))?;
+            .ok_or_else(|| FieldError::Unclosed(s.to_string()))?;
         let key = &rest[open + 1..open + close];
-        out.push_str(&placeholder(key, plan).ok_or_else(|| {
-            format!("unknown placeholder {{{key}}}: use {{HOST.N}}, {{HOST.N.v6}}, {{HOST.devN}}, {{HOST.vxJ}} or {{HOST.vxJ.v6}} (N a link index, J an overlay index)")
-        })?);
+        out.push_str(
+            &placeholder(key, plan)
+                .ok_or_else(|| FieldError::UnknownPlaceholder(key.to_string()))?,
+        );
         rest = &rest[open + close + 1..];
     }
     out.push_str(rest);
@@ -244,11 +326,11 @@ fn placeholder(key: &str, plan: &Addressing) -> Option<String> {
 }
 
 /// The settings of a `lab_set`, checked against the lab.
-fn settings_of(set: &LabSet, spec: &LabSpec) -> Result<Vec<(Setting, String)>, String> {
+fn settings_of(set: &LabSet, spec: &LabSpec) -> Result<Vec<(Setting, String)>, FieldError> {
     let mut out = Vec::new();
     for h in &set.hosts {
         if !spec.hosts.iter().any(|x| x.name == *h) {
-            return Err(format!("no host named {h:?}"));
+            return Err(FieldError::NoHost(h.clone()));
         }
     }
     let hosts: Vec<&str> = if set.hosts.is_empty() {
@@ -275,10 +357,10 @@ fn settings_of(set: &LabSet, spec: &LabSpec) -> Result<Vec<(Setting, String)>, S
     };
     for &l in &links {
         if l >= spec.links.len() {
-            return Err(format!(
-                "link {l} does not exist (there are {})",
-                spec.links.len()
-            ));
+            return Err(FieldError::NoLink {
+                link: l,
+                count: spec.links.len(),
+            });
         }
         for (attr, v, range) in [
             ("mtu", set.mtu, 68..=65535),
@@ -287,11 +369,11 @@ fn settings_of(set: &LabSet, spec: &LabSpec) -> Result<Vec<(Setting, String)>, S
         ] {
             if let Some(v) = v {
                 if !range.contains(&v) {
-                    return Err(format!(
-                        "{attr} {v} out of range {}..={}",
-                        range.start(),
-                        range.end()
-                    ));
+                    return Err(FieldError::OutOfRange {
+                        attr,
+                        value: v,
+                        range,
+                    });
                 }
                 out.push((Setting::Link { link: l, attr }, v.to_string()));
             }
@@ -376,17 +458,37 @@ struct Errs<'a> {
 }
 
 impl Errs<'_> {
-    fn at(&self, table: Place<'_>, field: &str, msg: String) -> ExperimentError {
+    /// "in FILE: line L, [[TABLE]] #N field `FIELD`" (no line when the
+    /// field is not in the text).
+    fn place(&self, table: Place<'_>, field: &str) -> String {
         let shown = &self.shown;
         let what = match table {
             Some((t, _)) if t == "baseline" => format!("[{t}] field `{field}`"),
             Some((t, i)) => format!("[[{t}]] #{} field `{field}`", i + 1),
             None => format!("field `{field}`"),
         };
-        ExperimentError::File(match locate(self.text, table, field) {
-            Some(l) => format!("in {shown}: line {l}, {what}: {msg}"),
-            None => format!("in {shown}: {what}: {msg}"),
-        })
+        match locate(self.text, table, field) {
+            Some(l) => format!("in {shown}: line {l}, {what}"),
+            None => format!("in {shown}: {what}"),
+        }
+    }
+
+    /// A refusal this parser words itself, at `field` of `table`.
+    fn at(&self, table: Place<'_>, field: &str, msg: String) -> ExperimentError {
+        ExperimentError::File(format!("{}: {msg}", self.place(table, field)))
+    }
+
+    /// A typed refusal at `field` of `table`.
+    fn field(
+        &self,
+        table: Place<'_>,
+        field: &str,
+        error: impl Into<FieldError>,
+    ) -> ExperimentError {
+        ExperimentError::Field {
+            place: self.place(table, field),
+            error: Box::new(error.into()),
+        }
     }
 }
 
@@ -434,7 +536,7 @@ fn parse(text: &str, path: &Path, a: &Overrides, files: Files) -> Result<Plan> {
     let all: Vec<Layer<'_>> = std::iter::once((Some(("baseline", 0)), &file.baseline))
         .chain(defs.iter().enumerate().map(|(i, d)| (Some((kind, i)), d)))
         .collect();
-    let plan0 = address(&base).map_err(|e| er.at(None, "lab", e))?;
+    let plan0 = address(&base).map_err(|e| er.field(None, "lab", e))?;
     let tunes = plan_tunes(&file, path, files, &base, &plan0, &er)?;
     let reference = runner_args(&duration, &warmup);
     let cells = plan_cells(&file, &all, &base, &reference, &er)?;
@@ -467,8 +569,10 @@ fn base_lab(file: &ExperimentFile, path: &Path, files: Files, er: &Errs) -> Resu
                     ),
                 ));
             }
-            let lt = wirespeed_host::fsroot::read_text_file(&lp)
-                .map_err(|e| er.at(None, "lab", format!("read {}: {e}", lp.display())))?;
+            let lt = wirespeed_host::fsroot::read_text_file(&lp).map_err(|error| {
+                let path = lp.clone();
+                er.field(None, "lab", FieldError::ReadLab { path, error })
+            })?;
             LabSpec::from_toml_str(&lt).ctx(|| format!("in lab file {}", lp.display()))?
         }
         LabRef::Inline(t) => {
@@ -477,9 +581,9 @@ fn base_lab(file: &ExperimentFile, path: &Path, files: Files, er: &Errs) -> Resu
                 .or_insert_with(|| toml::Value::String("exp".into()));
             let spec: LabSpec = toml::Value::Table(t)
                 .try_into()
-                .map_err(|e| er.at(None, "lab", format!("in the inline [lab]: {e}")))?;
+                .map_err(|e| er.field(None, "lab", FieldError::InlineToml(e)))?;
             spec.validate()
-                .map_err(|e| er.at(None, "lab", format!("in the inline [lab]: {e}")))?;
+                .map_err(|e| er.field(None, "lab", FieldError::InlineLab(e)))?;
             spec
         }
     })
@@ -535,7 +639,7 @@ fn run_settings(file: &ExperimentFile, a: &Overrides, er: &Errs) -> Result<(u32,
         .or(file.warmup.clone())
         .unwrap_or_else(|| "0.5s".into());
     for (field, v) in [("duration", &duration), ("warmup", &warmup)] {
-        parse_duration(v).map_err(|e| er.at(None, field, e.to_string()))?;
+        parse_duration(v).map_err(|e| er.field(None, field, e))?;
     }
     Ok((repeats, duration, warmup))
 }
@@ -560,14 +664,15 @@ fn plan_tunes(
         if t.profile.contains('/') || t.profile.ends_with(".toml") {
             let mut p = path.parent().unwrap_or(Path::new(".")).join(&t.profile);
             if files == Files::Read {
-                p = p
-                    .canonicalize()
-                    .map_err(|e| er.at(here, "profile", format!("{}: {e}", p.display())))?;
+                p = p.canonicalize().map_err(|error| {
+                    let path = p.clone();
+                    er.field(here, "profile", FieldError::Profile { path, error })
+                })?;
             }
             t.profile = p.display().to_string();
         }
         for d in &mut t.devs {
-            *d = resolve(d, plan0).map_err(|e| er.at(here, "devs", e))?;
+            *d = resolve(d, plan0).map_err(|e| er.field(here, "devs", e))?;
         }
         tunes.push(t);
     }
@@ -602,7 +707,7 @@ fn plan_cells(
             Mode::OneAtATime => vec![&all[0], &all[idx]],
         };
         let lab = cell_lab(base, &chain, *table, er)?;
-        let plan = address(&lab).map_err(|e| er.at(*table, "lab", e))?;
+        let plan = address(&lab).map_err(|e| er.field(*table, "lab", e))?;
         let settings = cell_settings(&chain, &lab, er)?;
         // Bench's defaults, the runner's duration and warm-up, then each
         // layer of the chain, placeholders resolved, through bench's parser.
@@ -616,7 +721,8 @@ fn plan_cells(
             _ => (reference.clone(), &chain[..]),
         };
         let bench = cell_bench(start, layers, &plan, er)?;
-        crate::cell::spec_from(&bench).map_err(|e| er.at(*table, "bench", e))?;
+        crate::cell::spec_from(&bench)
+            .map_err(|e| er.field(*table, "bench", FieldError::Cell(e)))?;
         for h in bench.loader_hosts().unwrap_or_default() {
             if !lab.hosts.iter().any(|x| x.name == h) {
                 let e = format!("--loaders-from names {h:?}, which is not a host of the lab");
@@ -632,7 +738,7 @@ fn plan_cells(
             .find_map(|(_, d)| d.target.clone())
             .or(file.target.clone())
             .unwrap_or_else(|| format!("{{{}.0}}", file.server));
-        let target = resolve(&target_t, &plan).map_err(|e| er.at(*table, "target", e))?;
+        let target = resolve(&target_t, &plan).map_err(|e| er.field(*table, "target", e))?;
         let change = if idx == 0 {
             def.change.clone().unwrap_or_else(|| "baseline".into())
         } else {
@@ -670,22 +776,18 @@ fn cell_lab(base: &LabSpec, chain: &[&Layer<'_>], table: Place<'_>, er: &Errs) -
     }
     let lab: LabSpec = lab_v
         .try_into()
-        .map_err(|e| er.at(table, "lab", format!("the changed lab is invalid: {e}")))?;
+        .map_err(|e| er.field(table, "lab", FieldError::ChangedToml(e)))?;
     lab.validate()
-        .map_err(|e| er.at(table, "lab", format!("the changed lab is invalid: {e}")))?;
+        .map_err(|e| er.field(table, "lab", FieldError::ChangedLab(e)))?;
     Ok(lab)
 }
 
 /// The in-place settings of `chain`'s `lab_set`s, later ones winning.
-fn cell_settings(
-    chain: &[&Layer<'_>],
-    lab: &LabSpec,
-    er: &Errs,
-) -> Result<BTreeMap<Setting, String>> {
+fn cell_settings(chain: &[&Layer<'_>], lab: &LabSpec, er: &Errs) -> Result<Settings> {
     let mut settings = BTreeMap::new();
     for (t, d) in chain {
         if let Some(s) = &d.lab_set {
-            for (k, v) in settings_of(s, lab).map_err(|e| er.at(*t, "lab_set", e))? {
+            for (k, v) in settings_of(s, lab).map_err(|e| er.field(*t, "lab_set", e))? {
                 settings.insert(k, v);
             }
         }
@@ -707,8 +809,10 @@ fn cell_bench(
             .iter()
             .map(|x| resolve(x, plan))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| er.at(*t, "bench", e))?;
-        let named = bench.layer(&args).map_err(|e| er.at(*t, "bench", e))?;
+            .map_err(|e| er.field(*t, "bench", e))?;
+        let named = bench
+            .layer(&args)
+            .map_err(|e| er.field(*t, "bench", FieldError::Cell(e)))?;
         if let Some(f) = named.iter().find(|f| RUNNER_FLAGS.contains(&f.as_str())) {
             return Err(er.at(*t, "bench", format!("{f} is set by the experiment runner")));
         }
@@ -727,7 +831,7 @@ fn cell_sweep(
         match chain.iter().rev().find_map(|(_, d)| d.sweep.clone()) {
             Some(mut s) => {
                 for v in &mut s.values {
-                    *v = resolve(v, plan).map_err(|e| er.at(table, "sweep", e))?;
+                    *v = resolve(v, plan).map_err(|e| er.field(table, "sweep", e))?;
                 }
                 Some(s)
             }
@@ -764,7 +868,7 @@ fn check_sweep(
             ));
         }
         for v in &s.values {
-            sweep_point(bench, s, v).map_err(|e| er.at(table, "sweep", e))?;
+            sweep_point(bench, s, v).map_err(|e| er.field(table, "sweep", e))?;
         }
     }
     Ok(())
@@ -791,10 +895,15 @@ fn runner_args(duration: &str, warmup: &str) -> BenchArgs {
 
 /// A cell's arguments at one point of its sweep (`ARG VALUE` as the top
 /// layer), checked into a spec.
-pub(crate) fn sweep_point(bench: &BenchArgs, s: &Sweep, value: &str) -> Result<BenchArgs, String> {
+pub(crate) fn sweep_point(
+    bench: &BenchArgs,
+    s: &Sweep,
+    value: &str,
+) -> Result<BenchArgs, FieldError> {
     let mut b = bench.clone();
-    b.layer(&[s.arg.clone(), value.to_string()])?;
-    crate::cell::spec_from(&b)?;
+    b.layer(&[s.arg.clone(), value.to_string()])
+        .map_err(FieldError::Cell)?;
+    crate::cell::spec_from(&b).map_err(FieldError::Cell)?;
     Ok(b)
 }
 
@@ -879,13 +988,18 @@ mod tests {
             resolve("{a.0}={b.1},{a.dev1} {b.0.v6} {b.vx0}", &p).unwrap(),
             "10.61.0.1=10.61.1.2,eth1 fd00:10:61::2 10.61.200.2"
         );
+        let e = resolve("{c.0}", &p).unwrap_err();
+        assert!(matches!(&e, FieldError::UnknownPlaceholder(k) if k == "c.0"));
         assert!(
-            resolve("{c.0}", &p)
-                .unwrap_err()
-                .contains("unknown placeholder {c.0}")
+            e.to_string()
+                .starts_with("unknown placeholder {c.0}: use {HOST.N},"),
+            "{e}"
         );
-        assert!(resolve("{a.5}", &p).is_err());
-        assert!(resolve("{a.0", &p).is_err());
+        assert!(matches!(
+            resolve("{a.5}", &p),
+            Err(FieldError::UnknownPlaceholder(_))
+        ));
+        assert!(matches!(resolve("{a.0", &p), Err(FieldError::Unclosed(_))));
     }
 
     #[test]

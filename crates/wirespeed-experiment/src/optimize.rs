@@ -459,7 +459,11 @@ struct HostSide {
 
 /// What an apply did: the commands, the values they replaced and the
 /// check that failed after it, if one did.
-type Applied = (Vec<String>, Vec<Action>, Option<String>);
+type Applied = (
+    Vec<String>,
+    Vec<Action>,
+    Option<wirespeed_host::guard::CheckFailed>,
+);
 
 impl HostSide {
     /// Applies actions, then checks that the gateway and the peers still

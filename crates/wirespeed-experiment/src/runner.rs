@@ -272,7 +272,9 @@ fn run_cell(run: &Running, plan: &Plan, c: &Planned, label: &str) -> Result<Cell
     let mut points: Vec<Point> = Vec::new();
     for x in &xs {
         let bench = match (&c.sweep, x) {
-            (Some(s), Some(v)) => sweep_point(&c.bench, s, v).map_err(ExperimentError::Bench)?,
+            (Some(s), Some(v)) => {
+                sweep_point(&c.bench, s, v).map_err(|e| ExperimentError::Bench(e.to_string()))?
+            }
             _ => c.bench.clone(),
         };
         for r in 0..plan.repeats {

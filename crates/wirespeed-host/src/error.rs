@@ -1,6 +1,7 @@
 //! The host crate's one error type.
 
 use std::io;
+use std::net::IpAddr;
 
 /// What went wrong while reading or changing the host.
 #[derive(Debug, thiserror::Error)]
@@ -55,12 +56,59 @@ pub enum HostError {
         /// What it printed on stderr (trimmed).
         stderr: String,
     },
-    /// A path probe could not be sent (no ICMP socket, no route).
-    #[error("{0}")]
-    Probe(String),
+    /// A path probe could not be sent (no ICMP socket, no route); the OS
+    /// error in the message, not a `source`.
+    #[error("{what} toward {target}: {error}")]
+    Probe {
+        /// What could not be done, e.g. "cannot route a probe".
+        what: &'static str,
+        /// Where the probe was to go.
+        target: IpAddr,
+        /// The OS error.
+        error: io::Error,
+    },
+    /// A check after a guarded apply failed, and the apply was rolled back
+    /// (`rolled` says what was restored).
+    #[error("check failed after the apply: {failed}\nrolled back at once: {rolled}")]
+    CheckFailed {
+        /// The check that failed.
+        failed: Box<crate::guard::CheckFailed>,
+        /// What the rollback restored, as text.
+        rolled: String,
+    },
     /// A tuning journal or profile could not be parsed or stored.
     #[error("{0}")]
     State(String),
+    /// A change failed during an apply; the values changed before it were
+    /// restored, unless `restore_failed` says why not.
+    #[error(
+        "{error}; {}",
+        restore_failed.as_ref().map_or_else(
+            || "every value changed before it was restored".to_string(),
+            |r| format!("and restoring failed too: {r}")
+        )
+    )]
+    ApplyFailed {
+        /// The change that failed.
+        error: Box<HostError>,
+        /// Why restoring the values changed before failed, if it did.
+        restore_failed: Option<Box<HostError>>,
+    },
+    /// A tuning journal could not be encoded (the JSON error in the
+    /// message, not a `source`).
+    #[error("{0}")]
+    Encode(serde_json::Error),
+    /// The journal file does not parse (the JSON error in the message,
+    /// not a `source`).
+    #[error(
+        "{path} is not a wirespeed journal ({error}): wirespeed changes nothing here until it is repaired or moved away (`mv {path} {path}.bad`; the values it held must then be restored by hand)"
+    )]
+    BadJournal {
+        /// The journal file.
+        path: String,
+        /// The JSON error.
+        error: serde_json::Error,
+    },
     /// An unknown profile name.
     #[error("unknown profile {0:?} (known: throughput, latency, tpu-multinic, bulk-multinic)")]
     UnknownProfile(String),

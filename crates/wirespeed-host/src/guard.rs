@@ -6,7 +6,7 @@
 //! and peers still answer, and a full-size packet gets through after an
 //! MTU change.
 
-use crate::pathmtu::{self, PathMtu};
+use crate::pathmtu::{self, CheckError, PathMtu};
 use crate::snapshot::Snapshot;
 use crate::tune::{Plan, Setting};
 use serde::{Deserialize, Serialize};
@@ -322,6 +322,31 @@ pub fn touches_carrier(plan: &Plan) -> bool {
     plan.steps.iter().any(|s| !s.no_op && s.carrier.is_some())
 }
 
+/// The first check after an apply that failed, and toward whom.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckFailed {
+    /// A gateway or peer that answered before the apply does not now.
+    #[error("{role} {target}: {error}")]
+    Silent {
+        /// "gateway" or "peer".
+        role: String,
+        /// Its address.
+        target: IpAddr,
+        /// Why the check says no.
+        error: CheckError,
+    },
+    /// A packet of a raised MTU does not get through to a target.
+    #[error("full-size check toward {role} {target}: {error}")]
+    FullSize {
+        /// "gateway" or "peer".
+        role: String,
+        /// Its address.
+        target: IpAddr,
+        /// Why the check says no.
+        error: CheckError,
+    },
+}
+
 /// What is checked after an apply: the gateways and peers that answered
 /// before it, with the device each is reached by.
 #[derive(Debug, Clone, Default)]
@@ -359,10 +384,14 @@ impl Checks {
     /// set gets through to every target reached by that device. Ok with
     /// what passed, or Err with the first check that failed. `window`
     /// bounds how long a silent target is retried.
-    pub fn after(&self, plan: &Plan, window: Duration) -> Result<Vec<String>, String> {
+    pub fn after(&self, plan: &Plan, window: Duration) -> Result<Vec<String>, CheckFailed> {
         let mut passed = Vec::new();
         for (ip, role, _) in &self.targets {
-            pathmtu::answers(*ip, window).map_err(|e| format!("{role} {ip}: {e}"))?;
+            pathmtu::answers(*ip, window).map_err(|error| CheckFailed::Silent {
+                role: role.clone(),
+                target: *ip,
+                error,
+            })?;
             passed.push(format!("{role} {ip} answers"));
         }
         for s in plan.steps.iter().filter(|s| !s.no_op) {
@@ -382,8 +411,13 @@ impl Checks {
                 ));
             }
             for (ip, role, _) in via {
-                pathmtu::full_size_gets_through(*ip, new, window)
-                    .map_err(|e| format!("full-size check toward {role} {ip}: {e}"))?;
+                pathmtu::full_size_gets_through(*ip, new, window).map_err(|error| {
+                    CheckFailed::FullSize {
+                        role: role.clone(),
+                        target: *ip,
+                        error,
+                    }
+                })?;
                 passed.push(format!(
                     "a {new}-byte packet (don't fragment) gets through to {role} {ip}"
                 ));

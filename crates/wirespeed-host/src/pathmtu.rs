@@ -64,7 +64,7 @@ impl PathMtu {
 }
 
 /// One probe's outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 enum Probe {
     /// The echo reply came back.
     Answered,
@@ -73,8 +73,8 @@ enum Probe {
     TooBig(Option<u32>),
     /// No answer within the timeout.
     Silent,
-    /// The target cannot be reached at all (the kernel's words).
-    Unreachable(String),
+    /// The target cannot be reached at all (the kernel's answer).
+    Unreachable(io::Error),
 }
 
 /// A connected ICMP echo socket with DF set: raw when allowed, else a
@@ -87,8 +87,12 @@ struct Pinger {
     seq: u16,
 }
 
-fn sock_err(what: &str, target: IpAddr, e: io::Error) -> HostError {
-    HostError::Probe(format!("{what} toward {target}: {e}"))
+fn sock_err(what: &'static str, target: IpAddr, error: io::Error) -> HostError {
+    HostError::Probe {
+        what,
+        target,
+        error,
+    }
 }
 
 impl Pinger {
@@ -195,7 +199,7 @@ impl Pinger {
         if e.raw_os_error() == Some(libc::EMSGSIZE) {
             Probe::TooBig(self.kernel_mtu())
         } else {
-            Probe::Unreachable(e.to_string())
+            Probe::Unreachable(e)
         }
     }
 
@@ -351,7 +355,7 @@ pub fn measure(target: IpAddr, role: &str, snap: &Snapshot) -> PathMtu {
     // Silence at `hi`: does it answer at all?
     let mut good = None;
     for _ in 0..2 {
-        if send(&mut p, min, &mut out) == Probe::Answered {
+        if matches!(send(&mut p, min, &mut out), Probe::Answered) {
             good = Some(min);
             break;
         }
@@ -405,22 +409,83 @@ pub fn measure_all(snap: &Snapshot, peers: &[IpAddr]) -> Vec<PathMtu> {
     })
 }
 
+/// Why [`answers`] or [`full_size_gets_through`] says no.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// No probe could be sent (no ICMP socket, no route).
+    #[error(transparent)]
+    Open(Box<HostError>),
+    /// No answer to small echo requests within the window.
+    #[error(
+        "{target} does not answer echo requests any more ({}, for {window_s:.0} s)",
+        last.as_ref().map_or_else(|| "no answer".to_string(), |e| e.to_string())
+    )]
+    Silent {
+        /// The target.
+        target: IpAddr,
+        /// The kernel's answer to the last probe, when not silence.
+        last: Option<io::Error>,
+        /// How long it was retried, seconds.
+        window_s: f64,
+    },
+    /// A full-size packet is too big for the path.
+    #[error(
+        "a {size}-byte packet (don't fragment) toward {target} is too big: {}",
+        match path_mtu {
+            Some(m) => format!("the path carries {m} bytes at most"),
+            None => "the kernel refuses it".into(),
+        }
+    )]
+    TooBig {
+        /// The packet's size, bytes.
+        size: u32,
+        /// The target.
+        target: IpAddr,
+        /// The kernel's path MTU, when it has one.
+        path_mtu: Option<u32>,
+    },
+    /// The kernel says the target cannot be reached.
+    #[error("{target} is unreachable: {error}")]
+    Unreachable {
+        /// The target.
+        target: IpAddr,
+        /// The kernel's answer.
+        error: io::Error,
+    },
+    /// No answer to a full-size packet within the window.
+    #[error(
+        "no answer to a {size}-byte packet (don't fragment) toward {target} within {window_s:.0} s; {}",
+        if *small_answered { "small ones are answered" } else { "small ones are not answered either" }
+    )]
+    FullSizeSilent {
+        /// The packet's size, bytes.
+        size: u32,
+        /// The target.
+        target: IpAddr,
+        /// How long it was retried, seconds.
+        window_s: f64,
+        /// Whether a small echo request was answered after.
+        small_answered: bool,
+    },
+}
+
 /// Whether `target` answers a small echo request within `window`
 /// (retried every [`PROBE_TIMEOUT`]).
-pub fn answers(target: IpAddr, window: Duration) -> Result<(), String> {
-    let mut p = Pinger::open(target).map_err(|e| e.to_string())?;
+pub fn answers(target: IpAddr, window: Duration) -> Result<(), CheckError> {
+    let mut p = Pinger::open(target).map_err(|e| CheckError::Open(Box::new(e)))?;
     let start = Instant::now();
     loop {
         let last = match p.probe(p.header() + 56, PROBE_TIMEOUT) {
             Probe::Answered => return Ok(()),
-            Probe::Unreachable(e) => e,
-            _ => "no answer".to_string(),
+            Probe::Unreachable(e) => Some(e),
+            _ => None,
         };
         if start.elapsed() >= window {
-            return Err(format!(
-                "{target} does not answer echo requests any more ({last}, for {:.0} s)",
-                window.as_secs_f64()
-            ));
+            return Err(CheckError::Silent {
+                target,
+                last,
+                window_s: window.as_secs_f64(),
+            });
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -430,34 +495,35 @@ pub fn answers(target: IpAddr, window: Duration) -> Result<(), String> {
 /// back within `window`. A too-big answer fails at once (the path cannot
 /// carry it); silence is retried until the window ends (a NIC whose MTU
 /// changed may take a moment to come back up).
-pub fn full_size_gets_through(target: IpAddr, size: u32, window: Duration) -> Result<(), String> {
-    let mut p = Pinger::open(target).map_err(|e| e.to_string())?;
+pub fn full_size_gets_through(
+    target: IpAddr,
+    size: u32,
+    window: Duration,
+) -> Result<(), CheckError> {
+    let mut p = Pinger::open(target).map_err(|e| CheckError::Open(Box::new(e)))?;
     let start = Instant::now();
     loop {
         match p.probe(size, PROBE_TIMEOUT) {
             Probe::Answered => return Ok(()),
-            Probe::TooBig(m) => {
-                return Err(format!(
-                    "a {size}-byte packet (don't fragment) toward {target} is too big: {}",
-                    match m {
-                        Some(m) => format!("the path carries {m} bytes at most"),
-                        None => "the kernel refuses it".into(),
-                    }
-                ));
+            Probe::TooBig(path_mtu) => {
+                return Err(CheckError::TooBig {
+                    size,
+                    target,
+                    path_mtu,
+                });
             }
-            Probe::Unreachable(e) if start.elapsed() >= window => {
-                return Err(format!("{target} is unreachable: {e}"));
+            Probe::Unreachable(error) if start.elapsed() >= window => {
+                return Err(CheckError::Unreachable { target, error });
             }
             _ if start.elapsed() >= window => {
-                let small = if p.probe(p.header() + 56, PROBE_TIMEOUT) == Probe::Answered {
-                    "small ones are answered"
-                } else {
-                    "small ones are not answered either"
-                };
-                return Err(format!(
-                    "no answer to a {size}-byte packet (don't fragment) toward {target} within {:.0} s; {small}",
-                    window.as_secs_f64()
-                ));
+                let small_answered =
+                    matches!(p.probe(p.header() + 56, PROBE_TIMEOUT), Probe::Answered);
+                return Err(CheckError::FullSizeSilent {
+                    size,
+                    target,
+                    window_s: window.as_secs_f64(),
+                    small_answered,
+                });
             }
             _ => std::thread::sleep(Duration::from_millis(100)),
         }

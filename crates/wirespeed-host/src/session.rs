@@ -438,10 +438,10 @@ fn check_after(
                 e.within("a check failed after the apply, and the rollback failed too")
             })?;
             stop_timer(g.timer.as_deref());
-            Err(HostError::State(format!(
-                "check failed after the apply: {failed}\nrolled back at once: {}",
-                rolled_text(&r)
-            )))
+            Err(HostError::CheckFailed {
+                failed: Box::new(failed),
+                rolled: rolled_text(&r),
+            })
         }
     }
 }

@@ -590,9 +590,9 @@ fn udp_hash_program(v6: bool, buckets: u32) -> String {
 
 /// Does one operation; a failure carries its command line and the reason.
 pub fn apply(op: &Op) -> Result<(), LabError> {
-    op.apply().map_err(|e| LabError::Command {
+    op.apply().map_err(|error| LabError::Command {
         cmd: op.to_string(),
-        stderr: e.to_string(),
+        error,
     })
 }
 
@@ -626,9 +626,9 @@ impl LabState {
 /// server keeps a namespace and its veths alive after `ip netns del`).
 fn remove_ns(n: &str) -> Result<(), LabError> {
     crate::sys::kill_processes_in(n);
-    wirespeed_host::netns::remove(n).map_err(|e| LabError::Command {
+    wirespeed_host::netns::remove(n).map_err(|error| LabError::Command {
         cmd: format!("ip netns del {n}"),
-        stderr: e.to_string(),
+        error,
     })
 }
 
@@ -659,8 +659,10 @@ pub fn save_state(state: &LabState, dir: &Path) -> Result<PathBuf, LabError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| LabError::io(format!("create {}", dir.display()), e))?;
     let path = state_path(&state.name, dir);
-    let text = serde_json::to_string_pretty(state)
-        .map_err(|e| LabError::Spec(format!("encode lab state: {e}")))?;
+    let text = serde_json::to_string_pretty(state).map_err(|error| LabError::State {
+        what: "encode lab state".into(),
+        error,
+    })?;
     let tmp = dir.join(format!(".{}.json.tmp-{}", state.name, std::process::id()));
     std::fs::write(&tmp, text)
         .and_then(|_| std::fs::rename(&tmp, &path))
@@ -679,8 +681,10 @@ fn create_state(state: &LabState, dir: &Path) -> Result<PathBuf, LabError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| LabError::io(format!("create {}", dir.display()), e))?;
     let path = state_path(&state.name, dir);
-    let text = serde_json::to_string_pretty(state)
-        .map_err(|e| LabError::Spec(format!("encode lab state: {e}")))?;
+    let text = serde_json::to_string_pretty(state).map_err(|error| LabError::State {
+        what: "encode lab state".into(),
+        error,
+    })?;
     let tmp = dir.join(format!(".{}.json.new-{}", state.name, std::process::id()));
     let linked = std::fs::write(&tmp, text).and_then(|_| std::fs::hard_link(&tmp, &path));
     let _ = std::fs::remove_file(&tmp);
@@ -717,8 +721,10 @@ pub fn load_state(name: &str, dir: &Path) -> Result<LabState, LabError> {
             e,
         )
     })?;
-    serde_json::from_str(&text)
-        .map_err(|e| LabError::Spec(format!("{} is not lab state: {e}", path.display())))
+    serde_json::from_str(&text).map_err(|error| LabError::State {
+        what: format!("{} is not lab state", path.display()),
+        error,
+    })
 }
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
@@ -752,7 +758,7 @@ impl Lab {
     /// the command a person would type.
     pub fn commands(spec: &LabSpec) -> Result<Vec<Op>, LabError> {
         spec.validate()?;
-        let plan = address(spec).map_err(LabError::Spec)?;
+        let plan = address(spec)?;
         Ok(build_ops(spec, &plan))
     }
 
@@ -817,7 +823,7 @@ impl Lab {
             return Err(LabError::NotRoot);
         }
         sweep_stale();
-        let plan = address(spec).map_err(LabError::Spec)?;
+        let plan = address(spec)?;
         if !spec.mptcp.is_empty()
             && let Some(why) = mptcp::unsupported(Path::new("/proc/sys"))
         {

@@ -1,6 +1,8 @@
 //! The lab's one error type.
 
+use crate::plan::AddressError;
 use thiserror::Error;
+use wirespeed_host::HostError;
 
 /// Everything that can go wrong while describing, building or removing a lab.
 #[derive(Debug, Error)]
@@ -8,13 +10,26 @@ pub enum LabError {
     /// The lab description is invalid; the message names the field (and line).
     #[error("invalid lab: {0}")]
     Spec(String),
-    /// A command that changes the host failed; `cmd` is what was run.
-    #[error("`{cmd}` failed: {stderr}")]
+    /// The lab's addressing cannot be planned (a full or malformed subnet).
+    #[error("invalid lab: {0}")]
+    Address(#[from] AddressError),
+    /// A change to the host failed; `cmd` is that change as a command line.
+    /// The host's error is in the message, not a `source` (it prints once).
+    #[error("`{cmd}` failed: {error}")]
     Command {
         /// The command line as a person would type it.
         cmd: String,
-        /// What it printed on stderr (trimmed).
-        stderr: String,
+        /// Why the host refused it.
+        error: HostError,
+    },
+    /// A lab state file could not be encoded or decoded; `what` says which
+    /// (the JSON error in the message, not a `source`).
+    #[error("invalid lab: {what}: {error}")]
+    State {
+        /// What was being done, e.g. "encode lab state".
+        what: String,
+        /// The JSON error.
+        error: serde_json::Error,
     },
     /// A file or process operation failed; `what` says which.
     /// The OS error is in the message, not a `source`: a chain printer

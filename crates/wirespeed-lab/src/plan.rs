@@ -73,6 +73,30 @@ impl Pair {
     }
 }
 
+/// Why a lab cannot be addressed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    /// A subnet has no host number left for another end.
+    #[error("subnet {net}/{len} has no room for another address")]
+    SubnetFull {
+        /// The subnet's network address.
+        net: Ipv4Addr,
+        /// Its prefix length.
+        len: u8,
+    },
+    /// A link's or overlay's `subnet` is not an IPv4 prefix.
+    #[error("bad subnet {0:?}")]
+    BadSubnet(String),
+    /// An overlay names a link the lab does not have.
+    #[error("vxlan {vxlan}: link {link} does not exist")]
+    NoLink {
+        /// The overlay's index.
+        vxlan: usize,
+        /// The link it names.
+        link: usize,
+    },
+}
+
 /// The whole lab's addressing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Addressing {
@@ -96,13 +120,11 @@ struct Numbering {
 }
 
 impl Numbering {
-    fn take(&mut self, net: Ipv4Addr, len: u8) -> Result<Ipv4Addr, String> {
+    fn take(&mut self, net: Ipv4Addr, len: u8) -> Result<Ipv4Addr, AddressError> {
         let n = self.next.entry((net, len)).or_insert(1);
         let size = 1u64 << (32 - len as u32);
         if u64::from(*n) >= size - 1 {
-            return Err(format!(
-                "subnet {net}/{len} has no room for another address"
-            ));
+            return Err(AddressError::SubnetFull { net, len });
         }
         let a = Ipv4Addr::from(u32::from(net) + *n);
         *n += 1;
@@ -111,17 +133,17 @@ impl Numbering {
 }
 
 /// Computes devices and addresses for every link and overlay.
-pub fn address(spec: &LabSpec) -> Result<Addressing, String> {
+pub fn address(spec: &LabSpec) -> Result<Addressing, AddressError> {
     let base = spec.base();
     let mut num = Numbering::default();
     let mut devs: HashMap<&str, usize> = HashMap::new();
     let mut links = Vec::new();
     for (i, l) in spec.links.iter().enumerate() {
         let (net, len) = match &l.subnet {
-            Some(s) => parse_v4_prefix(s).ok_or_else(|| format!("bad subnet {s:?}"))?,
+            Some(s) => parse_v4_prefix(s).ok_or_else(|| AddressError::BadSubnet(s.clone()))?,
             None => (Ipv4Addr::new(10, base, i as u8, 0), 24),
         };
-        let mut end = |host: &str| -> Result<Nic, String> {
+        let mut end = |host: &str| -> Result<Nic, AddressError> {
             let k = devs.entry(spec_host(spec, host)).or_insert(0);
             let dev = format!("eth{k}");
             *k += 1;
@@ -145,15 +167,16 @@ pub fn address(spec: &LabSpec) -> Result<Addressing, String> {
     }
     let mut vxlans = Vec::new();
     for (j, v) in spec.vxlans.iter().enumerate() {
-        let under = links
-            .get(v.link)
-            .ok_or_else(|| format!("vxlan {j}: link {} does not exist", v.link))?;
+        let under = links.get(v.link).ok_or(AddressError::NoLink {
+            vxlan: j,
+            link: v.link,
+        })?;
         let (net, len) = match &v.subnet {
-            Some(s) => parse_v4_prefix(s).ok_or_else(|| format!("bad subnet {s:?}"))?,
+            Some(s) => parse_v4_prefix(s).ok_or_else(|| AddressError::BadSubnet(s.clone()))?,
             None => (Ipv4Addr::new(10, base, 200u8.wrapping_add(j as u8), 0), 24),
         };
         let dev = v.name.clone().unwrap_or_else(|| format!("vx{j}"));
-        let mut end = || -> Result<Nic, String> {
+        let mut end = || -> Result<Nic, AddressError> {
             let addr4 = num.take(net, len)?;
             Ok(Nic {
                 dev: dev.clone(),
@@ -232,6 +255,14 @@ mod tests {
             };
             2
         ];
-        assert!(address(&s).unwrap_err().contains("no room"));
+        let e = address(&s).unwrap_err();
+        assert_eq!(
+            e,
+            AddressError::SubnetFull {
+                net: Ipv4Addr::new(10, 1, 1, 0),
+                len: 30
+            }
+        );
+        assert!(e.to_string().contains("no room"), "{e}");
     }
 }

@@ -293,14 +293,48 @@ pub const CAP_RATES: std::ops::RangeInclusive<u64> = 8_000..=10_000_000_000_000;
 
 /// Parses a cap's rate such as `1gbit`, `500mbit`, `2.5g` into bits per
 /// second (the one rate grammar of `wirespeed-types`), or says why not.
-pub fn cap_rate(s: &str) -> Result<u64, String> {
-    let bps = wirespeed_types::units::parse_rate(s).map_err(|e| e.to_string())?;
+pub fn cap_rate(s: &str) -> Result<u64, RateError> {
+    let bps = wirespeed_types::units::parse_rate(s)?;
     if !CAP_RATES.contains(&bps) {
-        return Err(format!(
-            "rate {s:?} is outside what a tc cap takes: 8kbit to 10tbit"
-        ));
+        return Err(RateError::OutOfRange(s.to_string()));
     }
     Ok(bps)
+}
+
+/// Why [`cap_rate`] refuses a rate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RateError {
+    /// The text is not a rate.
+    #[error(transparent)]
+    Malformed(#[from] wirespeed_types::Invalid),
+    /// A rate outside [`CAP_RATES`].
+    #[error("rate {0:?} is outside what a tc cap takes: 8kbit to 10tbit")]
+    OutOfRange(String),
+}
+
+/// Why [`check_lab_sysctl`] refuses a sysctl.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SysctlError {
+    /// Not a sysctl name.
+    #[error("bad sysctl name {0:?}")]
+    BadName(String),
+    /// An empty value, or one with control characters.
+    #[error("bad value {value:?} for sysctl {key}")]
+    BadValue {
+        /// The sysctl.
+        key: String,
+        /// The value refused.
+        value: String,
+    },
+    /// A sysctl that is not per network namespace; `why` is the host
+    /// crate's reason.
+    #[error(
+        "{why}; a lab host is a network namespace, so only its per-namespace net.* sysctls can be set"
+    )]
+    HostWide {
+        /// Why the key is host-wide.
+        why: String,
+    },
 }
 
 /// Parses a cap's rate, `None` when [`cap_rate`] refuses it.
@@ -389,18 +423,19 @@ const MAX_PER_HOST: usize = 256;
 /// value on one line, and a key that is per network namespace (any other
 /// would change the machine running the lab, and `lab down` would not
 /// undo it).
-pub fn check_lab_sysctl(key: &str, value: &str) -> Result<(), String> {
+pub fn check_lab_sysctl(key: &str, value: &str) -> Result<(), SysctlError> {
     use wirespeed_host::tune::{netns_sysctl_refusal, valid_sysctl_name};
     if !valid_sysctl_name(key) {
-        return Err(format!("bad sysctl name {key:?}"));
+        return Err(SysctlError::BadName(key.to_string()));
     }
     if value.trim().is_empty() || value.chars().any(|c| c.is_control() && c != '\t') {
-        return Err(format!("bad value {value:?} for sysctl {key}"));
+        return Err(SysctlError::BadValue {
+            key: key.to_string(),
+            value: value.to_string(),
+        });
     }
     if let Some(why) = netns_sysctl_refusal(key) {
-        return Err(format!(
-            "{why}; a lab host is a network namespace, so only its per-namespace net.* sysctls can be set"
-        ));
+        return Err(SysctlError::HostWide { why });
     }
     Ok(())
 }
@@ -575,7 +610,7 @@ impl LabSpec {
                 ));
             }
             for (k, v) in &h.sysctl {
-                check_lab_sysctl(k, v).map_err(|e| (at("sysctl"), e))?;
+                check_lab_sysctl(k, v).map_err(|e| (at("sysctl"), e.to_string()))?;
             }
             for a in &h.loopback {
                 if parse_prefix(a).is_none() {
@@ -613,7 +648,7 @@ impl LabSpec {
             return Err((at("mtu"), format!("MTU {m} must be between 68 and 65535")));
         }
         if let Some(Err(e)) = l.rate.as_deref().map(cap_rate) {
-            return Err((at("rate"), e));
+            return Err((at("rate"), e.to_string()));
         }
         if let Some(s) = &l.subnet {
             match parse_v4_prefix(s) {
@@ -629,7 +664,7 @@ impl LabSpec {
             }
         }
         if let Some(Err(e)) = l.flow_rate.as_deref().map(cap_rate) {
-            return Err((at("flow_rate"), e));
+            return Err((at("flow_rate"), e.to_string()));
         }
         if let Some(n) = l.flows {
             if l.flow_rate.is_none() {

@@ -151,7 +151,7 @@ pub fn render_paths_csv(r: &PathsReport) -> String {
 /// JUnit XML: a testsuite per path, a testcase per workload and pair
 /// (classname `wirespeed.k8s.PATH`); a broken gate is a failure, a case
 /// not measured or contended an error (of that type), a path with nothing to test a skipped case.
-pub fn render_paths_junit(r: &PathsReport) -> Result<String, String> {
+pub fn render_paths_junit(r: &PathsReport) -> Result<String, quick_junit::SerializeError> {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let mut report = Report::new("wirespeed k8s run");
     let mut suites: BTreeMap<&str, TestSuite> = BTreeMap::new();
@@ -205,7 +205,7 @@ pub fn render_paths_junit(r: &PathsReport) -> Result<String, String> {
         suites.insert("~unplanned", s);
     }
     report.add_test_suites(suites.into_values());
-    report.to_string().map_err(|e| e.to_string())
+    report.to_string()
 }
 
 /// The cases as one HTML page: the verdict, per workload a heatmap of

@@ -302,8 +302,7 @@ fn write_outputs(a: &RunArgs, out: &RunOutcome, report: &PathsReport) -> Result<
         write(p, wirespeed_report::paths::render_paths_csv(report))?;
     }
     if let Some(p) = &a.junit {
-        let xml =
-            wirespeed_report::paths::render_paths_junit(report).map_err(anyhow::Error::msg)?;
+        let xml = wirespeed_report::paths::render_paths_junit(report)?;
         write(p, xml)?;
     }
     if let Some(p) = &a.html {

@@ -167,11 +167,10 @@ pub fn apply_locked(
                 Some(j) => state.save(j)?,
                 None => state.retire()?,
             }
-            let tail = match restore {
-                Ok(_) => "every value changed before it was restored".to_string(),
-                Err(r) => format!("and restoring failed too: {r}"),
-            };
-            return Err(HostError::State(format!("{e}; {tail}")));
+            return Err(HostError::ApplyFailed {
+                error: Box::new(e),
+                restore_failed: restore.err().map(Box::new),
+            });
         }
     }
     let side_effects = read_back_side_effects(host, &mut journal, known);

@@ -200,12 +200,12 @@ impl StateDir {
                 MAX_JOURNAL_BYTES >> 20
             )));
         }
-        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            HostError::State(format!(
-                "{} is not a wirespeed journal ({e}): wirespeed changes nothing here until it is repaired or moved away (`mv {0} {0}.bad`; the values it held must then be restored by hand)",
-                p.display()
-            ))
-        })
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|error| HostError::BadJournal {
+                path: p.display().to_string(),
+                error,
+            })
     }
 
     /// Writes the journal atomically (a temporary file of its own, fsync,
@@ -217,7 +217,7 @@ impl StateDir {
         let tmp = self
             .dir
             .join(format!("journal.json.tmp-{}", unique_suffix()));
-        let data = serde_json::to_vec_pretty(j).map_err(|e| HostError::State(e.to_string()))?;
+        let data = serde_json::to_vec_pretty(j).map_err(HostError::Encode)?;
         let written = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
