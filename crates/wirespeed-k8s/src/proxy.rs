@@ -27,7 +27,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use wirespeed_fleet::transport::{BoxFuture, TransportFactory};
-use wirespeed_fleet::{AgentRequest, AgentResponse, AgentSpec, AgentTransport, FleetError};
+use wirespeed_fleet::{
+    AgentRequest, AgentResponse, AgentSpec, AgentTransport, FleetError, TransportError,
+};
+
+/// The relay, as messages name it.
+const API_SERVER: &str = "the API server";
 
 /// How `k8s run` reaches the agents' HTTP APIs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -108,7 +113,7 @@ impl PodProxy {
         )
     }
 
-    async fn send_now(&self, req: AgentRequest) -> Result<AgentResponse, String> {
+    async fn send_now(&self, req: AgentRequest) -> Result<AgentResponse, TransportError> {
         let mut b = http::Request::builder()
             .method(req.method.as_str())
             .uri(self.url(&req.path));
@@ -117,18 +122,24 @@ impl PodProxy {
         }
         let r = b
             .body(kube::client::Body::from(req.body))
-            .map_err(|e| format!("cannot build the request: {e}"))?;
+            .map_err(|e| TransportError::Request(Box::new(e)))?;
         let resp = self
             .client
             .send(r)
             .await
-            .map_err(|e| format!("no answer from the API server: {e}"))?;
+            .map_err(|e| TransportError::RelayDown {
+                relay: API_SERVER.into(),
+                error: Box::new(e),
+            })?;
         let status = resp.status().as_u16();
         let body = resp
             .into_body()
             .collect_bytes()
             .await
-            .map_err(|e| format!("the API server's answer broke off: {e}"))?
+            .map_err(|e| TransportError::RelayBroken {
+                relay: API_SERVER.into(),
+                error: Box::new(e),
+            })?
             .to_vec();
         if let Some(why) = self.refusal(status, &body) {
             return Err(why);
@@ -139,7 +150,7 @@ impl PodProxy {
     /// The API server's own refusal (a `v1 Status` body: RBAC, pod gone,
     /// pod unreachable), with what to do; None for the agent's answer
     /// (the agent never answers with a `Status`).
-    fn refusal(&self, status: u16, body: &[u8]) -> Option<String> {
+    fn refusal(&self, status: u16, body: &[u8]) -> Option<TransportError> {
         if status < 400 {
             return None;
         }
@@ -159,23 +170,23 @@ impl PodProxy {
                 self.port, self.pod
             ),
         };
-        Some(format!(
-            "the API server's pod proxy answered {status}: {msg}{hint}"
-        ))
+        Some(TransportError::RelayRefused {
+            relay: "the API server's pod proxy".into(),
+            status,
+            said: msg,
+            hint,
+        })
     }
 }
 
 impl AgentTransport for PodProxy {
-    fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, String>> {
+    fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, TransportError>> {
         Box::pin(async move {
             tokio::time::timeout(self.timeout, self.send_now(req))
                 .await
-                .unwrap_or_else(|_| {
-                    Err(format!(
-                        "timed out after {:?} through the API server",
-                        self.timeout
-                    ))
-                })
+                .unwrap_or(Err(TransportError::TimedOut {
+                    after: self.timeout,
+                }))
         })
     }
 
@@ -196,7 +207,7 @@ impl AgentTransport for PodProxy {
     /// at most the client's bound, which `patience` is): an answer within
     /// a second means it was not out; a later one, how long it was out;
     /// none, that it stayed out.
-    fn wait_relay(&self) -> BoxFuture<'_, Result<Duration, String>> {
+    fn wait_relay(&self) -> BoxFuture<'_, Result<Duration, TransportError>> {
         Box::pin(async move {
             let t = std::time::Instant::now();
             let bound = self.patience + Duration::from_secs(5);
@@ -204,14 +215,16 @@ impl AgentTransport for PodProxy {
             match r {
                 Ok(Ok(_)) if t.elapsed() < Duration::from_secs(1) => Ok(Duration::ZERO),
                 Ok(Ok(_)) => Ok(t.elapsed()),
-                Ok(Err(e)) => Err(format!(
-                    "the API server did not answer for {} s ({e}); the agents cannot be reached through it",
-                    t.elapsed().as_secs()
-                )),
-                Err(_) => Err(format!(
-                    "the API server did not answer for {} s; the agents cannot be reached through it",
-                    bound.as_secs()
-                )),
+                Ok(Err(e)) => Err(TransportError::RelayOut {
+                    relay: API_SERVER.into(),
+                    waited: t.elapsed(),
+                    error: Some(Box::new(e)),
+                }),
+                Err(_) => Err(TransportError::RelayOut {
+                    relay: API_SERVER.into(),
+                    waited: bound,
+                    error: None,
+                }),
             }
         })
     }
@@ -281,7 +294,7 @@ mod tests {
             .await;
         held.abort();
         let e = r.expect_err("a silent API server gives no answer");
-        assert!(e.contains("timed out"), "{e}");
+        assert!(matches!(e, TransportError::TimedOut { .. }), "{e}");
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 }
