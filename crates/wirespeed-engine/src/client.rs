@@ -186,6 +186,7 @@ fn check_chosen(version: Option<u32>, server: Option<String>) -> Result<(), Engi
     };
     let why = agree("control protocol", &ours, &theirs)
         .err()
+        .map(|d| d.to_string())
         .unwrap_or_else(|| {
             format!("the server chose control protocol {v}, which this client does not speak")
         });

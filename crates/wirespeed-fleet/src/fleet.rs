@@ -76,16 +76,35 @@ fn valid_name(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
+/// Why an endpoint is not `HOST:PORT`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    /// No `:PORT`.
+    #[error("{0:?} is not HOST:PORT")]
+    NoPort(String),
+    /// The port is not 1-65535.
+    #[error("{0:?} has no valid port (1-65535)")]
+    Port(String),
+    /// The host is not a name or address.
+    #[error("{endpoint:?}: {host:?} is not a host name or address")]
+    Host {
+        /// The endpoint.
+        endpoint: String,
+        /// Its host part.
+        host: String,
+    },
+}
+
 /// Checks `HOST:PORT` (a name or an address, IPv6 in brackets).
-fn check_endpoint(s: &str) -> std::result::Result<(), String> {
+fn check_endpoint(s: &str) -> std::result::Result<(), EndpointError> {
     if s.parse::<SocketAddr>().is_ok() {
         return Ok(());
     }
     let Some((host, port)) = s.rsplit_once(':') else {
-        return Err(format!("{s:?} is not HOST:PORT"));
+        return Err(EndpointError::NoPort(s.to_string()));
     };
     if port.parse::<u16>().map_or(true, |p| p == 0) {
-        return Err(format!("{s:?} has no valid port (1-65535)"));
+        return Err(EndpointError::Port(s.to_string()));
     }
     if host.is_empty()
         || host.len() > 253
@@ -93,7 +112,10 @@ fn check_endpoint(s: &str) -> std::result::Result<(), String> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b".-".contains(&b))
     {
-        return Err(format!("{s:?}: {host:?} is not a host name or address"));
+        return Err(EndpointError::Host {
+            endpoint: s.to_string(),
+            host: host.to_string(),
+        });
     }
     Ok(())
 }
@@ -101,8 +123,10 @@ fn check_endpoint(s: &str) -> std::result::Result<(), String> {
 impl Fleet {
     /// Parses and checks a fleet file's text.
     pub fn parse_str(text: &str) -> Result<Fleet> {
-        let fleet: Fleet = toml::from_str(text)
-            .map_err(|e| FleetError::Fleet(e.to_string().trim_end().replace('\n', " ")))?;
+        let fleet: Fleet = toml::from_str(text).map_err(|error| FleetError::FleetFile {
+            file: None,
+            error: Box::new(error),
+        })?;
         fleet.validate()?;
         Ok(fleet)
     }
@@ -124,6 +148,10 @@ impl Fleet {
         }
         Fleet::parse_str(&text).map_err(|e| match e {
             FleetError::Fleet(m) => FleetError::Fleet(format!("{p}: {m}")),
+            FleetError::FleetFile { file: None, error } => FleetError::FleetFile {
+                file: Some(p.to_string()),
+                error,
+            },
             e => e,
         })
     }

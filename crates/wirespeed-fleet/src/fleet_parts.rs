@@ -11,6 +11,57 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
+/// Why a part is refused, or a fleet cannot be split.
+#[derive(Debug, thiserror::Error)]
+pub enum PartError {
+    /// The upload's name is not 1-64 letters or digits.
+    #[error("upload must be 1-64 letters or digits")]
+    Upload,
+    /// The part count is 0 or over [`MAX_PARTS`].
+    #[error("count {0}: 1-{MAX_PARTS} parts")]
+    Count(u32),
+    /// The index is not below the count.
+    #[error("index {index} of {count} parts")]
+    Index {
+        /// The part's index.
+        index: u32,
+        /// Its count.
+        count: u32,
+    },
+    /// The part's count is not its upload's.
+    #[error("upload {upload} has {had} parts, this part says {says}")]
+    CountChanged {
+        /// The upload.
+        upload: String,
+        /// Its count.
+        had: u32,
+        /// The part's.
+        says: u32,
+    },
+    /// The upload has more agents than a fleet may.
+    #[error("{0} agents; at most {MAX_AGENTS}")]
+    Agents(usize),
+    /// One agent alone is over the body limit.
+    #[error("agent {agent} alone is {size} bytes: over the body limit")]
+    AgentTooLarge {
+        /// The agent.
+        agent: String,
+        /// Its JSON's size.
+        size: usize,
+    },
+    /// The fleet needs more than [`MAX_PARTS`] parts.
+    #[error("{0} parts; at most {MAX_PARTS}")]
+    Parts(u32),
+    /// An agent could not be encoded.
+    #[error("cannot encode agent {agent}: {error}")]
+    Encode {
+        /// The agent.
+        agent: String,
+        /// serde_json's error.
+        error: serde_json::Error,
+    },
+}
+
 /// The most parts one upload may have.
 pub const MAX_PARTS: u32 = 256;
 
@@ -51,18 +102,21 @@ impl Assembly {
     /// Takes one part. A part of another upload starts over (the last
     /// upload wins, as a whole `PUT /v1/fleet` does); a part that
     /// contradicts its upload or passes the bounds is an error.
-    pub fn add(&mut self, p: FleetPart) -> Result<Progress, String> {
+    pub fn add(&mut self, p: FleetPart) -> Result<Progress, PartError> {
         if p.upload.is_empty()
             || p.upload.len() > 64
             || !p.upload.bytes().all(|b| b.is_ascii_alphanumeric())
         {
-            return Err("upload must be 1-64 letters or digits".into());
+            return Err(PartError::Upload);
         }
         if p.count == 0 || p.count > MAX_PARTS {
-            return Err(format!("count {}: 1-{MAX_PARTS} parts", p.count));
+            return Err(PartError::Count(p.count));
         }
         if p.index >= p.count {
-            return Err(format!("index {} of {} parts", p.index, p.count));
+            return Err(PartError::Index {
+                index: p.index,
+                count: p.count,
+            });
         }
         if p.upload != self.upload {
             *self = Assembly {
@@ -71,15 +125,16 @@ impl Assembly {
                 ..Assembly::default()
             };
         } else if p.count != self.count {
-            return Err(format!(
-                "upload {} has {} parts, this part says {}",
-                p.upload, self.count, p.count
-            ));
+            return Err(PartError::CountChanged {
+                upload: p.upload,
+                had: self.count,
+                says: p.count,
+            });
         }
         let had = self.parts.get(&p.index).map_or(0, Vec::len);
         let agents = self.agents - had + p.agents.len();
         if agents > MAX_AGENTS {
-            return Err(format!("{agents} agents; at most {MAX_AGENTS}"));
+            return Err(PartError::Agents(agents));
         }
         self.agents = agents;
         self.parts.insert(p.index, p.agents);
@@ -95,19 +150,25 @@ impl Assembly {
 
 /// Splits `fleet` into parts whose JSON bodies stay under `max_body`
 /// bytes; an error when one agent alone does not fit.
-pub fn split(fleet: &Fleet, max_body: usize) -> Result<Vec<FleetPart>, String> {
+pub fn split(fleet: &Fleet, max_body: usize) -> Result<Vec<FleetPart>, PartError> {
     let upload = upload_id(fleet);
     // Room for the part's own fields around the agents.
     let room = max_body.saturating_sub(200);
     let mut groups: Vec<Vec<AgentSpec>> = vec![Vec::new()];
     let mut used = 0;
     for a in &fleet.agents {
-        let size = serde_json::to_vec(a).map_err(|e| e.to_string())?.len() + 1;
+        let size = serde_json::to_vec(a)
+            .map_err(|error| PartError::Encode {
+                agent: a.name.clone(),
+                error,
+            })?
+            .len()
+            + 1;
         if size > room {
-            return Err(format!(
-                "agent {} alone is {size} bytes: over the body limit",
-                a.name
-            ));
+            return Err(PartError::AgentTooLarge {
+                agent: a.name.clone(),
+                size,
+            });
         }
         if used + size > room {
             groups.push(Vec::new());
@@ -121,7 +182,7 @@ pub fn split(fleet: &Fleet, max_body: usize) -> Result<Vec<FleetPart>, String> {
     }
     let count = groups.len() as u32;
     if count > MAX_PARTS {
-        return Err(format!("{count} parts; at most {MAX_PARTS}"));
+        return Err(PartError::Parts(count));
     }
     Ok(groups
         .into_iter()
@@ -201,7 +262,10 @@ mod tests {
         a.add(parts[0].clone()).unwrap();
         let mut p = parts[1].clone();
         p.count += 1;
-        assert!(a.add(p).unwrap_err().contains("parts"));
+        assert!(matches!(
+            a.add(p).unwrap_err(),
+            PartError::CountChanged { .. }
+        ));
         for (index, count) in [(5, 5), (0, 0), (0, MAX_PARTS + 1)] {
             let p = FleetPart {
                 index,

@@ -226,8 +226,11 @@ fn check_integrity(db: &Connection, name: &str) -> Result<()> {
     )))
 }
 
-fn sql(what: &str, e: rusqlite::Error) -> FleetError {
-    FleetError::History(format!("{what}: {e}"))
+fn sql(what: &str, error: rusqlite::Error) -> FleetError {
+    FleetError::Sql {
+        what: what.to_string(),
+        error: Box::new(error),
+    }
 }
 
 /// A watcher and a `fleet history` may share the file: wait for a
@@ -472,7 +475,10 @@ impl History {
 
     /// Stores a drift event.
     pub fn record_event(&mut self, e: &DriftEvent) -> Result<()> {
-        let json = serde_json::to_string(e).map_err(|e| FleetError::Fleet(e.to_string()))?;
+        let json = serde_json::to_string(e).map_err(|error| FleetError::Encode {
+            what: "a drift event".into(),
+            error,
+        })?;
         self.db
             .execute(
                 "INSERT INTO events (at_unix, event) VALUES (?1, ?2)",

@@ -55,9 +55,11 @@ pub mod watch;
 pub mod watch_http;
 
 pub use agent::{Agent, AgentConfig, serve};
-pub use error::{FleetError, Result};
+pub use error::{Fault, FleetError, Result};
 pub use fleet::{AgentSpec, Fleet, NicSpec};
 pub use plan::{Job, Pattern, Plan, Round, plan};
 pub use run::{Progress, RunOptions, WorkloadSpec, run, run_async};
-pub use transport::{AgentRequest, AgentResponse, AgentTransport, TransportFactory};
+pub use transport::{
+    AgentRequest, AgentResponse, AgentTransport, TransportError, TransportFactory,
+};
 pub use wirespeed_types::fleet::FleetResults;

@@ -9,7 +9,7 @@
 //! states nothing predates the statements and spoke fleet 2, control 1.
 
 use std::sync::LazyLock;
-use wirespeed_types::protocol::{RELEASE, Speaks, agree, parse_range, range_text};
+use wirespeed_types::protocol::{Disagreement, RELEASE, Speaks, agree, parse_range, range_text};
 
 /// Newest fleet protocol this build speaks (the signed requests of
 /// [`crate::auth`], whose first line is [`crate::auth::VERSION`], and
@@ -88,7 +88,7 @@ impl Stated {
 
 /// The fleet protocol this build (as `ours`) and a side that stated
 /// `theirs` (as `their_role`) agree on, or the error naming both.
-pub fn agree_fleet(ours: &str, theirs: &Stated, their_role: &str) -> Result<u32, String> {
+pub fn agree_fleet(ours: &str, theirs: &Stated, their_role: &str) -> Result<u32, Disagreement> {
     let me = Speaks::this(ours, MIN_FLEET_PROTOCOL, FLEET_PROTOCOL);
     agree("fleet protocol", &me, &theirs.fleet_side(their_role))
 }
@@ -124,7 +124,9 @@ async fn stamp_as(
         .map(Stated::parse)
         .filter(|s| s.fleet.is_some());
     let mut resp = match stated.map(|s| agree_fleet(role, &s, "runner")) {
-        Some(Err(why)) => crate::agent::api::json_error(axum::http::StatusCode::BAD_REQUEST, why),
+        Some(Err(why)) => {
+            crate::agent::api::json_error(axum::http::StatusCode::BAD_REQUEST, why.to_string())
+        }
         _ => next.run(req).await,
     };
     if let Ok(v) = axum::http::HeaderValue::from_str(statement()) {
@@ -154,7 +156,7 @@ mod tests {
     #[test]
     fn a_release_two_apart_is_named_with_what_to_upgrade() {
         let s = Stated::parse("fleet=7-8; control=5 release=0.9.0");
-        let e = agree_fleet("runner", &s, "agent").unwrap_err();
+        let e = agree_fleet("runner", &s, "agent").unwrap_err().to_string();
         assert!(e.contains("agent (wirespeed 0.9.0) speaks 7-8"), "{e}");
         assert!(e.contains("upgrade the runner to wirespeed 0.9.0"), "{e}");
         assert!(e.contains(&format!("wirespeed {RELEASE}")), "{e}");

@@ -10,7 +10,9 @@ use crate::error::{FleetError, Result};
 use crate::fleet::{AgentSpec, Fleet};
 use crate::plan::{Job, Plan};
 use crate::protocol;
-use crate::transport::{AgentRequest, AgentResponse, AgentTransport, Direct, TransportFactory};
+use crate::transport::{
+    AgentRequest, AgentResponse, AgentTransport, Direct, TransportError, TransportFactory,
+};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wirespeed_types::fleet::{AgentStatus, FLEET_SCHEMA_VERSION, FleetResults, LinkTest};
@@ -188,6 +190,14 @@ impl AgentClient {
         }
     }
 
+    /// A body of ours could not be encoded.
+    fn encode_err(&self, error: serde_json::Error) -> FleetError {
+        FleetError::Encode {
+            what: format!("a request to agent {}", self.name),
+            error,
+        }
+    }
+
     fn known_target(&self) -> Option<auth::Target> {
         self.target
             .lock()
@@ -198,7 +208,7 @@ impl AgentClient {
     /// Sends one request as it is. Any answer is Ok, whatever its status.
     async fn send(
         &self,
-        what: &str,
+        what: &'static str,
         method: &str,
         path: &str,
         mut headers: Vec<(String, String)>,
@@ -211,12 +221,19 @@ impl AgentClient {
             headers,
             body,
         };
-        let why = match tokio::time::timeout(self.timeout, self.transport.send(req)).await {
+        let error = match tokio::time::timeout(self.timeout, self.transport.send(req)).await {
             Ok(Ok(r)) => return Ok(r),
-            Ok(Err(why)) => why,
-            Err(_) => "timed out".to_string(),
+            Ok(Err(error)) => error,
+            Err(_) => TransportError::TimedOut {
+                after: self.timeout,
+            },
         };
-        Err(self.err(format!("{what} at {}: {why}", self.transport.describe())))
+        Err(FleetError::Unreachable {
+            agent: self.name.clone(),
+            what,
+            at: self.transport.describe(),
+            error: Box::new(error),
+        })
     }
 
     /// Sends one request signed with the fleet key for the agent (its
@@ -227,7 +244,7 @@ impl AgentClient {
     /// Any answer is Ok, whatever its status.
     async fn call(
         &self,
-        what: &str,
+        what: &'static str,
         method: &str,
         path: &str,
         body: Vec<u8>,
@@ -257,17 +274,29 @@ impl AgentClient {
         }
     }
 
-    fn answer<T: serde::de::DeserializeOwned>(&self, what: &str, r: AgentResponse) -> Result<T> {
+    fn answer<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &'static str,
+        r: AgentResponse,
+    ) -> Result<T> {
         if !(200..300).contains(&r.status) {
             let msg = serde_json::from_slice::<crate::agent::ErrorBody>(&r.body)
                 .map(|b| b.error)
                 .unwrap_or_else(|_| {
                     String::from_utf8_lossy(&r.body[..r.body.len().min(200)]).into_owned()
                 });
-            return Err(self.err(format!("{what}: {}: {msg}", status_text(r.status))));
+            return Err(FleetError::Status {
+                agent: self.name.clone(),
+                what,
+                status: r.status,
+                said: Some(msg),
+            });
         }
-        serde_json::from_slice(&r.body)
-            .map_err(|e| self.err(format!("{what}: unreadable answer: {e}")))
+        serde_json::from_slice(&r.body).map_err(|error| FleetError::Unreadable {
+            agent: self.name.clone(),
+            what,
+            error,
+        })
     }
 
     /// `GET /healthz`: the agent's name and boot id, which signed
@@ -279,12 +308,17 @@ impl AgentClient {
             .send("health check", "GET", "/healthz", Vec::new(), Vec::new())
             .await?;
         if r.status == 503 && r.body.starts_with(b"stopping ") {
-            return Err(self.err(
-                "health check: the agent is stopping (its pod or process is being shut down)",
-            ));
+            return Err(FleetError::Stopping {
+                agent: self.name.clone(),
+            });
         }
         if !(200..300).contains(&r.status) {
-            return Err(self.err(format!("health check: {}", status_text(r.status))));
+            return Err(FleetError::Status {
+                agent: self.name.clone(),
+                what: "health check",
+                status: r.status,
+                said: None,
+            });
         }
         let text = String::from_utf8_lossy(&r.body[..r.body.len().min(400)]).into_owned();
         let mut words = text.split_whitespace();
@@ -296,7 +330,10 @@ impl AgentClient {
             )));
         };
         let stated = protocol::Stated::parse(&words.collect::<Vec<_>>().join(" "));
-        protocol::agree_fleet("runner", &stated, "agent").map_err(|why| self.err(why))?;
+        protocol::agree_fleet("runner", &stated, "agent").map_err(|error| FleetError::Version {
+            agent: self.name.clone(),
+            error,
+        })?;
         if !self.transport.vouches_for_agent() && name != self.signs_for {
             return Err(self.err(format!(
                 "the agent at {} runs as {:?} (its --name), not {:?}: start it with --name {} or set agent_name = {:?} in the fleet file",
@@ -330,7 +367,7 @@ impl AgentClient {
             peer: peer.to_string(),
             wait_ms: Some(wait.as_millis().clamp(1, u128::from(u64::MAX)) as u64),
         };
-        let body = serde_json::to_vec(&req).map_err(|e| self.err(e.to_string()))?;
+        let body = serde_json::to_vec(&req).map_err(|e| self.encode_err(e))?;
         let r = self.call("probe", "POST", "/v1/probe", body).await?;
         self.answer("probe", r)
     }
@@ -339,15 +376,19 @@ impl AgentClient {
     /// over [`FLEET_BODY`] bytes ([`crate::fleet_parts`]); Ok(false) when
     /// the agent's fleet is pinned.
     pub async fn push_fleet(&self, fleet: &Fleet) -> Result<bool> {
-        let body = serde_json::to_vec(fleet).map_err(|e| self.err(e.to_string()))?;
+        let body = serde_json::to_vec(fleet).map_err(|e| self.encode_err(e))?;
         if body.len() <= FLEET_BODY {
             let r = self.call("/v1/fleet", "PUT", "/v1/fleet", body).await?;
             return self.fleet_answer(r);
         }
-        let parts = crate::fleet_parts::split(fleet, FLEET_BODY).map_err(|e| self.err(e))?;
+        let parts =
+            crate::fleet_parts::split(fleet, FLEET_BODY).map_err(|error| FleetError::Parts {
+                agent: self.name.clone(),
+                error,
+            })?;
         let count = parts.len();
         for (i, p) in parts.into_iter().enumerate() {
-            let body = serde_json::to_vec(&p).map_err(|e| self.err(e.to_string()))?;
+            let body = serde_json::to_vec(&p).map_err(|e| self.encode_err(e))?;
             let r = self
                 .call("/v1/fleet", "PUT", "/v1/fleet/part", body)
                 .await?;
@@ -378,7 +419,7 @@ impl AgentClient {
 
     /// `POST /v1/run`: starts a test; its id.
     pub async fn start(&self, req: &RunRequest) -> Result<u64> {
-        let body = serde_json::to_vec(req).map_err(|e| self.err(e.to_string()))?;
+        let body = serde_json::to_vec(req).map_err(|e| self.encode_err(e))?;
         let r = self.call("/v1/run", "POST", "/v1/run", body).await?;
         Ok(self.answer::<RunStarted>("start a test", r)?.id)
     }
@@ -391,13 +432,6 @@ impl AgentClient {
     }
 }
 
-/// "403 Forbidden" for 403.
-fn status_text(code: u16) -> String {
-    reqwest::StatusCode::from_u16(code)
-        .map(|s| s.to_string())
-        .unwrap_or_else(|_| code.to_string())
-}
-
 /// Where agents stand during a run.
 struct Board {
     down: Vec<Option<String>>,
@@ -406,7 +440,7 @@ struct Board {
     /// Whether a replacement was looked for since the agent last went down.
     sought: Vec<bool>,
     /// Why the way to the agents (a relay) is out for good, once it is.
-    relay: Option<String>,
+    relay: Option<Arc<TransportError>>,
     /// What happened that the results should say.
     notes: Vec<String>,
 }
@@ -537,18 +571,15 @@ impl Ctx<'_> {
     /// it was out (then the failure is not the agent's), and how long it
     /// was; Err when the relay stayed out past its bound (recorded: the
     /// rest of the run is skipped).
-    async fn relay_was_out(&self, i: usize) -> std::result::Result<Duration, String> {
+    async fn relay_was_out(&self, i: usize) -> Result<Duration, Arc<TransportError>> {
         match self.client(i).transport.wait_relay().await {
             Ok(w) => Ok(w),
-            Err(why) => {
-                self.board().relay.get_or_insert(why.clone());
-                Err(why)
-            }
+            Err(why) => Err(self.board().relay.get_or_insert(Arc::new(why)).clone()),
         }
     }
 
     /// Why tests cannot go on at all (the relay is out for good).
-    fn relay_out(&self) -> Option<String> {
+    fn relay_out(&self) -> Option<Arc<TransportError>> {
         self.board().relay.clone()
     }
     fn down_reason(&self, i: usize) -> Option<String> {
@@ -846,7 +877,7 @@ async fn measure(
         let rec = match one_test(ctx, job, &req).await {
             Ok(rec) => rec,
             Err(e) => {
-                t.error = Some(e);
+                t.error = Some(e.to_string());
                 return;
             }
         };
@@ -922,12 +953,48 @@ pub fn same_case(earlier: &LinkTest, planned: &LinkTest) -> bool {
         && earlier.server_nic == planned.server_nic
 }
 
+/// Why a test of a run has no result (its text goes in the results).
+#[derive(Debug, thiserror::Error)]
+enum TestError {
+    /// The test could not be started on the client agent.
+    #[error("{0}")]
+    Start(FleetError),
+    /// The relay to the agents stayed out: the rest of the run is skipped.
+    #[error("{0}")]
+    Relay(Arc<TransportError>),
+    /// The client agent stopped answering mid-test.
+    #[error("interrupted: agent {agent} went away mid-test ({error})")]
+    WentAway {
+        /// The client agent.
+        agent: String,
+        /// Its last failed request.
+        error: FleetError,
+    },
+    /// The test did not end in time.
+    #[error("agent {agent}: test {id} did not end in time")]
+    Late {
+        /// The client agent.
+        agent: String,
+        /// The test's id on it.
+        id: u64,
+    },
+    /// The test failed: what the client agent's record says.
+    #[error("agent {agent}: {said}")]
+    Failed {
+        /// The client agent.
+        agent: String,
+        /// Its record's error.
+        said: String,
+    },
+}
+
 /// Starts a test on the client agent and waits for its record; on
 /// failure finds out which agent is gone and marks it down. A relay's
 /// outage (the API server restarting) is waited out, not held against
 /// the agents.
-async fn one_test(ctx: &Ctx<'_>, job: Job, req: &RunRequest) -> Result<RunRecord, String> {
+async fn one_test(ctx: &Ctx<'_>, job: Job, req: &RunRequest) -> Result<RunRecord, TestError> {
     let client = ctx.client(job.client);
+    let agent = ctx.fleet.agents[job.client].name.clone();
     let id = start_test(ctx, job, &client, req).await?;
     let s = &req.spec;
     let mut deadline =
@@ -938,39 +1005,44 @@ async fn one_test(ctx: &Ctx<'_>, job: Job, req: &RunRequest) -> Result<RunRecord
         match client.record(id).await {
             Ok(r) if r.state != RunState::Running => break r,
             Ok(_) => misses = 0,
-            Err(e) => match ctx.relay_was_out(job.client).await? {
+            Err(error) => match ctx
+                .relay_was_out(job.client)
+                .await
+                .map_err(TestError::Relay)?
+            {
                 w if !w.is_zero() => deadline += w,
                 _ => {
                     misses += 1;
                     if misses >= 3 {
-                        ctx.mark_down(job.client, e.to_string());
-                        return Err(format!(
-                            "interrupted: agent {} went away mid-test ({e})",
-                            ctx.fleet.agents[job.client].name
-                        ));
+                        ctx.mark_down(job.client, error.to_string());
+                        return Err(TestError::WentAway { agent, error });
                     }
                 }
             },
         }
         if Instant::now() > deadline {
-            let e = format!("test {id} did not end in time");
-            check_server(ctx, job, &e).await?;
-            return Err(format!("agent {}: {e}", ctx.fleet.agents[job.client].name));
+            let e = TestError::Late { agent, id };
+            check_server(ctx, job, &format!("test {id} did not end in time")).await?;
+            return Err(e);
         }
     };
     if rec.state == RunState::Failed {
-        let e = rec.error.clone().unwrap_or_else(|| "failed".into());
-        check_server(ctx, job, &e).await?;
-        return Err(format!("agent {}: {e}", ctx.fleet.agents[job.client].name));
+        let said = rec.error.clone().unwrap_or_else(|| "failed".into());
+        check_server(ctx, job, &said).await?;
+        return Err(TestError::Failed { agent, said });
     }
     Ok(rec)
 }
 
 /// A test of `job` failed with `e`: the server agent is marked down when
 /// it does not answer (and the relay was not out).
-async fn check_server(ctx: &Ctx<'_>, job: Job, e: &str) -> Result<(), String> {
+async fn check_server(ctx: &Ctx<'_>, job: Job, e: &str) -> Result<(), TestError> {
     if ctx.client(job.server).health().await.is_err()
-        && ctx.relay_was_out(job.server).await?.is_zero()
+        && ctx
+            .relay_was_out(job.server)
+            .await
+            .map_err(TestError::Relay)?
+            .is_zero()
     {
         ctx.mark_down(job.server, e.to_string());
     }
@@ -987,16 +1059,21 @@ async fn start_test(
     job: Job,
     client: &AgentClient,
     req: &RunRequest,
-) -> Result<u64, String> {
+) -> Result<u64, TestError> {
     let e = match client.start(req).await {
         Ok(id) => return Ok(id),
         Err(e) => e,
     };
-    if !ctx.relay_was_out(job.client).await?.is_zero() {
-        return client.start(req).await.map_err(|e| e.to_string());
+    if !ctx
+        .relay_was_out(job.client)
+        .await
+        .map_err(TestError::Relay)?
+        .is_zero()
+    {
+        return client.start(req).await.map_err(TestError::Start);
     }
     if client.health().await.is_err() {
         ctx.mark_down(job.client, e.to_string());
     }
-    Err(e.to_string())
+    Err(TestError::Start(e))
 }

@@ -44,12 +44,106 @@ pub struct AgentResponse {
     pub body: Vec<u8>,
 }
 
+/// A cause kept as it came: reqwest's, hyper's or a relay client's error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why no answer came from an agent (the caller adds which agent and what
+/// was asked). A caller tells the cases apart by variant: the agent down
+/// ([`Connect`](TransportError::Connect)), too slow
+/// ([`TimedOut`](TransportError::TimedOut)), or the relay between out or
+/// refusing (the `Relay*` variants).
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// The request cannot be made as given (a method or header that is not HTTP).
+    #[error("cannot build the request: {0}")]
+    Request(BoxError),
+    /// Nothing accepted the connection (refused, unreachable, no route):
+    /// the agent is down or not there.
+    #[error("cannot connect")]
+    Connect(#[source] BoxError),
+    /// No answer within the bound.
+    #[error("timed out after {after:?}")]
+    TimedOut {
+        /// The bound.
+        after: Duration,
+    },
+    /// Connected, but the exchange failed (the answer broke off or was
+    /// not HTTP); the text is the innermost cause's.
+    #[error("{}", innermost(.0.as_ref()))]
+    Broken(BoxError),
+    /// The relay (e.g. "the API server") did not answer.
+    #[error("no answer from {relay}: {error}")]
+    RelayDown {
+        /// The relay, as a sentence names it.
+        relay: String,
+        /// Its client's error.
+        error: BoxError,
+    },
+    /// The relay's answer broke off.
+    #[error("{relay}'s answer broke off: {error}")]
+    RelayBroken {
+        /// The relay, as a sentence names it.
+        relay: String,
+        /// Its client's error.
+        error: BoxError,
+    },
+    /// The relay refused the request itself (not the agent's answer).
+    #[error("{relay} answered {status}: {said}{hint}")]
+    RelayRefused {
+        /// The relay, as a sentence names it (e.g. "the API server's pod proxy").
+        relay: String,
+        /// Its HTTP status.
+        status: u16,
+        /// What it said.
+        said: String,
+        /// What to do, starting with `; `, or empty.
+        hint: String,
+    },
+    /// The relay stayed out past the transport's bound
+    /// ([`AgentTransport::wait_relay`]).
+    #[error(
+        "{relay} did not answer for {} s{}; the agents cannot be reached through it",
+        .waited.as_secs(),
+        .error.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+    )]
+    RelayOut {
+        /// The relay, as a sentence names it.
+        relay: String,
+        /// How long it was waited for.
+        waited: Duration,
+        /// Its client's last error, when it gave one.
+        error: Option<BoxError>,
+    },
+}
+
+impl TransportError {
+    /// Whether the relay, not the agent, failed.
+    pub fn is_relay(&self) -> bool {
+        matches!(
+            self,
+            TransportError::RelayDown { .. }
+                | TransportError::RelayBroken { .. }
+                | TransportError::RelayRefused { .. }
+                | TransportError::RelayOut { .. }
+        )
+    }
+}
+
+/// The innermost cause of `e`: it says the most in the fewest words.
+fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e;
+    while let Some(src) = s.source() {
+        s = src;
+    }
+    s.to_string()
+}
+
 /// Carries requests to one agent. `send`'s error is why no answer came
-/// from the agent (cannot connect, a relay's refusal), in words for a
-/// person; the caller adds which agent and what was asked.
+/// from the agent (cannot connect, a relay's refusal); the caller adds
+/// which agent and what was asked.
 pub trait AgentTransport: Send + Sync {
     /// Sends `req` and returns the agent's answer, whatever its status.
-    fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, String>>;
+    fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, TransportError>>;
     /// Where requests go, for messages (`http://10.0.0.1:5380`).
     fn describe(&self) -> String;
     /// Whether the transport itself makes sure which agent answers (the
@@ -61,10 +155,11 @@ pub trait AgentTransport: Send + Sync {
     }
     /// Called after a request failed: when the way to the agent (a relay
     /// such as the API server, not the agent) is out, waits until it is
-    /// back and returns how long that took; Err when it stayed out past
-    /// the transport's own bound, saying so. A relay's outage must not
-    /// count against the agent. [`Direct`] has no relay: zero at once.
-    fn wait_relay(&self) -> BoxFuture<'_, Result<Duration, String>> {
+    /// back and returns how long that took; Err
+    /// ([`TransportError::RelayOut`]) when it stayed out past the
+    /// transport's own bound. A relay's outage must not count against the
+    /// agent. [`Direct`] has no relay: zero at once.
+    fn wait_relay(&self) -> BoxFuture<'_, Result<Duration, TransportError>> {
         Box::pin(async { Ok(Duration::ZERO) })
     }
 }
@@ -78,6 +173,7 @@ pub type TransportFactory =
 pub struct Direct {
     http: reqwest::Client,
     base: String,
+    timeout: Duration,
 }
 
 impl Direct {
@@ -92,19 +188,20 @@ impl Direct {
             .pool_max_idle_per_host(0)
             .no_proxy()
             .build()
-            .map_err(|e| FleetError::Agent {
+            .map_err(|error| FleetError::HttpClient {
                 agent: agent.name.clone(),
-                message: format!("cannot make an HTTP client: {e}"),
+                error,
             })?;
         Ok(Direct {
             http,
             base: format!("http://{}", agent.http),
+            timeout,
         })
     }
 
-    async fn send_now(&self, req: AgentRequest) -> Result<AgentResponse, String> {
+    async fn send_now(&self, req: AgentRequest) -> Result<AgentResponse, TransportError> {
         let method = reqwest::Method::from_bytes(req.method.as_bytes())
-            .map_err(|_| format!("{:?} is not an HTTP method", req.method))?;
+            .map_err(|e| TransportError::Request(Box::new(e)))?;
         let mut rb = self
             .http
             .request(method, format!("{}{}", self.base, req.path));
@@ -114,30 +211,30 @@ impl Direct {
         if !req.body.is_empty() {
             rb = rb.body(req.body);
         }
-        let r = rb.send().await.map_err(why)?;
+        let r = rb.send().await.map_err(|e| self.why(e))?;
         let status = r.status().as_u16();
-        let body = r.bytes().await.map_err(why)?.to_vec();
+        let body = r.bytes().await.map_err(|e| self.why(e))?.to_vec();
         Ok(AgentResponse { status, body })
     }
-}
 
-/// reqwest's error in a few words: the innermost cause says the most.
-fn why(e: reqwest::Error) -> String {
-    if e.is_timeout() {
-        return "timed out".into();
+    /// reqwest's error as a [`TransportError`].
+    fn why(&self, e: reqwest::Error) -> TransportError {
+        if e.is_timeout() {
+            TransportError::TimedOut {
+                after: self.timeout,
+            }
+        } else if e.is_connect() {
+            TransportError::Connect(Box::new(e))
+        } else if e.is_builder() {
+            TransportError::Request(Box::new(e))
+        } else {
+            TransportError::Broken(Box::new(e))
+        }
     }
-    if e.is_connect() {
-        return "cannot connect".into();
-    }
-    let mut s: &dyn std::error::Error = &e;
-    while let Some(src) = s.source() {
-        s = src;
-    }
-    s.to_string()
 }
 
 impl AgentTransport for Direct {
-    fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, String>> {
+    fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, TransportError>> {
         Box::pin(self.send_now(req))
     }
 
@@ -151,4 +248,67 @@ pub fn direct(timeout: Duration) -> TransportFactory {
     Arc::new(move |a: &AgentSpec| {
         Direct::new(a, timeout).map(|d| Arc::new(d) as Arc<dyn AgentTransport>)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(http: String) -> AgentSpec {
+        AgentSpec {
+            name: "a".into(),
+            control: "127.0.0.1:5201".into(),
+            http,
+            ..AgentSpec::default()
+        }
+    }
+
+    fn get() -> AgentRequest {
+        AgentRequest {
+            method: "GET".into(),
+            path: "/healthz".into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_port_nobody_listens_on_is_a_refused_connection() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        let d = Direct::new(&agent(addr.to_string()), Duration::from_secs(5)).unwrap();
+        let e = d.send(get()).await.unwrap_err();
+        assert!(matches!(e, TransportError::Connect(_)), "{e:?}");
+        assert_eq!(e.to_string(), "cannot connect");
+        let cause = std::error::Error::source(&e).expect("the cause is kept");
+        assert!(!cause.to_string().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_silent_agent_times_out_at_the_bound() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let held = tokio::spawn(async move {
+            let mut conns = Vec::new();
+            while let Ok((c, _)) = l.accept().await {
+                conns.push(c);
+            }
+        });
+        let d = Direct::new(&agent(addr.to_string()), Duration::from_millis(300)).unwrap();
+        let e = d.send(get()).await.unwrap_err();
+        held.abort();
+        assert!(matches!(e, TransportError::TimedOut { .. }), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn a_method_that_is_not_http_cannot_be_sent() {
+        let d = Direct::new(&agent("127.0.0.1:9".into()), Duration::from_secs(1)).unwrap();
+        let req = AgentRequest {
+            method: "NOT A METHOD".into(),
+            ..get()
+        };
+        let e = d.send(req).await.unwrap_err();
+        assert!(matches!(e, TransportError::Request(_)), "{e:?}");
+    }
 }

@@ -69,7 +69,13 @@ fn a_peer_outside_the_fleet_is_refused_with_403() {
         spec: short_spec(),
         label: None,
     };
-    let e = rt.block_on(c.start(&req)).unwrap_err().to_string();
+    let e = rt.block_on(c.start(&req)).unwrap_err();
+    assert!(
+        matches!(e, wirespeed_fleet::FleetError::Status { status: 403, .. }),
+        "{e:?}"
+    );
+    assert_eq!(e.fault(), Some(wirespeed_fleet::Fault::Refused));
+    let e = e.to_string();
     assert!(
         e.contains("403") && e.contains("not in this agent's fleet"),
         "{e}"

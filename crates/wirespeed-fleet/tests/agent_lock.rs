@@ -213,7 +213,9 @@ fn the_controller_signs_for_the_name_the_agent_runs_as() {
     // With agent_name (as k8s run sets it to the pod's name) it signs for it.
     entry.agent_name = Some("host-a".into());
     let c = AgentClient::new(&entry, KEY, Duration::from_secs(5)).unwrap();
-    let e = rt.block_on(c.record(1)).unwrap_err().to_string();
+    let e = rt.block_on(c.record(1)).unwrap_err();
+    assert_eq!(e.fault(), Some(wirespeed_fleet::Fault::NotFound), "{e}");
+    let e = e.to_string();
     assert!(e.contains("404") && e.contains("no test 1"), "{e}");
 }
 

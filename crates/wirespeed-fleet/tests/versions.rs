@@ -112,10 +112,12 @@ fn a_runner_reads_the_agents_versions_before_it_signs_anything() {
         "ok x 0123456789abcdef0123456789abcdef fleet=7-8 control=5 release=9.0.0\n",
         1,
     );
-    let e = rt
-        .block_on(client_of(addr).health())
-        .unwrap_err()
-        .to_string();
+    let e = rt.block_on(client_of(addr).health()).unwrap_err();
+    let wirespeed_fleet::FleetError::Version { error, .. } = &e else {
+        panic!("not a version error: {e:?}");
+    };
+    assert_eq!(error.older().role, "runner");
+    let e = e.to_string();
     for want in [
         "the agent (wirespeed 9.0.0) speaks 7-8",
         "upgrade the runner to wirespeed 9.0.0",

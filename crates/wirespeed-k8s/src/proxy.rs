@@ -27,7 +27,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use wirespeed_fleet::transport::{BoxFuture, TransportFactory};
-use wirespeed_fleet::{AgentRequest, AgentResponse, AgentSpec, AgentTransport, FleetError};
+use wirespeed_fleet::{
+    AgentRequest, AgentResponse, AgentSpec, AgentTransport, FleetError, TransportError,
+};
+
+/// The relay, as messages name it.
+const API_SERVER: &str = "the API server";
 
 /// How `k8s run` reaches the agents' HTTP APIs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -65,48 +70,6 @@ impl std::fmt::Display for Reach {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(Self::NAMES[*self as usize])
     }
-}
-
-/// Why no answer came from an agent through the API server's pod proxy.
-/// Each cause is printed in the message, once.
-#[derive(Debug, thiserror::Error)]
-pub enum ProxyError {
-    /// The request could not be made.
-    #[error("cannot build the request: {0}")]
-    Build(http::Error),
-    /// The API server did not answer (kube's error says why).
-    #[error("no answer from the API server: {0}")]
-    NoAnswer(kube::Error),
-    /// The answer's body ended early.
-    #[error("the API server's answer broke off: {0}")]
-    BrokeOff(kube::Error),
-    /// The API server refused itself (a `v1 Status` body): RBAC, a pod
-    /// gone, a pod it cannot reach; `hint` says what to do.
-    #[error("the API server's pod proxy answered {status}: {message}{hint}")]
-    Refused {
-        /// The HTTP status.
-        status: u16,
-        /// The Status' message.
-        message: String,
-        /// `; ` and what to do.
-        hint: String,
-    },
-    /// No answer within the request's bound.
-    #[error("timed out after {0:?} through the API server")]
-    TimedOut(Duration),
-    /// The API server stayed out past the client's retries.
-    #[error(
-        "the API server did not answer for {secs} s ({error}); the agents cannot be reached through it"
-    )]
-    RelayFailed {
-        /// How long it was asked.
-        secs: u64,
-        /// kube's last error.
-        error: kube::Error,
-    },
-    /// The API server stayed silent past the bound.
-    #[error("the API server did not answer for {0} s; the agents cannot be reached through it")]
-    RelaySilent(u64),
 }
 
 /// One agent pod's HTTP API through the API server's pod proxy.
@@ -150,7 +113,7 @@ impl PodProxy {
         )
     }
 
-    async fn send_now(&self, req: AgentRequest) -> Result<AgentResponse, ProxyError> {
+    async fn send_now(&self, req: AgentRequest) -> Result<AgentResponse, TransportError> {
         let mut b = http::Request::builder()
             .method(req.method.as_str())
             .uri(self.url(&req.path));
@@ -159,14 +122,24 @@ impl PodProxy {
         }
         let r = b
             .body(kube::client::Body::from(req.body))
-            .map_err(ProxyError::Build)?;
-        let resp = self.client.send(r).await.map_err(ProxyError::NoAnswer)?;
+            .map_err(|e| TransportError::Request(Box::new(e)))?;
+        let resp = self
+            .client
+            .send(r)
+            .await
+            .map_err(|e| TransportError::RelayDown {
+                relay: API_SERVER.into(),
+                error: Box::new(e),
+            })?;
         let status = resp.status().as_u16();
         let body = resp
             .into_body()
             .collect_bytes()
             .await
-            .map_err(ProxyError::BrokeOff)?
+            .map_err(|e| TransportError::RelayBroken {
+                relay: API_SERVER.into(),
+                error: Box::new(e),
+            })?
             .to_vec();
         if let Some(why) = self.refusal(status, &body) {
             return Err(why);
@@ -177,7 +150,7 @@ impl PodProxy {
     /// The API server's own refusal (a `v1 Status` body: RBAC, pod gone,
     /// pod unreachable), with what to do; None for the agent's answer
     /// (the agent never answers with a `Status`).
-    fn refusal(&self, status: u16, body: &[u8]) -> Option<ProxyError> {
+    fn refusal(&self, status: u16, body: &[u8]) -> Option<TransportError> {
         if status < 400 {
             return None;
         }
@@ -197,37 +170,23 @@ impl PodProxy {
                 self.port, self.pod
             ),
         };
-        Some(ProxyError::Refused {
+        Some(TransportError::RelayRefused {
+            relay: "the API server's pod proxy".into(),
             status,
-            message: msg,
+            said: msg,
             hint,
         })
-    }
-
-    /// [`AgentTransport::wait_relay`]: how long the API server was out.
-    async fn relay_back(&self) -> Result<Duration, ProxyError> {
-        let t = std::time::Instant::now();
-        let bound = self.patience + Duration::from_secs(5);
-        let r = tokio::time::timeout(bound, self.client.apiserver_version()).await;
-        match r {
-            Ok(Ok(_)) if t.elapsed() < Duration::from_secs(1) => Ok(Duration::ZERO),
-            Ok(Ok(_)) => Ok(t.elapsed()),
-            Ok(Err(error)) => Err(ProxyError::RelayFailed {
-                secs: t.elapsed().as_secs(),
-                error,
-            }),
-            Err(_) => Err(ProxyError::RelaySilent(bound.as_secs())),
-        }
     }
 }
 
 impl AgentTransport for PodProxy {
-    fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, String>> {
+    fn send(&self, req: AgentRequest) -> BoxFuture<'_, Result<AgentResponse, TransportError>> {
         Box::pin(async move {
             tokio::time::timeout(self.timeout, self.send_now(req))
                 .await
-                .unwrap_or(Err(ProxyError::TimedOut(self.timeout)))
-                .map_err(|e| e.to_string())
+                .unwrap_or(Err(TransportError::TimedOut {
+                    after: self.timeout,
+                }))
         })
     }
 
@@ -248,8 +207,26 @@ impl AgentTransport for PodProxy {
     /// at most the client's bound, which `patience` is): an answer within
     /// a second means it was not out; a later one, how long it was out;
     /// none, that it stayed out.
-    fn wait_relay(&self) -> BoxFuture<'_, Result<Duration, String>> {
-        Box::pin(async move { self.relay_back().await.map_err(|e| e.to_string()) })
+    fn wait_relay(&self) -> BoxFuture<'_, Result<Duration, TransportError>> {
+        Box::pin(async move {
+            let t = std::time::Instant::now();
+            let bound = self.patience + Duration::from_secs(5);
+            let r = tokio::time::timeout(bound, self.client.apiserver_version()).await;
+            match r {
+                Ok(Ok(_)) if t.elapsed() < Duration::from_secs(1) => Ok(Duration::ZERO),
+                Ok(Ok(_)) => Ok(t.elapsed()),
+                Ok(Err(e)) => Err(TransportError::RelayOut {
+                    relay: API_SERVER.into(),
+                    waited: t.elapsed(),
+                    error: Some(Box::new(e)),
+                }),
+                Err(_) => Err(TransportError::RelayOut {
+                    relay: API_SERVER.into(),
+                    waited: bound,
+                    error: None,
+                }),
+            }
+        })
     }
 }
 
@@ -317,7 +294,7 @@ mod tests {
             .await;
         held.abort();
         let e = r.expect_err("a silent API server gives no answer");
-        assert!(e.contains("timed out"), "{e}");
+        assert!(matches!(e, TransportError::TimedOut { .. }), "{e}");
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 }

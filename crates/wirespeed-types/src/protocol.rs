@@ -48,30 +48,64 @@ impl Speaks {
     }
 }
 
+/// Two sides that share no version of a protocol: both sides' ranges and
+/// releases. Its text names which side is older and must be upgraded to
+/// the other's release ([`Disagreement::older`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the {} ({}) speaks {protocol} {} and the {} ({}) speaks {}: upgrade the {} to {} (a release speaks its own version and the one before)",
+    .ours.role,
+    .ours.release,
+    .ours.range(),
+    .theirs.role,
+    .theirs.release,
+    .theirs.range(),
+    self.older().role,
+    self.newer().release
+)]
+pub struct Disagreement {
+    /// The protocol, e.g. "fleet protocol".
+    pub protocol: &'static str,
+    /// This side.
+    pub ours: Box<Speaks>,
+    /// The other side.
+    pub theirs: Box<Speaks>,
+}
+
+impl Disagreement {
+    /// The side whose versions are all older than the other's: the one
+    /// to upgrade.
+    pub fn older(&self) -> &Speaks {
+        if self.theirs.max < self.ours.min {
+            &self.theirs
+        } else {
+            &self.ours
+        }
+    }
+
+    /// The side to upgrade to.
+    pub fn newer(&self) -> &Speaks {
+        if self.theirs.max < self.ours.min {
+            &self.ours
+        } else {
+            &self.theirs
+        }
+    }
+}
+
 /// The newest version of `protocol` (e.g. "fleet protocol") both sides
 /// speak, or why there is none: both ranges and releases, and which side
 /// is older and must be upgraded to the other's release.
-pub fn agree(protocol: &str, ours: &Speaks, theirs: &Speaks) -> Result<u32, String> {
+pub fn agree(protocol: &'static str, ours: &Speaks, theirs: &Speaks) -> Result<u32, Disagreement> {
     let v = ours.max.min(theirs.max);
     if v >= ours.min.max(theirs.min) {
         return Ok(v);
     }
-    let (old, new) = if theirs.max < ours.min {
-        (theirs, ours)
-    } else {
-        (ours, theirs)
-    };
-    Err(format!(
-        "the {} ({}) speaks {protocol} {} and the {} ({}) speaks {}: upgrade the {} to {} (a release speaks its own version and the one before)",
-        ours.role,
-        ours.release,
-        ours.range(),
-        theirs.role,
-        theirs.release,
-        theirs.range(),
-        old.role,
-        new.release,
-    ))
+    Err(Disagreement {
+        protocol,
+        ours: Box::new(ours.clone()),
+        theirs: Box::new(theirs.clone()),
+    })
 }
 
 /// Parses `min-max` or `v` (a stated range).
@@ -109,6 +143,8 @@ mod tests {
         let runner = side("runner", "wirespeed 0.3.0", 3, 4);
         let agent = side("agent", "wirespeed 0.1.0", 2, 2);
         let e = agree("fleet protocol", &runner, &agent).unwrap_err();
+        assert_eq!(e.older().role, "agent");
+        let e = e.to_string();
         assert!(
             e.contains("runner (wirespeed 0.3.0) speaks fleet protocol 3-4"),
             "{e}"
@@ -116,6 +152,8 @@ mod tests {
         assert!(e.contains("agent (wirespeed 0.1.0) speaks 2"), "{e}");
         assert!(e.contains("upgrade the agent to wirespeed 0.3.0"), "{e}");
         let e = agree("fleet protocol", &agent, &runner).unwrap_err();
+        assert_eq!(e.newer().release, "wirespeed 0.3.0");
+        let e = e.to_string();
         assert!(e.contains("upgrade the agent to wirespeed 0.3.0"), "{e}");
     }
 

@@ -95,7 +95,7 @@ fn read_hello(
             let ours = Speaks::this("server", MIN_PROTOCOL_VERSION, PROTOCOL_VERSION);
             match agree("control protocol", &ours, &theirs) {
                 Ok(v) => Ok(Some((client, v))),
-                Err(why) => Err(fail(stream, "version", why)),
+                Err(why) => Err(fail(stream, "version", why.to_string())),
             }
         }
         other => Err(fail(

@@ -3,7 +3,7 @@
 
 use super::api::{RunRecord, json_error};
 use super::openmetrics::openmetrics_to_prometheus;
-use super::state::{FACTS_TTL, Shared};
+use super::state::{FACTS_TTL, FactsError, Shared};
 use crate::error::Result;
 use crate::fleet::Fleet;
 use crate::fleet_parts::{FleetPart, Progress};
@@ -29,7 +29,7 @@ pub(super) async fn healthz(State(st): State<Arc<Shared>>) -> Response {
 }
 
 /// Reads the host (at most every [`FACTS_TTL`]) and refreshes the info metrics.
-async fn facts_json(st: &Arc<Shared>) -> Result<Arc<serde_json::Value>, String> {
+async fn facts_json(st: &Arc<Shared>) -> Result<Arc<serde_json::Value>, FactsError> {
     let mut f = st.facts.lock().await;
     if let (Some(at), Some(j)) = (f.at, &f.json)
         && at.elapsed() < FACTS_TTL
@@ -38,13 +38,13 @@ async fn facts_json(st: &Arc<Shared>) -> Result<Arc<serde_json::Value>, String> 
     }
     let st2 = st.clone();
     let read = tokio::task::spawn_blocking(move || {
-        let s =
-            wirespeed_host::inspect(&wirespeed_host::Fs::default()).map_err(|e| e.to_string())?;
+        let s = wirespeed_host::inspect(&wirespeed_host::Fs::default())
+            .map_err(|e| FactsError::Host(Arc::new(e)))?;
         st2.metrics.set_facts(&s);
-        serde_json::to_value(&s).map_err(|e| e.to_string())
+        serde_json::to_value(&s).map_err(|e| FactsError::Encode(Arc::new(e)))
     })
     .await
-    .map_err(|_| "reading the host's facts failed".to_string())
+    .map_err(|e| FactsError::Task(Arc::new(e)))
     .and_then(|r| r)
     .map(Arc::new);
     if read.is_err() {
@@ -160,7 +160,7 @@ pub(super) async fn set_fleet_part(State(st): State<Arc<Shared>>, body: Bytes) -
             axum::Json(serde_json::json!({ "received": got, "of": of })),
         )
             .into_response(),
-        Err(e) => json_error(StatusCode::BAD_REQUEST, e),
+        Err(e) => json_error(StatusCode::BAD_REQUEST, e.to_string()),
     }
 }
 

@@ -16,12 +16,12 @@ use wirespeed_engine::{ClientConfig, TestResult, TestSpec};
 /// Checks a run's spec before it is accepted: the engine's sanity bounds
 /// (the peer's own limits are checked when the test connects). A test
 /// ended by bytes has no duration of its own to bound.
-fn check_spec(spec: &TestSpec) -> std::result::Result<(), String> {
+fn check_spec(spec: &TestSpec) -> std::result::Result<(), wirespeed_types::Invalid> {
     let mut limits = wirespeed_engine::Limits::default();
     if spec.bytes.is_some() {
         limits.max_duration_s = f64::INFINITY;
     }
-    spec.validate(&limits).map_err(|e| e.to_string())
+    spec.validate(&limits)
 }
 
 /// `POST /v1/run`: checks the request, admits it, records it and runs the

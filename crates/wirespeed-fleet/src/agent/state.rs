@@ -17,7 +17,22 @@ use std::time::{Duration, Instant};
 /// The host's facts as last read, and when.
 pub(super) struct Facts {
     pub(super) at: Option<Instant>,
-    pub(super) json: Option<Result<Arc<serde_json::Value>, String>>,
+    pub(super) json: Option<Result<Arc<serde_json::Value>, FactsError>>,
+}
+
+/// Why the host's facts could not be read; shared, as the cached answer
+/// is served again until [`FACTS_TTL`] passes.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(super) enum FactsError {
+    /// Reading the host failed.
+    #[error("{0}")]
+    Host(Arc<wirespeed_host::HostError>),
+    /// The snapshot could not be encoded.
+    #[error("{0}")]
+    Encode(Arc<serde_json::Error>),
+    /// The reading task ended without an answer.
+    #[error("reading the host's facts failed")]
+    Task(#[source] Arc<tokio::task::JoinError>),
 }
 
 /// Shared by the handlers.
