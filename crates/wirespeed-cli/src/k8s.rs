@@ -331,7 +331,7 @@ pub fn run_workloads(a: &RunArgs) -> Result<Vec<wirespeed_fleet::WorkloadSpec>> 
         Some(list) => list.split(',').map(|w| w.trim().to_string()).collect(),
         None => vec![a.bench.workload.clone()],
     };
-    let known: Vec<&str> = wirespeed_engine::spec::WORKLOADS
+    let known: Vec<&str> = wirespeed_types::spec::WORKLOADS
         .iter()
         .map(|i| i.name)
         .collect();
@@ -345,7 +345,7 @@ pub fn run_workloads(a: &RunArgs) -> Result<Vec<wirespeed_fleet::WorkloadSpec>> 
     };
     let mut out = Vec::new();
     for w in &names {
-        let Some(workload) = wirespeed_engine::Workload::from_name(w) else {
+        let Some(workload) = wirespeed_types::Workload::from_name(w) else {
             bail!(
                 "--workloads: {w:?} is not a workload ({})",
                 known.join(", ")
@@ -435,7 +435,7 @@ pub fn run_policy_load(a: &RunArgs, paths: &[PathKind]) -> Result<Vec<u32>> {
 /// The gates from the flags; the baseline read now, before the run.
 pub fn run_gates(a: &RunArgs) -> Result<gates::Gates> {
     let rate = |s: &str| {
-        wirespeed_engine::units::parse_rate(s)
+        wirespeed_types::units::parse_rate(s)
             .map(|r| r as f64)
             .map_err(|e| e.to_string())
     };

@@ -29,8 +29,9 @@ use clap::{Parser, Subcommand};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use wirespeed_engine::spec::{parse_duration, parse_size};
-use wirespeed_engine::{Limits, ServerConfig};
+use wirespeed_engine::ServerConfig;
+use wirespeed_types::Limits;
+use wirespeed_types::spec::{parse_duration, parse_size};
 
 /// Measure, explain and raise the bandwidth between Linux hosts.
 #[derive(Parser, Debug)]
@@ -167,7 +168,7 @@ where
 /// A fleet key file's bytes; a warning about the file (its mode) goes
 /// to stderr.
 pub fn read_key(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
-    let k = wirespeed_engine::server::read_key_file(path)?;
+    let k = wirespeed_engine::read_key_file(path)?;
     if let Some(w) = &k.warning {
         eprintln!("warning: {w}");
     }
@@ -189,10 +190,10 @@ pub fn server_config(a: &ServeArgs) -> Result<(ServerConfig, Option<(u32, u64)>)
         None => None,
     };
     let max_msg = parse_size(&a.max_msg_size)?;
-    let nofile = wirespeed_engine::sys::raise_fd_limit();
+    let nofile = wirespeed_engine::raise_fd_limit();
     let max_flows = a
         .max_flows
-        .unwrap_or_else(|| wirespeed_engine::server::flow_limit_for(nofile));
+        .unwrap_or_else(|| wirespeed_engine::flow_limit_for(nofile));
     let cfg = ServerConfig {
         bind: a.bind,
         port: a.port,
@@ -215,7 +216,7 @@ pub fn server_config(a: &ServeArgs) -> Result<(ServerConfig, Option<(u32, u64)>)
         data_ports: a
             .data_ports
             .as_deref()
-            .map(wirespeed_engine::units::parse_port_range)
+            .map(wirespeed_types::units::parse_port_range)
             .transpose()
             .context("--data-ports")?,
     };

@@ -10,11 +10,11 @@ use crate::error::{Context, ExperimentError, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
-use wirespeed_engine::spec::parse_duration;
 use wirespeed_lab::LabSpec;
 use wirespeed_lab::plan::{Addressing, address};
 use wirespeed_lab::spec::locate;
 use wirespeed_report::experiment::Mode;
+use wirespeed_types::spec::parse_duration;
 
 /// What the command line overrides in the file.
 #[derive(Debug, Clone, Default)]
