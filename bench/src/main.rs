@@ -15,6 +15,9 @@
 //! each row runs), `run` and `samples` (running and its figures),
 //! `report` (rows, tables, JSON).
 
+// Unsafe code only in the sys module, allowed below.
+#![deny(unsafe_code)]
+
 mod bed;
 mod cmds;
 mod contender;
@@ -23,6 +26,7 @@ mod profile;
 mod report;
 mod run;
 mod samples;
+#[allow(unsafe_code)]
 mod sys;
 mod tools;
 

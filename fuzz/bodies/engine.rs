@@ -5,14 +5,14 @@
 
 use std::io::Write;
 use std::net::Shutdown;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
-use wirespeed_engine::client::check_report;
 use wirespeed_engine::proto::{
     DATA_PREAMBLE_LEN, FrameReader, MAX_FRAME, Msg, auth_verify, encode, parse_data_preamble,
     printable, unhex,
 };
-use wirespeed_engine::{Limits, TestSpec};
+use wirespeed_engine::testing::check_report;
+use wirespeed_types::{Limits, TestSpec};
 
 /// Bytes written to the socket at a time: frames end up split across
 /// reads at every offset.
@@ -25,7 +25,7 @@ const CHUNK: usize = 1000;
 /// report, parse hex, escape text, encode again).
 pub fn control(data: &[u8]) {
     let (mut tx, rx) = UnixStream::pair().expect("socketpair");
-    let fd = rx.as_raw_fd();
+    let fd = rx.as_fd();
     let mut reader = FrameReader::new(MAX_FRAME);
     let drain = |reader: &mut FrameReader| {
         loop {

@@ -2,9 +2,9 @@
 
 use anyhow::{Result, bail};
 use std::path::PathBuf;
-use wirespeed_engine::TestSpec;
 use wirespeed_experiment::BenchArgs;
 use wirespeed_report::Format;
+use wirespeed_types::TestSpec;
 
 /// Options of `wirespeed bench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -98,7 +98,7 @@ pub fn interference_plan(
         INTERFERENCE_SIZES.to_vec()
     };
     let loader = match cmd.loader {
-        LoaderKind::Stream => wirespeed_engine::Workload::Stream,
+        LoaderKind::Stream => wirespeed_types::Workload::Stream,
         LoaderKind::Same => spec.workload,
     };
     Ok(Some(wirespeed_engine::interference::Plan {

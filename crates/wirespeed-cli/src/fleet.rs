@@ -185,7 +185,7 @@ pub fn interference_plan(
         crate::bench::INTERFERENCE_SIZES.to_vec()
     };
     let loader = match loader {
-        crate::bench::LoaderKind::Stream => wirespeed_engine::Workload::Stream,
+        crate::bench::LoaderKind::Stream => wirespeed_types::Workload::Stream,
         crate::bench::LoaderKind::Same => victim.workload,
     };
     Ok(wirespeed_engine::interference::Plan {
@@ -269,7 +269,7 @@ pub fn workloads(b: &BenchArgs) -> Result<Vec<WorkloadSpec>> {
             let mut s = spec.clone();
             s.request_size = req;
             s.response_size = resp;
-            let label = if one || s.workload == wirespeed_engine::Workload::Stream {
+            let label = if one || s.workload == wirespeed_types::Workload::Stream {
                 name.to_string()
             } else if req == resp {
                 format!(

@@ -5,12 +5,12 @@ use anyhow::{Context, Result, bail};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use wirespeed_engine::spec::{parse_duration, parse_rate};
 use wirespeed_experiment::peer::DoctorRequest;
 use wirespeed_host::doctor::Goal;
 use wirespeed_host::reentry::current_netns;
 use wirespeed_host::session::{ApplyOptions, Place, PlanRequest};
 use wirespeed_host::tune::StateDir;
+use wirespeed_types::spec::{parse_duration, parse_rate};
 
 /// Options every host command takes.
 #[derive(clap::Args, Debug, Clone)]

@@ -315,7 +315,7 @@ pub struct RunArgs {
     /// per Gbit/s and per transaction); replaces -w.
     #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with = "workload",
           value_parser = wirespeed_experiment::cell::workload_parser())]
-    pub workloads: Option<Vec<wirespeed_engine::Workload>>,
+    pub workloads: Option<Vec<wirespeed_types::Workload>>,
     /// Bench's flags: workload, duration, flows, sizes, --port (the
     /// agents' engine port), --key-file (else a fresh key).
     #[command(flatten)]
@@ -435,7 +435,7 @@ pub fn run_policy_load(a: &RunArgs, paths: &[PathKind]) -> Result<Vec<u32>> {
 
 /// The gates from the flags; the baseline read now, before the run.
 pub fn run_gates(a: &RunArgs) -> Result<gates::Gates> {
-    let rate = |s: &str| wirespeed_engine::units::parse_rate(s).map(|r| r as f64);
+    let rate = |s: &str| wirespeed_types::units::parse_rate(s).map(|r| r as f64);
     let count = |s: &str| {
         s.parse::<f64>()
             .ok()

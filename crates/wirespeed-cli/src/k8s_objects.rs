@@ -162,7 +162,7 @@ impl ObjectArgs {
         o.limits = key_values("limits", self.limits.as_deref())?;
         o.priority_class = self.priority_class.clone();
         o.data_ports =
-            wirespeed_engine::units::parse_port_range(&self.data_ports).context("--data-ports")?;
+            wirespeed_types::units::parse_port_range(&self.data_ports).context("--data-ports")?;
         o.privileged_namespace = self.privileged_namespace;
         o.network_policy = !self.no_network_policy;
         o.api_sources = self.api_source.clone();

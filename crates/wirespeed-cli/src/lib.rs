@@ -29,8 +29,9 @@ use clap::{Parser, Subcommand};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use wirespeed_engine::spec::{parse_duration, parse_size};
-use wirespeed_engine::{Limits, ServerConfig};
+use wirespeed_engine::ServerConfig;
+use wirespeed_types::Limits;
+use wirespeed_types::spec::{parse_duration, parse_size};
 
 /// Measure, explain and raise the bandwidth between Linux hosts.
 #[derive(Parser, Debug)]
@@ -180,7 +181,7 @@ where
 /// A fleet key file's bytes; a warning about the file (its mode) goes
 /// to stderr.
 pub fn read_key(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
-    let k = wirespeed_engine::server::read_key_file(path)?;
+    let k = wirespeed_engine::read_key_file(path)?;
     if let Some(w) = &k.warning {
         eprintln!("warning: {w}");
     }
@@ -202,10 +203,10 @@ pub fn server_config(a: &ServeArgs) -> Result<(ServerConfig, Option<(u32, u64)>)
         None => None,
     };
     let max_msg = parse_size(&a.max_msg_size)?;
-    let nofile = wirespeed_engine::sys::raise_fd_limit();
+    let nofile = wirespeed_engine::raise_fd_limit();
     let max_flows = a
         .max_flows
-        .unwrap_or_else(|| wirespeed_engine::server::flow_limit_for(nofile));
+        .unwrap_or_else(|| wirespeed_engine::flow_limit_for(nofile));
     let cfg = ServerConfig {
         bind: a.bind,
         port: a.port,
@@ -228,7 +229,7 @@ pub fn server_config(a: &ServeArgs) -> Result<(ServerConfig, Option<(u32, u64)>)
         data_ports: a
             .data_ports
             .as_deref()
-            .map(wirespeed_engine::units::parse_port_range)
+            .map(wirespeed_types::units::parse_port_range)
             .transpose()
             .context("--data-ports")?,
     };
@@ -272,7 +273,7 @@ mod loaders_tests {
     #[test]
     fn fleet_and_cluster_runs_refuse_loaders() {
         let mut b = BenchArgs::defaults();
-        b.workload = wirespeed_engine::Workload::Rr;
+        b.workload = wirespeed_types::Workload::Rr;
         b.loaders = 2;
         let e = crate::fleet::workloads(&b).unwrap_err().to_string();
         assert!(e.contains("--loaders"), "{e}");

@@ -3,8 +3,8 @@
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-use wirespeed_engine::spec::parse_rate;
 use wirespeed_model::{Profile, Query, builtin, builtin_names};
+use wirespeed_types::spec::parse_rate;
 
 /// The machine: a profile, its size and caps that override the profile's.
 #[derive(clap::Args, Debug, Clone, Default)]

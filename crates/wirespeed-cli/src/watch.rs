@@ -141,7 +141,7 @@ pub fn plan_inputs(a: &WatchArgs) -> Result<(Vec<WorkloadSpec>, f64, Budget)> {
 /// checks it (twice its byte check's period: at the link's rate, or at
 /// most a transaction each 10 us for rr, 50 us for crr).
 pub fn probe_bytes(probes: &[WorkloadSpec], link_bps: f64) -> f64 {
-    let tick = wirespeed_engine::side::BYTES_TICK.as_secs_f64();
+    let tick = wirespeed_engine::BYTES_TICK.as_secs_f64();
     probes
         .iter()
         .map(|p| {

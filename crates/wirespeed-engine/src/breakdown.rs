@@ -8,22 +8,45 @@ use wirespeed_types::breakdown::{Breakdown, Joined, summarize};
 #[cfg(test)]
 use wirespeed_types::breakdown::{CRR_SEGMENTS, RR_SEGMENTS};
 
+/// What is wrong with the timestamp records of a server's report; the
+/// text follows "the server's report".
+#[derive(Debug, thiserror::Error)]
+pub enum BadStamps {
+    /// Records of more flows than the test has.
+    #[error("has timestamps of {got} flows, the test has {flows}")]
+    TooManyFlows {
+        /// Flows with records.
+        got: usize,
+        /// Flows in the test.
+        flows: usize,
+    },
+    /// A flow unknown to the test, too many records or a bad stride.
+    #[error("has malformed timestamps for flow {id} ({records} records, stride {stride})")]
+    Malformed {
+        /// The flow the records name.
+        id: u32,
+        /// How many records it has.
+        records: usize,
+        /// Its sampling stride.
+        stride: u64,
+    },
+}
+
 /// Checks the server's timestamp records: known flows, bounded counts.
-pub fn check(stamps: &[FlowStamps], flows: usize) -> Result<(), String> {
+pub fn check(stamps: &[FlowStamps], flows: usize) -> Result<(), BadStamps> {
     if stamps.len() > flows {
-        return Err(format!(
-            "has timestamps of {} flows, the test has {flows}",
-            stamps.len()
-        ));
+        return Err(BadStamps::TooManyFlows {
+            got: stamps.len(),
+            flows,
+        });
     }
     for s in stamps {
         if s.id as usize >= flows || s.recs.len() > CAP + 1 || !s.stride.is_power_of_two() {
-            return Err(format!(
-                "has malformed timestamps for flow {} ({} records, stride {})",
-                s.id,
-                s.recs.len(),
-                s.stride
-            ));
+            return Err(BadStamps::Malformed {
+                id: s.id,
+                records: s.recs.len(),
+                stride: s.stride,
+            });
         }
     }
     Ok(())

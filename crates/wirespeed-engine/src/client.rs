@@ -19,7 +19,7 @@ use crate::udp::register_flows;
 use crate::workloads;
 use socket2::{Domain, Socket, Type};
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wirespeed_types::protocol::{Speaks, agree};
@@ -268,7 +268,7 @@ impl Control {
     /// first, e.g. `busy` before reading our hello: that answer is the
     /// error, not the broken pipe.
     fn send_bytes(&mut self, bytes: &[u8], what: &str) -> Result<(), EngineError> {
-        let fd = self.stream.as_raw_fd();
+        let fd = self.stream.as_fd();
         match write_until(fd, bytes, Instant::now() + self.timeout, what) {
             Err(EngineError::Io { what, error })
                 if matches!(
@@ -291,13 +291,7 @@ impl Control {
     /// one arrives within a second.
     fn pending_answer(&mut self) -> Option<Msg> {
         let wait = Instant::now() + self.timeout.min(Duration::from_secs(1));
-        read_msg_until(
-            self.stream.as_raw_fd(),
-            MAX_FRAME,
-            wait,
-            "the server's answer",
-        )
-        .ok()
+        read_msg_until(self.stream.as_fd(), MAX_FRAME, wait, "the server's answer").ok()
     }
 
     /// Receives a message within the timeout as a whole; `what` names it
@@ -314,7 +308,7 @@ impl Control {
             MAX_FRAME
         };
         read_msg_until(
-            self.stream.as_raw_fd(),
+            self.stream.as_fd(),
             max,
             Instant::now() + t,
             &format!("{what} (timeout {})", secs(t)),
@@ -560,7 +554,7 @@ fn watch_window(
     ctrl: &Control,
     on_interval: &mut dyn FnMut(&IntervalSample),
 ) -> Result<(crate::side::Window, Vec<IntervalSample>), EngineError> {
-    let ctl_fd = ctrl.stream.as_raw_fd();
+    let ctl_fd = ctrl.stream.as_fd();
     let mut intervals = Vec::new();
     let mut last = side.mark();
     let begin = last.at;

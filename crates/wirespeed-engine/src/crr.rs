@@ -21,7 +21,7 @@ use crate::timestamps::{SharedStamps, Stamper, now_ns, refused};
 use crate::workload::{FlowArgs, ListenerArgs, WorkloadDef};
 use socket2::{SockAddr, Socket};
 use std::io::{self, IoSlice};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -122,13 +122,13 @@ impl CrrClient {
         sock.set_nonblocking(true)?;
         self.connect(&sock)?;
         if let Some(b) = self.stamps.as_mut().filter(|b| b.sampled())
-            && let Err(e) = b.attach(sock.as_raw_fd())
+            && let Err(e) = b.attach(sock.as_fd())
             && b.refused_once(&e)
         {
             refused(&e, &mut ts.notes);
             self.stamps = None;
         }
-        self.reg = Some(Reg::add(ts.epoll, sock.as_raw_fd(), self.token, EV_OUT)?);
+        self.reg = Some(Reg::add(ts.epoll, sock.as_fd(), self.token, EV_OUT)?);
         self.hold(sock, ts, true);
         Ok(())
     }
@@ -177,7 +177,7 @@ impl CrrClient {
                 break;
             };
             sock.set_nonblocking(true)?;
-            self.reg = Some(Reg::add(ts.epoll, sock.as_raw_fd(), self.token, EV_OUT)?);
+            self.reg = Some(Reg::add(ts.epoll, sock.as_fd(), self.token, EV_OUT)?);
             return Ok(Status::Active);
         }
         self.open(ts)?;
@@ -214,7 +214,7 @@ impl CrrClient {
         let Some(sock) = self.sock.as_ref() else {
             return Ok(Progress::Blocked);
         };
-        let fd = sock.as_raw_fd();
+        let fd = sock.as_fd();
         let wait = self.reg.is_none();
         if self.connecting {
             if let Some(e) = sock.take_error()? {
@@ -231,7 +231,7 @@ impl CrrClient {
                     IoSlice::new(&ts.tx[..rest]),
                 ];
                 let sent = match self.stamps.as_mut().filter(|b| b.sampled()) {
-                    Some(b) => b.send(&bufs, false),
+                    Some(b) => b.send(fd, &bufs, false),
                     None => sock.send_vectored(&bufs),
                 };
                 let n = match sent {
@@ -240,7 +240,7 @@ impl CrrClient {
                     Err(e) => return Err(e),
                 };
                 if n == 0 {
-                    want_for(&mut self.reg, ts, true)?;
+                    want_for(&mut self.reg, fd, ts, true)?;
                     return Ok(Progress::Blocked);
                 }
                 self.sent += n as u64;
@@ -248,12 +248,12 @@ impl CrrClient {
             } else {
                 let mut left = total - self.sent;
                 let r = match self.stamps.as_mut().filter(|b| b.sampled()) {
-                    Some(b) => b.send_left(ts, &mut left, &self.counters, false)?,
+                    Some(b) => b.send_left(fd, ts, &mut left, &self.counters, false)?,
                     None => send_left(fd, ts, &mut left, &self.counters, wait)?,
                 };
                 self.sent = total - left;
                 if r == Moved::Blocked {
-                    want_for(&mut self.reg, ts, true)?;
+                    want_for(&mut self.reg, fd, ts, true)?;
                     return Ok(Progress::Blocked);
                 }
             }
@@ -261,12 +261,12 @@ impl CrrClient {
         if !self.asked {
             self.asked = true;
             if let Some(b) = self.stamps.as_mut() {
-                b.request_sent(ts.measuring);
+                b.request_sent(fd, ts.measuring);
             }
         }
-        want_for(&mut self.reg, ts, false)?;
+        want_for(&mut self.reg, fd, ts, false)?;
         let got = match self.stamps.as_mut().filter(|b| b.sampled()) {
-            Some(b) => b.recv_left(ts, &mut self.left, &self.counters, false)?,
+            Some(b) => b.recv_left(fd, ts, &mut self.left, &self.counters, false)?,
             None => recv_left(fd, ts, &mut self.left, &self.counters, wait)?,
         };
         match got {
@@ -286,7 +286,9 @@ impl CrrClient {
         self.counters.add_transaction();
         if let Some(b) = self.stamps.as_mut() {
             b.response_read(now.saturating_duration_since(self.started));
-            b.connection_done();
+            if let Some(s) = self.sock.as_ref() {
+                b.connection_done(s.as_fd());
+            }
         }
         self.close();
     }
@@ -300,8 +302,8 @@ impl Flow for CrrClient {
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
-        if let Some(b) = self.stamps.as_mut() {
-            b.on_error_event(events);
+        if let (Some(b), Some(s)) = (self.stamps.as_mut(), self.sock.as_ref()) {
+            b.on_error_event(s.as_fd(), events);
         }
         match self.step(ts) {
             Ok(s) => Ok(s),
@@ -362,7 +364,7 @@ impl CrrListener {
     fn listen(&self, ts: &ThreadState) -> io::Result<()> {
         // EPOLLEXCLUSIVE: wake one worker per connection, not all of them.
         ts.epoll.add(
-            self.listener.as_raw_fd(),
+            self.listener.as_fd(),
             EV_IN | libc::EPOLLEXCLUSIVE as u32,
             self.epoll_token,
         )
@@ -380,7 +382,7 @@ impl Flow for CrrListener {
 
     fn on_event(&mut self, ts: &mut ThreadState, _events: u32) -> io::Result<Status> {
         for _ in 0..64 {
-            match sys::accept_nonblocking(self.listener.as_raw_fd()) {
+            match sys::accept_nonblocking(self.listener.as_fd()) {
                 Ok(s) => {
                     let accepted = self.stamps.as_ref().map(|_| now_ns());
                     ts.spawned.push(Box::new(CrrConn {
@@ -404,7 +406,7 @@ impl Flow for CrrListener {
                         || e.raw_os_error() == Some(libc::ENFILE) =>
                 {
                     ts.note("out of file descriptors while accepting crr connections".into());
-                    if ts.epoll.delete(self.listener.as_raw_fd()).is_ok() {
+                    if ts.epoll.delete(self.listener.as_fd()).is_ok() {
                         self.paused_until = Some(Instant::now() + FD_BACKOFF);
                     }
                     break;
@@ -425,7 +427,7 @@ impl Flow for CrrListener {
 
     fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         if self.paused_until.is_none() {
-            let _ = ts.epoll.delete(self.listener.as_raw_fd());
+            let _ = ts.epoll.delete(self.listener.as_fd());
         }
         Ok(Status::Done)
     }
@@ -465,7 +467,7 @@ impl Flow for CrrConn {
 
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
         if let Some(b) = self.stamper.as_mut() {
-            b.on_error_event(events);
+            b.on_error_event(self.sock.as_fd(), events);
         }
         let r = match self.step(ts) {
             // The client closes with an RST once answered.
@@ -475,14 +477,14 @@ impl Flow for CrrConn {
         if !matches!(r, Ok(Status::Active)) {
             // Closed: the response's transmit timestamps are all in.
             if let (Some(sh), Some(st)) = (&self.shared, self.stamper.take()) {
-                sh.done(st);
+                sh.done(st, self.sock.as_fd());
             }
         }
         r
     }
 
     fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
-        self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_IN)?);
+        self.reg = Some(Reg::add(ts.epoll, self.sock.as_fd(), token, EV_IN)?);
         Ok(())
     }
 
@@ -500,7 +502,7 @@ impl CrrConn {
     /// sampled, timestamping is turned on for it.
     fn sampled(&mut self, ts: &mut ThreadState, id: u32, resp: u64) {
         let Some(sh) = &self.shared else { return };
-        match sh.connection(id, self.sock.as_raw_fd(), resp) {
+        match sh.connection(id, self.sock.as_fd(), resp) {
             Ok(Some(mut b)) => {
                 if let Some(at) = self.accepted {
                     b.accepted(at);
@@ -523,7 +525,7 @@ impl CrrConn {
             req as usize
         };
         let len = (want + extra).min(ts.rx.len());
-        let n = sys::recv(self.sock.as_raw_fd(), &mut ts.rx[..len], false)?;
+        let n = sys::recv(self.sock.as_fd(), &mut ts.rx[..len], false)?;
         let k = n.min(want);
         self.head[self.got as usize..][..k].copy_from_slice(&ts.rx[..k]);
         self.got += n as u64;
@@ -531,7 +533,6 @@ impl CrrConn {
     }
 
     fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
-        let fd = self.sock.as_raw_fd();
         let req = ts.spec.request_size as u64;
         let resp = ts.spec.response_size as u64;
         while (self.got as usize) < DATA_PREAMBLE_LEN {
@@ -558,10 +559,11 @@ impl CrrConn {
         let Some(c) = self.flow.clone() else {
             return Ok(Status::Done);
         };
+        let fd = self.sock.as_fd();
         let head = DATA_PREAMBLE_LEN as u64;
         let mut left = head + req - self.got;
         let r = match self.stamper.as_mut() {
-            Some(b) if left > 0 => b.recv_left(ts, &mut left, &c, false)?,
+            Some(b) if left > 0 => b.recv_left(self.sock.as_fd(), ts, &mut left, &c, false)?,
             _ => recv_left(fd, ts, &mut left, &c, false)?,
         };
         self.got = head + req - left;
@@ -578,21 +580,21 @@ impl CrrConn {
             }
             let mut left = resp - self.sent;
             let r = match self.stamper.as_mut() {
-                Some(b) => b.send_left(ts, &mut left, &c, false)?,
+                Some(b) => b.send_left(self.sock.as_fd(), ts, &mut left, &c, false)?,
                 None => send_left(fd, ts, &mut left, &c, false)?,
             };
             self.sent = resp - left;
             if r == Moved::Blocked {
-                want_for(&mut self.reg, ts, true)?;
+                want_for(&mut self.reg, self.sock.as_fd(), ts, true)?;
                 return Ok(Status::Active);
             }
             if let Some(b) = self.stamper.as_mut() {
-                b.response_sent();
+                b.response_sent(self.sock.as_fd());
             }
             c.add_transaction();
             // Answered: wait for the client's close (it cannot have come
             // yet: the client closes once it has the answer).
-            want_for(&mut self.reg, ts, false)?;
+            want_for(&mut self.reg, self.sock.as_fd(), ts, false)?;
             return Ok(Status::Active);
         }
         Ok(if drain_to_eof(fd, ts)? {

@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -312,11 +312,6 @@ impl ThreadState<'_> {
         }
     }
 
-    /// Records a transaction latency if inside the window.
-    pub fn record(&mut self, started: Instant, probe: bool) {
-        self.record_until(started, Instant::now(), probe);
-    }
-
     /// Records `ended - started` if inside the window (one clock read
     /// serves as this transaction's end and the next one's start).
     pub fn record_until(&mut self, started: Instant, ended: Instant, probe: bool) {
@@ -344,11 +339,10 @@ impl ThreadState<'_> {
     }
 }
 
-/// One flow's epoll registration and its current interest.
+/// One flow's epoll registration and its current interest (the flow
+/// owns the socket and names it at each change).
 #[derive(Debug, Clone, Copy)]
 pub struct Reg {
-    /// The socket.
-    pub fd: RawFd,
     /// Its token in the thread's slab.
     pub token: u64,
     /// Events asked for now.
@@ -357,20 +351,16 @@ pub struct Reg {
 
 impl Reg {
     /// Registers `fd` with `interest`.
-    pub fn add(ep: &Epoll, fd: RawFd, token: u64, interest: u32) -> io::Result<Reg> {
+    pub fn add(ep: &Epoll, fd: BorrowedFd<'_>, token: u64, interest: u32) -> io::Result<Reg> {
         ep.add(fd, interest, token)?;
-        Ok(Reg {
-            fd,
-            token,
-            interest,
-        })
+        Ok(Reg { token, interest })
     }
 
-    /// Changes the interest if it differs.
+    /// Changes the interest of the registered socket `fd` if it differs.
     #[inline]
-    pub fn want(&mut self, ep: &Epoll, interest: u32) -> io::Result<()> {
+    pub fn want(&mut self, ep: &Epoll, fd: BorrowedFd<'_>, interest: u32) -> io::Result<()> {
         if interest != self.interest {
-            ep.modify(self.fd, interest, self.token)?;
+            ep.modify(fd, interest, self.token)?;
             self.interest = interest;
         }
         Ok(())
@@ -441,6 +431,11 @@ pub trait Flow: Send {
     fn uring(&self) -> Option<UringPlan> {
         None
     }
+    /// io_uring, rr client: the last answer is in; shut the socket's
+    /// write side (the server then closes). Only an rr client does.
+    fn shutdown_write(&self) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
     /// io_uring, UDP: a sender writes the headers of as many whole
     /// datagrams as fit in `buf` and returns their bytes; a receiver
     /// takes the datagrams in `buf` (several with GRO) and returns the
@@ -495,7 +490,7 @@ pub enum Moved {
 /// with `wait` each call blocks up to the socket's send timeout. The one
 /// send-with-progress loop of every TCP workload.
 pub fn send_left(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     ts: &ThreadState,
     left: &mut u64,
     c: &Counters,
@@ -530,7 +525,7 @@ pub fn send_left_with(
 /// them into `c`, until none is left, the socket would block or the peer
 /// closes. The one receive-with-progress loop of every TCP workload.
 pub fn recv_left(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     ts: &mut ThreadState,
     left: &mut u64,
     c: &Counters,
@@ -568,7 +563,7 @@ pub fn recv_left_with(
 /// in; otherwise what the flow returns now: Done when the peer closed,
 /// Active (waiting for readability) when the socket would block.
 pub fn recv_message(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     ts: &mut ThreadState,
     left: &mut u64,
     c: &Counters,
@@ -576,13 +571,14 @@ pub fn recv_message(
     reg: &mut Option<Reg>,
 ) -> io::Result<Option<Status>> {
     let moved = recv_left(fd, ts, left, c, wait)?;
-    received_status(moved, ts, reg)
+    received_status(moved, fd, ts, reg)
 }
 
 /// What a flow returns after receiving part of a message (see
 /// [`recv_message`]).
 pub fn received_status(
     moved: Moved,
+    fd: BorrowedFd<'_>,
     ts: &ThreadState,
     reg: &mut Option<Reg>,
 ) -> io::Result<Option<Status>> {
@@ -590,7 +586,7 @@ pub fn received_status(
         Moved::Done => None,
         Moved::Eof => Some(Status::Done),
         Moved::Blocked => {
-            want_for(reg, ts, false)?;
+            want_for(reg, fd, ts, false)?;
             Some(Status::Active)
         }
     })
@@ -599,7 +595,7 @@ pub fn received_status(
 /// Sends the rest of a message with [`send_left`]: None once it is all
 /// out; Some(Active), waiting for writability, when the socket would block.
 pub fn send_message(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     ts: &ThreadState,
     left: &mut u64,
     c: &Counters,
@@ -607,19 +603,20 @@ pub fn send_message(
     reg: &mut Option<Reg>,
 ) -> io::Result<Option<Status>> {
     let moved = send_left(fd, ts, left, c, wait)?;
-    sent_status(moved, ts, reg)
+    sent_status(moved, fd, ts, reg)
 }
 
 /// What a flow returns after sending part of a message (see
 /// [`send_message`]).
 pub fn sent_status(
     moved: Moved,
+    fd: BorrowedFd<'_>,
     ts: &ThreadState,
     reg: &mut Option<Reg>,
 ) -> io::Result<Option<Status>> {
     Ok(match moved {
         Moved::Blocked => {
-            want_for(reg, ts, true)?;
+            want_for(reg, fd, ts, true)?;
             Some(Status::Active)
         }
         _ => None,
@@ -628,7 +625,7 @@ pub fn sent_status(
 
 /// Reads and drops whatever is queued until the peer closes: Ok(true) at
 /// EOF, Ok(false) when nothing more is there yet.
-pub fn drain_to_eof(fd: RawFd, ts: &mut ThreadState) -> io::Result<bool> {
+pub fn drain_to_eof(fd: BorrowedFd<'_>, ts: &mut ThreadState) -> io::Result<bool> {
     loop {
         let discard = ts.spec.skip_rx_copy;
         match sys::recv_flags(fd, &mut ts.rx, discard, false) {
@@ -640,18 +637,29 @@ pub fn drain_to_eof(fd: RawFd, ts: &mut ThreadState) -> io::Result<bool> {
     }
 }
 
-/// Changes a flow's epoll interest, if it has a registration.
-pub fn want(reg: &mut Option<Reg>, ts: &ThreadState, interest: u32) -> io::Result<()> {
+/// Changes the epoll interest of a flow's socket `fd`, if it has a
+/// registration.
+pub fn want(
+    reg: &mut Option<Reg>,
+    fd: BorrowedFd<'_>,
+    ts: &ThreadState,
+    interest: u32,
+) -> io::Result<()> {
     match reg.as_mut() {
-        Some(r) => r.want(ts.epoll, interest),
+        Some(r) => r.want(ts.epoll, fd, interest),
         None => Ok(()),
     }
 }
 
 /// Waits for the socket to be writable (`Moved::Blocked` on a send) or
 /// readable (on a receive).
-pub fn want_for(reg: &mut Option<Reg>, ts: &ThreadState, sending: bool) -> io::Result<()> {
-    want(reg, ts, if sending { EV_OUT } else { EV_IN })
+pub fn want_for(
+    reg: &mut Option<Reg>,
+    fd: BorrowedFd<'_>,
+    ts: &ThreadState,
+    sending: bool,
+) -> io::Result<()> {
+    want(reg, fd, ts, if sending { EV_OUT } else { EV_IN })
 }
 
 /// How often a worker calls [`Flow::on_tick`].
@@ -949,7 +957,8 @@ pub enum UringRole {
 /// A flow as the io_uring loop sees it: its socket, counters and role.
 #[derive(Clone)]
 pub struct UringPlan {
-    /// The flow's socket (the flow keeps owning it).
+    /// The flow's socket, by number (io_uring submissions name sockets by
+    /// number, so it cannot be a borrow); the flow keeps owning it.
     pub fd: RawFd,
     /// The flow's counters.
     pub counters: Arc<Counters>,
@@ -1121,7 +1130,7 @@ pub fn is_peer_gone(e: &io::Error) -> bool {
 }
 
 /// Converts the kernel's TCP_INFO into the report's form.
-pub fn tcp_info_of(fd: RawFd) -> Option<TcpInfo> {
+pub fn tcp_info_of(fd: BorrowedFd<'_>) -> Option<TcpInfo> {
     let i = sys::tcp_info(fd).ok()?;
     Some(TcpInfo {
         retransmits: i.total_retrans as u64,

@@ -10,7 +10,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use std::io::{self, Read, Write};
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 use std::time::Instant;
 
 /// Newest version of the control protocol this build speaks (the hello
@@ -257,7 +257,7 @@ impl FrameReader {
     /// Reads what `fd` has now; a message once its frame is complete.
     /// `what` names the awaited message in errors. The peer closing is an
     /// [`EngineError::Io`] of kind `UnexpectedEof`.
-    pub fn poll(&mut self, fd: RawFd, what: &str) -> Result<Option<Msg>, EngineError> {
+    pub fn poll(&mut self, fd: BorrowedFd<'_>, what: &str) -> Result<Option<Msg>, EngineError> {
         loop {
             if self.buf.len() == self.need {
                 if self.need == 4 {
@@ -292,7 +292,7 @@ impl FrameReader {
     /// Reads until a whole message is in or `deadline` passes.
     pub fn read_until(
         &mut self,
-        fd: RawFd,
+        fd: BorrowedFd<'_>,
         deadline: Instant,
         what: &str,
     ) -> Result<Msg, EngineError> {
@@ -307,7 +307,12 @@ impl FrameReader {
 
 /// Waits for `events` on `fd` until `deadline`; a Timeout naming `what`
 /// once it has passed.
-fn wait_for(fd: RawFd, events: i16, deadline: Instant, what: &str) -> Result<(), EngineError> {
+fn wait_for(
+    fd: BorrowedFd<'_>,
+    events: i16,
+    deadline: Instant,
+    what: &str,
+) -> Result<(), EngineError> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err(EngineError::Timeout(format!("waiting for {what}")));
@@ -320,7 +325,7 @@ fn wait_for(fd: RawFd, events: i16, deadline: Instant, what: &str) -> Result<(),
 
 /// Reads exactly `buf.len()` bytes by `deadline` (the control preamble).
 pub fn read_exact_until(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     buf: &mut [u8],
     deadline: Instant,
     what: &str,
@@ -337,7 +342,7 @@ pub fn read_exact_until(
 
 /// One non-blocking read: Some(bytes read), None when nothing is there
 /// yet; the peer closing is an error of kind `UnexpectedEof`.
-fn recv_some(fd: RawFd, buf: &mut [u8], what: &str) -> Result<Option<usize>, EngineError> {
+fn recv_some(fd: BorrowedFd<'_>, buf: &mut [u8], what: &str) -> Result<Option<usize>, EngineError> {
     loop {
         return match sys::recv(fd, buf, false) {
             Ok(0) => Err(EngineError::io(
@@ -358,7 +363,7 @@ fn recv_some(fd: RawFd, buf: &mut [u8], what: &str) -> Result<Option<usize>, Eng
 /// Reads one message of at most `max` bytes by `deadline`, however the
 /// peer spaces its bytes.
 pub fn read_msg_until(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     max: usize,
     deadline: Instant,
     what: &str,
@@ -368,13 +373,17 @@ pub fn read_msg_until(
 
 /// Writes one message by `deadline`: a peer that does not read cannot hold
 /// the writer longer.
-pub fn write_msg_until(fd: RawFd, msg: &Msg, deadline: Instant) -> Result<(), EngineError> {
+pub fn write_msg_until(
+    fd: BorrowedFd<'_>,
+    msg: &Msg,
+    deadline: Instant,
+) -> Result<(), EngineError> {
     write_until(fd, &encode(msg)?, deadline, msg.kind())
 }
 
 /// Writes `bytes` by `deadline`; `what` names them in errors.
 pub fn write_until(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     bytes: &[u8],
     deadline: Instant,
     what: &str,
@@ -569,7 +578,7 @@ mod tests {
 
     #[test]
     fn frames_read_in_pieces_and_within_one_deadline() {
-        use std::os::fd::AsRawFd;
+        use std::os::fd::AsFd;
         use std::os::unix::net::UnixStream;
         let (mut a, b) = UnixStream::pair().unwrap();
         let mut frame = Vec::new();
@@ -577,31 +586,31 @@ mod tests {
         let mut r = FrameReader::new(MAX_FRAME);
         for byte in &frame[..frame.len() - 1] {
             a.write_all(&[*byte]).unwrap();
-            assert_eq!(r.poll(b.as_raw_fd(), "stop").unwrap(), None);
+            assert_eq!(r.poll(b.as_fd(), "stop").unwrap(), None);
         }
         assert!(r.partial() > 0);
         // Bytes that keep coming do not extend the deadline.
         let t0 = Instant::now();
         let e = r
             .read_until(
-                b.as_raw_fd(),
+                b.as_fd(),
                 t0 + std::time::Duration::from_millis(100),
                 "stop",
             )
             .unwrap_err();
         assert!(matches!(e, EngineError::Timeout(_)), "{e}");
         a.write_all(&frame[frame.len() - 1..]).unwrap();
-        assert_eq!(r.poll(b.as_raw_fd(), "stop").unwrap(), Some(Msg::Stop));
+        assert_eq!(r.poll(b.as_fd(), "stop").unwrap(), Some(Msg::Stop));
         assert_eq!(r.partial(), 0);
         // A closed peer is an UnexpectedEof, a huge length a protocol error.
         a.write_all(&[0xff; 4]).unwrap();
         assert!(matches!(
-            r.poll(b.as_raw_fd(), "x"),
+            r.poll(b.as_fd(), "x"),
             Err(EngineError::Protocol(_))
         ));
         drop(a);
         let mut r = FrameReader::new(MAX_FRAME);
-        match r.poll(b.as_raw_fd(), "x") {
+        match r.poll(b.as_fd(), "x") {
             Err(EngineError::Io { error, .. }) => {
                 assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof)
             }
@@ -611,7 +620,7 @@ mod tests {
 
     #[test]
     fn a_reader_that_trickles_cannot_hold_a_writer_past_its_deadline() {
-        use std::os::fd::AsRawFd;
+        use std::os::fd::AsFd;
         use std::os::unix::net::UnixStream;
         use std::time::Duration;
         let (a, mut b) = UnixStream::pair().unwrap();
@@ -632,7 +641,7 @@ mod tests {
             }
         });
         let t0 = Instant::now();
-        let e = write_msg_until(a.as_raw_fd(), &big, t0 + Duration::from_millis(300)).unwrap_err();
+        let e = write_msg_until(a.as_fd(), &big, t0 + Duration::from_millis(300)).unwrap_err();
         let took = t0.elapsed();
         assert!(matches!(e, EngineError::Timeout(_)), "{e}");
         assert!(took < Duration::from_millis(600), "{took:?}");

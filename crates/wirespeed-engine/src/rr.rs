@@ -16,7 +16,7 @@ use crate::uring::{UringPlan, UringRole};
 use crate::workload::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,7 +42,7 @@ fn client_flow(mut a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
     let probe = a.plan.kind == FlowKind::Probe;
     let s = take_sock(&mut a)?;
     let stamps = (!probe)
-        .then(|| Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, q, false, a.notes))
+        .then(|| Stamper::for_flow(a.spec, s.as_fd(), a.plan.id, q, false, a.notes))
         .flatten();
     let mut f = RrClient::new(a.plan.id, s, a.counters, q, r, probe);
     f.stamps = stamps;
@@ -53,7 +53,7 @@ fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
     let (q, r) = sizes(&a);
     let s = take_sock(&mut a)?;
     let stamps = (a.plan.kind != FlowKind::Probe)
-        .then(|| Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, r, false, a.notes))
+        .then(|| Stamper::for_flow(a.spec, s.as_fd(), a.plan.id, r, false, a.notes))
         .flatten();
     let mut f = RrServer::new(a.plan.id, s, a.counters, q, r);
     f.stamps = stamps;
@@ -131,12 +131,12 @@ impl RrClient {
     fn shut(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
         self.shut = true;
         self.sock.shutdown(std::net::Shutdown::Write)?;
-        want(&mut self.reg, ts, EV_IN)?;
+        want(&mut self.reg, self.sock.as_fd(), ts, EV_IN)?;
         Ok(Status::Active)
     }
 
     fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
-        let fd = self.sock.as_raw_fd();
+        let fd = self.sock.as_fd();
         if self.shut {
             // Drain whatever arrives until the server closes.
             return Ok(if drain_to_eof(fd, ts)? {
@@ -152,7 +152,14 @@ impl RrClient {
                 let sent = match self.stamps.as_mut() {
                     Some(b) => {
                         b.writing();
-                        b.send_message(ts, &mut self.left, &self.counters, solo, &mut self.reg)?
+                        b.send_message(
+                            self.sock.as_fd(),
+                            ts,
+                            &mut self.left,
+                            &self.counters,
+                            solo,
+                            &mut self.reg,
+                        )?
                     }
                     None => {
                         send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
@@ -162,21 +169,26 @@ impl RrClient {
                     return Ok(st);
                 }
                 if let Some(b) = self.stamps.as_mut() {
-                    b.request_sent(ts.measuring);
+                    b.request_sent(self.sock.as_fd(), ts.measuring);
                 }
                 self.sending = false;
                 self.left = self.response;
                 if !solo {
                     // Wait for the answer in epoll rather than try a read
                     // that would almost always find nothing yet.
-                    want_for(&mut self.reg, ts, false)?;
+                    want_for(&mut self.reg, self.sock.as_fd(), ts, false)?;
                     return Ok(Status::Active);
                 }
             }
             let got = match self.stamps.as_mut() {
-                Some(b) => {
-                    b.recv_message(ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-                }
+                Some(b) => b.recv_message(
+                    self.sock.as_fd(),
+                    ts,
+                    &mut self.left,
+                    &self.counters,
+                    solo,
+                    &mut self.reg,
+                )?,
                 None => recv_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?,
             };
             if let Some(st) = got {
@@ -201,7 +213,7 @@ impl RrClient {
                 rounds >= BUDGET
             };
             if yield_now {
-                want(&mut self.reg, ts, EV_OUT)?;
+                want(&mut self.reg, self.sock.as_fd(), ts, EV_OUT)?;
                 return Ok(Status::Active);
             }
         }
@@ -214,20 +226,20 @@ impl Flow for RrClient {
             go_solo(&self.sock)?;
             self.solo = true;
         }
-        self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_OUT)?);
+        self.reg = Some(Reg::add(ts.epoll, self.sock.as_fd(), token, EV_OUT)?);
         self.started = Instant::now();
         Ok(())
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
         if let Some(b) = self.stamps.as_mut() {
-            b.on_error_event(events);
+            b.on_error_event(self.sock.as_fd(), events);
         }
         self.step(ts)
     }
 
     fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
-        self.info = tcp_info_of(self.sock.as_raw_fd());
+        self.info = tcp_info_of(self.sock.as_fd());
         self.stop_wanted = true;
         if self.reg.is_none() {
             // io_uring drives this flow (it never joined epoll): the
@@ -239,6 +251,10 @@ impl Flow for RrClient {
             return self.shut(ts);
         }
         Ok(Status::Active)
+    }
+
+    fn shutdown_write(&self) -> io::Result<()> {
+        crate::sys::shutdown_write(self.sock.as_fd())
     }
 
     fn uring(&self) -> Option<UringPlan> {
@@ -306,22 +322,27 @@ impl Flow for RrServer {
             go_solo(&self.sock)?;
             self.solo = true;
         }
-        self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_IN)?);
+        self.reg = Some(Reg::add(ts.epoll, self.sock.as_fd(), token, EV_IN)?);
         Ok(())
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
         if let Some(b) = self.stamps.as_mut() {
-            b.on_error_event(events);
+            b.on_error_event(self.sock.as_fd(), events);
         }
-        let fd = self.sock.as_raw_fd();
+        let fd = self.sock.as_fd();
         let solo = self.solo;
         loop {
             if !self.sending {
                 let got = match self.stamps.as_mut() {
-                    Some(b) => {
-                        b.recv_message(ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-                    }
+                    Some(b) => b.recv_message(
+                        self.sock.as_fd(),
+                        ts,
+                        &mut self.left,
+                        &self.counters,
+                        solo,
+                        &mut self.reg,
+                    )?,
                     None => {
                         recv_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
                     }
@@ -336,16 +357,21 @@ impl Flow for RrServer {
                 self.left = self.response;
             }
             let sent = match self.stamps.as_mut() {
-                Some(b) => {
-                    b.send_message(ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-                }
+                Some(b) => b.send_message(
+                    self.sock.as_fd(),
+                    ts,
+                    &mut self.left,
+                    &self.counters,
+                    solo,
+                    &mut self.reg,
+                )?,
                 None => send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?,
             };
             if let Some(st) = sent {
                 return Ok(st);
             }
             if let Some(b) = self.stamps.as_mut() {
-                b.response_sent();
+                b.response_sent(self.sock.as_fd());
             }
             self.counters.add_transaction();
             self.sending = false;
@@ -353,14 +379,14 @@ impl Flow for RrServer {
             // Not solo: one transaction per event; the next request is
             // rarely here yet, so wait for it in epoll (level-triggered).
             if !solo || ts.phase_changed() {
-                want(&mut self.reg, ts, EV_IN)?;
+                want(&mut self.reg, self.sock.as_fd(), ts, EV_IN)?;
                 return Ok(Status::Active);
             }
         }
     }
 
     fn on_stop(&mut self, _ts: &mut ThreadState) -> io::Result<Status> {
-        self.info = tcp_info_of(self.sock.as_raw_fd());
+        self.info = tcp_info_of(self.sock.as_fd());
         // Keep answering until the client, which stops first, closes.
         Ok(Status::Active)
     }

@@ -6,7 +6,7 @@ use crate::spec::{PathSpec, TestSpec};
 use crate::sys;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::Duration;
 
 /// Where a path's flows bind locally.
@@ -138,8 +138,7 @@ pub fn apply_common(sock: &Socket, spec: &TestSpec) -> Result<(), EngineError> {
         sock.set_tcp_nodelay(true).map_err(ctx("set TCP_NODELAY"))?;
     }
     if let Some(bps) = spec.pacing_bps {
-        sys::set_max_pacing_rate(sock.as_raw_fd(), bps / 8)
-            .map_err(ctx("set SO_MAX_PACING_RATE"))?;
+        sys::set_max_pacing_rate(sock.as_fd(), bps / 8).map_err(ctx("set SO_MAX_PACING_RATE"))?;
     }
     apply_tos(sock, spec)
 }
@@ -151,7 +150,7 @@ pub fn apply_tos(sock: &Socket, spec: &TestSpec) -> Result<(), EngineError> {
         // SO_PREFER_BUSY_POLL is left off: without the device's
         // napi_defer_hard_irqs and gro_flush_timeout it makes the NAPI
         // softirq back off for a poller that may not come.
-        sys::set_busy_poll(sock.as_raw_fd(), us).map_err(|e| {
+        sys::set_busy_poll(sock.as_fd(), us).map_err(|e| {
             let hint = if e.raw_os_error() == Some(libc::EPERM) {
                 ": raising it needs CAP_NET_ADMIN (run as root, or set net.core.busy_read instead)"
             } else {
@@ -162,7 +161,7 @@ pub fn apply_tos(sock: &Socket, spec: &TestSpec) -> Result<(), EngineError> {
     }
     if let Some(tos) = spec.tos {
         let v6 = sock.domain().is_ok_and(|d| d == Domain::IPV6);
-        sys::set_tos(sock.as_raw_fd(), v6, tos)
+        sys::set_tos(sock.as_fd(), v6, tos)
             .map_err(|e| EngineError::io(format!("set TOS 0x{tos:02x} (IP_TOS)"), e))?;
     }
     Ok(())
@@ -196,7 +195,7 @@ pub fn tcp_socket(domain: Domain, spec: &TestSpec) -> Result<Socket, EngineError
 
 /// Enables MSG_ZEROCOPY on a sending socket; returns a note when it cannot.
 pub fn enable_zerocopy(sock: &Socket) -> Option<String> {
-    sys::set_zerocopy(sock.as_raw_fd())
+    sys::set_zerocopy(sock.as_fd())
         .err()
         .map(|e| format!("zerocopy unavailable ({e}): sends are copied"))
 }
@@ -247,7 +246,7 @@ pub fn bind_local(
         LocalBind::Addr(ip) => {
             // Defer the port choice to connect(): with many flows from one
             // address, bind() alone would exhaust the ephemeral ports.
-            sys::set_bind_address_no_port(sock.as_raw_fd())
+            sys::set_bind_address_no_port(sock.as_fd())
                 .map_err(|e| EngineError::io("set IP_BIND_ADDRESS_NO_PORT", e))?;
             sock.bind(&SockAddr::from(SocketAddr::new(*ip, 0)))
                 .map_err(|e| EngineError::io(format!("bind to local address {ip}"), e))?;
@@ -327,7 +326,7 @@ mod tests {
             };
             let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
             apply_common(&s, &spec).unwrap();
-            let info = sys::tcp_info(s.as_raw_fd()).unwrap();
+            let info = sys::tcp_info(s.as_fd()).unwrap();
             assert_eq!(info.max_pacing_rate, bps / 8, "{bps}");
         }
     }

@@ -15,7 +15,7 @@ use crate::uring::{UringPlan, UringRole};
 use crate::workload::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 
 /// The registry's row: persistent TCP connections, one way per flow.
@@ -86,7 +86,7 @@ impl RxZc {
             copied: 0,
             fallback: None,
         };
-        match sys::RxMap::new(sock.as_raw_fd(), len) {
+        match sys::RxMap::new(sock.as_fd(), len) {
             Ok(m) => z.map = Some(m),
             Err(e) => z.fall_back(format!("mmap of the socket failed ({e})"), notes),
         }
@@ -133,11 +133,11 @@ impl StreamFlow {
     /// thread moved a median 30.6 Gbit/s against 20.4 with 16 calls in a
     /// row per flow (docs/benchmarks.md, "Fifth follow-up").
     fn send_some(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
-        let fd = self.sock.as_raw_fd();
+        let fd = self.sock.as_fd();
         let (sent, len) = match &self.file {
             Some(f) => {
                 let len = ts.spec.msg_size as usize;
-                (sys::sendfile(fd, f.as_raw_fd(), len), len)
+                (sys::sendfile(fd, f.as_fd(), len), len)
             }
             None => {
                 let len = (ts.spec.msg_size as usize).min(ts.tx.len());
@@ -173,7 +173,7 @@ impl StreamFlow {
             return self.recv_mapped(ts);
         }
         let mut left = ts.rx.len() as u64;
-        let moved = recv_left(self.sock.as_raw_fd(), ts, &mut left, &self.counters, false)?;
+        let moved = recv_left(self.sock.as_fd(), ts, &mut left, &self.counters, false)?;
         Ok(if moved == Moved::Eof {
             Status::Done
         } else {
@@ -185,7 +185,7 @@ impl StreamFlow {
     /// rest it names (recv_skip_hint) with copies; Done at the peer's
     /// close. A refusal of the zero-copy call itself falls back to copies.
     fn recv_mapped(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
-        let fd = self.sock.as_raw_fd();
+        let fd = self.sock.as_fd();
         let Some(z) = self.rx.as_mut() else {
             return Ok(Status::Active);
         };
@@ -243,7 +243,7 @@ impl StreamFlow {
     }
 
     fn reap(&mut self, ts: &mut ThreadState) -> io::Result<()> {
-        let d = sys::drain_zerocopy(self.sock.as_raw_fd())?;
+        let d = sys::drain_zerocopy(self.sock.as_fd())?;
         ts.zc.completions += d.completions;
         ts.zc.copied += d.copied;
         Ok(())
@@ -253,7 +253,7 @@ impl StreamFlow {
 impl Flow for StreamFlow {
     fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
         let interest = if self.sender { EV_OUT | EV_IN } else { EV_IN };
-        self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, interest)?);
+        self.reg = Some(Reg::add(ts.epoll, self.sock.as_fd(), token, interest)?);
         Ok(())
     }
 
@@ -274,7 +274,7 @@ impl Flow for StreamFlow {
     }
 
     fn on_stop(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
-        self.info = tcp_info_of(self.sock.as_raw_fd());
+        self.info = tcp_info_of(self.sock.as_fd());
         if self.sender && !self.shut {
             self.shut = true;
             if self.zerocopy {
@@ -282,7 +282,7 @@ impl Flow for StreamFlow {
             }
             self.sock.shutdown(std::net::Shutdown::Write)?;
             if let Some(r) = self.reg.as_mut() {
-                r.want(ts.epoll, EV_IN)?;
+                r.want(ts.epoll, self.sock.as_fd(), EV_IN)?;
             }
         }
         Ok(Status::Active)

@@ -2,9 +2,14 @@
 //! socket and scheduler syscalls that no safe crate covers (epoll, TCP_INFO,
 //! MSG_ZEROCOPY and its error queue, MSG_TRUNC receive, integer socket
 //! options, CPU affinity). Each block states why it is sound.
+//!
+//! A function on a socket takes it as a [`BorrowedFd`], never a raw
+//! number: a caller cannot hand it a closed or made-up descriptor without
+//! `unsafe` of its own. (The io_uring plans of [`crate::uring`] name
+//! sockets by number, as the ring does; they do not come here.)
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// `SO_EE_ORIGIN_ZEROCOPY` from linux/errqueue.h (libc lacks it).
 const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
@@ -32,12 +37,17 @@ fn cvt_size(ret: libc::ssize_t) -> io::Result<usize> {
 }
 
 /// Sets an integer socket option.
-pub fn set_int_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, value: i32) -> io::Result<()> {
+pub fn set_int_opt(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: i32,
+) -> io::Result<()> {
     // SAFETY: the pointer and length describe a live i32 on our stack; the
     // kernel only reads it.
     let ret = unsafe {
         libc::setsockopt(
-            fd,
+            fd.as_raw_fd(),
             level,
             name,
             (&value as *const i32).cast(),
@@ -49,7 +59,7 @@ pub fn set_int_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, value: i32)
 
 /// Lets `bind` to an address with port 0 defer the port choice to `connect`,
 /// so that many flows from one address do not exhaust ephemeral ports.
-pub fn set_bind_address_no_port(fd: RawFd) -> io::Result<()> {
+pub fn set_bind_address_no_port(fd: BorrowedFd<'_>) -> io::Result<()> {
     set_int_opt(fd, libc::SOL_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)
 }
 
@@ -58,7 +68,7 @@ pub const IPPROTO_MPTCP: libc::c_int = 262;
 
 /// Sets the TOS byte of a socket's packets: IP_TOS, and on an IPv6
 /// socket IPV6_TCLASS too (a dual-stack socket sends both kinds).
-pub fn set_tos(fd: RawFd, ipv6: bool, tos: u8) -> io::Result<()> {
+pub fn set_tos(fd: BorrowedFd<'_>, ipv6: bool, tos: u8) -> io::Result<()> {
     let v = i32::from(tos);
     if ipv6 {
         set_int_opt(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, v)?;
@@ -72,7 +82,7 @@ pub fn set_tos(fd: RawFd, ipv6: bool, tos: u8) -> io::Result<()> {
 
 /// Sets the Don't Fragment bit on a UDP socket's datagrams (path MTU
 /// discovery "do": too large a datagram fails with EMSGSIZE).
-pub fn set_dont_fragment(fd: RawFd, ipv6: bool) -> io::Result<()> {
+pub fn set_dont_fragment(fd: BorrowedFd<'_>, ipv6: bool) -> io::Result<()> {
     if ipv6 {
         let _ = set_int_opt(
             fd,
@@ -108,15 +118,15 @@ pub fn memfd_with(data: &[u8]) -> io::Result<std::fs::File> {
 }
 
 /// sendfile(2): sends `len` bytes of `file` from offset 0 to socket `fd`.
-pub fn sendfile(fd: RawFd, file: RawFd, len: usize) -> io::Result<usize> {
+pub fn sendfile(fd: BorrowedFd<'_>, file: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
     let mut off: libc::off_t = 0;
     // SAFETY: both are open descriptors and `off` is a live local the
     // kernel updates.
-    cvt_size(unsafe { libc::sendfile(fd, file, &mut off, len) })
+    cvt_size(unsafe { libc::sendfile(fd.as_raw_fd(), file.as_raw_fd(), &mut off, len) })
 }
 
 /// Enables MSG_ZEROCOPY sends on the socket.
-pub fn set_zerocopy(fd: RawFd) -> io::Result<()> {
+pub fn set_zerocopy(fd: BorrowedFd<'_>) -> io::Result<()> {
     set_int_opt(fd, libc::SOL_SOCKET, SO_ZEROCOPY, 1)
 }
 
@@ -124,7 +134,7 @@ pub fn set_zerocopy(fd: RawFd) -> io::Result<()> {
 /// fit the option's historic 32 bits (above 34 Gbit/s) go as 64 bits,
 /// which kernels since 4.20 take; an older kernel's refusal is an error,
 /// not a silently lower rate.
-pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
+pub fn set_max_pacing_rate(fd: BorrowedFd<'_>, bytes_per_sec: u64) -> io::Result<()> {
     if bytes_per_sec < u32::MAX as u64 {
         // The kernel reads the int as u32 (~0U means unlimited).
         return set_int_opt(
@@ -138,7 +148,7 @@ pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
     // kernel only reads it.
     let ret = unsafe {
         libc::setsockopt(
-            fd,
+            fd.as_raw_fd(),
             libc::SOL_SOCKET,
             SO_MAX_PACING_RATE,
             (&bytes_per_sec as *const u64).cast(),
@@ -151,29 +161,36 @@ pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
 /// Accepts a connection on the listener `fd`, the new socket already
 /// non-blocking and close-on-exec: one call where accept and fcntl make
 /// three.
-pub fn accept_nonblocking(fd: RawFd) -> io::Result<OwnedFd> {
+pub fn accept_nonblocking(fd: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
     // SAFETY: null address pointers are allowed (the peer's address is
     // not wanted); a bad fd is an error.
-    let s = cvt(unsafe { libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), flags) })?;
+    let s = cvt(unsafe {
+        libc::accept4(
+            fd.as_raw_fd(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            flags,
+        )
+    })?;
     // SAFETY: accept4 returned a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(s) })
 }
 
 /// Shuts the write side of the socket `fd` (the peer reads end of file).
-pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
+pub fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: shutdown takes no pointers; a bad fd is an error, not UB.
-    cvt(unsafe { libc::shutdown(fd, libc::SHUT_WR) }).map(drop)
+    cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) }).map(drop)
 }
 
 /// Sends without blocking; with `zerocopy` the pages are pinned, not copied.
-pub fn send(fd: RawFd, buf: &[u8], zerocopy: bool) -> io::Result<usize> {
+pub fn send(fd: BorrowedFd<'_>, buf: &[u8], zerocopy: bool) -> io::Result<usize> {
     send_flags(fd, buf, zerocopy, false)
 }
 
 /// Sends; with `wait` the call blocks (up to the socket's SO_SNDTIMEO) when
 /// the socket is in blocking mode, otherwise it never blocks.
-pub fn send_flags(fd: RawFd, buf: &[u8], zerocopy: bool, wait: bool) -> io::Result<usize> {
+pub fn send_flags(fd: BorrowedFd<'_>, buf: &[u8], zerocopy: bool, wait: bool) -> io::Result<usize> {
     let mut flags = libc::MSG_NOSIGNAL;
     if !wait {
         flags |= libc::MSG_DONTWAIT;
@@ -182,18 +199,23 @@ pub fn send_flags(fd: RawFd, buf: &[u8], zerocopy: bool, wait: bool) -> io::Resu
         flags |= libc::MSG_ZEROCOPY;
     }
     // SAFETY: buf is a valid readable slice for its length.
-    cvt_size(unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), flags) })
+    cvt_size(unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) })
 }
 
 /// Receives without blocking; with `discard` (MSG_TRUNC) TCP drops the
 /// bytes in the kernel instead of copying them, and returns their count.
-pub fn recv(fd: RawFd, buf: &mut [u8], discard: bool) -> io::Result<usize> {
+pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], discard: bool) -> io::Result<usize> {
     recv_flags(fd, buf, discard, false)
 }
 
 /// Receives; with `wait` the call blocks (up to the socket's SO_RCVTIMEO)
 /// when the socket is in blocking mode, otherwise it never blocks.
-pub fn recv_flags(fd: RawFd, buf: &mut [u8], discard: bool, wait: bool) -> io::Result<usize> {
+pub fn recv_flags(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    discard: bool,
+    wait: bool,
+) -> io::Result<usize> {
     let mut flags = 0;
     if !wait {
         flags |= libc::MSG_DONTWAIT;
@@ -203,17 +225,17 @@ pub fn recv_flags(fd: RawFd, buf: &mut [u8], discard: bool, wait: bool) -> io::R
     }
     // SAFETY: buf is a valid writable slice for its length; with MSG_TRUNC
     // the kernel writes nothing but still bounds the count by len.
-    cvt_size(unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) })
+    cvt_size(unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), flags) })
 }
 
 /// Peeks without blocking whether a byte is queued: Ok(0) at the peer's
 /// close, WouldBlock when nothing is.
-pub fn peek(fd: RawFd) -> io::Result<usize> {
+pub fn peek(fd: BorrowedFd<'_>) -> io::Result<usize> {
     let mut b = [0u8; 1];
     // SAFETY: b is a valid writable byte on our stack.
     cvt_size(unsafe {
         libc::recv(
-            fd,
+            fd.as_raw_fd(),
             b.as_mut_ptr().cast(),
             1,
             libc::MSG_PEEK | libc::MSG_DONTWAIT,
@@ -246,7 +268,7 @@ pub struct ErrEntry {
 /// the crate, for MSG_ZEROCOPY completions and for `--breakdown`'s
 /// transmit timestamps. Entries carry no payload (zerocopy completions
 /// have none; timestamps are asked for with OPT_TSONLY).
-pub fn drain_errqueue(fd: RawFd, mut each: impl FnMut(&ErrEntry)) -> io::Result<()> {
+pub fn drain_errqueue(fd: BorrowedFd<'_>, mut each: impl FnMut(&ErrEntry)) -> io::Result<()> {
     loop {
         let mut control = [0u64; 16];
         // SAFETY: msghdr is plain data; zeroed is a valid empty header.
@@ -254,7 +276,13 @@ pub fn drain_errqueue(fd: RawFd, mut each: impl FnMut(&ErrEntry)) -> io::Result<
         msg.msg_control = control.as_mut_ptr().cast();
         msg.msg_controllen = std::mem::size_of_val(&control);
         // SAFETY: msg points at our control buffer, sized above; no iovecs.
-        let ret = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+        let ret = unsafe {
+            libc::recvmsg(
+                fd.as_raw_fd(),
+                &mut msg,
+                libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+            )
+        };
         if ret < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::WouldBlock {
@@ -292,7 +320,7 @@ pub fn drain_errqueue(fd: RawFd, mut each: impl FnMut(&ErrEntry)) -> io::Result<
 }
 
 /// Reads every pending MSG_ZEROCOPY completion from the error queue.
-pub fn drain_zerocopy(fd: RawFd) -> io::Result<ZcDrain> {
+pub fn drain_zerocopy(fd: BorrowedFd<'_>) -> io::Result<ZcDrain> {
     let mut out = ZcDrain::default();
     drain_errqueue(fd, |e| {
         let Some(ee) = e.ee else { return };
@@ -371,14 +399,14 @@ pub struct RawTcpInfo {
 }
 
 /// Reads TCP_INFO; fields the kernel does not fill stay zero.
-pub fn tcp_info(fd: RawFd) -> io::Result<RawTcpInfo> {
+pub fn tcp_info(fd: BorrowedFd<'_>) -> io::Result<RawTcpInfo> {
     let mut info = RawTcpInfo::default();
     let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
     // SAFETY: info is a repr(C) plain-data struct of `len` bytes; the kernel
     // writes at most len bytes and updates len.
     let ret = unsafe {
         libc::getsockopt(
-            fd,
+            fd.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
             (&mut info as *mut RawTcpInfo).cast(),
@@ -413,24 +441,24 @@ impl Epoll {
         })
     }
 
-    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+    fn ctl(&self, op: libc::c_int, fd: BorrowedFd<'_>, events: u32, token: u64) -> io::Result<()> {
         let mut ev = libc::epoll_event { events, u64: token };
         // SAFETY: ev is a valid epoll_event on our stack.
-        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) }).map(drop)
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd.as_raw_fd(), &mut ev) }).map(drop)
     }
 
     /// Registers `fd` for `events`, reported with `token`.
-    pub fn add(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+    pub fn add(&self, fd: BorrowedFd<'_>, events: u32, token: u64) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_ADD, fd, events, token)
     }
 
     /// Changes the interest of a registered `fd`.
-    pub fn modify(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+    pub fn modify(&self, fd: BorrowedFd<'_>, events: u32, token: u64) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_MOD, fd, events, token)
     }
 
     /// Removes `fd` from the set.
-    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+    pub fn delete(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
     }
 
@@ -494,7 +522,7 @@ const SO_BUSY_POLL: libc::c_int = 46;
 
 /// Busy polls a socket's NAPI context for `usecs` on blocking reads and
 /// polls (SO_BUSY_POLL). EPERM: raising it without CAP_NET_ADMIN.
-pub fn set_busy_poll(fd: RawFd, usecs: u32) -> io::Result<()> {
+pub fn set_busy_poll(fd: BorrowedFd<'_>, usecs: u32) -> io::Result<()> {
     set_int_opt(
         fd,
         libc::SOL_SOCKET,
@@ -531,8 +559,6 @@ pub struct ZcReceived {
     pub mapped: usize,
     /// Bytes after them the kernel could not map: read them with recv.
     pub skip: usize,
-    /// Bytes still queued.
-    pub inq: usize,
 }
 
 /// A read-only shared mapping of a TCP socket: the window
@@ -548,7 +574,7 @@ unsafe impl Send for RxMap {}
 
 impl RxMap {
     /// Maps `len` bytes (rounded up to whole pages) of the TCP socket `fd`.
-    pub fn new(fd: RawFd, len: usize) -> io::Result<RxMap> {
+    pub fn new(fd: BorrowedFd<'_>, len: usize) -> io::Result<RxMap> {
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
         let len = len.max(1).div_ceil(page) * page;
@@ -561,7 +587,7 @@ impl RxMap {
                 len,
                 libc::PROT_READ,
                 libc::MAP_SHARED,
-                fd,
+                fd.as_raw_fd(),
                 0,
             )
         };
@@ -573,7 +599,7 @@ impl RxMap {
 
     /// Maps up to the window's length of `fd`'s received bytes into it
     /// (TCP_ZEROCOPY_RECEIVE); pages mapped before are unmapped first.
-    pub fn receive(&mut self, fd: RawFd) -> io::Result<ZcReceived> {
+    pub fn receive(&mut self, fd: BorrowedFd<'_>) -> io::Result<ZcReceived> {
         let mut z = TcpZerocopyReceive {
             address: self.addr as u64,
             length: u32::try_from(self.len).unwrap_or(u32::MAX),
@@ -585,7 +611,7 @@ impl RxMap {
         // our own socket mapping of `len` bytes.
         let ret = unsafe {
             libc::getsockopt(
-                fd,
+                fd.as_raw_fd(),
                 libc::IPPROTO_TCP,
                 TCP_ZEROCOPY_RECEIVE,
                 (&mut z as *mut TcpZerocopyReceive).cast(),
@@ -599,16 +625,7 @@ impl RxMap {
         Ok(ZcReceived {
             mapped: z.length as usize,
             skip: z.recv_skip_hint as usize,
-            inq: z.inq as usize,
         })
-    }
-
-    /// The first `n` mapped bytes (the pages the last receive mapped).
-    pub fn mapped(&self, n: usize) -> &[u8] {
-        // SAFETY: the mapping is `len` readable bytes for as long as self
-        // lives; the kernel replaces its pages only inside `receive`, which
-        // takes `&mut self`, so no slice outlives a remap.
-        unsafe { std::slice::from_raw_parts(self.addr.cast::<u8>(), n.min(self.len)) }
     }
 }
 
@@ -639,13 +656,6 @@ pub fn pin_thread(cpu: usize) -> io::Result<()> {
         ))
         .map(drop)
     }
-}
-
-/// Clock ticks per second for /proc times.
-pub fn clock_ticks() -> u64 {
-    // SAFETY: sysconf has no memory effects.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as u64 } else { 100 }
 }
 
 /// CPU time (user, system) of the whole process, in microseconds.
@@ -680,9 +690,9 @@ pub fn open_fds() -> usize {
 }
 
 /// Waits up to `timeout_ms` for `fd` to be readable (or closed).
-pub fn poll_readable(fd: RawFd, timeout_ms: i32) -> io::Result<bool> {
+pub fn poll_readable(fd: BorrowedFd<'_>, timeout_ms: i32) -> io::Result<bool> {
     let mut p = libc::pollfd {
-        fd,
+        fd: fd.as_raw_fd(),
         events: libc::POLLIN,
         revents: 0,
     };
@@ -715,23 +725,11 @@ pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
 }
 
 /// A pollfd asking for `events` on `fd`.
-pub fn pollfd(fd: RawFd, events: i16) -> libc::pollfd {
+pub fn pollfd(fd: BorrowedFd<'_>, events: i16) -> libc::pollfd {
     libc::pollfd {
-        fd,
+        fd: fd.as_raw_fd(),
         events,
         revents: 0,
-    }
-}
-
-/// The soft limit on open files (RLIMIT_NOFILE) now in force.
-pub fn fd_limit() -> u64 {
-    // SAFETY: rlimit is plain data; getrlimit writes only it.
-    unsafe {
-        let mut r: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
-            return 0;
-        }
-        r.rlim_cur
     }
 }
 
@@ -831,11 +829,12 @@ impl SendBatch {
 
 /// Sends `msgs` on a connected socket in one sendmmsg call, without
 /// blocking; returns how many went (a prefix).
-pub fn send_batch(fd: RawFd, b: &mut SendBatch, msgs: &[&[u8]]) -> io::Result<usize> {
+pub fn send_batch(fd: BorrowedFd<'_>, b: &mut SendBatch, msgs: &[&[u8]]) -> io::Result<usize> {
     let n = msgs.len().min(b.addrs.len());
     let iovs: Vec<[IoSlice<'_>; 1]> = msgs[..n].iter().map(|m| [IoSlice::new(m)]).collect();
     let flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL;
-    let r = sendmmsg(fd, &mut b.hdrs, &iovs, &b.addrs[..n], [], flags).map_err(nix_err)?;
+    let r =
+        sendmmsg(fd.as_raw_fd(), &mut b.hdrs, &iovs, &b.addrs[..n], [], flags).map_err(nix_err)?;
     Ok(r.count())
 }
 
@@ -872,7 +871,7 @@ pub struct Received {
 /// Receives up to one message per buffer in `bufs` without blocking (one
 /// recvmmsg call); Err(WouldBlock) when none is queued.
 pub fn recv_batch(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     b: &mut RecvBatch,
     bufs: &mut [&mut [u8]],
     out: &mut Vec<Received>,
@@ -882,7 +881,7 @@ pub fn recv_batch(
     let mut iovs: Vec<[IoSliceMut<'_>; 1]> =
         bufs[..n].iter_mut().map(|x| [IoSliceMut::new(x)]).collect();
     let res = recvmmsg(
-        fd,
+        fd.as_raw_fd(),
         &mut b.hdrs,
         iovs.iter_mut(),
         MsgFlags::MSG_DONTWAIT,
@@ -922,11 +921,16 @@ pub struct FromTo {
 
 /// Reads one datagram without blocking on a socket with [`set_pktinfo`]:
 /// its sender and the local address it was sent to.
-pub fn recv_from_to(fd: RawFd, buf: &mut [u8]) -> io::Result<FromTo> {
+pub fn recv_from_to(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<FromTo> {
     let mut iov = [IoSliceMut::new(buf)];
     let mut space = nix::cmsg_space!(libc::in6_pktinfo, libc::in_pktinfo);
-    let m = recvmsg::<SockaddrStorage>(fd, &mut iov, Some(&mut space), MsgFlags::MSG_DONTWAIT)
-        .map_err(nix_err)?;
+    let m = recvmsg::<SockaddrStorage>(
+        fd.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_DONTWAIT,
+    )
+    .map_err(nix_err)?;
     let from = m
         .address
         .and_then(|a| storage_to_std(&a))

@@ -6,9 +6,10 @@
 //! socket's error queue (read by [`crate::sys::drain_errqueue`], the
 //! crate's one error-queue loop). No safe crate builds these control
 //! messages, so they are here. Each block states why it is sound.
+//! Sockets come in as [`BorrowedFd`]s, as in [`crate::sys`].
 
 use std::io::{self, IoSlice};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 /// Which transmit timestamp an error-queue entry carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,11 +50,11 @@ const FLAGS: libc::c_uint = libc::SOF_TIMESTAMPING_RX_SOFTWARE
     | libc::SOF_TIMESTAMPING_OPT_ID
     | libc::SOF_TIMESTAMPING_OPT_TSONLY;
 
-fn set_flags(fd: RawFd, flags: libc::c_uint) -> io::Result<()> {
+fn set_flags(fd: BorrowedFd<'_>, flags: libc::c_uint) -> io::Result<()> {
     // SAFETY: the option value is a c_uint we own, passed with its size.
     let ret = unsafe {
         libc::setsockopt(
-            fd,
+            fd.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_TIMESTAMPING,
             (&flags as *const libc::c_uint).cast(),
@@ -72,7 +73,7 @@ fn set_flags(fd: RawFd, flags: libc::c_uint) -> io::Result<()> {
 /// (OPT_ID_TCP, kernel 6.2; an older kernel counts from the bytes
 /// acknowledged, the same on an idle connection), or a UDP socket, whose
 /// sends carry their own key ([`send_stamped`]).
-pub fn enable(fd: RawFd, tcp: bool) -> io::Result<()> {
+pub fn enable(fd: BorrowedFd<'_>, tcp: bool) -> io::Result<()> {
     if !tcp {
         return set_flags(fd, FLAGS);
     }
@@ -95,7 +96,7 @@ const SCM_TS_OPT_ID: libc::c_int = 81;
 /// carry that key (SCM_TS_OPT_ID; a kernel before 6.13 refuses it with
 /// EINVAL).
 pub fn send_stamped(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     bufs: &[IoSlice<'_>],
     wait: bool,
     stamp: bool,
@@ -121,7 +122,7 @@ pub fn send_stamped(
     let ret = unsafe {
         if !stamp {
             msg.msg_control = std::ptr::null_mut();
-            return cvt_size(libc::sendmsg(fd, &msg, flags));
+            return cvt_size(libc::sendmsg(fd.as_raw_fd(), &msg, flags));
         }
         let space = libc::CMSG_SPACE(4) as usize;
         msg.msg_controllen = if key.is_some() { 2 * space } else { space };
@@ -137,7 +138,7 @@ pub fn send_stamped(
             (*next).cmsg_len = libc::CMSG_LEN(4) as usize;
             std::ptr::write_unaligned(libc::CMSG_DATA(next) as *mut u32, k);
         }
-        libc::sendmsg(fd, &msg, flags)
+        libc::sendmsg(fd.as_raw_fd(), &msg, flags)
     };
     cvt_size(ret)
 }
@@ -153,7 +154,7 @@ fn cvt_size(ret: libc::ssize_t) -> io::Result<usize> {
 /// Receives like `recv`, and returns the software receive timestamp
 /// (CLOCK_REALTIME ns) of the last segment read, when the kernel gave one.
 pub fn recv_stamped(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     buf: &mut [u8],
     discard: bool,
     wait: bool,
@@ -178,7 +179,7 @@ pub fn recv_stamped(
     msg.msg_controllen = std::mem::size_of_val(&control);
     // SAFETY: msg points at one iovec over `buf` (valid for its length)
     // and at our control buffer, both sized above.
-    let ret = unsafe { libc::recvmsg(fd, &mut msg, flags) };
+    let ret = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, flags) };
     if ret < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -209,7 +210,7 @@ fn ns_of(t: &libc::timespec) -> Option<i64> {
 }
 
 /// Reads every pending transmit timestamp from the error queue into `out`.
-pub fn read_tx_stamps(fd: RawFd, out: &mut Vec<TxStamp>) -> io::Result<()> {
+pub fn read_tx_stamps(fd: BorrowedFd<'_>, out: &mut Vec<TxStamp>) -> io::Result<()> {
     crate::sys::drain_errqueue(fd, |e| {
         let (Some(ee), Some(ts)) = (e.ee, e.stamps) else {
             return;

@@ -18,11 +18,11 @@ use crate::harness::{
     Counters, Moved, Reg, Status, ThreadState, received_status, recv_left_with, recv_message,
     send_left_with, send_message, sent_status,
 };
-pub use crate::stamps::{CAP, FlowStamps, Rec};
+pub use crate::stamps::FlowStamps;
 use crate::sys_ts::{self, TxKind, TxStamp};
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -58,7 +58,6 @@ struct Pending {
 /// One side's timestamping of one flow: an rr connection, a udp-rr
 /// socket, or the current connection of a crr flow.
 pub struct Stamper {
-    fd: RawFd,
     /// Bytes this side sends per message.
     msg: u64,
     /// A datagram socket: keys are transaction numbers, set per send.
@@ -93,15 +92,14 @@ pub struct Stamper {
 impl Stamper {
     /// Turns on timestamping of `fd`; `msg` is the size of what this side
     /// sends per transaction; `datagram` for a UDP socket.
-    pub fn new(fd: RawFd, id: u32, msg: u64, datagram: bool) -> io::Result<Stamper> {
+    pub fn new(fd: BorrowedFd<'_>, id: u32, msg: u64, datagram: bool) -> io::Result<Stamper> {
         sys_ts::enable(fd, !datagram)?;
-        Ok(Stamper::off(fd, id, msg, datagram))
+        Ok(Stamper::off(id, msg, datagram))
     }
 
     /// A stamper with timestamping not (yet) enabled on any socket.
-    fn off(fd: RawFd, id: u32, msg: u64, datagram: bool) -> Stamper {
+    fn off(id: u32, msg: u64, datagram: bool) -> Stamper {
         Stamper {
-            fd,
             msg,
             datagram,
             opened: None,
@@ -129,7 +127,7 @@ impl Stamper {
     /// A crr client flow's stamper; each sampled connection is attached
     /// with [`Stamper::opening`] and [`Stamper::attach`].
     pub fn for_connections(id: u32, msg: u64) -> Stamper {
-        let mut s = Stamper::off(-1, id, msg, false);
+        let mut s = Stamper::off(id, msg, false);
         s._keeper = keeper();
         s
     }
@@ -157,10 +155,9 @@ impl Stamper {
     /// just accepted): the stamper uses it from here, timestamping is
     /// turned on for it and its byte keys count from here. Timestamps
     /// still awaited on the previous one are lost with it.
-    pub fn attach(&mut self, fd: RawFd) -> io::Result<()> {
-        // The stamper sends and receives on `fd` from here, stamped or
-        // not (a refused connection's transaction goes without stamps).
-        self.fd = fd;
+    pub fn attach(&mut self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        // The flow passes `fd` to every call from here, stamped or not (a
+        // refused connection's transaction goes without stamps).
         self.sent = 0;
         self.out.incomplete += self.pending.len() as u64;
         self.pending.clear();
@@ -217,9 +214,9 @@ impl Stamper {
     }
 
     /// Reads the error queue into the pending messages' timestamps.
-    fn collect(&mut self) {
+    fn collect(&mut self, fd: BorrowedFd<'_>) {
         self.buf.clear();
-        if sys_ts::read_tx_stamps(self.fd, &mut self.buf).is_err() {
+        if sys_ts::read_tx_stamps(fd, &mut self.buf).is_err() {
             return;
         }
         for s in &self.buf {
@@ -240,6 +237,7 @@ impl Stamper {
     /// its last segment; as [`crate::harness::recv_message`] otherwise.
     pub fn recv_message(
         &mut self,
+        fd: BorrowedFd<'_>,
         ts: &mut ThreadState,
         left: &mut u64,
         c: &Counters,
@@ -247,10 +245,10 @@ impl Stamper {
         reg: &mut Option<Reg>,
     ) -> io::Result<Option<Status>> {
         if !self.sampled() {
-            return recv_message(self.fd, ts, left, c, wait, reg);
+            return recv_message(fd, ts, left, c, wait, reg);
         }
-        let moved = self.recv_left(ts, left, c, wait)?;
-        received_status(moved, ts, reg)
+        let moved = self.recv_left(fd, ts, left, c, wait)?;
+        received_status(moved, fd, ts, reg)
     }
 
     /// Receives the rest of a sampled message with
@@ -258,12 +256,13 @@ impl Stamper {
     /// of its last segment and, once it is all in, the read time.
     pub fn recv_left(
         &mut self,
+        fd: BorrowedFd<'_>,
         ts: &mut ThreadState,
         left: &mut u64,
         c: &Counters,
         wait: bool,
     ) -> io::Result<Moved> {
-        let (fd, discard) = (self.fd, ts.spec.skip_rx_copy);
+        let discard = ts.spec.skip_rx_copy;
         let rx = &mut self.rx;
         let moved = recv_left_with(ts, left, c, |b| {
             let (k, stamp) = sys_ts::recv_stamped(fd, b, discard, wait)?;
@@ -292,6 +291,7 @@ impl Stamper {
     /// [`crate::harness::send_message`] otherwise.
     pub fn send_message(
         &mut self,
+        fd: BorrowedFd<'_>,
         ts: &ThreadState,
         left: &mut u64,
         c: &Counters,
@@ -299,10 +299,10 @@ impl Stamper {
         reg: &mut Option<Reg>,
     ) -> io::Result<Option<Status>> {
         if !self.sampled() {
-            return send_message(self.fd, ts, left, c, wait, reg);
+            return send_message(fd, ts, left, c, wait, reg);
         }
-        let moved = self.send_left(ts, left, c, wait)?;
-        sent_status(moved, ts, reg)
+        let moved = self.send_left(fd, ts, left, c, wait)?;
+        sent_status(moved, fd, ts, reg)
     }
 
     /// Sends the rest of a sampled message with
@@ -310,13 +310,13 @@ impl Stamper {
     /// timestamps (the one holding the last byte is the one matched).
     pub fn send_left(
         &mut self,
+        fd: BorrowedFd<'_>,
         ts: &ThreadState,
         left: &mut u64,
         c: &Counters,
         wait: bool,
     ) -> io::Result<Moved> {
         self.writing();
-        let fd = self.fd;
         send_left_with(ts, left, c, |b| {
             sys_ts::send_stamped(fd, &[IoSlice::new(b)], wait, true, None)
         })
@@ -325,13 +325,18 @@ impl Stamper {
     /// Sends `bufs` once (a datagram, or crr's first write with the
     /// preamble), asking for transmit timestamps when the transaction is
     /// sampled (keyed by its number on a datagram socket).
-    pub fn send(&mut self, bufs: &[IoSlice<'_>], wait: bool) -> io::Result<usize> {
+    pub fn send(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        bufs: &[IoSlice<'_>],
+        wait: bool,
+    ) -> io::Result<usize> {
         let stamp = self.sampled();
         if stamp {
             self.writing();
         }
         let key = (stamp && self.datagram).then_some(self.seq as u32);
-        sys_ts::send_stamped(self.fd, bufs, wait, stamp, key)
+        sys_ts::send_stamped(fd, bufs, wait, stamp, key)
     }
 
     /// Client: the request went out (all of it). The timestamps of an
@@ -339,7 +344,7 @@ impl Stamper {
     /// is on its way: never inside the sampled transaction itself (unless
     /// every transaction is sampled), so its round trip carries no error
     /// queue reads.
-    pub fn request_sent(&mut self, window: bool) {
+    pub fn request_sent(&mut self, fd: BorrowedFd<'_>, window: bool) {
         let answered = self.pending.iter().any(|p| p.answer.is_some());
         if self.sampled() {
             let connect = self.opened.take().map_or(0, |o| self.wrote - o);
@@ -348,7 +353,7 @@ impl Stamper {
             self.sent += self.msg;
         }
         if answered {
-            self.timed(Stamper::collect);
+            self.timed(fd, Stamper::collect);
             self.settle_client();
         }
     }
@@ -386,9 +391,9 @@ impl Stamper {
     /// crr client: the connection is answered and about to close: its
     /// transmit timestamps are in (the response came after them); read
     /// them now, before the close and outside the round trip.
-    pub fn connection_done(&mut self) {
+    pub fn connection_done(&mut self, fd: BorrowedFd<'_>) {
         if self.pending.iter().any(|p| p.answer.is_some()) {
-            self.timed(Stamper::collect);
+            self.timed(fd, Stamper::collect);
             self.settle_client();
         }
     }
@@ -398,13 +403,13 @@ impl Stamper {
     /// the thread for them again and again. Only a thread that waits in
     /// epoll gets here (crr, or more flows than threads); the read falls
     /// inside the sampled transaction, while it waits for the answer.
-    pub fn on_error_event(&mut self, events: u32) {
+    pub fn on_error_event(&mut self, fd: BorrowedFd<'_>, events: u32) {
         if events & crate::sys::EV_ERR == 0 {
             return;
         }
-        self.timed(Stamper::collect);
+        self.timed(fd, Stamper::collect);
         if self.server {
-            self.settle_server();
+            self.settle_server(fd);
         }
     }
 
@@ -425,9 +430,9 @@ impl Stamper {
         }
     }
 
-    fn timed(&mut self, f: fn(&mut Stamper)) {
+    fn timed(&mut self, fd: BorrowedFd<'_>, f: fn(&mut Stamper, BorrowedFd<'_>)) {
         let t0 = Instant::now();
-        f(self);
+        f(self, fd);
         self.out.cost_ns += t0.elapsed().as_nanos() as u64;
     }
 
@@ -446,7 +451,7 @@ impl Stamper {
     /// Server: the response went out (all of it). The responses of earlier
     /// transactions have their timestamps in by now: read them (outside
     /// the sampled transaction, as at the client).
-    pub fn response_sent(&mut self) {
+    pub fn response_sent(&mut self, fd: BorrowedFd<'_>) {
         self.out.transactions += 1;
         match self.rx.take() {
             Some(rx) if self.sampled() => {
@@ -465,13 +470,13 @@ impl Stamper {
         if self.pending.front().is_none_or(|p| p.seq + 1 >= self.seq) {
             return;
         }
-        self.settle_server();
+        self.settle_server(fd);
     }
 
     /// Server: reads the error queue and turns the transactions with both
     /// transmit timestamps into records.
-    fn settle_server(&mut self) {
-        self.timed(Stamper::collect);
+    fn settle_server(&mut self, fd: BorrowedFd<'_>) {
+        self.timed(fd, Stamper::collect);
         while let Some(p) = self.pending.front().copied() {
             let (Some(sc), Some(sn)) = (p.sched, p.snd) else {
                 break;
@@ -490,7 +495,7 @@ impl Stamper {
     /// breakdown; when the kernel refuses timestamping, a note and None.
     pub fn for_flow(
         spec: &crate::spec::TestSpec,
-        fd: RawFd,
+        fd: BorrowedFd<'_>,
         id: u32,
         msg: u64,
         datagram: bool,
@@ -521,7 +526,7 @@ impl Stamper {
 /// packets of a new one would come without their receive timestamps.
 fn keeper() -> Option<socket2::Socket> {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).ok()?;
-    sys_ts::enable(std::os::fd::AsRawFd::as_raw_fd(&s), false).ok()?;
+    sys_ts::enable(std::os::fd::AsFd::as_fd(&s), false).ok()?;
     Some(s)
 }
 
@@ -562,7 +567,7 @@ impl SharedStamps {
 
     /// A connection of flow `id` has sent its preamble: a stamper for it
     /// when its transaction is sampled (timestamping turned on for `fd`).
-    pub fn connection(&self, id: u32, fd: RawFd, msg: u64) -> io::Result<Option<Stamper>> {
+    pub fn connection(&self, id: u32, fd: BorrowedFd<'_>, msg: u64) -> io::Result<Option<Stamper>> {
         let Some(m) = self.flows.get(id as usize) else {
             return Ok(None);
         };
@@ -578,10 +583,10 @@ impl SharedStamps {
         Ok(Some(s))
     }
 
-    /// The connection is closed: its timestamps are all in; its record
-    /// joins the flow's.
-    pub fn done(&self, mut s: Stamper) {
-        s.settle_server();
+    /// The connection (socket `fd`) is closed: its timestamps are all in;
+    /// its record joins the flow's.
+    pub fn done(&self, mut s: Stamper, fd: BorrowedFd<'_>) {
+        s.settle_server(fd);
         let Some(m) = self.flows.get(s.out.id as usize) else {
             return;
         };

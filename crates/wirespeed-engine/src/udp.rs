@@ -22,7 +22,7 @@ use crate::sys;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -343,7 +343,7 @@ pub fn udp_socket(ip: IpAddr, spec: &TestSpec) -> Result<Socket, EngineError> {
     }
     apply_tos(&s, spec)?;
     if spec.dont_fragment {
-        sys::set_dont_fragment(s.as_raw_fd(), ip.is_ipv6())
+        sys::set_dont_fragment(s.as_fd(), ip.is_ipv6())
             .map_err(|e| EngineError::io("set Don't Fragment (IP_MTU_DISCOVER)", e))?;
     }
     Ok(s)
@@ -444,7 +444,7 @@ pub fn register_flows(
         fds.extend(
             waiting
                 .iter()
-                .map(|w| sys::pollfd(w.sock.as_raw_fd(), libc::POLLIN)),
+                .map(|w| sys::pollfd(w.sock.as_fd(), libc::POLLIN)),
         );
         sys::poll(&mut fds, 20).map_err(|e| EngineError::io("poll UDP registrations", e))?;
         let mut done = Vec::new();
@@ -528,7 +528,7 @@ impl<'a> Registrar<'a> {
     pub fn serve(&mut self, reg: &Socket) -> Result<(), EngineError> {
         let mut buf = [0u8; 512];
         for _ in 0..1024 {
-            let d = match sys::recv_from_to(reg.as_raw_fd(), &mut buf) {
+            let d = match sys::recv_from_to(reg.as_fd(), &mut buf) {
                 Ok(d) => d,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

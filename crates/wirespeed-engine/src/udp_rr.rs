@@ -18,7 +18,7 @@ use crate::udp::{Header, Kind, QuietEnd, is_transient, now_ns};
 use crate::workload::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io::{self, IoSlice};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,7 +33,7 @@ pub const WORKLOAD: WorkloadDef = WorkloadDef {
 fn client_flow(mut a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
     let s = take_sock(&mut a)?;
     let msg = a.spec.request_size as u64;
-    let stamps = Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, msg, true, a.notes);
+    let stamps = Stamper::for_flow(a.spec, s.as_fd(), a.plan.id, msg, true, a.notes);
     Ok(Box::new(UdpRrClient {
         id: a.plan.id,
         sock: s,
@@ -54,7 +54,7 @@ fn client_flow(mut a: FlowArgs) -> Result<Box<dyn Flow>, EngineError> {
 fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
     let s = take_sock(&mut a)?;
     let msg = a.spec.response_size as u64;
-    let stamps = Stamper::for_flow(a.spec, s.as_raw_fd(), a.plan.id, msg, true, a.notes);
+    let stamps = Stamper::for_flow(a.spec, s.as_fd(), a.plan.id, msg, true, a.notes);
     Ok(Some(Box::new(UdpRrServer {
         id: a.plan.id,
         sock: s,
@@ -69,7 +69,7 @@ fn server_flow(mut a: FlowArgs) -> Result<Option<Box<dyn Flow>>, EngineError> {
 
 /// Receives one datagram; with a stamper, its receive timestamp too.
 fn recv_one(
-    fd: std::os::fd::RawFd,
+    fd: BorrowedFd<'_>,
     buf: &mut [u8],
     wait: bool,
     stamps: &Option<Stamper>,
@@ -83,13 +83,13 @@ fn recv_one(
 /// Sends one datagram; through the stamper when there is one (it asks
 /// for transmit timestamps of the sampled transactions).
 fn send_one(
-    fd: std::os::fd::RawFd,
+    fd: BorrowedFd<'_>,
     buf: &[u8],
     wait: bool,
     stamps: &mut Option<Stamper>,
 ) -> io::Result<usize> {
     match stamps {
-        Some(b) => b.send(&[IoSlice::new(buf)], wait),
+        Some(b) => b.send(fd, &[IoSlice::new(buf)], wait),
         None => sys::send_flags(fd, buf, false, wait),
     }
 }
@@ -130,7 +130,7 @@ impl UdpRrClient {
         if let Some(b) = self.stamps.as_mut() {
             b.set_seq(self.seq);
         }
-        match send_one(self.sock.as_raw_fd(), &ts.tx[..n], false, &mut self.stamps) {
+        match send_one(self.sock.as_fd(), &ts.tx[..n], false, &mut self.stamps) {
             Ok(_) => {}
             // A full socket buffer or an ICMP error: the request is lost,
             // as if on the wire; its timeout counts it.
@@ -140,7 +140,7 @@ impl UdpRrClient {
         self.counters.add_sent(n);
         self.counts.sent += 1;
         if let Some(b) = self.stamps.as_mut() {
-            b.request_sent(ts.measuring);
+            b.request_sent(self.sock.as_fd(), ts.measuring);
         }
         self.waiting = Some((self.seq, started));
         self.seq += 1;
@@ -148,7 +148,6 @@ impl UdpRrClient {
     }
 
     fn step(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
-        let fd = self.sock.as_raw_fd();
         let mut rounds = 0;
         loop {
             let Some((seq, started)) = self.waiting else {
@@ -163,7 +162,7 @@ impl UdpRrClient {
                 self.send_request(ts)?;
                 continue;
             };
-            match recv_one(fd, &mut ts.rx, self.solo, &self.stamps) {
+            match recv_one(self.sock.as_fd(), &mut ts.rx, self.solo, &self.stamps) {
                 Ok((n, stamp)) => {
                     let Some(h) = Header::read(&ts.rx[..n]) else {
                         continue;
@@ -211,7 +210,8 @@ impl UdpRrClient {
                         continue;
                     }
                     ts.wake_at(self.token, due);
-                    return want(&mut self.reg, ts, EV_IN).map(|_| Status::Active);
+                    return want(&mut self.reg, self.sock.as_fd(), ts, EV_IN)
+                        .map(|_| Status::Active);
                 }
                 Err(e) => return Err(e),
             }
@@ -226,14 +226,14 @@ impl Flow for UdpRrClient {
             go_solo(&self.sock)?;
             self.solo = true;
         }
-        self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_IN)?);
+        self.reg = Some(Reg::add(ts.epoll, self.sock.as_fd(), token, EV_IN)?);
         ts.wake_at(token, Instant::now());
         Ok(())
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
         if let Some(b) = self.stamps.as_mut() {
-            b.on_error_event(events);
+            b.on_error_event(self.sock.as_fd(), events);
         }
         if events & (EV_IN | EV_TIMER) != 0 {
             return self.step(ts);
@@ -283,7 +283,7 @@ pub struct UdpRrServer {
 
 impl UdpRrServer {
     fn answer_some(&mut self, ts: &mut ThreadState) -> io::Result<()> {
-        let fd = self.sock.as_raw_fd();
+        let fd = self.sock.as_fd();
         for _ in 0..BUDGET {
             let (n, stamp) = match recv_one(fd, &mut ts.rx, self.solo, &self.stamps) {
                 Ok(got) => got,
@@ -318,7 +318,7 @@ impl UdpRrServer {
                     self.counters.add_transaction();
                     self.counts.sent += 1;
                     if let Some(b) = self.stamps.as_mut() {
-                        b.response_sent();
+                        b.response_sent(self.sock.as_fd());
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock || is_transient(&e) => {}
@@ -339,12 +339,12 @@ impl Flow for UdpRrServer {
             go_solo(&self.sock)?;
             self.solo = true;
         }
-        Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_IN).map(drop)
+        Reg::add(ts.epoll, self.sock.as_fd(), token, EV_IN).map(drop)
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
         if let Some(b) = self.stamps.as_mut() {
-            b.on_error_event(events);
+            b.on_error_event(self.sock.as_fd(), events);
         }
         if events & EV_IN != 0 {
             self.answer_some(ts)?;

@@ -18,7 +18,7 @@ use crate::uring::{UringPlan, UringRole};
 use crate::workload::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -151,7 +151,7 @@ impl UdpSender {
         let bytes = (msgs * msg).min(ts.tx.len()) / msg * msg;
         self.stamp(&mut ts.tx[..bytes]);
         let slices: Vec<&[u8]> = ts.tx[..bytes].chunks(msg).collect();
-        let sent = sys::send_batch(self.sock.as_raw_fd(), &mut self.batch, &slices)?;
+        let sent = sys::send_batch(self.sock.as_fd(), &mut self.batch, &slices)?;
         let datagrams = slices[..sent].iter().map(|m| m.len() / size).sum::<usize>();
         if per > 1 && sent > 0 {
             self.gso_used = true;
@@ -185,7 +185,7 @@ impl UdpSender {
             let n = self.due(now);
             if n == 0 {
                 ts.wake_at(self.token, self.next_at);
-                return want(&mut self.reg, ts, 0).map(|_| Status::Active);
+                return want(&mut self.reg, self.sock.as_fd(), ts, 0).map(|_| Status::Active);
             }
             match self.send(ts, n) {
                 Ok(k) => {
@@ -194,7 +194,8 @@ impl UdpSender {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    return want(&mut self.reg, ts, EV_OUT).map(|_| Status::Active);
+                    return want(&mut self.reg, self.sock.as_fd(), ts, EV_OUT)
+                        .map(|_| Status::Active);
                 }
                 Err(e)
                     if self.segs > 1
@@ -224,7 +225,7 @@ impl UdpSender {
         } else {
             EV_OUT
         };
-        want(&mut self.reg, ts, interest).map(|_| Status::Active)
+        want(&mut self.reg, self.sock.as_fd(), ts, interest).map(|_| Status::Active)
     }
 }
 
@@ -241,7 +242,7 @@ impl Flow for UdpSender {
         } else {
             EV_OUT
         };
-        self.reg = Some(Reg::add(ts.epoll, self.sock.as_raw_fd(), token, interest)?);
+        self.reg = Some(Reg::add(ts.epoll, self.sock.as_fd(), token, interest)?);
         Ok(())
     }
 
@@ -364,10 +365,9 @@ impl UdpReceiver {
 
     fn recv_some(&mut self, ts: &mut ThreadState) -> io::Result<()> {
         let chunk = if self.gro { GRO_BYTES } else { self.size };
-        let fd = self.sock.as_raw_fd();
         for _ in 0..BUDGET {
             let mut bufs: Vec<&mut [u8]> = ts.rx.chunks_exact_mut(chunk).take(BATCH).collect();
-            match sys::recv_batch(fd, &mut self.batch, &mut bufs, &mut self.got) {
+            match sys::recv_batch(self.sock.as_fd(), &mut self.batch, &mut bufs, &mut self.got) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if is_transient(&e) => continue,
@@ -402,7 +402,7 @@ impl UdpReceiver {
 impl Flow for UdpReceiver {
     fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
         self.end.set_token(token);
-        Reg::add(ts.epoll, self.sock.as_raw_fd(), token, EV_IN).map(drop)
+        Reg::add(ts.epoll, self.sock.as_fd(), token, EV_IN).map(drop)
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {

@@ -504,7 +504,7 @@ impl Driver {
         let rearm = !c.more();
         match role {
             UringRole::RrClient { .. } | UringRole::RrServer { .. } if !stopping || f.left > 0 => {
-                self.message_part(token, n, ts)?
+                self.message_part(token, n, slab, ts)?
             }
             _ if rearm => self.arm_recv(token)?,
             _ => {}
@@ -514,7 +514,13 @@ impl Driver {
 
     /// `n` more bytes of an rr message arrived: receive the rest, or
     /// finish the transaction and start the next.
-    fn message_part(&mut self, token: usize, n: usize, ts: &mut ThreadState) -> io::Result<()> {
+    fn message_part(
+        &mut self,
+        token: usize,
+        n: usize,
+        slab: &mut Slab,
+        ts: &mut ThreadState,
+    ) -> io::Result<()> {
         let Some(f) = live(&mut self.flows, token) else {
             return Ok(());
         };
@@ -530,7 +536,9 @@ impl Driver {
                 if f.stopping {
                     // The last answer is in: shut the write side (the
                     // server then closes, its sends all done) and wait.
-                    crate::sys::shutdown_write(f.plan.fd)?;
+                    if let Some(flow) = slab.flow_mut(token) {
+                        flow.shutdown_write()?;
+                    }
                     self.arm_recv(token)
                 } else {
                     self.next_request(token)

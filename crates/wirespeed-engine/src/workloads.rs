@@ -5,9 +5,7 @@
 //! file with a `WORKLOAD` constant and one line in [`REGISTRY`].
 
 use crate::spec::{FlowKind, FlowPlan, Workload};
-pub use crate::workload::{
-    ClientFn, FlowArgs, ListenerArgs, ListenerFn, ServerFn, WorkloadDef, take_sock,
-};
+pub use crate::workload::{FlowArgs, ListenerArgs, WorkloadDef};
 
 /// Every workload's data plane.
 pub static REGISTRY: &[WorkloadDef] = &[

@@ -5,7 +5,8 @@ mod common;
 
 use common::TestServer;
 use std::net::TcpListener;
-use wirespeed_engine::{EngineError, ServerConfig, TestSpec};
+use wirespeed_engine::{EngineError, ServerConfig};
+use wirespeed_types::TestSpec;
 
 /// Two adjacent free ports (held until the caller drops them).
 fn two_free_ports() -> (TcpListener, TcpListener) {

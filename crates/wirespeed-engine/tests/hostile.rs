@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use wirespeed_engine::proto::{CONTROL_MAGIC, Msg, SideReport, read_msg, write_msg};
-use wirespeed_engine::{Direction, EngineError, ServerConfig, TestSpec, run_test};
+use wirespeed_engine::{EngineError, ServerConfig, run_test};
+use wirespeed_types::{Direction, TestSpec};
 
 const KEY: &[u8] = b"a-key-of-at-least-sixteen-bytes";
 
@@ -338,7 +339,7 @@ fn idle_and_garbage_data_connections_do_not_starve_flows() {
 }
 
 fn open_fds() -> usize {
-    wirespeed_engine::sys::open_fds()
+    wirespeed_engine::testing::open_fds()
 }
 
 // Item 4: a client that dies while its flows connect has them closed at
@@ -579,7 +580,7 @@ fn crr_connections_without_a_preamble_are_closed_at_the_deadline() {
     });
     let mut s = handshake(srv.addr, None, "crr").unwrap();
     let spec = TestSpec {
-        workload: wirespeed_engine::Workload::Crr,
+        workload: wirespeed_types::Workload::Crr,
         duration_s: 3.0,
         warmup_s: 0.0,
         ..TestSpec::default()

@@ -9,10 +9,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 use wirespeed_engine::proto::{CONTROL_MAGIC, Msg, PROTOCOL_VERSION, read_msg, write_msg};
-use wirespeed_engine::spec::{FlowKind, parse_paths};
-use wirespeed_engine::{
-    Direction, EngineError, Limits, ServerConfig, TestSpec, Workload, run_test,
-};
+use wirespeed_engine::{EngineError, ServerConfig, run_test};
+use wirespeed_types::spec::{FlowKind, parse_paths};
+use wirespeed_types::{Direction, Limits, TestSpec, Workload};
 
 fn short(spec: TestSpec) -> TestSpec {
     TestSpec {

@@ -17,7 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wirespeed_engine::proto::{CONTROL_MAGIC, Msg, write_msg};
-use wirespeed_engine::{Direction, ServerConfig, TestSpec, Workload, run_test};
+use wirespeed_engine::{ServerConfig, run_test};
+use wirespeed_types::{Direction, TestSpec, Workload};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -47,12 +48,12 @@ fn a_thousand_tests_leave_no_descriptors_or_memory_behind() {
     }
     // Let the server's control threads of the warm-up runs exit.
     wait_control_closed(srv.addr.port(), "after the warm-up runs");
-    let (fds0, rss0) = (wirespeed_engine::sys::open_fds(), rss_kib());
+    let (fds0, rss0) = (wirespeed_engine::testing::open_fds(), rss_kib());
     for i in 0..1000 {
         srv.run(&spec).unwrap_or_else(|e| panic!("test {i}: {e}"));
     }
     wait_control_closed(srv.addr.port(), "after the thousand tests");
-    let (fds1, rss1) = (wirespeed_engine::sys::open_fds(), rss_kib());
+    let (fds1, rss1) = (wirespeed_engine::testing::open_fds(), rss_kib());
     assert!(fds1 <= fds0 + 2, "descriptors {fds0} -> {fds1}");
     assert!(rss1 < rss0 + 16 * 1024, "RSS {rss0} KiB -> {rss1} KiB");
 }

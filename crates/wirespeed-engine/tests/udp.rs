@@ -8,11 +8,12 @@ use common::{TestServer, handshake, recv};
 use std::io::Write;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
+use wirespeed_engine::ServerConfig;
 use wirespeed_engine::proto::{Msg, unhex, write_msg};
-use wirespeed_engine::result::UdpStats;
-use wirespeed_engine::spec::DEFAULT_DATAGRAM;
-use wirespeed_engine::udp::{Kind, REGISTER_LEN, parse_registration, registration};
-use wirespeed_engine::{Direction, ServerConfig, TestSpec, Workload};
+use wirespeed_engine::testing::{Kind, REGISTER_LEN, parse_registration, registration};
+use wirespeed_types::result::UdpStats;
+use wirespeed_types::spec::DEFAULT_DATAGRAM;
+use wirespeed_types::{Direction, TestSpec, Workload};
 
 fn udp(spec: TestSpec) -> TestSpec {
     let workload = match spec.workload {

@@ -9,9 +9,10 @@
 mod common;
 use common::TestServer;
 
-use wirespeed_engine::result::{IoEngines, TestResult};
-use wirespeed_engine::spec::{DEFAULT_DATAGRAM, IoEngine};
-use wirespeed_engine::{Direction, ServerConfig, TestSpec, Workload};
+use wirespeed_engine::ServerConfig;
+use wirespeed_types::result::{IoEngines, TestResult};
+use wirespeed_types::spec::{DEFAULT_DATAGRAM, IoEngine};
+use wirespeed_types::{Direction, TestSpec, Workload};
 
 fn uring(spec: TestSpec) -> TestSpec {
     TestSpec {
@@ -25,7 +26,7 @@ fn uring(spec: TestSpec) -> TestSpec {
 /// Whether this process may use io_uring at all (the sysctl and seccomp
 /// of the test's own sandbox); when not, the result must say why.
 fn kernel_allows(r: &TestResult) -> bool {
-    if wirespeed_engine::sys_uring::disabled_by_sysctl().is_none() && io_uring_setup_works() {
+    if wirespeed_engine::testing::disabled_by_sysctl().is_none() && io_uring_setup_works() {
         return true;
     }
     eprintln!("io_uring is refused to this process: checking the fallback only");
@@ -38,7 +39,7 @@ fn kernel_allows(r: &TestResult) -> bool {
 }
 
 fn io_uring_setup_works() -> bool {
-    wirespeed_engine::sys_uring::Ring::new(wirespeed_engine::sys_uring::RingSize {
+    wirespeed_engine::testing::Ring::new(wirespeed_engine::testing::RingSize {
         entries: 8,
         io_len: 4096,
         slots: (0, 0),
@@ -228,7 +229,7 @@ fn uring_refuses_what_it_does_not_cover_at_spec_check() {
 #[test]
 fn a_seccomp_refusal_falls_back_to_epoll_with_the_reason() {
     let r = std::thread::spawn(|| {
-        wirespeed_engine::sys_uring::deny_io_uring_on_this_thread()
+        wirespeed_engine::testing::deny_io_uring_on_this_thread()
             .expect("seccomp filter (PR_SET_NO_NEW_PRIVS, then SECCOMP_MODE_FILTER)");
         assert!(!io_uring_setup_works(), "the filter refuses io_uring_setup");
         let srv = TestServer::start(ServerConfig::default());

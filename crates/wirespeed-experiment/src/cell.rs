@@ -11,12 +11,13 @@ use serde::Serialize;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use wirespeed_engine::client::Family;
-use wirespeed_engine::spec::{
+use wirespeed_engine::Family;
+use wirespeed_engine::{ClientConfig, Reach};
+use wirespeed_types::spec::{
     DEFAULT_DATAGRAM, IoEngine, UDP_HEADER_LEN, WORKLOADS, parse_cpus, parse_duration, parse_paths,
     parse_rate, parse_size, parse_sizes,
 };
-use wirespeed_engine::{ClientConfig, Direction, Reach, TestSpec, Workload};
+use wirespeed_types::{Direction, TestSpec, Workload};
 
 type Result<T, E = String> = std::result::Result<T, E>;
 
@@ -447,7 +448,7 @@ impl BenchArgs {
         cfg.timeout = Duration::from_secs_f64(t.max(0.1));
         let mut warning = None;
         if let Some(p) = &self.key_file {
-            let k = wirespeed_engine::server::read_key_file(p).map_err(|e| e.to_string())?;
+            let k = wirespeed_engine::read_key_file(p).map_err(|e| e.to_string())?;
             warning = k.warning;
             cfg.key = Some(k.key);
         }
@@ -581,7 +582,7 @@ pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
     let sizes = rr_sizes(a, workload)?;
     spec.request_size = sizes[0].0;
     spec.response_size = sizes[0].1;
-    spec.validate(&wirespeed_engine::Limits::default())
+    spec.validate(&wirespeed_types::Limits::default())
         .map_err(msg)?;
     Ok((spec, sizes))
 }
@@ -646,7 +647,7 @@ fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
         udp_gro: !a.no_gro,
         rr_timeout_s: match a.rr_timeout.as_deref() {
             Some(t) => parse_duration(t).map_err(|e| format!("--rr-timeout: {e}"))?,
-            None => wirespeed_engine::spec::DEFAULT_RR_TIMEOUT_S,
+            None => wirespeed_types::spec::DEFAULT_RR_TIMEOUT_S,
         },
         sndbuf: opt_size(&a.sndbuf)?.or(buf),
         rcvbuf: opt_size(&a.rcvbuf)?.or(buf),
@@ -692,7 +693,7 @@ fn test_end(a: &BenchArgs, msg_size: u32) -> Result<(Option<u64>, f64, f64)> {
     let duration_s = match bytes {
         // Ended by bytes: the duration is the bound (the client lowers it
         // to the server's limit).
-        Some(_) => wirespeed_engine::Limits::default().max_duration_s - warmup_s,
+        Some(_) => wirespeed_types::Limits::default().max_duration_s - warmup_s,
         None => parse_duration(&a.duration).map_err(msg)?,
     };
     Ok((bytes, warmup_s, duration_s))

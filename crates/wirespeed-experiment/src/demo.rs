@@ -16,15 +16,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use wirespeed_engine::{
-    ClientConfig, Report, SCHEMA_VERSION, Server, ServerConfig, TestResult, TestSpec, run_test,
-};
+use wirespeed_engine::{ClientConfig, Server, ServerConfig, run_test};
 use wirespeed_host::Finding;
 use wirespeed_host::netns;
 use wirespeed_host::session::{Place, PlanRequest};
 use wirespeed_lab::{Lab, LabSpec};
 use wirespeed_report::experiment::summary_table;
 use wirespeed_report::human_bps;
+use wirespeed_types::{Report, SCHEMA_VERSION, TestResult, TestSpec};
 
 /// The multinic-ladder scenario, embedded so the demo runs anywhere.
 pub const LADDER_LAB: &str = include_str!("../../../scenarios/multinic-ladder/lab.toml");
@@ -64,7 +63,7 @@ pub fn loopback(duration: f64) -> Result<Report> {
             ..base.clone()
         },
         TestSpec {
-            workload: wirespeed_engine::Workload::Rr,
+            workload: wirespeed_types::Workload::Rr,
             nodelay: true,
             ..base
         },

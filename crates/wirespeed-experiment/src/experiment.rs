@@ -11,12 +11,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
-use wirespeed_engine::spec::parse_duration;
 use wirespeed_lab::LabError;
 use wirespeed_lab::LabSpec;
 use wirespeed_lab::plan::{AddressError, Addressing, address};
 use wirespeed_lab::spec::{SysctlError, locate};
 use wirespeed_report::experiment::Mode;
+use wirespeed_types::spec::parse_duration;
 
 /// What the command line overrides in the file.
 #[derive(Debug, Clone, Default)]

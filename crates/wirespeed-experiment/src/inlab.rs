@@ -7,8 +7,9 @@ use crate::error::{ExperimentError, Result, failed};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use wirespeed_engine::{ClientConfig, Server, ServerConfig, TestResult, TestSpec, run_test};
+use wirespeed_engine::{ClientConfig, Server, ServerConfig, run_test};
 use wirespeed_lab::Lab;
+use wirespeed_types::{TestResult, TestSpec};
 
 /// A wirespeed server serving inside one host of a lab, on a thread of
 /// this process; stopped (and joined) on drop, and gone with the process
@@ -28,13 +29,13 @@ impl LabServer {
     /// loader test per lab host (`--loaders-from`), and returns once it
     /// listens.
     pub fn start(lab: &Lab, host: &str, port: u16) -> Result<LabServer> {
-        let nofile = wirespeed_engine::sys::raise_fd_limit();
+        let nofile = wirespeed_engine::raise_fd_limit();
         let mut cfg = ServerConfig {
             port,
             max_tests: LAB_MAX_TESTS,
             ..ServerConfig::default()
         };
-        cfg.limits.max_flows = wirespeed_engine::server::flow_limit_for(nofile);
+        cfg.limits.max_flows = wirespeed_engine::flow_limit_for(nofile);
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let s2 = stop.clone();
@@ -117,7 +118,7 @@ pub fn test_beside_loaders(
     let (tx, rx) = std::sync::mpsc::channel::<usize>();
     let mut loaders = Vec::new();
     for (h, n) in shares(k, from) {
-        let mut ls = interference::loaders_beside(spec, wirespeed_engine::Workload::Stream, n);
+        let mut ls = interference::loaders_beside(spec, wirespeed_types::Workload::Stream, n);
         ls.paths.clear();
         let (cfg, tx, i) = (cfg.clone(), tx.clone(), loaders.len());
         let t = wirespeed_lab::spawn_in(&lab.ns(h), move || {

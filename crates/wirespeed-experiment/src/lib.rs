@@ -8,7 +8,7 @@
 //! in-process too, on a thread with that namespace's /sys. It starts no
 //! wirespeed process.
 //!
-//! A cell ([`cell::BenchArgs`] and the [`wirespeed_engine::TestSpec`] it
+//! A cell ([`cell::BenchArgs`] and the [`wirespeed_types::TestSpec`] it
 //! makes) is built through the same clap definitions `wirespeed bench`
 //! parses. This crate neither renders pages (wirespeed-report) nor
 //! changes a host itself (wirespeed-host's journal and the lab do).

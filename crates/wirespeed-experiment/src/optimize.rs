@@ -11,8 +11,7 @@ use crate::sys::stop_requested as stopped;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use wirespeed_engine::spec::{PathSpec, parse_duration, parse_paths, parse_size};
-use wirespeed_engine::{ClientConfig, Direction, TestResult, TestSpec, Workload, run_test};
+use wirespeed_engine::{ClientConfig, run_test};
 use wirespeed_host::doctor::Goal as DoctorGoal;
 use wirespeed_host::tune::{self, Action, Host, Setting, StateDir};
 use wirespeed_host::{Fs, Snapshot, diagnose};
@@ -22,6 +21,8 @@ use wirespeed_report::experiment::{
 };
 use wirespeed_report::human_size;
 use wirespeed_report::optimize::{Goal, Summary, render, verdict_text};
+use wirespeed_types::spec::{PathSpec, parse_duration, parse_paths, parse_size};
+use wirespeed_types::{Direction, TestResult, TestSpec, Workload};
 
 /// Options of `wirespeed optimize`.
 #[derive(clap::Args, Debug)]
@@ -166,7 +167,7 @@ impl Ctx {
                 s.nodelay = true;
             }
         }
-        s.validate(&wirespeed_engine::Limits::default())?;
+        s.validate(&wirespeed_types::Limits::default())?;
         Ok(s)
     }
 
@@ -702,7 +703,7 @@ fn client_config(a: &OptimizeArgs) -> Result<ClientConfig> {
     cfg.port = a.port;
     cfg.timeout = Duration::from_secs_f64(parse_duration(&a.timeout)?.max(0.1));
     if let Some(p) = &a.key_file {
-        let k = wirespeed_engine::server::read_key_file(p)?;
+        let k = wirespeed_engine::read_key_file(p)?;
         if let Some(w) = &k.warning {
             crate::progress::say(format!("warning: {w}"));
         }
@@ -1281,7 +1282,7 @@ mod tests {
     fn result(bps: f64, p50_us: f64) -> TestResult {
         TestResult {
             throughput_bps: bps,
-            latency: Some(wirespeed_engine::result::LatencySummary {
+            latency: Some(wirespeed_types::result::LatencySummary {
                 p50_us,
                 ..Default::default()
             }),

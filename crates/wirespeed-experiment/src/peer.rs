@@ -3,11 +3,12 @@
 //! share one bottleneck, all NICs should be used, one flow is not enough).
 //! Pure functions over measured figures; the caller runs the tests.
 
-use wirespeed_engine::spec::PathSpec;
-use wirespeed_engine::{EngineError, TestSpec};
+use wirespeed_engine::EngineError;
 use wirespeed_host::doctor::Evidence;
 use wirespeed_host::{Finding, Severity, Snapshot};
 use wirespeed_report::human_bps;
+use wirespeed_types::TestSpec;
+use wirespeed_types::spec::PathSpec;
 
 pub use wirespeed_types::result::PeerTest;
 
@@ -56,7 +57,7 @@ impl Probe {
     }
 
     /// The measured figures of this probe.
-    pub fn result(&self, r: &wirespeed_engine::TestResult) -> PeerTest {
+    pub fn result(&self, r: &wirespeed_types::TestResult) -> PeerTest {
         PeerTest {
             name: self.name.clone(),
             paths: self.paths(),
@@ -219,7 +220,7 @@ mod tests {
         ps.iter()
             .zip(bps)
             .map(|(p, &b)| {
-                p.result(&wirespeed_engine::TestResult {
+                p.result(&wirespeed_types::TestResult {
                     throughput_bps: b,
                     ..Default::default()
                 })

@@ -11,8 +11,6 @@ use crate::inlab::{LabServer, test_beside_loaders, test_in};
 use crate::sys::stop_requested as stopped;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use wirespeed_engine::TestResult;
-use wirespeed_engine::spec::parse_size;
 use wirespeed_host::netns;
 use wirespeed_host::session::{self, ApplyOptions, Place, PlanRequest, Show};
 use wirespeed_host::tune::{self, NsChanges, StateDir};
@@ -21,6 +19,8 @@ use wirespeed_report::experiment::{
     CellResult, EXPERIMENT_SCHEMA_VERSION, ExperimentResults, Point, finalize,
 };
 use wirespeed_report::human_size;
+use wirespeed_types::TestResult;
+use wirespeed_types::spec::parse_size;
 
 /// The host settings behind one lab setting: (namespace, setting) pairs,
 /// a link's on both of its ends.

@@ -32,7 +32,7 @@ fn entry(i: usize, a: &Agent) -> AgentSpec {
 
 #[test]
 fn a_thousand_agents_with_two_nics_each_get_the_fleet_and_run() {
-    wirespeed_engine::sys::raise_fd_limit();
+    wirespeed_engine::raise_fd_limit();
     let t0 = Instant::now();
     let agents: Vec<Agent> = (0..AGENTS)
         .map(|i| {

@@ -6,13 +6,12 @@
 use anyhow::{Context, Result};
 use std::io::{IsTerminal, Write};
 use wirespeed_cli::bench::*;
-use wirespeed_engine::result::IntervalSample;
-use wirespeed_engine::{
-    ClientConfig, Reach, Report, SCHEMA_VERSION, TestResult, TestSpec, run_test_via,
-};
+use wirespeed_engine::{ClientConfig, Reach, run_test_via};
 use wirespeed_experiment::spec_from;
 use wirespeed_report::iperf3::{self, Iperf3Host};
 use wirespeed_report::{Format, RenderOpts, interval_line, render, utc_time};
+use wirespeed_types::result::IntervalSample;
+use wirespeed_types::{Report, SCHEMA_VERSION, TestResult, TestSpec};
 
 /// Where bench's output goes: stdout or the log file, each text line
 /// stamped with the time under --timestamps.
@@ -179,7 +178,7 @@ fn now_unix() -> f64 {
 
 /// iperf3's view of the server as typed.
 fn iperf3_host(cmd: &BenchCmd) -> Iperf3Host {
-    let (host, port) = wirespeed_engine::sockets::split_host_port(&cmd.host, cmd.args.port)
+    let (host, port) = wirespeed_engine::split_host_port(&cmd.host, cmd.args.port)
         .unwrap_or((cmd.host.clone(), cmd.args.port));
     Iperf3Host {
         system_info: system_info(),

@@ -332,7 +332,7 @@ fn run_matrix(a: RunArgs) -> Result<()> {
     let min_bps = a
         .min
         .as_deref()
-        .map(wirespeed_engine::spec::parse_rate)
+        .map(wirespeed_types::spec::parse_rate)
         .transpose()
         .context("--min")?
         .map(|b| b as f64);

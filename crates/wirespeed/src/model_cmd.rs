@@ -5,12 +5,12 @@
 use anyhow::{Context, Result, bail};
 use std::io::Write as _;
 use wirespeed_cli::model::*;
-use wirespeed_engine::{Report, TestResult};
 use wirespeed_model::{
     Ceilings, ExplainReport, ExplainedResult, Explanation, Facts, PriceInput, Profile, Query,
     builtin, builtin_names, ceilings, explain, model,
 };
 use wirespeed_report::{heading, new_table};
+use wirespeed_types::{Report, TestResult};
 
 /// Writes to stdout; a reader that went away (`| head`) is not an error.
 fn emit(text: &str) {

@@ -9,11 +9,11 @@
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use wirespeed_cli::report::*;
-use wirespeed_engine::Report;
 use wirespeed_report::experiment::{ExperimentResults, finalize};
 use wirespeed_report::runs::{RUN_KINDS, RunFile, render_run_csv, render_run_html, render_run_md};
 use wirespeed_report::source::distinct_labels;
 use wirespeed_report::{Content, Source, plural, render_page, render_page_csv, render_page_md};
+use wirespeed_types::Report;
 
 /// Reads a file as JSON.
 fn read_json(path: &Path) -> Result<serde_json::Value> {

@@ -615,7 +615,7 @@ fn out_of_descriptors_the_server_says_busy_and_stays_idle() {
     let mut authed = Vec::new();
     let mut refused = None;
     for _ in 0..60 {
-        match wirespeed_engine::client::Control::connect(&cfg) {
+        match wirespeed_engine::testing::Control::connect(&cfg) {
             Ok(c) => authed.push(c),
             Err(e) => {
                 refused = Some(e.to_string());
@@ -743,12 +743,12 @@ fn out_of_descriptors_in_a_crr_test_the_workers_do_not_spin() {
 /// A connection to `to` from local address `from` that never sends a
 /// byte (the engine's data-socket code binds the source address).
 fn silent_from(from: IpAddr, to: SocketAddr) -> TcpStream {
-    use wirespeed_engine::sockets::{LocalBind, ResolvedPath, connect_flow};
+    use wirespeed_engine::testing::{LocalBind, ResolvedPath, connect_flow};
     let path = ResolvedPath {
         local: LocalBind::Addr(from),
         remote: to,
     };
-    let spec = wirespeed_engine::TestSpec::default();
+    let spec = wirespeed_types::TestSpec::default();
     connect_flow(&path, &spec, 0, &[], Duration::from_secs(2))
         .unwrap_or_else(|e| panic!("connect from {from}: {e}"))
         .into()

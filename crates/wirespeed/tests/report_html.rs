@@ -11,10 +11,10 @@ use common::{ServerProc, bin, heavy, serve};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use wirespeed_engine::{Report, SCHEMA_VERSION, TestResult};
 use wirespeed_report::experiment::{CellResult, ExperimentResults, Mode, Point, finalize};
 use wirespeed_report::fixtures::stream;
 use wirespeed_report::{human_count, human_size};
+use wirespeed_types::{Report, SCHEMA_VERSION, TestResult};
 
 /// An rr result whose latency follows from its rate.
 fn rr(tps: f64, size: u32) -> TestResult {
@@ -690,7 +690,7 @@ fn the_screenshot_check_notices_a_chart_drawn_blank() {
     let d = Dir::new("blank");
     let mut r = stream(1e9, 1);
     r.intervals = (1..=4)
-        .map(|i| wirespeed_engine::result::IntervalSample {
+        .map(|i| wirespeed_types::result::IntervalSample {
             t_s: i as f64 * 0.5,
             len_s: 0.5,
             bps: 1e9 + i as f64 * 1e8,

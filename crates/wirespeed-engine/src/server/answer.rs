@@ -5,7 +5,7 @@ use crate::error::EngineError;
 use crate::proto::{Msg, write_msg_until};
 use crate::sys;
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 /// What a client refused for want of descriptors is told.
@@ -21,7 +21,7 @@ pub(super) const DISPLACED: &str =
 /// close sends a FIN behind the answer rather than an RST that could
 /// destroy it.
 pub(super) fn refuse(stream: TcpStream, code: &str, why: &str) {
-    let fd = stream.as_raw_fd();
+    let fd = stream.as_fd();
     let _ = write_msg_until(fd, &Msg::error(code, why), Instant::now());
     let _ = stream.shutdown(Shutdown::Write);
     let mut buf = [0u8; 4096];
@@ -38,7 +38,7 @@ pub(super) const ERROR_WRITE: Duration = Duration::from_secs(1);
 /// Sends an error reply and returns the error for the caller's log.
 pub(super) fn fail(stream: &TcpStream, code: &str, msg: String) -> EngineError {
     let _ = write_msg_until(
-        stream.as_raw_fd(),
+        stream.as_fd(),
         &Msg::error(code, msg.clone()),
         Instant::now() + ERROR_WRITE,
     );

@@ -12,7 +12,7 @@ use crate::proto::{
     printable, random_bytes, read_exact_until, read_msg_until, write_msg_until,
 };
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::Instant;
 use wirespeed_types::protocol::{Speaks, agree};
 
@@ -52,7 +52,7 @@ fn read_hello(
     hs: Instant,
     ticket: &Ticket,
 ) -> Result<Option<(String, u32)>, EngineError> {
-    let fd = stream.as_raw_fd();
+    let fd = stream.as_fd();
     let mut magic = [0u8; 4];
     match read_exact_until(fd, &mut magic, hs, &within(cfg, "the client's preamble")) {
         Ok(()) => {}
@@ -116,7 +116,7 @@ fn authenticate(
     ticket: &mut Ticket,
     version: u32,
 ) -> Result<(), EngineError> {
-    let fd = stream.as_raw_fd();
+    let fd = stream.as_fd();
     let nonce: [u8; 32] = random_bytes()?;
     write_msg_until(
         fd,
@@ -155,7 +155,7 @@ fn authenticate(
         }
     }
     if let Err(why) = ticket.authenticate(cfg.max_connections) {
-        return Err(fail(stream, "busy", why));
+        return Err(fail(stream, "busy", why.to_string()));
     }
     write_msg_until(
         fd,
@@ -174,7 +174,7 @@ fn serve_specs(
     cfg: &ServerConfig,
     reg: &Registry,
 ) -> Result<(), EngineError> {
-    let fd = stream.as_raw_fd();
+    let fd = stream.as_fd();
     loop {
         let what = format!(
             "the client's next spec (--idle-timeout {})",

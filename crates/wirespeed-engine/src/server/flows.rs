@@ -12,7 +12,7 @@ use crate::udp::Registrar;
 use socket2::Socket;
 use std::collections::VecDeque;
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 /// Opens the test's data port, tells the client, and takes its
@@ -26,7 +26,7 @@ pub(super) fn take_flows(
     token: &[u8; 16],
     persistent: usize,
 ) -> Result<(Option<Socket>, Vec<Option<Socket>>), EngineError> {
-    let fd = stream.as_raw_fd();
+    let fd = stream.as_fd();
     let answer_by = || Instant::now() + cfg.idle_timeout;
     let (listener, registration, port) = open_data_port(stream, cfg, spec, persistent)?;
     write_msg_until(
@@ -87,7 +87,7 @@ enum Preamble {
 impl Pending {
     fn read(&mut self, token: &[u8; 16]) -> Preamble {
         while self.got < DATA_PREAMBLE_LEN {
-            match sys::recv(self.sock.as_raw_fd(), &mut self.head[self.got..], false) {
+            match sys::recv(self.sock.as_fd(), &mut self.head[self.got..], false) {
                 Ok(0) => return Preamble::Drop,
                 Ok(n) => self.got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Preamble::More,
@@ -114,7 +114,7 @@ fn accept_flows(
     spec: &TestSpec,
     want: usize,
     deadline: Instant,
-    control: RawFd,
+    control: BorrowedFd<'_>,
     cfg: &ServerConfig,
 ) -> Result<Vec<Option<Socket>>, FlowsError> {
     let roster = spec.roster();
@@ -152,12 +152,12 @@ fn accept_flows(
             pending.pop_front();
         }
         fds.clear();
-        fds.push(sys::pollfd(listener.as_raw_fd(), libc::POLLIN));
+        fds.push(sys::pollfd(listener.as_fd(), libc::POLLIN));
         fds.push(sys::pollfd(control, libc::POLLRDHUP));
         fds.extend(
             pending
                 .iter()
-                .map(|p| sys::pollfd(p.sock.as_raw_fd(), libc::POLLIN)),
+                .map(|p| sys::pollfd(p.sock.as_fd(), libc::POLLIN)),
         );
         let next = pending.front().map_or(deadline, |p| p.until.min(deadline));
         let ms = next
@@ -235,7 +235,7 @@ fn register_udp_flows(
     spec: &TestSpec,
     want: usize,
     deadline: Instant,
-    control: RawFd,
+    control: BorrowedFd<'_>,
 ) -> Result<Vec<Option<Socket>>, FlowsError> {
     let roster = spec.roster();
     let mut r = Registrar::new(&roster, *token, spec);
@@ -248,7 +248,7 @@ fn register_udp_flows(
             ));
         }
         let mut fds = [
-            sys::pollfd(reg.as_raw_fd(), libc::POLLIN),
+            sys::pollfd(reg.as_fd(), libc::POLLIN),
             sys::pollfd(control, libc::POLLRDHUP),
         ];
         let ms = deadline

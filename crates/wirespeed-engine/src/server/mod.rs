@@ -12,7 +12,7 @@ use crate::error::EngineError;
 use crate::sys;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ mod run;
 mod table;
 
 pub use config::{ServerConfig, ServerEvent, flow_limit_for, handshake_limit_for};
-pub use key_file::{KeyFile, MAX_KEY_FILE, read_key_file};
+pub use key_file::{KeyFile, read_key_file};
 pub use table::source_of;
 
 use admission::Registry;
@@ -121,7 +121,7 @@ impl Server {
         self.listener
             .set_nonblocking(true)
             .map_err(|e| EngineError::io("configure the listener", e))?;
-        let fd = self.listener.as_raw_fd();
+        let fd = self.listener.as_fd();
         let mut reserve = reserve_fd();
         let quiet = Arc::new(QuietLog::default());
         while !stop.load(Ordering::Relaxed) {
@@ -158,7 +158,7 @@ impl Server {
             let ticket = match self.table.admit(source_of(peer.ip()), &stream, &self.cfg) {
                 Ok(t) => t,
                 Err(why) => {
-                    refuse(stream, "busy", &why);
+                    refuse(stream, "busy", &why.to_string());
                     quiet.note(&self.cfg, peer, &format!("refused: {why}"));
                     continue;
                 }

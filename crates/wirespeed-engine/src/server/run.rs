@@ -13,7 +13,7 @@ use crate::spec::{FlowKind, TestSpec};
 use crate::workloads;
 use socket2::Socket;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ pub(super) fn run_test(
     cfg: &ServerConfig,
     reg: &Registry,
 ) -> Result<(), EngineError> {
-    let fd = stream.as_raw_fd();
+    let fd = stream.as_fd();
     let answer_by = || Instant::now() + cfg.idle_timeout;
     if let Err(e) = spec.validate(&cfg.limits) {
         return Err(fail(stream, "limits", e.to_string()));
@@ -112,7 +112,7 @@ fn send_report(
     window: &crate::side::Window,
     joins: Option<Socket>,
     admission: Admission<'_>,
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     cfg: &ServerConfig,
     peer: SocketAddr,
 ) -> Result<(), EngineError> {
@@ -148,7 +148,7 @@ fn read_start(
         secs(cfg.idle_timeout)
     );
     match frames
-        .read_until(stream.as_raw_fd(), Instant::now() + cfg.idle_timeout, &what)
+        .read_until(stream.as_fd(), Instant::now() + cfg.idle_timeout, &what)
         .map_err(|e| fail_read(stream, e, false))?
     {
         Msg::Start => Ok(()),
@@ -200,7 +200,7 @@ fn watch_window(
     side: &Side,
     spec: &TestSpec,
     frames: &mut FrameReader,
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     reg: &Registry,
 ) -> Result<(crate::side::Window, bool), EngineError> {
     let mut stop_seen = false;
@@ -251,7 +251,7 @@ fn await_stop(
         "the client's stop (due within {} of the test's end)",
         secs(grace)
     );
-    match frames.read_until(stream.as_raw_fd(), hard_end, &what) {
+    match frames.read_until(stream.as_fd(), hard_end, &what) {
         Ok(Msg::Stop) => Ok(side),
         Ok(other) => {
             drop(side);

@@ -8,6 +8,34 @@ use std::net::{IpAddr, Ipv6Addr, Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// Why the table refuses a control connection (answered `busy`; the text
+/// goes to the peer).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Refusal {
+    /// The address holds its whole share in authenticated connections.
+    #[error("too many connections from your address: the server takes {max} per address at once")]
+    PerSource {
+        /// Connections the server takes per address.
+        max: usize,
+    },
+    /// The process (or system) is out of file descriptors.
+    #[error("{}", OUT_OF_FDS)]
+    OutOfFds,
+    /// A second handle on the connection could not be made (the error
+    /// is in the text, so not a source).
+    #[error("cannot take the connection: {0}")]
+    Handle(std::io::Error),
+    /// The connection was dropped from the handshake to make room.
+    #[error("{}", DISPLACED)]
+    Displaced,
+    /// The authenticated pool is full.
+    #[error("too many control connections at once (the server takes {max}); try again later")]
+    Full {
+        /// Control connections the server takes at once.
+        max: usize,
+    },
+}
+
 /// Control connections by state and source address: the caps of
 /// [`ServerConfig`] are checked here, under one lock.
 #[derive(Debug, Default)]
@@ -88,7 +116,7 @@ impl Table {
         ip: IpAddr,
         stream: &TcpStream,
         cfg: &ServerConfig,
-    ) -> Result<Ticket, String> {
+    ) -> Result<Ticket, Refusal> {
         let kick = self.kick_handle(stream)?;
         let mut t = self.lock();
         if t.per_source.get(&ip).copied().unwrap_or(0) >= cfg.max_per_source {
@@ -100,10 +128,9 @@ impl Table {
             match oldest {
                 Some(id) => t.displace(id),
                 None => {
-                    return Err(format!(
-                        "too many connections from your address: the server takes {} per address at once",
-                        cfg.max_per_source
-                    ));
+                    return Err(Refusal::PerSource {
+                        max: cfg.max_per_source,
+                    });
                 }
             }
         }
@@ -146,14 +173,14 @@ impl Table {
 
     /// A second handle on `stream`, for [`TableInner::displace`]; out of
     /// descriptors, the oldest handshake makes room for it first.
-    fn kick_handle(&self, stream: &TcpStream) -> Result<TcpStream, String> {
+    fn kick_handle(&self, stream: &TcpStream) -> Result<TcpStream, Refusal> {
         let mut r = stream.try_clone();
         if r.as_ref().is_err_and(out_of_fds) && self.displace_oldest() {
             r = stream.try_clone();
         }
         r.map_err(|e| match out_of_fds(&e) {
-            true => OUT_OF_FDS.to_string(),
-            false => format!("cannot take the connection: {e}"),
+            true => Refusal::OutOfFds,
+            false => Refusal::Handle(e),
         })
     }
 }
@@ -170,15 +197,13 @@ impl Ticket {
     }
 
     /// Moves the connection from the handshake to the authenticated pool.
-    pub(super) fn authenticate(&mut self, max: usize) -> Result<(), String> {
+    pub(super) fn authenticate(&mut self, max: usize) -> Result<(), Refusal> {
         let mut t = self.table.lock();
         if !t.handshaking.contains_key(&self.id) {
-            return Err(DISPLACED.into());
+            return Err(Refusal::Displaced);
         }
         if t.authenticated >= max {
-            return Err(format!(
-                "too many control connections at once (the server takes {max}); try again later"
-            ));
+            return Err(Refusal::Full { max });
         }
         t.handshaking.remove(&self.id);
         t.authenticated += 1;
@@ -263,7 +288,11 @@ mod tests {
         a3.authenticate(cfg.max_connections).unwrap();
         let mut b1 = b1;
         let e = b1.authenticate(cfg.max_connections).unwrap_err();
-        assert!(e.contains("too many control connections"), "{e}");
+        assert!(matches!(e, Refusal::Full { max: 2 }), "{e}");
+        assert!(
+            e.to_string().contains("too many control connections"),
+            "{e}"
+        );
         // A new one from a displaces a's other handshake, not a3.
         let a4 = admit(a).unwrap();
         let mut a5 = admit(a).unwrap();
@@ -272,7 +301,8 @@ mod tests {
         drop(b2);
         a5.authenticate(cfg.max_connections).unwrap();
         let e = admit(a).map(|_| ()).unwrap_err();
-        assert!(e.contains("per address"), "{e}");
+        assert!(matches!(e, Refusal::PerSource { .. }), "{e}");
+        assert!(e.to_string().contains("per address"), "{e}");
         drop((a1, a2, a3, a4, a5, b1));
         let t = table.lock();
         assert!(t.handshaking.is_empty() && t.authenticated == 0 && t.per_source.is_empty());

@@ -5,8 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use wirespeed_engine::result::TestResult;
-use wirespeed_engine::{ClientConfig, EngineError, Server, ServerConfig, TestSpec, run_test};
+use wirespeed_engine::{ClientConfig, EngineError, Server, ServerConfig, run_test};
+use wirespeed_types::TestSpec;
+use wirespeed_types::result::TestResult;
 
 /// A server on 127.0.0.1 with a free port, stopped on drop.
 pub struct TestServer {

@@ -5,7 +5,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use wirespeed_engine::{TestResult, TestSpec};
+use wirespeed_types::{TestResult, TestSpec};
 
 /// What `POST /v1/run` takes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -174,7 +174,7 @@ pub(crate) async fn accept_loop(
         };
         let admitted = {
             let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
-            let a = t.admit(wirespeed_engine::server::source_of(peer.ip()), &limits);
+            let a = t.admit(wirespeed_engine::source_of(peer.ip()), &limits);
             gauges.open.set(t.conns.len() as i64);
             a
         };

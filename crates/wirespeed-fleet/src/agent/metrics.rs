@@ -6,7 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
-use wirespeed_engine::TestResult;
+use wirespeed_types::TestResult;
 
 /// A series' labels, (name, value).
 type Labels = Vec<(String, String)>;

@@ -208,16 +208,16 @@ pub fn serve(cfg: AgentConfig) -> Result<()> {
 /// the metrics, on a thread of their own.
 fn count_server_events(
     st: Arc<Shared>,
-    rx: std::sync::mpsc::Receiver<wirespeed_engine::server::ServerEvent>,
+    rx: std::sync::mpsc::Receiver<wirespeed_engine::ServerEvent>,
 ) -> Result<()> {
     std::thread::Builder::new()
         .name("wirespeed-agent-events".into())
         .spawn(move || {
             for ev in rx {
                 let (role, outcome) = match ev {
-                    wirespeed_engine::server::ServerEvent::Started { .. } => continue,
-                    wirespeed_engine::server::ServerEvent::Finished { .. } => ("server", "ok"),
-                    wirespeed_engine::server::ServerEvent::Failed { .. } => ("server", "error"),
+                    wirespeed_engine::ServerEvent::Started { .. } => continue,
+                    wirespeed_engine::ServerEvent::Finished { .. } => ("server", "ok"),
+                    wirespeed_engine::ServerEvent::Failed { .. } => ("server", "error"),
                 };
                 st.metrics
                     .tests

@@ -11,13 +11,14 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use wirespeed_engine::{ClientConfig, TestResult, TestSpec};
+use wirespeed_engine::ClientConfig;
+use wirespeed_types::{TestResult, TestSpec};
 
 /// Checks a run's spec before it is accepted: the engine's sanity bounds
 /// (the peer's own limits are checked when the test connects). A test
 /// ended by bytes has no duration of its own to bound.
 fn check_spec(spec: &TestSpec) -> std::result::Result<(), wirespeed_types::Invalid> {
-    let mut limits = wirespeed_engine::Limits::default();
+    let mut limits = wirespeed_types::Limits::default();
     if spec.bytes.is_some() {
         limits.max_duration_s = f64::INFINITY;
     }
