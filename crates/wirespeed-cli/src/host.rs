@@ -5,7 +5,7 @@ use anyhow::{Context, Result, bail};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use wirespeed_experiment::peer::DoctorRequest;
+use wirespeed_experiment::doctor_peer::DoctorRequest;
 use wirespeed_host::doctor::Goal;
 use wirespeed_host::reentry::current_netns;
 use wirespeed_host::session::{ApplyOptions, Place, PlanRequest};

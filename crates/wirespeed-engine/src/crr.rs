@@ -18,7 +18,7 @@ use crate::sockets::{ResolvedPath, data_socket};
 use crate::spec::Workload;
 use crate::sys::{self, EV_IN, EV_OUT};
 use crate::timestamps::{SharedStamps, Stamper, now_ns, refused};
-use crate::workload::{FlowArgs, ListenerArgs, WorkloadDef};
+use crate::workload_def::{FlowArgs, ListenerArgs, WorkloadDef};
 use socket2::{SockAddr, Socket};
 use std::io::{self, IoSlice};
 use std::os::fd::AsFd;

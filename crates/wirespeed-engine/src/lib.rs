@@ -73,7 +73,7 @@ mod udp_rr;
 mod udp_stream;
 mod uring;
 mod worker;
-mod workload;
+mod workload_def;
 mod workloads;
 
 // The shared vocabulary under its crate-local names (`crate::spec`,

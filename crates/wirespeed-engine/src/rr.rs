@@ -13,7 +13,7 @@ use crate::spec::{FlowKind, Workload};
 use crate::sys::{EV_IN, EV_OUT};
 use crate::timestamps::Stamper;
 use crate::uring::{UringPlan, UringRole};
-use crate::workload::{FlowArgs, WorkloadDef, take_sock};
+use crate::workload_def::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};

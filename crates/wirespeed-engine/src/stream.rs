@@ -12,7 +12,7 @@ use crate::sockets::enable_zerocopy;
 use crate::spec::Workload;
 use crate::sys::{self, EV_ERR, EV_HUP, EV_IN, EV_OUT};
 use crate::uring::{UringPlan, UringRole};
-use crate::workload::{FlowArgs, WorkloadDef, take_sock};
+use crate::workload_def::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};

@@ -15,7 +15,7 @@ use crate::sys::{self, EV_IN};
 use crate::sys_ts;
 use crate::timestamps::Stamper;
 use crate::udp::{Header, Kind, QuietEnd, is_transient, now_ns};
-use crate::workload::{FlowArgs, WorkloadDef, take_sock};
+use crate::workload_def::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io::{self, IoSlice};
 use std::os::fd::{AsFd, BorrowedFd};

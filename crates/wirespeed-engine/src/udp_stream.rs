@@ -15,7 +15,7 @@ use crate::udp::{
     is_transient, now_ns,
 };
 use crate::uring::{UringPlan, UringRole};
-use crate::workload::{FlowArgs, WorkloadDef, take_sock};
+use crate::workload_def::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};

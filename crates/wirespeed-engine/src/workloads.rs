@@ -1,11 +1,11 @@
 //! The workload registry: one row per workload. What a workload *is* (its
 //! name, socket type, the figure it is judged by) is its row of
 //! [`wirespeed_types::spec::WORKLOADS`]; its row here ([`WorkloadDef`],
-//! from [`crate::workload`]) adds the data plane. A new workload is one
+//! from [`crate::workload_def`]) adds the data plane. A new workload is one
 //! file with a `WORKLOAD` constant and one line in [`REGISTRY`].
 
 use crate::spec::{FlowKind, FlowPlan, Workload};
-pub use crate::workload::{FlowArgs, ListenerArgs, WorkloadDef};
+pub use crate::workload_def::{FlowArgs, ListenerArgs, WorkloadDef};
 
 /// Every workload's data plane.
 pub static REGISTRY: &[WorkloadDef] = &[

@@ -7,10 +7,10 @@
 //! The binary renders the report page from the ladder's results.
 
 use crate::cell::{BenchArgs, spec_from};
+use crate::doctor_peer::{self, DoctorRequest};
 use crate::error::{Context, ExperimentError, Result};
 use crate::experiment::{Overrides, load};
-use crate::inlab::{LabServer, test_in};
-use crate::peer::{self, DoctorRequest};
+use crate::in_netns::{LabServer, test_in};
 use crate::runner::{RunOptions, Tuned, run as run_plan};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -136,7 +136,7 @@ fn doctor_in(ns: &str, peers: &[String]) -> Result<Vec<Finding>> {
     let place = Place::live(Some(ns.to_string()));
     let mut out = None;
     netns::run_in_with_sys(ns, || {
-        out = Some(peer::doctor(&place, &req));
+        out = Some(doctor_peer::doctor(&place, &req));
         Ok(())
     })?;
     let r = out.ctx(|| format!("doctor in {ns}"))??;

@@ -1,9 +1,9 @@
 //! Measured tests for wirespeed, planned and judged: experiment files
 //! (the format, the planner, placeholder resolution and the runner),
 //! optimize's search, doctor's measured (peer) rules and the demo's
-//! scenario, and doctor itself ([`peer::doctor`]). Tests run with the
+//! scenario, and doctor itself ([`doctor_peer::doctor`]). Tests run with the
 //! engine in-process, inside a lab's network namespaces when there is a
-//! lab ([`inlab`], which also runs a cell beside loaders from other lab
+//! lab ([`in_netns`], which also runs a cell beside loaders from other lab
 //! hosts for `--loaders`); tuning a lab host runs wirespeed-host's tune session
 //! in-process too, on a thread with that namespace's /sys. It starts no
 //! wirespeed process.
@@ -19,11 +19,11 @@
 
 pub mod cell;
 pub mod demo;
+pub mod doctor_peer;
 mod error;
 pub mod experiment;
-pub mod inlab;
+pub mod in_netns;
 pub mod optimize;
-pub mod peer;
 pub mod progress;
 pub mod runner;
 #[allow(unsafe_code)]

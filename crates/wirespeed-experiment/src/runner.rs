@@ -1,13 +1,13 @@
 //! Runs an experiment [`Plan`]: builds each cell's lab, starts the server
 //! in the server host's namespace and runs every test from the client
-//! host's namespace, all in this process ([`crate::inlab`]). Results are
+//! host's namespace, all in this process ([`crate::in_netns`]). Results are
 //! saved after every finished cell (write + rename), so a stopped run
 //! resumes at the first unfinished cell.
 
 use crate::cell::spec_from;
 use crate::error::{Context, ExperimentError, Result, failed};
 use crate::experiment::{Plan, Planned, Setting, TuneDef, fingerprint, sweep_point};
-use crate::inlab::{LabServer, test_beside_loaders, test_in};
+use crate::in_netns::{LabServer, test_beside_loaders, test_in};
 use crate::sys::stop_requested as stopped;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

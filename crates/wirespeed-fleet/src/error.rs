@@ -1,7 +1,7 @@
 //! The fleet's one error type.
 
-use crate::fleet_parts::PartError;
 use crate::transport::TransportError;
+use crate::upload::PartError;
 use thiserror::Error;
 use wirespeed_types::protocol::Disagreement;
 

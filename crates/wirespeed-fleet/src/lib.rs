@@ -6,7 +6,7 @@
 //!   `POST /v1/run` to test a peer of its fleet; all but `/healthz` keyed,
 //!   [`auth`]); [`agent::serve`].
 //! - [`fleet`]: the agents of a fleet (a TOML file or built in code);
-//!   [`fleet_parts`]: a fleet too large for one request, sent in parts.
+//!   [`upload`]: a fleet too large for one request, sent in parts.
 //! - [`plan`]: who tests whom, in rounds that keep each host in at most
 //!   K tests at once; [`plan()`].
 //! - [`run`]: the controller that runs a plan through the agents;
@@ -43,7 +43,6 @@ pub mod auth;
 pub mod drift;
 mod error;
 pub mod fleet;
-pub mod fleet_parts;
 pub mod history;
 pub mod interference;
 pub mod plan;
@@ -51,6 +50,7 @@ pub mod protocol;
 pub mod run;
 pub mod schedule;
 pub mod transport;
+pub mod upload;
 pub mod watch;
 pub mod watch_http;
 

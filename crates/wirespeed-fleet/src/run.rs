@@ -373,7 +373,7 @@ impl AgentClient {
     }
 
     /// `PUT /v1/fleet`, or `PUT /v1/fleet/part` for each part of a fleet
-    /// over [`FLEET_BODY`] bytes ([`crate::fleet_parts`]); Ok(false) when
+    /// over [`FLEET_BODY`] bytes ([`crate::upload`]); Ok(false) when
     /// the agent's fleet is pinned.
     pub async fn push_fleet(&self, fleet: &Fleet) -> Result<bool> {
         let body = serde_json::to_vec(fleet).map_err(|e| self.encode_err(e))?;
@@ -381,11 +381,10 @@ impl AgentClient {
             let r = self.call("/v1/fleet", "PUT", "/v1/fleet", body).await?;
             return self.fleet_answer(r);
         }
-        let parts =
-            crate::fleet_parts::split(fleet, FLEET_BODY).map_err(|error| FleetError::Parts {
-                agent: self.name.clone(),
-                error,
-            })?;
+        let parts = crate::upload::split(fleet, FLEET_BODY).map_err(|error| FleetError::Parts {
+            agent: self.name.clone(),
+            error,
+        })?;
         let count = parts.len();
         for (i, p) in parts.into_iter().enumerate() {
             let body = serde_json::to_vec(&p).map_err(|e| self.encode_err(e))?;

@@ -279,9 +279,9 @@ fn a_fleet_in_parts_installs_on_its_last_part_and_lies_are_refused() {
     // A body limit with room for one agent (and the part's 200 bytes)
     // puts each agent in a part of its own.
     let one = serde_json::to_vec(&fleet.agents[0]).unwrap().len();
-    let parts = wirespeed_fleet::fleet_parts::split(&fleet, one + 211).unwrap();
+    let parts = wirespeed_fleet::upload::split(&fleet, one + 211).unwrap();
     assert_eq!(parts.len(), 2);
-    let json = |p: &wirespeed_fleet::fleet_parts::FleetPart| serde_json::to_string(p).unwrap();
+    let json = |p: &wirespeed_fleet::upload::FleetPart| serde_json::to_string(p).unwrap();
     let run = |peer: &str| {
         let body = run_body(peer);
         post(

@@ -59,7 +59,7 @@ fn a_thousand_agents_with_two_nics_each_get_the_fleet_and_run() {
     };
     let bytes = serde_json::to_vec(&fleet).unwrap().len();
     assert!(bytes > 64 * 1024, "{bytes} bytes: no parts needed");
-    let parts = wirespeed_fleet::fleet_parts::split(&fleet, FLEET_BODY).unwrap();
+    let parts = wirespeed_fleet::upload::split(&fleet, FLEET_BODY).unwrap();
     eprintln!("the fleet: {bytes} bytes of JSON, {} parts", parts.len());
     watch_sets_the_fleet(&fleet);
     let plan = wirespeed_fleet::plan(&fleet, Pattern::Pairs, 1).unwrap();

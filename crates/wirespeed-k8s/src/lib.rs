@@ -56,7 +56,7 @@ pub mod proxy;
 pub mod retry;
 pub mod rollout;
 pub mod run;
-pub mod runner;
+pub mod runner_job;
 pub mod sysctls;
 #[cfg(feature = "testkit")]
 pub mod testkit;

@@ -517,9 +517,9 @@ pub fn kubeconfig_with_token(base: &Path, token: &str, out: &Path) -> Result<(),
 /// Server-side applies the runner's objects (`k8s manifests --runner`).
 pub async fn apply_runner(
     client: &Client,
-    objs: &[crate::runner::RunnerObject],
+    objs: &[crate::runner_job::RunnerObject],
 ) -> Result<(), K8sError> {
-    use crate::runner::RunnerObject as R;
+    use crate::runner_job::RunnerObject as R;
     let pp = PatchParams::apply(crate::cluster::FIELD_MANAGER).validation_strict();
     for o in objs {
         let what = format!("apply {}", o.describe());

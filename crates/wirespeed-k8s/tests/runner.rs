@@ -12,7 +12,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use std::time::Duration;
 use wirespeed_k8s::manifests::{self, Network, Options, RUNNER_SA};
 use wirespeed_k8s::testkit::TestEnv;
-use wirespeed_k8s::{Deployment, runner, testkit};
+use wirespeed_k8s::{Deployment, runner_job, testkit};
 
 const RUNNER_NS: &str = "ws-runner";
 
@@ -37,7 +37,7 @@ async fn runner_client(env: &TestEnv, admin: &Client) -> Client {
 /// A pod from the Job's template, as the Job controller would make it.
 async fn pod_of_job(admin: &Client) -> Result<Pod, kube::Error> {
     let jobs: Api<Job> = Api::namespaced(admin.clone(), RUNNER_NS);
-    let j = jobs.get(runner::RUNNER_JOB).await?;
+    let j = jobs.get(runner_job::RUNNER_JOB).await?;
     let tpl = j.spec.unwrap().template;
     let mut meta = tpl.metadata.unwrap_or_default();
     meta.name = Some("wirespeed-run-x1".into());
@@ -85,13 +85,16 @@ async fn the_runner_account_can_make_reach_and_delete_a_run_and_no_more() {
     );
     o.image = "registry.example/wirespeed:1".into();
     o.tolerations = vec![manifests::parse_toleration("dedicated=gpu:NoSchedule").unwrap()];
-    let objs = runner::build(&o, &["-d".into(), "5s".into()]).unwrap();
+    let objs = runner_job::build(&o, &["-d".into(), "5s".into()]).unwrap();
     testkit::apply_runner(&admin, &objs).await.unwrap();
     // Applying again changes nothing; the role is what needs() says.
     testkit::apply_runner(&admin, &objs).await.unwrap();
     let roles: Api<ClusterRole> = Api::all(admin.clone());
-    let role = roles.get(runner::RUNNER_ROLE).await.unwrap();
-    assert_eq!(role.rules.unwrap().len(), runner::needs(&o.networks).len());
+    let role = roles.get(runner_job::RUNNER_ROLE).await.unwrap();
+    assert_eq!(
+        role.rules.unwrap().len(),
+        runner_job::needs(&o.networks).len()
+    );
     // Pod Security "restricted" admits the Job's pod.
     let pod = pod_of_job(&admin).await.unwrap_or_else(|e| panic!("{e}"));
     let args = pod.spec.unwrap().containers[0]

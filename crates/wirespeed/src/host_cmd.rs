@@ -5,7 +5,7 @@
 
 use anyhow::{Result, bail};
 use wirespeed_cli::host::*;
-use wirespeed_experiment::peer::{self};
+use wirespeed_experiment::doctor_peer;
 use wirespeed_host::Snapshot;
 use wirespeed_host::reentry::{self};
 use wirespeed_host::session::{self, Show};
@@ -71,7 +71,7 @@ pub fn run_inspect(a: InspectArgs) -> Result<()> {
 pub fn run_doctor(a: DoctorArgs) -> Result<()> {
     enter_netns(&a.at)?;
     settle_first(&a.at, true);
-    let r = peer::doctor(&a.at.place(), &doctor_request(&a)?)?;
+    let r = doctor_peer::doctor(&a.at.place(), &doctor_request(&a)?)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {

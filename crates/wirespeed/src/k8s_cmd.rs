@@ -386,7 +386,10 @@ fn print_runner(a: &ManifestArgs) -> Result<()> {
     let o = a
         .objects
         .options(&a.namespace, a.port, a.key_file.as_deref())?;
-    print_objects(&wirespeed_k8s::runner::build(&o, &a.run_args)?, a.output)
+    print_objects(
+        &wirespeed_k8s::runner_job::build(&o, &a.run_args)?,
+        a.output,
+    )
 }
 
 /// Prints `objs` as `output` says: yaml (multi-document) or json (a v1

@@ -183,9 +183,9 @@ fn runner_kubeconfig(sw: &str, admin: &Path, out: &Path, without_proxy: bool) {
     );
     o.image = "wirespeed:test".into();
     o.privileged_namespace = true;
-    let mut objs = wirespeed_k8s::runner::build(&o, &[]).unwrap();
+    let mut objs = wirespeed_k8s::runner_job::build(&o, &[]).unwrap();
     for obj in objs.iter_mut().filter(|_| without_proxy) {
-        if let wirespeed_k8s::runner::RunnerObject::ClusterRole(role) = obj {
+        if let wirespeed_k8s::runner_job::RunnerObject::ClusterRole(role) = obj {
             let rules = role.rules.get_or_insert_with(Vec::new);
             let before = rules.len();
             rules.retain(|r| !r.resources.iter().flatten().any(|x| x == "pods/proxy"));

@@ -6,8 +6,8 @@ use super::openmetrics::openmetrics_to_prometheus;
 use super::state::{FACTS_TTL, FactsError, Shared};
 use crate::error::Result;
 use crate::fleet::Fleet;
-use crate::fleet_parts::{FleetPart, Progress};
 use crate::protocol::statement;
+use crate::upload::{FleetPart, Progress};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -139,7 +139,7 @@ pub(super) async fn set_fleet(State(st): State<Arc<Shared>>, body: Bytes) -> Res
 }
 
 /// `PUT /v1/fleet/part`: one part of a fleet too large for one body
-/// ([`crate::fleet_parts`]); 202 until the last part, then as `PUT /v1/fleet`.
+/// ([`crate::upload`]); 202 until the last part, then as `PUT /v1/fleet`.
 pub(super) async fn set_fleet_part(State(st): State<Arc<Shared>>, body: Bytes) -> Response {
     if let Some(r) = fleet_pinned(&st) {
         return r;

@@ -8,7 +8,7 @@ use crate::auth::Target;
 use crate::auth::Verifier;
 use crate::error::Result;
 use crate::fleet::Fleet;
-use crate::fleet_parts::Assembly;
+use crate::upload::Assembly;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
