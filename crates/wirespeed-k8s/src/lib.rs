@@ -4,7 +4,7 @@
 //! the fleet matrix against them and deleting what a run made.
 //!
 //! - [`manifests`], [`deploy`], [`cluster`]: the objects, applied and
-//!   deleted again; [`lock`]: one run per namespace at a time; [`runner`]: what runs `k8s run` inside the cluster;
+//!   deleted again; [`lock`]: one run per namespace at a time; [`runner_job`]: what runs `k8s run` inside the cluster;
 //!   [`cleanup`]: what runs that did not end left behind, deleted by label.
 //! - [`dranet`]: DraNet's vocabulary (NIC selectors, its config mapped
 //!   from a profile, the devices a ResourceSlice publishes); [`dra`]: the
