@@ -14,10 +14,10 @@ pub struct ExperimentArgs {
     #[arg(long)]
     pub repeats: Option<u32>,
     /// Measured time per run, e.g. 2s (overrides the file).
-    #[arg(short, long)]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), short, long)]
     pub duration: Option<String>,
     /// Warm-up per run (overrides the file).
-    #[arg(long)]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long)]
     pub warmup: Option<String>,
     /// Resume from OUT when it holds results of this experiment (the default).
     #[arg(long, conflicts_with = "fresh")]

@@ -62,7 +62,7 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub pair: Option<String>,
     /// Only tests of the last DURATION, e.g. 7d, 12h, 30m.
-    #[arg(long, default_value = "7d")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "7d")]
     pub since: String,
     /// Only this workload label.
     #[arg(long)]
@@ -108,7 +108,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10))]
     pub retries: u32,
     /// Fail (exit 2) when a link's median is below this rate, e.g. 5gbit.
-    #[arg(long)]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_rate), long)]
     pub min: Option<String>,
     /// Fail (exit 2) when a link falls below the same link of this
     /// earlier `fleet run --out` by more than --tolerance.

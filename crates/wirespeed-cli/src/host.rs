@@ -54,7 +54,7 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub key_file: Option<PathBuf>,
     /// Length of each peer test.
-    #[arg(long, default_value = "2s")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "2s")]
     pub test_duration: String,
     /// Do not probe the path MTU toward the gateway and peers (MTU
     /// advice then comes out unverified).
@@ -69,10 +69,10 @@ pub struct DoctorArgs {
 #[derive(clap::Args, Debug, Clone)]
 pub struct GoalArgs {
     /// Wanted throughput (e.g. 40gbit); default: the sum of the NICs' speeds.
-    #[arg(long)]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_rate), long)]
     pub goal: Option<String>,
     /// Round-trip time to size socket buffers for.
-    #[arg(long, default_value = "500us")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "500us")]
     pub rtt: String,
     /// The work is request/response (latency), not bulk.
     #[arg(long)]
@@ -130,7 +130,7 @@ pub struct StateArgs {
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
     /// How long to wait for another tune command holding the journal's lock.
-    #[arg(long, default_value = "30s")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "30s")]
     pub lock_wait: String,
 }
 
@@ -182,7 +182,7 @@ pub struct ApplyArgs {
     /// within this time. A plan that touches the device carrying the
     /// default route, your session or a control connection gets 120s
     /// unless told otherwise.
-    #[arg(long, conflicts_with = "no_confirm")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, conflicts_with = "no_confirm")]
     pub confirm_within: Option<String>,
     /// Apply a plan that touches what carries this host without a
     /// confirm deadline (and without the checks after it).

@@ -256,13 +256,13 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_contended: bool,
     /// Longest wait for each mode's agents to be Ready.
-    #[arg(long, default_value = "5m")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "5m")]
     pub ready_timeout: String,
     /// How long a request to the API server is retried after its first
     /// failure (a restarting API server refuses connections or answers
     /// 503 for a while); past it the run stops testing, says so and
     /// leaves its objects for `k8s cleanup`.
-    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "60s", value_name = "DURATION")]
     pub api_retry: String,
     /// Leave the objects in the cluster afterwards.
     #[arg(long)]

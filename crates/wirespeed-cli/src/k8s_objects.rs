@@ -79,7 +79,7 @@ pub struct ObjectArgs {
     pub priority_class: Option<String>,
     /// The agents' data ports (LO-HI): a firewall or NetworkPolicy can
     /// admit them, and each agent's Service (service paths) forwards them.
-    #[arg(long, value_name = "LO-HI", default_value = "5301-5316")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_port_range), long, value_name = "LO-HI", default_value = "5301-5316")]
     pub data_ports: String,
     /// Allow host-network agents (--network host): their namespace is
     /// labelled Pod Security `privileged` (one wirespeed makes; an

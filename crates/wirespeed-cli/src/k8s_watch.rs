@@ -54,10 +54,10 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "CLAIM")]
     pub history_claim: Option<String>,
     /// How often the watcher lists its agents again.
-    #[arg(long, default_value = "60s")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "60s")]
     pub rediscover: String,
     /// Longest wait for the agents and then the watcher.
-    #[arg(long, default_value = "5m")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "5m")]
     pub ready_timeout: String,
     /// The kubeconfig [default: $KUBECONFIG, ~/.kube/config, in-cluster].
     #[arg(long)]
@@ -104,10 +104,10 @@ pub struct InClusterArgs {
     #[arg(long)]
     pub http_port: u16,
     /// How often the agents are listed again.
-    #[arg(long, default_value = "60s")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "60s")]
     pub rediscover: String,
     /// Longest wait for the agents to be Ready.
-    #[arg(long, default_value = "10m")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "10m")]
     pub ready_timeout: String,
     /// The watcher's own flags.
     #[command(flatten)]

@@ -106,7 +106,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub key_file: Option<PathBuf>,
     /// Longest warm-up plus duration a client may ask for.
-    #[arg(long, default_value = "1h")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "1h")]
     pub max_duration: String,
     /// Most connections in one test [default: from the open-file limit,
     /// leaving headroom; at most 20000].
@@ -116,7 +116,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 256)]
     pub max_threads: u32,
     /// Largest message, request or response size.
-    #[arg(long, default_value = "64m")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_size), long, default_value = "64m")]
     pub max_msg_size: String,
     /// Authenticated control connections at once.
     #[arg(long, default_value_t = 32)]
@@ -128,20 +128,20 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 8)]
     pub max_per_source: usize,
     /// Time from a client's connect to the end of its handshake.
-    #[arg(long, default_value = "5s")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "5s")]
     pub handshake_timeout: String,
     /// Time a client has for each whole message after the handshake.
-    #[arg(long, default_value = "10s")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "10s")]
     pub idle_timeout: String,
     /// Time a data connection has to send its preamble.
-    #[arg(long, default_value = "2s")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "2s")]
     pub preamble_timeout: String,
     /// Time after a test's end the server waits for the client's stop.
-    #[arg(long, default_value = "3s")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "3s")]
     pub stop_grace: String,
     /// Ports for the tests' data connections (LO-HI), so a firewall,
     /// NetworkPolicy or Service can admit them [default: any free port].
-    #[arg(long, value_name = "LO-HI")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_port_range), long, value_name = "LO-HI")]
     pub data_ports: Option<String>,
 }
 

@@ -22,13 +22,13 @@ pub struct ProfileArgs {
     #[arg(long, requires = "profile")]
     pub instance: Option<String>,
     /// Per-NIC cap, e.g. 25gbit (overrides the profile's).
-    #[arg(long, requires = "profile")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_rate), long, requires = "profile")]
     pub nic_cap: Option<String>,
     /// Per-flow cap, e.g. 5gbit (overrides the profile's).
-    #[arg(long, requires = "profile")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_rate), long, requires = "profile")]
     pub flow_cap: Option<String>,
     /// Per-VM cap, e.g. 100gbit (overrides the profile's rule).
-    #[arg(long, requires = "profile")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_rate), long, requires = "profile")]
     pub vm_cap: Option<String>,
 }
 
@@ -42,7 +42,7 @@ pub struct ExplainOpts {
     #[arg(long)]
     pub encap: Option<String>,
     /// Cap of each path when known apart from the profile, e.g. a lab link's 1gbit.
-    #[arg(long)]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_rate), long)]
     pub path_cap: Option<String>,
 }
 
@@ -56,7 +56,7 @@ pub struct ModelArgs {
     #[arg(long)]
     pub price: Vec<String>,
     /// Bandwidth needed, e.g. 10gbit: flows it takes, and the cheapest size that delivers it.
-    #[arg(long)]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_rate), long)]
     pub target: Option<String>,
     /// List the built-in profiles.
     #[arg(long)]

@@ -31,10 +31,10 @@ pub struct WatchArgs {
     #[arg(long, default_value_t = 1.0)]
     pub budget: f64,
     /// Each link's capacity, e.g. 10gbit, 100mbit (the budget's base).
-    #[arg(long, default_value = "10gbit")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_rate), long, default_value = "10gbit")]
     pub link_rate: String,
     /// How often each pair is probed (stretched to fit the budget).
-    #[arg(long, default_value = "30s")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "30s")]
     pub probe_period: String,
     /// The probes, run together on each pair: rr (100 transactions of
     /// 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB).
@@ -46,7 +46,7 @@ pub struct WatchArgs {
     )]
     pub probes: Vec<Probe>,
     /// Length of each bandwidth test of the rotation (per NIC pair).
-    #[arg(long, default_value = "2s")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "2s")]
     pub bandwidth_duration: String,
     /// Agents each agent probes at most (all of them up to N + 1 agents).
     #[arg(long, default_value_t = 16)]
@@ -56,10 +56,10 @@ pub struct WatchArgs {
     #[arg(long, default_value_t = 1.5)]
     pub drift_ratio: f64,
     /// Stop after this long (default: run until killed).
-    #[arg(long = "for")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long = "for")]
     pub run_for: Option<String>,
     /// Prune history older than this, at start and hourly.
-    #[arg(long, default_value = "30d")]
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "30d")]
     pub retain: String,
     /// Serve the live page (/), /metrics and /v1/watch here, e.g.
     /// 127.0.0.1:5390.

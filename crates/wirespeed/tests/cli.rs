@@ -155,6 +155,18 @@ fn closed_sets_are_typed_at_parse_time() {
         (&["k8s", "run", "--paths", "host,tunnel"][..], "not a path"),
         (&["k8s", "run", "--sweep-sizes", "1k,big"][..], "big"),
         (&["k8s", "run", "--sweep-flows", "1,four"][..], "four"),
+        (
+            &["k8s", "run", "--ready-timeout", "soon"][..],
+            "--ready-timeout",
+        ),
+        (&["serve", "--idle-timeout", "5x"][..], "--idle-timeout"),
+        (&["serve", "--max-msg-size", "huge"][..], "--max-msg-size"),
+        (&["serve", "--data-ports", "9-1"][..], "--data-ports"),
+        (&["model", "--nic-cap", "fast"][..], "--nic-cap"),
+        (
+            &["fleet", "watch", "--synthetic", "4", "--retain", "forever"][..],
+            "--retain",
+        ),
     ] {
         assert_clean_failure(args, why);
         assert_clean_failure(args, "invalid value");
