@@ -15,6 +15,16 @@ pub enum FleetError {
     /// The requested plan cannot be made (pattern, concurrency).
     #[error("cannot plan: {0}")]
     Plan(String),
+    /// A loader of an interference point failed (its agent's error).
+    #[error("cannot plan: the {k} loaders (victim at {size} bytes): {error}")]
+    Loaders {
+        /// Loaders at the point.
+        k: u32,
+        /// The victim's block size.
+        size: u32,
+        /// The loader's error.
+        error: Box<FleetError>,
+    },
     /// A file or socket operation failed; `what` says which, on what.
     /// The OS error is in the message, not a `source`, so a chain printer
     /// does not print it twice.
@@ -172,6 +182,7 @@ impl FleetError {
                 _ => Fault::Other,
             },
             FleetError::Stopping { .. } => Fault::Down,
+            FleetError::Loaders { error, .. } => return error.fault(),
             FleetError::Status { status, .. } => match status {
                 401 | 403 => Fault::Refused,
                 404 => Fault::NotFound,

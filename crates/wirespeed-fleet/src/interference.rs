@@ -188,8 +188,10 @@ async fn point(
     // left running would answer the next point's start with busy.
     let mut loaders = Vec::new();
     for l in &started {
-        loaders.push(finish(l).await.map_err(|e| {
-            FleetError::Plan(format!("the {k} loaders (victim at {size} bytes): {e}"))
+        loaders.push(finish(l).await.map_err(|e| FleetError::Loaders {
+            k,
+            size,
+            error: Box::new(e),
         }));
     }
     let victim = victim_result?;
