@@ -7,7 +7,7 @@
 //! The binary renders the report page from the ladder's results.
 
 use crate::cell::{BenchArgs, spec_from};
-use crate::error::{Context, ExperimentError, Result};
+use crate::error::{Context, Result};
 use crate::experiment::{Overrides, load};
 use crate::inlab::{LabServer, test_in};
 use crate::peer::{self, DoctorRequest};
@@ -115,11 +115,10 @@ fn lab_bench(lab: &Lab, server: &str, duration: f64, extra: &[String]) -> Result
     let base = [
         "--port", PORT, "-d", &d, "--warmup", "0.5s", "--cc", "cubic",
     ];
-    a.layer(&base.map(String::from))
-        .and_then(|_| a.layer(extra))
-        .map_err(ExperimentError::Bench)?;
-    let (spec, _) = spec_from(&a).map_err(ExperimentError::Bench)?;
-    let (cfg, _) = a.client(server).map_err(ExperimentError::Bench)?;
+    a.layer(&base.map(String::from))?;
+    a.layer(extra)?;
+    let (spec, _) = spec_from(&a)?;
+    let (cfg, _) = a.client(server)?;
     test_in(lab, "a", &cfg, &spec)
 }
 
