@@ -246,7 +246,7 @@ pub struct PlanArgs {
 /// Bench's flags as fleet workloads (one per size of an rr size list);
 /// flags that make no sense between agents are refused.
 pub fn workloads(b: &BenchArgs) -> Result<Vec<WorkloadSpec>> {
-    let (spec, sizes) = spec_from(b).map_err(anyhow::Error::msg)?;
+    let (spec, sizes) = spec_from(b)?;
     if !spec.paths.is_empty() {
         bail!("--path/--paths do not apply: each test runs over a NIC pair of the fleet file");
     }

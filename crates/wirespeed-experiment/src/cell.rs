@@ -5,6 +5,7 @@
 //! layer of the file, a later layer's flag replacing the same flag below.
 //! Arguments are never merged by hand.
 
+use crate::error::CellError;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, FromArgMatches};
 use serde::Serialize;
@@ -17,9 +18,7 @@ use wirespeed_types::spec::{
     DEFAULT_DATAGRAM, IoEngine, UDP_HEADER_LEN, WORKLOADS, parse_cpus, parse_duration, parse_paths,
     parse_rate, parse_size, parse_sizes,
 };
-use wirespeed_types::{Direction, TestSpec, Workload};
-
-type Result<T, E = String> = std::result::Result<T, E>;
+use wirespeed_types::{Direction, Invalid, TestSpec, Workload};
 
 /// The flags of `wirespeed bench` (all but the server and the model
 /// options): the one definition the CLI and experiment cells parse with.
@@ -316,30 +315,6 @@ fn keep_named(m: &mut ArgMatches) -> Vec<String> {
     named
 }
 
-/// A clap error as one line: an unknown flag is named as unknown.
-fn clap_message(e: clap::Error) -> String {
-    use clap::error::{ContextKind, ContextValue, ErrorKind};
-    let get = |k| match e.get(k) {
-        Some(ContextValue::String(s)) => Some(s.clone()),
-        _ => None,
-    };
-    if e.kind() == ErrorKind::UnknownArgument {
-        let arg = get(ContextKind::InvalidArg).unwrap_or_default();
-        if !arg.starts_with('-') || arg == "-" {
-            return format!(
-                "{arg:?} is not a flag: the server address comes from `target`, values follow their flag"
-            );
-        }
-        let tip = get(ContextKind::SuggestedArg)
-            .map(|s| format!(", did you mean {s}?"))
-            .unwrap_or_default();
-        return format!("unknown bench flag {arg}{tip} (`wirespeed bench --help` lists them)");
-    }
-    let text = e.render().to_string();
-    let line = text.lines().next().unwrap_or("");
-    line.strip_prefix("error: ").unwrap_or(line).to_string()
-}
-
 impl BenchArgs {
     /// Bench's defaults: what `wirespeed bench HOST` runs.
     pub fn defaults() -> BenchArgs {
@@ -353,10 +328,12 @@ impl BenchArgs {
     /// flag it names (any spelling) replaces that flag's value below; a
     /// flag repeated within the layer (`--path A --path B`) keeps every
     /// value. Returns the long names of the flags it named.
-    pub fn layer(&mut self, args: &[String]) -> Result<Vec<String>> {
-        let mut m = command().try_get_matches_from(args).map_err(clap_message)?;
+    pub fn layer(&mut self, args: &[String]) -> Result<Vec<String>, CellError> {
+        let mut m = command()
+            .try_get_matches_from(args)
+            .map_err(CellError::Clap)?;
         let named = keep_named(&mut m);
-        self.update_from_arg_matches(&m).map_err(clap_message)?;
+        self.update_from_arg_matches(&m).map_err(CellError::Clap)?;
         let cmd = command();
         Ok(named
             .iter()
@@ -411,7 +388,7 @@ impl BenchArgs {
     }
 
     /// How to reach the server: -4/-6, -B and --connect-timeout.
-    pub fn reach(&self) -> Result<Reach> {
+    pub fn reach(&self) -> Result<Reach, CellError> {
         let mut r = Reach::default();
         if let Some(c) = &self.connect_timeout {
             r.connect_timeout = Some(connect_timeout(c)?);
@@ -422,11 +399,9 @@ impl BenchArgs {
             _ => None,
         };
         if let Some(b) = &self.bind {
-            let ip: IpAddr = b.parse().map_err(|_| {
-                format!("-B/--bind {b:?}: give the client's IP address (use --path DEV=REMOTE for a device)")
-            })?;
+            let ip: IpAddr = b.parse().map_err(|_| CellError::Bind(b.clone()))?;
             if r.family.is_some_and(|f| !f.holds(ip)) {
-                return Err(format!("-B {ip} is not of the family -4/-6 asks for"));
+                return Err(CellError::BindFamily(ip));
             }
             r.bind = Some(ip);
         }
@@ -441,14 +416,14 @@ impl BenchArgs {
 
     /// The client's settings against `host`: port, timeout and key (with
     /// the key file's warning, if any).
-    pub fn client(&self, host: &str) -> Result<(ClientConfig, Option<String>)> {
+    pub fn client(&self, host: &str) -> Result<(ClientConfig, Option<String>), CellError> {
         let mut cfg = ClientConfig::new(host);
         cfg.port = self.port;
-        let t = parse_duration(&self.timeout).map_err(|e| format!("--timeout: {e}"))?;
+        let t = parse_duration(&self.timeout).map_err(flag("--timeout"))?;
         cfg.timeout = Duration::from_secs_f64(t.max(0.1));
         let mut warning = None;
         if let Some(p) = &self.key_file {
-            let k = wirespeed_engine::read_key_file(p).map_err(|e| e.to_string())?;
+            let k = wirespeed_engine::read_key_file(p).map_err(CellError::KeyFile)?;
             warning = k.warning;
             cfg.key = Some(k.key);
         }
@@ -458,20 +433,22 @@ impl BenchArgs {
 
 /// --connect-timeout: a bare number is milliseconds (iperf3's unit),
 /// else a duration such as 2s.
-fn connect_timeout(s: &str) -> Result<Duration> {
-    let e = |x: String| format!("--connect-timeout {s:?}: {x}");
+fn connect_timeout(s: &str) -> Result<Duration, CellError> {
     let secs = match s.trim().parse::<f64>() {
         Ok(ms) => ms / 1000.0,
-        Err(_) => parse_duration(s).map_err(|x| e(x.to_string()))?,
+        Err(_) => parse_duration(s).map_err(|error| CellError::ConnectTimeout {
+            value: s.to_string(),
+            error,
+        })?,
     };
     if !(secs.is_finite() && secs >= 0.001) {
-        return Err(e("must be at least 1 ms".into()));
+        return Err(CellError::ConnectTimeoutShort(s.to_string()));
     }
     Ok(Duration::from_secs_f64(secs.min(3600.0)))
 }
 
 /// A TOS byte as iperf3 reads it: decimal, 0x hex or 0-led octal, 0-255.
-fn parse_tos(s: &str) -> Result<u8> {
+fn parse_tos(s: &str) -> Result<u8, CellError> {
     let t = s.trim();
     let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         u32::from_str_radix(h, 16)
@@ -482,11 +459,11 @@ fn parse_tos(s: &str) -> Result<u8> {
     };
     v.ok()
         .and_then(|v| u8::try_from(v).ok())
-        .ok_or_else(|| format!("--tos {s:?}: use a byte 0-255, e.g. 0x10 or 16"))
+        .ok_or_else(|| CellError::Tos(s.to_string()))
 }
 
 /// A DSCP as a TOS byte: a number 0-63 or a standard name.
-fn parse_dscp(s: &str) -> Result<u8> {
+fn parse_dscp(s: &str) -> Result<u8, CellError> {
     let t = s.trim().to_ascii_lowercase();
     let named = match t.as_str() {
         "ef" => Some(46),
@@ -496,12 +473,10 @@ fn parse_dscp(s: &str) -> Result<u8> {
     };
     let v = match named {
         Some(v) => v,
-        None => u32::from(parse_tos(&t).map_err(|_| String::new()).unwrap_or(255)),
+        None => parse_tos(&t).map_or(255, u32::from),
     };
     if v > 63 {
-        return Err(format!(
-            "--dscp {s:?}: use 0-63 or a name such as ef, af11..af43, cs0..cs7"
-        ));
+        return Err(CellError::Dscp(s.to_string()));
     }
     Ok((v as u8) << 2)
 }
@@ -525,65 +500,57 @@ fn dscp_class(t: &str) -> Option<u32> {
 }
 
 /// -n or -k as bytes: -k counts messages of `msg_size` bytes.
-fn byte_count(a: &BenchArgs, msg_size: u32) -> Result<Option<u64>> {
+fn byte_count(a: &BenchArgs, msg_size: u32) -> Result<Option<u64>, CellError> {
     if let Some(n) = &a.bytes {
-        return Ok(Some(parse_size(n).map_err(|e| format!("-n/--bytes: {e}"))?));
+        return Ok(Some(parse_size(n).map_err(flag("-n/--bytes"))?));
     }
     let Some(k) = &a.blocks else { return Ok(None) };
-    let k = parse_size(k).map_err(|e| format!("-k/--blocks: {e}"))?;
+    let k = parse_size(k).map_err(flag("-k/--blocks"))?;
     Ok(Some(k.saturating_mul(u64::from(msg_size))))
 }
 
-fn opt_size(s: &Option<String>) -> Result<Option<u32>> {
+fn opt_size(s: &Option<String>) -> Result<Option<u32>, CellError> {
     s.as_deref().map(size32).transpose()
 }
 
-fn size32(s: &str) -> Result<u32> {
-    let v = parse_size(s).map_err(|e| e.to_string())?;
-    u32::try_from(v).map_err(|_| format!("size {s} must be below 4 GiB"))
+fn size32(s: &str) -> Result<u32, CellError> {
+    let v = parse_size(s).map_err(CellError::Value)?;
+    u32::try_from(v).map_err(|_| CellError::TooLarge(s.to_string()))
 }
 
-/// An error's text.
-fn msg(x: impl ToString) -> String {
-    x.to_string()
+/// Names the flag whose value did not parse.
+fn flag(flag: &'static str) -> impl FnOnce(Invalid) -> CellError {
+    move |error| CellError::Flag { flag, error }
 }
 
 /// Builds the spec (and a size sweep's sizes) from the flags.
-pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>)> {
+pub fn spec_from(a: &BenchArgs) -> Result<(TestSpec, Vec<(u32, u32)>), CellError> {
     let mut spec = base_spec(a)?;
     let workload = spec.workload;
     if a.breakdown && !matches!(workload, Workload::Rr | Workload::Crr | Workload::UdpRr) {
-        return Err(format!(
-            "--breakdown cuts request/response transactions (rr, crr, udp-rr), not {}",
-            workload.name()
-        ));
+        return Err(CellError::BreakdownWorkload(workload));
     }
     if a.breakdown && a.zerocopy {
-        return Err(
-            "--breakdown and --zerocopy both use the socket's error queue; choose one".into(),
-        );
+        return Err(CellError::BreakdownZerocopy);
     }
     if a.probe_rr && workload != Workload::Stream {
-        return Err(
-            "--probe-rr measures latency beside a stream test; rr and crr measure latency already"
-                .into(),
-        );
+        return Err(CellError::ProbeRr);
     }
     if a.loaders > 0 && workload.is_bulk() {
-        return Err(format!(
-            "--loaders loads the server beside a request/response test (rr, crr, udp-rr), not {}",
-            workload.name()
-        ));
+        return Err(CellError::LoadersBulk(workload));
     }
     let max = wirespeed_engine::interference::MAX_LOADERS;
     if a.loaders > max {
-        return Err(format!("--loaders {}: at most {max}", a.loaders));
+        return Err(CellError::TooManyLoaders {
+            loaders: a.loaders,
+            max,
+        });
     }
     let sizes = rr_sizes(a, workload)?;
     spec.request_size = sizes[0].0;
     spec.response_size = sizes[0].1;
     spec.validate(&wirespeed_types::Limits::default())
-        .map_err(msg)?;
+        .map_err(CellError::Spec)?;
     Ok((spec, sizes))
 }
 
@@ -597,7 +564,7 @@ fn workload_of(a: &BenchArgs) -> Workload {
 }
 
 /// The spec the flags give, but for the request and response sizes.
-fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
+fn base_spec(a: &BenchArgs) -> Result<TestSpec, CellError> {
     let workload = workload_of(a);
     let udp = workload.is_udp();
     let msg_size = match &a.msg_size {
@@ -612,10 +579,10 @@ fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
     };
     let mut paths = Vec::new();
     for p in &a.path {
-        paths.extend(parse_paths(p).map_err(msg)?);
+        paths.extend(parse_paths(p).map_err(CellError::Value)?);
     }
     if let Some(p) = &a.paths {
-        paths.extend(parse_paths(p).map_err(msg)?);
+        paths.extend(parse_paths(p).map_err(CellError::Value)?);
     }
     let buf = opt_size(&a.socket_buffer)?;
     let (bytes, warmup_s, duration_s) = test_end(a, msg_size)?;
@@ -641,12 +608,12 @@ fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
         msg_size,
         rate_bps: match a.bitrate.as_deref() {
             None | Some("0") => None,
-            Some(b) => Some(parse_rate(b).map_err(|e| format!("--bitrate: {e}"))?),
+            Some(b) => Some(parse_rate(b).map_err(flag("--bitrate"))?),
         },
         udp_gso: !a.no_gso,
         udp_gro: !a.no_gro,
         rr_timeout_s: match a.rr_timeout.as_deref() {
-            Some(t) => parse_duration(t).map_err(|e| format!("--rr-timeout: {e}"))?,
+            Some(t) => parse_duration(t).map_err(flag("--rr-timeout"))?,
             None => wirespeed_types::spec::DEFAULT_RR_TIMEOUT_S,
         },
         sndbuf: opt_size(&a.sndbuf)?.or(buf),
@@ -666,7 +633,7 @@ fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
             .as_deref()
             .map(parse_rate)
             .transpose()
-            .map_err(|e| format!("--pacing: {e}"))?,
+            .map_err(flag("--pacing"))?,
         client_cpus: opt_cpus(a.pin.as_deref())?,
         server_cpus: opt_cpus(a.remote_pin.as_deref())?,
         interval_s: a
@@ -674,7 +641,7 @@ fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
             .as_deref()
             .map(parse_duration)
             .transpose()
-            .map_err(msg)?
+            .map_err(CellError::Value)?
             .unwrap_or(0.0),
         probe_rr: a.probe_rr,
         breakdown: a.breakdown,
@@ -687,45 +654,36 @@ fn base_spec(a: &BenchArgs) -> Result<TestSpec> {
 
 /// How the test ends: by a byte count (the duration then only its
 /// bound), or after its duration; and its warm-up.
-fn test_end(a: &BenchArgs, msg_size: u32) -> Result<(Option<u64>, f64, f64)> {
+fn test_end(a: &BenchArgs, msg_size: u32) -> Result<(Option<u64>, f64, f64), CellError> {
     let bytes = byte_count(a, msg_size)?;
-    let warmup_s = parse_duration(&a.warmup).map_err(msg)?;
+    let warmup_s = parse_duration(&a.warmup).map_err(CellError::Value)?;
     let duration_s = match bytes {
         // Ended by bytes: the duration is the bound (the client lowers it
         // to the server's limit).
         Some(_) => wirespeed_types::Limits::default().max_duration_s - warmup_s,
-        None => parse_duration(&a.duration).map_err(msg)?,
+        None => parse_duration(&a.duration).map_err(CellError::Value)?,
     };
     Ok((bytes, warmup_s, duration_s))
 }
 
 /// The CPUs a `--pin` list names; none without one.
-fn opt_cpus(s: Option<&str>) -> Result<Vec<usize>> {
+fn opt_cpus(s: Option<&str>) -> Result<Vec<usize>, CellError> {
     Ok(s.map(parse_cpus)
         .transpose()
-        .map_err(msg)?
+        .map_err(CellError::Value)?
         .unwrap_or_default())
 }
 
 /// The request and response sizes: a `--size` sweep's, or `--request`
 /// and `--response` (each at least wirespeed's UDP header for UDP).
-fn rr_sizes(a: &BenchArgs, workload: Workload) -> Result<Vec<(u32, u32)>> {
+fn rr_sizes(a: &BenchArgs, workload: Workload) -> Result<Vec<(u32, u32)>, CellError> {
     let mut sizes = Vec::new();
     if let Some(s) = &a.size {
         if workload.is_bulk() {
-            let rr: Vec<&str> = WORKLOADS
-                .iter()
-                .filter(|i| i.transactional)
-                .map(|i| i.name)
-                .collect();
-            return Err(format!(
-                "--size applies to the request/response workloads ({}); use --msg-size for {}",
-                rr.join(", "),
-                workload.name()
-            ));
+            return Err(CellError::SizeBulk(workload));
         }
-        for v in parse_sizes(s).map_err(msg)? {
-            let v = u32::try_from(v).map_err(|_| "size must be below 4 GiB".to_string())?;
+        for v in parse_sizes(s).map_err(CellError::Value)? {
+            let v = u32::try_from(v).map_err(|_| CellError::SweepTooLarge(v))?;
             sizes.push((v, v));
         }
     }
@@ -736,7 +694,7 @@ fn rr_sizes(a: &BenchArgs, workload: Workload) -> Result<Vec<(u32, u32)>> {
         let least = if workload.is_udp() { UDP_HEADER_LEN } else { 1 };
         sizes.push((req.unwrap_or(least), resp.unwrap_or(least)));
     } else if req.is_some() || resp.is_some() {
-        return Err("use either --size or --request/--response".into());
+        return Err(CellError::SizeAndRequest);
     }
     Ok(sizes)
 }
@@ -749,12 +707,23 @@ mod tests {
         xs.iter().map(|s| s.to_string()).collect()
     }
 
-    fn layered(layers: &[&[&str]]) -> Result<BenchArgs> {
+    fn layered(layers: &[&[&str]]) -> Result<BenchArgs, CellError> {
         let mut a = BenchArgs::defaults();
         for l in layers {
             a.layer(&v(l))?;
         }
         Ok(a)
+    }
+
+    /// The message a refused layer prints.
+    fn refused(layers: &[&[&str]]) -> String {
+        layered(layers).map(|_| ()).unwrap_err().to_string()
+    }
+
+    /// The message `spec_from` prints for `args`.
+    fn spec_refused(args: &[&str]) -> String {
+        let a = layered(&[args]).unwrap();
+        spec_from(&a).map(|_| ()).unwrap_err().to_string()
     }
 
     #[test]
@@ -807,23 +776,70 @@ mod tests {
             &["--flows", "2", "--zerocopyy"],
             &["-Q"],
         ] {
-            let e = layered(&[bad]).unwrap_err();
+            let e = refused(&[bad]);
             assert!(e.contains("unknown bench flag"), "{bad:?}: {e}");
             assert!(!e.contains("value"), "{bad:?}: {e}");
         }
-        let e = layered(&[&["--flowz", "4"]]).unwrap_err();
+        let e = refused(&[&["--flowz", "4"]]);
         assert!(e.starts_with("unknown bench flag --flowz"), "{e}");
-        assert!(
-            layered(&[&["10.0.0.1"]])
-                .unwrap_err()
-                .contains("not a flag")
-        );
-        let e = layered(&[&["-d"]]).unwrap_err();
+        assert!(refused(&[&["10.0.0.1"]]).contains("not a flag"));
+        let e = refused(&[&["-d"]]);
         assert!(
             e.contains("value is required") && e.contains("--duration"),
             "{e}"
         );
-        assert!(layered(&[&["-F", "many"]]).unwrap_err().contains("many"));
+        assert!(refused(&[&["-F", "many"]]).contains("many"));
+        assert!(matches!(layered(&[&["-Q"]]), Err(CellError::Clap(_))));
+    }
+
+    #[test]
+    fn refused_flags_say_what_bench_says() {
+        for (args, text) in [
+            (&["--timeout", "x"][..], "--timeout: "),
+            (&["-n", "1Q"], "-n/--bytes: "),
+            (
+                &["--tos", "256"],
+                "--tos \"256\": use a byte 0-255, e.g. 0x10 or 16",
+            ),
+            (&["--dscp", "af14"], "--dscp \"af14\": use 0-63 or a name"),
+            (&["-l", "5G"], "size 5G must be below 4 GiB"),
+            (
+                &["-w", "rr", "--breakdown", "--zerocopy"],
+                "--breakdown and --zerocopy both use the socket's error queue; choose one",
+            ),
+            (
+                &["--breakdown"],
+                "--breakdown cuts request/response transactions (rr, crr, udp-rr), not stream",
+            ),
+            (&["--loaders", "2"], "--loaders loads the server beside"),
+            (
+                &["--size", "1k"],
+                "--size applies to the request/response workloads (rr, ",
+            ),
+            (
+                &["-w", "rr", "--size", "1k", "--request", "1"],
+                "use either --size or --request/--response",
+            ),
+            (&["-w", "rr", "--size", "5G"], "size must be below 4 GiB"),
+        ] {
+            let a = layered(&[args]).unwrap();
+            let e = match spec_from(&a) {
+                Err(e) => e.to_string(),
+                Ok(_) => a.client("h").map(|_| ()).unwrap_err().to_string(),
+            };
+            assert!(e.starts_with(text), "{args:?}: {e}");
+        }
+        assert!(spec_refused(&["--size", "1k"]).ends_with("use --msg-size for stream"));
+        let bind = |args: &[&str]| layered(&[args]).unwrap().reach().unwrap_err();
+        assert!(matches!(bind(&["-B", "eth0"]), CellError::Bind(_)));
+        assert_eq!(
+            bind(&["-4", "-B", "::1"]).to_string(),
+            "-B ::1 is not of the family -4/-6 asks for"
+        );
+        assert_eq!(
+            bind(&["--connect-timeout", "0"]).to_string(),
+            "--connect-timeout \"0\": must be at least 1 ms"
+        );
     }
 
     #[test]

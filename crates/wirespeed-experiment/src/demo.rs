@@ -8,7 +8,7 @@
 
 use crate::cell::{BenchArgs, spec_from};
 use crate::doctor_peer::{self, DoctorRequest};
-use crate::error::{Context, ExperimentError, Result};
+use crate::error::{Context, Result};
 use crate::experiment::{Overrides, load};
 use crate::in_netns::{LabServer, test_in};
 use crate::runner::{RunOptions, Tuned, run as run_plan};
@@ -115,11 +115,10 @@ fn lab_bench(lab: &Lab, server: &str, duration: f64, extra: &[String]) -> Result
     let base = [
         "--port", PORT, "-d", &d, "--warmup", "0.5s", "--cc", "cubic",
     ];
-    a.layer(&base.map(String::from))
-        .and_then(|_| a.layer(extra))
-        .map_err(ExperimentError::Bench)?;
-    let (spec, _) = spec_from(&a).map_err(ExperimentError::Bench)?;
-    let (cfg, _) = a.client(server).map_err(ExperimentError::Bench)?;
+    a.layer(&base.map(String::from))?;
+    a.layer(extra)?;
+    let (spec, _) = spec_from(&a)?;
+    let (cfg, _) = a.client(server)?;
     test_in(lab, "a", &cfg, &spec)
 }
 

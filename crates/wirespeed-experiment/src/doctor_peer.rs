@@ -342,9 +342,7 @@ fn peer_findings(
     peers: &[String],
 ) -> crate::error::Result<(Vec<PeerTest>, Vec<Finding>)> {
     if peers.is_empty() {
-        return Err(crate::error::ExperimentError::Bench(
-            "--peer needs at least one address".into(),
-        ));
+        return Err(crate::error::ExperimentError::NoPeers);
     }
     let pairs = local_for(s, peers);
     let mut cfg = wirespeed_engine::ClientConfig::new(&pairs[0].1);

@@ -6,7 +6,7 @@
 //! through bench's own parser. The format is in docs/experiment-file.md.
 
 use crate::cell::BenchArgs;
-use crate::error::{Context, ExperimentError, Result};
+use crate::error::{CellError, Context, ExperimentError, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
@@ -270,10 +270,9 @@ pub enum FieldError {
     /// A run duration that does not parse.
     #[error(transparent)]
     Duration(#[from] wirespeed_types::Invalid),
-    /// Bench arguments refused by [`crate::cell`]'s parser, in its words
-    /// (a string until cell.rs has an error type of its own).
-    #[error("{0}")]
-    Cell(String),
+    /// Bench arguments refused by [`crate::cell`]'s parser, in its words.
+    #[error(transparent)]
+    Cell(CellError),
 }
 
 /// Replaces `{HOST.N}`, `{HOST.N.v6}`, `{HOST.devN}`, `{HOST.vxJ}` and
@@ -868,7 +867,7 @@ fn check_sweep(
             ));
         }
         for v in &s.values {
-            sweep_point(bench, s, v).map_err(|e| er.field(table, "sweep", e))?;
+            sweep_point(bench, s, v).map_err(|e| er.field(table, "sweep", FieldError::Cell(e)))?;
         }
     }
     Ok(())
@@ -899,11 +898,10 @@ pub(crate) fn sweep_point(
     bench: &BenchArgs,
     s: &Sweep,
     value: &str,
-) -> Result<BenchArgs, FieldError> {
+) -> Result<BenchArgs, CellError> {
     let mut b = bench.clone();
-    b.layer(&[s.arg.clone(), value.to_string()])
-        .map_err(FieldError::Cell)?;
-    crate::cell::spec_from(&b).map_err(FieldError::Cell)?;
+    b.layer(&[s.arg.clone(), value.to_string()])?;
+    crate::cell::spec_from(&b)?;
     Ok(b)
 }
 

@@ -30,4 +30,4 @@ pub mod runner;
 pub mod sys;
 
 pub use cell::{BenchArgs, spec_from};
-pub use error::{Context, ExperimentError, Result};
+pub use error::{CellError, Context, ExperimentError, Result};

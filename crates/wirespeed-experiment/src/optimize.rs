@@ -560,9 +560,9 @@ fn parse_pct(s: &str) -> Result<f64> {
         .parse()
         .ctx(|| format!("bad --noise {s:?}: expected a percentage such as 3%"))?;
     if !(v.is_finite() && (0.0..100.0).contains(&v)) {
-        return Err(ExperimentError::Bench(format!(
+        return Err(ExperimentError::Invalid(wirespeed_types::Invalid(format!(
             "--noise {s:?} must be between 0% and 100%"
-        )));
+        ))));
     }
     Ok(v)
 }
@@ -684,7 +684,7 @@ fn ctx_of(a: &OptimizeArgs) -> Result<(Ctx, Rules)> {
         devs: Vec::new(),
         goal,
         rr_size: u32::try_from(parse_size(&a.size)?)
-            .map_err(|_| ExperimentError::Bench("--size must be below 4 GiB".into()))?,
+            .map_err(|_| wirespeed_types::Invalid("--size must be below 4 GiB".into()))?,
         paths: a
             .paths
             .as_deref()
@@ -855,9 +855,7 @@ impl Climb<'_> {
             let t = Instant::now();
             let r = match self.host.as_mut() {
                 Some(h) => h.apply(&format!("optimize {name}"), change.actions.clone()),
-                None => Err(ExperimentError::Bench(
-                    "host settings are off (--no-host or no rights)".into(),
-                )),
+                None => Err(ExperimentError::HostOff),
             };
             self.budget.spend(t.elapsed().as_secs_f64());
             match r {
@@ -975,10 +973,7 @@ fn open_host_side(a: &OptimizeArgs, fs: &Fs, notes: &mut Vec<String>) -> Result<
     });
     let state = StateDir::new(dir);
     if state.load()?.is_some_and(|j| !j.entries.is_empty()) {
-        return Err(ExperimentError::Bench(format!(
-            "{} holds a journal of earlier changes: undo them with `wirespeed tune rollback --state-dir {0}` or choose another --state-dir",
-            state.dir().display()
-        )));
+        return Err(ExperimentError::Journal(state.dir().to_path_buf()));
     }
     // The server and the paths' remote ends, checked after each host step.
     let peers = std::iter::once(a.host.as_str())

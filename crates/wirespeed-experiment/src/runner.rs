@@ -229,8 +229,8 @@ fn bench_once(
     target: &str,
     bench: &crate::cell::BenchArgs,
 ) -> Result<Vec<TestResult>> {
-    let (spec, sizes) = spec_from(bench).map_err(ExperimentError::Bench)?;
-    let (cfg, _) = bench.client(target).map_err(ExperimentError::Bench)?;
+    let (spec, sizes) = spec_from(bench)?;
+    let (cfg, _) = bench.client(target)?;
     let from = bench
         .loader_hosts()
         .unwrap_or_else(|| vec![plan.client.clone()]);
@@ -272,9 +272,7 @@ fn run_cell(run: &Running, plan: &Plan, c: &Planned, label: &str) -> Result<Cell
     let mut points: Vec<Point> = Vec::new();
     for x in &xs {
         let bench = match (&c.sweep, x) {
-            (Some(s), Some(v)) => {
-                sweep_point(&c.bench, s, v).map_err(|e| ExperimentError::Bench(e.to_string()))?
-            }
+            (Some(s), Some(v)) => sweep_point(&c.bench, s, v)?,
             _ => c.bench.clone(),
         };
         for r in 0..plan.repeats {

@@ -284,11 +284,11 @@ impl Session<'_> {
 /// Runs `wirespeed bench`.
 pub fn run(cmd: BenchCmd) -> Result<()> {
     let a = &cmd.args;
-    let (spec, sizes) = spec_from(a).map_err(anyhow::Error::msg)?;
+    let (spec, sizes) = spec_from(a)?;
     let format = format_of(&cmd, &spec)?;
     crate::model_cmd::check_bench_opts(&cmd.model)?;
-    let (cfg, warning) = a.client(&cmd.host).map_err(anyhow::Error::msg)?;
-    let reach = a.reach().map_err(anyhow::Error::msg)?;
+    let (cfg, warning) = a.client(&cmd.host)?;
+    let reach = a.reach()?;
     if let Some(w) = warning {
         eprintln!("warning: {w}");
     }
