@@ -165,18 +165,9 @@ where
     PossibleValuesParser::new(values).try_map(|s: String| s.parse::<T>())
 }
 
-/// A value checked at parse time but kept as the text given (for flags
-/// whose text is passed on or becomes a label): clap refuses, naming the
-/// flag, a value `check` refuses.
-pub fn checked<T: 'static, E>(
-    check: fn(&str) -> std::result::Result<T, E>,
-) -> impl clap::builder::TypedValueParser<Value = String>
-where
-    E: Into<Box<dyn std::error::Error + Send + Sync + 'static>> + 'static,
-{
-    use clap::builder::{NonEmptyStringValueParser, TypedValueParser};
-    NonEmptyStringValueParser::new().try_map(move |s| check(s.trim()).map(|_| s.trim().to_string()))
-}
+/// A value checked at parse time but kept as the text given
+/// ([`wirespeed_experiment::cell::checked`], which bench's flags use too).
+pub use wirespeed_experiment::cell::checked;
 
 /// A fleet key file's bytes; a warning about the file (its mode) goes
 /// to stderr.

@@ -43,7 +43,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub bidir: bool,
     /// Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds).
-    #[arg(
+    #[arg(value_parser = checked(parse_duration),
         short,
         long,
         short_alias = 't',
@@ -54,11 +54,11 @@ pub struct BenchArgs {
     /// End after this many bytes moved in the window instead of after a
     /// time (iperf3's -n), e.g. 1G; with rr/crr requests and responses
     /// both count.
-    #[arg(short = 'n', long, conflicts_with_all = ["duration", "blocks"])]
+    #[arg(value_parser = checked(parse_size), short = 'n', long, conflicts_with_all = ["duration", "blocks"])]
     pub bytes: Option<String>,
     /// End after this many messages (-l each) instead of after a time
     /// (iperf3's -k).
-    #[arg(
+    #[arg(value_parser = checked(parse_size),
         short = 'k',
         long,
         visible_alias = "blockcount",
@@ -66,7 +66,7 @@ pub struct BenchArgs {
     )]
     pub blocks: Option<String>,
     /// Traffic before measuring, excluded from figures (iperf3's -O/--omit).
-    #[arg(short = 'O', long, visible_alias = "omit", default_value = "1s")]
+    #[arg(value_parser = checked(parse_duration), short = 'O', long, visible_alias = "omit", default_value = "1s")]
     pub warmup: String,
     /// Worker threads per side (each one event loop).
     #[arg(short = 'T', long, default_value_t = 1)]
@@ -81,14 +81,14 @@ pub struct BenchArgs {
     )]
     pub flows: u32,
     /// A path LOCAL=REMOTE (LOCAL an address or device); repeat for several NICs.
-    #[arg(long = "path")]
+    #[arg(value_parser = checked(parse_paths), long = "path")]
     pub path: Vec<String>,
     /// Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2.
-    #[arg(long)]
+    #[arg(value_parser = checked(parse_paths), long)]
     pub paths: Option<String>,
     /// Bytes per send/recv call in stream tests (default 512k); the
     /// datagram size in udp-stream (default 1400).
-    #[arg(short = 'l', long, visible_alias = "length")]
+    #[arg(value_parser = checked(parse_size), short = 'l', long, visible_alias = "length")]
     pub msg_size: Option<String>,
     /// udp-stream: target rate per flow, evenly paced, e.g. 1gbit; 0 (the
     /// default) sends as fast as the socket takes datagrams.
@@ -102,25 +102,25 @@ pub struct BenchArgs {
     pub no_gro: bool,
     /// udp-rr: how long a request waits for its answer before it counts as
     /// lost and the next one goes (default 200ms).
-    #[arg(long)]
+    #[arg(value_parser = checked(parse_duration), long)]
     pub rr_timeout: Option<String>,
     /// rr/crr request and response size; a comma list runs a sweep.
-    #[arg(short, long)]
+    #[arg(value_parser = checked(parse_sizes), short, long)]
     pub size: Option<String>,
     /// rr/crr request size.
-    #[arg(long)]
+    #[arg(value_parser = checked(parse_size), long)]
     pub request: Option<String>,
     /// rr/crr response size.
-    #[arg(long)]
+    #[arg(value_parser = checked(parse_size), long)]
     pub response: Option<String>,
     /// SO_SNDBUF and SO_RCVBUF both (iperf3's --window).
-    #[arg(long, visible_alias = "window")]
+    #[arg(value_parser = checked(parse_size), long, visible_alias = "window")]
     pub socket_buffer: Option<String>,
     /// SO_SNDBUF.
-    #[arg(long)]
+    #[arg(value_parser = checked(parse_size), long)]
     pub sndbuf: Option<String>,
     /// SO_RCVBUF.
-    #[arg(long)]
+    #[arg(value_parser = checked(parse_size), long)]
     pub rcvbuf: Option<String>,
     /// Congestion control, e.g. cubic or bbr.
     #[arg(long, visible_alias = "cc")]
@@ -179,16 +179,16 @@ pub struct BenchArgs {
     #[arg(long)]
     pub dont_fragment: bool,
     /// Pace each flow at this rate (SO_MAX_PACING_RATE), e.g. 2gbit.
-    #[arg(long)]
+    #[arg(value_parser = checked(parse_rate), long)]
     pub pacing: Option<String>,
     /// Pin client worker threads to these CPUs, e.g. 0,1 or 0-3.
-    #[arg(long)]
+    #[arg(value_parser = checked(parse_cpus), long)]
     pub pin: Option<String>,
     /// Pin server worker threads to these CPUs.
-    #[arg(long)]
+    #[arg(value_parser = checked(parse_cpus), long)]
     pub remote_pin: Option<String>,
     /// Interval reports, e.g. 1s.
-    #[arg(short, long)]
+    #[arg(value_parser = checked(parse_duration), short, long)]
     pub interval: Option<String>,
     /// Measure 1-byte request/response latency beside a stream test.
     #[arg(long)]
@@ -206,7 +206,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub key_file: Option<PathBuf>,
     /// Timeout for connecting and for each control answer as a whole.
-    #[arg(long, default_value = "10s")]
+    #[arg(value_parser = checked(parse_duration), long, default_value = "10s")]
     pub timeout: String,
     /// Timeout for each TCP connect alone, control and data; a bare
     /// number is milliseconds, as in iperf3.
@@ -244,6 +244,19 @@ pub fn workload_parser() -> impl clap::builder::TypedValueParser<Value = Workloa
             .map(|i| PossibleValue::new(i.name).help(i.about)),
     )
     .try_map(|s| Workload::from_name(&s).ok_or(format!("unknown workload {s:?}")))
+}
+
+/// A value checked at parse time but kept as the text given (for flags
+/// whose text is passed on, layered or becomes a label): clap refuses,
+/// naming the flag, a value `check` refuses.
+pub fn checked<T: 'static, E>(
+    check: fn(&str) -> std::result::Result<T, E>,
+) -> impl clap::builder::TypedValueParser<Value = String>
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync + 'static>> + 'static,
+{
+    use clap::builder::{NonEmptyStringValueParser, TypedValueParser};
+    NonEmptyStringValueParser::new().try_map(move |s| check(s.trim()).map(|_| s.trim().to_string()))
 }
 
 /// A closed set's values by name, parsed to the value itself: `--help`
@@ -794,11 +807,20 @@ mod tests {
 
     #[test]
     fn refused_flags_say_what_bench_says() {
+        // Values of the units are refused by clap, naming the flag.
+        for (args, flag) in [
+            (&["--timeout", "x"][..], "'--timeout"),
+            (&["-n", "1Q"], "'--bytes"),
+        ] {
+            let e = layered(&[args]).unwrap_err().to_string();
+            assert!(
+                e.starts_with("invalid value") && e.contains(flag),
+                "{args:?}: {e}"
+            );
+        }
         for (args, text) in [
-            (&["--timeout", "x"][..], "--timeout: "),
-            (&["-n", "1Q"], "-n/--bytes: "),
             (
-                &["--tos", "256"],
+                &["--tos", "256"][..],
                 "--tos \"256\": use a byte 0-255, e.g. 0x10 or 16",
             ),
             (&["--dscp", "af14"], "--dscp \"af14\": use 0-63 or a name"),

@@ -46,7 +46,7 @@ pub enum ExperimentError {
         error: String,
     },
     /// A size, rate, duration or test description is malformed.
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(#[from] wirespeed_types::Invalid),
     /// A test failed in the engine.
     #[error(transparent)]
