@@ -5,13 +5,12 @@
 
 use crate::error::EngineError;
 use crate::harness::{
-    Counters, Flow, FlowEnd, Reg, Status, ThreadState, drain_to_eof, recv_message, send_message,
-    tcp_info_of, want, want_for,
+    Counters, Flow, FlowEnd, Reg, Status, ThreadState, drain_to_eof, tcp_info_of, want, want_for,
 };
 use crate::result::TcpInfo;
 use crate::spec::{FlowKind, Workload};
 use crate::sys::{EV_IN, EV_OUT};
-use crate::timestamps::Stamper;
+use crate::timestamps::{Stamper, recv_via, send_via};
 use crate::uring::{UringPlan, UringRole};
 use crate::workload_def::{FlowArgs, WorkloadDef, take_sock};
 use socket2::Socket;
@@ -149,22 +148,19 @@ impl RrClient {
         let mut rounds = 0;
         loop {
             if self.sending {
-                let sent = match self.stamps.as_mut() {
-                    Some(b) => {
-                        b.writing();
-                        b.send_message(
-                            self.sock.as_fd(),
-                            ts,
-                            &mut self.left,
-                            &self.counters,
-                            solo,
-                            &mut self.reg,
-                        )?
-                    }
-                    None => {
-                        send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-                    }
-                };
+                if let Some(b) = self.stamps.as_mut() {
+                    b.writing();
+                }
+                let stamps = self.stamps.as_mut();
+                let sent = send_via(
+                    stamps,
+                    fd,
+                    ts,
+                    &mut self.left,
+                    &self.counters,
+                    solo,
+                    &mut self.reg,
+                )?;
                 if let Some(st) = sent {
                     return Ok(st);
                 }
@@ -180,17 +176,16 @@ impl RrClient {
                     return Ok(Status::Active);
                 }
             }
-            let got = match self.stamps.as_mut() {
-                Some(b) => b.recv_message(
-                    self.sock.as_fd(),
-                    ts,
-                    &mut self.left,
-                    &self.counters,
-                    solo,
-                    &mut self.reg,
-                )?,
-                None => recv_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?,
-            };
+            let stamps = self.stamps.as_mut();
+            let got = recv_via(
+                stamps,
+                fd,
+                ts,
+                &mut self.left,
+                &self.counters,
+                solo,
+                &mut self.reg,
+            )?;
             if let Some(st) = got {
                 return Ok(st);
             }
@@ -334,19 +329,16 @@ impl Flow for RrServer {
         let solo = self.solo;
         loop {
             if !self.sending {
-                let got = match self.stamps.as_mut() {
-                    Some(b) => b.recv_message(
-                        self.sock.as_fd(),
-                        ts,
-                        &mut self.left,
-                        &self.counters,
-                        solo,
-                        &mut self.reg,
-                    )?,
-                    None => {
-                        recv_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?
-                    }
-                };
+                let stamps = self.stamps.as_mut();
+                let got = recv_via(
+                    stamps,
+                    fd,
+                    ts,
+                    &mut self.left,
+                    &self.counters,
+                    solo,
+                    &mut self.reg,
+                )?;
                 if let Some(st) = got {
                     return Ok(st);
                 }
@@ -356,17 +348,16 @@ impl Flow for RrServer {
                 self.sending = true;
                 self.left = self.response;
             }
-            let sent = match self.stamps.as_mut() {
-                Some(b) => b.send_message(
-                    self.sock.as_fd(),
-                    ts,
-                    &mut self.left,
-                    &self.counters,
-                    solo,
-                    &mut self.reg,
-                )?,
-                None => send_message(fd, ts, &mut self.left, &self.counters, solo, &mut self.reg)?,
-            };
+            let stamps = self.stamps.as_mut();
+            let sent = send_via(
+                stamps,
+                fd,
+                ts,
+                &mut self.left,
+                &self.counters,
+                solo,
+                &mut self.reg,
+            )?;
             if let Some(st) = sent {
                 return Ok(st);
             }

@@ -55,6 +55,41 @@ struct Pending {
     answer: Option<(Option<i64>, i64, i64)>,
 }
 
+/// Receives the rest of a message through the flow's stamper when it has
+/// one (it samples some transactions), else plainly: what rr's client
+/// and server both do on every receive.
+pub(crate) fn recv_via(
+    stamps: Option<&mut Stamper>,
+    fd: BorrowedFd<'_>,
+    ts: &mut ThreadState,
+    left: &mut u64,
+    c: &Counters,
+    wait: bool,
+    reg: &mut Option<Reg>,
+) -> io::Result<Option<Status>> {
+    match stamps {
+        Some(b) => b.recv_message(fd, ts, left, c, wait, reg),
+        None => recv_message(fd, ts, left, c, wait, reg),
+    }
+}
+
+/// Sends the rest of a message through the flow's stamper when it has
+/// one, else plainly (see [`recv_via`]).
+pub(crate) fn send_via(
+    stamps: Option<&mut Stamper>,
+    fd: BorrowedFd<'_>,
+    ts: &ThreadState,
+    left: &mut u64,
+    c: &Counters,
+    wait: bool,
+    reg: &mut Option<Reg>,
+) -> io::Result<Option<Status>> {
+    match stamps {
+        Some(b) => b.send_message(fd, ts, left, c, wait, reg),
+        None => send_message(fd, ts, left, c, wait, reg),
+    }
+}
+
 /// One side's timestamping of one flow: an rr connection, a udp-rr
 /// socket, or the current connection of a crr flow.
 pub struct Stamper {
