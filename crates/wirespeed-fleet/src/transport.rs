@@ -287,17 +287,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_silent_agent_times_out_at_the_bound() {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        let held = tokio::spawn(async move {
-            let mut conns = Vec::new();
-            while let Ok((c, _)) = l.accept().await {
-                conns.push(c);
-            }
-        });
+        let addr = wirespeed_testkit::silent_listener();
         let d = Direct::new(&agent(addr.to_string()), Duration::from_millis(300)).unwrap();
         let e = d.send(get()).await.unwrap_err();
-        held.abort();
         assert!(matches!(e, TransportError::TimedOut { .. }), "{e:?}");
     }
 

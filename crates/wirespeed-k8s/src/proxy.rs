@@ -272,14 +272,7 @@ mod tests {
     /// kube's five-minute read timeout.
     #[tokio::test]
     async fn a_silent_api_server_fails_the_request_at_its_bound() {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        let held = tokio::spawn(async move {
-            let mut conns = Vec::new();
-            while let Ok((c, _)) = l.accept().await {
-                conns.push(c);
-            }
-        });
+        let addr = wirespeed_testkit::silent_listener();
         let url = format!("http://{addr}").parse().unwrap();
         let client = Client::try_from(kube::Config::new(url)).unwrap();
         let p = PodProxy::new(client, "ns", "pod", 5380, Duration::from_millis(300));
@@ -292,7 +285,6 @@ mod tests {
                 body: vec![],
             })
             .await;
-        held.abort();
         let e = r.expect_err("a silent API server gives no answer");
         assert!(matches!(e, TransportError::TimedOut { .. }), "{e}");
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());

@@ -51,6 +51,31 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// A peer that accepts TCP connections on loopback and never answers
+/// (a trickle that never starts): its address. It holds the first
+/// [`SILENT_HELD`] connections open until the test process ends.
+pub fn silent_listener() -> std::net::SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let addr = l.local_addr().expect("a bound listener has an address");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while held.len() < SILENT_HELD {
+            match l.accept() {
+                Ok((c, _)) => held.push(c),
+                Err(_) => break,
+            }
+        }
+        // Held, not closed: the peer stays silent, not gone.
+        loop {
+            std::thread::park();
+        }
+    });
+    addr
+}
+
+/// How many connections [`silent_listener`] accepts and holds.
+pub const SILENT_HELD: usize = 16;
+
 #[cfg(test)]
 mod tests {
     use super::*;
