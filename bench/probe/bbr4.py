@@ -23,11 +23,7 @@ def ns(name, *cmd, **kw):
     return subprocess.run(["ip", "netns", "exec", name, *cmd], capture_output=True, text=True, timeout=120, **kw)
 
 def ready(port):
-    for _ in range(100):
-        if ns("zcA", "bash", "-c", f"exec 3<>/dev/tcp/{B}/{port}").returncode == 0:
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"nothing answers on {B}:{port}")
+    rounds.ready(ns, B, port)
 
 def ws():
     out = ns("zcA", W, "bench", B, "--port", "5300", "-F", "4", "-T", "1", "-l", "128K", "--cc", "bbr", "-d", D + "s", "--pin", "0", "--remote-pin", "1", "--json")

@@ -1,5 +1,5 @@
 # rounds.py: the interleaving the probe scripts share (bbr4.py, floors.py).
-import json, sys
+import json, sys, time
 
 def interleave(variants, rounds, save):
     """Runs each of `variants` (name -> function returning a figure) once a
@@ -17,3 +17,14 @@ def interleave(variants, rounds, save):
                 print("fail", n, e, file=sys.stderr)
     json.dump(res, open(save, "w"))
     return res
+
+
+def ready(ns, host, port):
+    """Waits until `host`:`port` accepts a TCP connection from namespace
+    zcA, `ns(name, *cmd)` running a command in a namespace; raises after
+    10 s."""
+    for _ in range(100):
+        if ns("zcA", "bash", "-c", f"exec 3<>/dev/tcp/{host}/{port}").returncode == 0:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing answers on {host}:{port}")

@@ -15,6 +15,15 @@ pub(crate) struct Bed {
     /// bench/probe/udpgso.c built beside the harness (bench/compare
     /// builds it), when a C compiler was there.
     pub(crate) udpgso: Option<String>,
+    /// bench/probe/crr.c built beside the harness: the blocking crr floor.
+    pub(crate) crr: Option<String>,
+    /// bench/probe/pingpong.c built beside the harness: the blocking rr floor.
+    pub(crate) pingpong: Option<String>,
+    /// iperf3 3.21 built by bench/peers (a thread per stream, `--gsro`).
+    pub(crate) iperf321: Option<String>,
+    /// The directory of neper's binaries built by bench/peers
+    /// (`neper-tcp_stream`, `neper-tcp_rr`, `neper-tcp_crr`).
+    pub(crate) neper: Option<String>,
     /// `--perf`: when in a run to record the one-second profile.
     pub(crate) profile_at: Option<std::time::Duration>,
 }
@@ -86,30 +95,58 @@ fn build() -> Result<Bed, String> {
     for (name, argv, port) in list {
         servers.insert(name, Server::start(&lab, "b", &argv, port)?);
     }
-    // The equal-offload UDP floor (bench/probe/udpgso.c): optional, the
-    // udp-gso row says when it is missing.
-    let udpgso = std::env::current_exe()
-        .ok()
-        .and_then(|e| Some(e.parent()?.join("udpgso")))
-        .filter(|p| p.exists())
-        .map(|p| p.to_string_lossy().to_string());
-    if let Some(u) = &udpgso {
-        servers.insert(
-            "udpgso",
-            Server::start(&lab, "b", &[u, "sink", "5400"], 5400)?,
-        );
-    } else {
-        eprintln!(
-            "bench/probe/udpgso.c is not built beside the harness: the udp-gso row has no peer"
-        );
+    // The optional peers: the bare C floors built beside the harness
+    // (bench/compare builds them) and what bench/peers built; a row says
+    // when its peer is missing.
+    let udpgso = beside("udpgso");
+    let crr = beside("crr");
+    let pingpong = beside("pingpong");
+    let iperf321 = beside("../peers/bin/iperf3-3.21");
+    let neper = beside("../peers/bin/neper-tcp_crr").and_then(|p| {
+        Some(
+            std::path::Path::new(&p)
+                .parent()?
+                .to_string_lossy()
+                .to_string(),
+        )
+    });
+    let optional: [(&'static str, &Option<String>, Vec<&str>, u16); 4] = [
+        ("udpgso", &udpgso, vec!["sink", "5400"], 5400),
+        ("crr-c", &crr, vec!["server", "5410"], 5410),
+        ("pingpong", &pingpong, vec!["server", "5411", "14"], 5411),
+        ("iperf3-21", &iperf321, vec!["-s", "-p", "5203"], 5203),
+    ];
+    for (name, bin, args, port) in optional {
+        match bin {
+            Some(b) => {
+                let argv: Vec<&str> = std::iter::once(b.as_str()).chain(args).collect();
+                servers.insert(name, Server::start(&lab, "b", &argv, port)?);
+            }
+            None => eprintln!(
+                "{name} is not built (bench/compare, bench/peers): its rows run without it"
+            ),
+        }
+    }
+    if neper.is_none() {
+        eprintln!("neper is not built (bench/peers): its rows run without it");
     }
     Ok(Bed {
         lab,
         servers,
         ws,
         udpgso,
+        crr,
+        pingpong,
+        iperf321,
+        neper,
         profile_at: None,
     })
+}
+
+/// The path of `rel` (a program) beside the harness's binary, if it is there.
+fn beside(rel: &str) -> Option<String> {
+    let p = std::env::current_exe().ok()?.parent()?.join(rel);
+    p.exists().then(|| p.to_string_lossy().to_string())
 }
 
 /// The testbed, with `--perf`'s moment set; exits when it cannot be had.

@@ -2,8 +2,11 @@
 
 use crate::MSG;
 use crate::bed::Bed;
-use crate::contender::{Contender, Group, GroupRow, Kind, Table, eq, one, strings};
-use crate::tools::{parse_iperf2, parse_iperf3, parse_sockperf, parse_udpgso, parse_wirespeed};
+use crate::contender::{Contender, Group, GroupRow, Kind, Table, eq, one, strings, with_fresh};
+use crate::tools::{
+    parse_c_rr, parse_iperf2, parse_iperf3, parse_neper, parse_sockperf, parse_udpgso,
+    parse_wirespeed,
+};
 
 /// The command lines of each tool on one testbed for `d` seconds a run.
 struct Cmds<'a> {
@@ -57,6 +60,63 @@ impl<'a> Cmds<'a> {
             parse_iperf3,
             "iperf3",
         )
+    }
+
+    /// iperf3 3.21 (built by bench/peers: a thread per stream, `--gsro`)
+    /// to link 0, when it is built.
+    fn i321(&self, label: &str, extra: &[&str]) -> Option<Contender> {
+        let bin = self.bed.iperf321.as_ref()?;
+        let mut v = self.i3_to(&self.b0, "5203", extra);
+        v[0] = bin.clone();
+        Some(one(label, v, parse_iperf3, "iperf3-21"))
+    }
+
+    /// neper's `tool` (tcp_stream, tcp_rr, tcp_crr, udp_rr; built by
+    /// bench/peers) with `args` on both sides, as neper is run: a server
+    /// started for each run, which serves that one test and exits. Neper
+    /// has no warm-up to omit: its figure covers the whole run.
+    fn neper(&self, label: &str, tool: &str, args: &[&str]) -> Option<Contender> {
+        let bin = format!("{}/neper-{tool}", self.bed.neper.as_ref()?);
+        // --nolog: no log file per process in the working directory.
+        let mut server = strings(&[&bin, "--nolog", "-l", &self.dn]);
+        server.extend(strings(args));
+        if tool == "tcp_rr" || tool == "tcp_crr" {
+            server.push("--no-delay".into());
+        }
+        let mut client = strings(&[&bin, "--nolog", "-c", "-H", &self.b0, "-l", &self.dn]);
+        if tool != "tcp_stream" {
+            // Percentiles, and TCP_NODELAY as the other tools set for
+            // request/response (neper's default leaves Nagle on).
+            client.extend(strings(&["-p", "50,99"]));
+        }
+        if tool == "tcp_rr" || tool == "tcp_crr" {
+            client.push("--no-delay".into());
+        }
+        client.extend(strings(args));
+        Some(with_fresh(label, client, parse_neper, server, 12866))
+    }
+
+    /// bench/probe/crr.c's client against its blocking server: the crr floor.
+    fn crr_floor(&self) -> Option<Contender> {
+        let bin = self.bed.crr.as_ref()?;
+        Some(one(
+            "C floor crr.c (blocking, one connection at a time)",
+            strings(&[bin, "client", &self.b0, "5410", &self.dn, "1"]),
+            parse_c_rr,
+            "crr-c",
+        ))
+    }
+
+    /// bench/probe/pingpong.c's client against its blocking server, 14 B
+    /// each way: the rr floor.
+    fn rr_floor(&self) -> Option<Contender> {
+        let bin = self.bed.pingpong.as_ref()?;
+        Some(one(
+            "C floor pingpong.c (blocking send and recv)",
+            strings(&[bin, "client", &self.b0, "5411", &self.dn, "1", "14"]),
+            parse_c_rr,
+            "pingpong",
+        ))
     }
 
     fn i2_to(&self, dst: &str, port: &str, extra: &[&str]) -> Vec<String> {
@@ -139,6 +199,7 @@ impl<'a> Cmds<'a> {
                 } else {
                     parse_iperf2
                 },
+                fresh: Vec::new(),
             }
         };
         let (x, y) = (per_nic("iperf3"), per_nic("iperf2"));
@@ -171,27 +232,78 @@ impl<'a> Cmds<'a> {
                     &[&l[..], &["-Z", cc]].concat(),
                 ),
             ]
-        } else {
+            .into_iter()
+            .chain(self.i321(
+                &format!("iperf3 3.21 -l {MSG} -C {cc}"),
+                &[&l[..], &["-C", cc]].concat(),
+            ))
+            .collect()
+        } else if flows == "4" {
+            // One worker per side, as iperf3 3.12 runs: its peers are
+            // iperf3 3.12 and neper on one thread.
             vec![
-                // First, the row the ratio uses: one worker per side, as
-                // iperf3 3.12 runs (both ends share this testbed's cores).
                 self.w(
                     &format!("wirespeed -F 4 -T 1 -l {MSG} --cc {cc}"),
                     &[&l[..], &["-F", "4", "-T", "1", "--cc", cc]].concat(),
                 ),
-                self.w(
-                    &format!("wirespeed -F 4 -T 2 -l {MSG} --cc {cc}"),
-                    &[&l[..], &["-F", "4", "-T", "2", "--cc", cc]].concat(),
-                ),
                 self.i3(
                     &format!("iperf3 -P 4 -l {MSG} -C {cc}"),
                     &[&l[..], &["-P", "4", "-C", cc]].concat(),
+                ),
+            ]
+            .into_iter()
+            .chain(self.neper(
+                &format!("neper tcp_stream -F 4 -T 1 -B {MSG} --congestion-control {cc}"),
+                "tcp_stream",
+                &[
+                    "-F",
+                    "4",
+                    "-T",
+                    "1",
+                    "-B",
+                    "131072",
+                    "--congestion-control",
+                    cc,
+                ],
+            ))
+            .collect()
+        } else {
+            // A thread per flow, as iperf3 3.21 and iperf2 run; wirespeed
+            // on 2 threads (the testbed's cores) shown beside it.
+            vec![
+                self.w(
+                    &format!("wirespeed -F 4 -T 4 -l {MSG} --cc {cc}"),
+                    &[&l[..], &["-F", "4", "-T", "4", "--cc", cc]].concat(),
+                ),
+                self.w(
+                    &format!("wirespeed -F 4 -T 2 -l {MSG} --cc {cc}"),
+                    &[&l[..], &["-F", "4", "-T", "2", "--cc", cc]].concat(),
                 ),
                 self.i2(
                     &format!("iperf2 -P 4 -l {MSG} -Z {cc}"),
                     &[&l[..], &["-P", "4", "-Z", cc]].concat(),
                 ),
             ]
+            .into_iter()
+            .chain(self.i321(
+                &format!("iperf3 3.21 -P 4 -l {MSG} -C {cc}"),
+                &[&l[..], &["-P", "4", "-C", cc]].concat(),
+            ))
+            .chain(self.neper(
+                &format!("neper tcp_stream -F 4 -T 4 -B {MSG} --congestion-control {cc}"),
+                "tcp_stream",
+                &[
+                    "-F",
+                    "4",
+                    "-T",
+                    "4",
+                    "-B",
+                    "131072",
+                    "--congestion-control",
+                    cc,
+                ],
+            ))
+            .collect()
         }
     }
 
@@ -205,7 +317,11 @@ impl<'a> Cmds<'a> {
                     self.w("wirespeed", &[]),
                     self.i3("iperf3", &[]),
                     self.i2("iperf2", &[]),
-                ],
+                ]
+                .into_iter()
+                .chain(self.i321("iperf3 3.21", &[]))
+                .chain(self.neper("neper tcp_stream", "tcp_stream", &[]))
+                .collect(),
             ),
             "d-stream4" => (
                 (Table::Defaults, "four flows, otherwise defaults".into()),
@@ -214,7 +330,11 @@ impl<'a> Cmds<'a> {
                     self.w("wirespeed -F 4", &["-F", "4"]),
                     self.i3("iperf3 -P 4", &["-P", "4"]),
                     self.i2("iperf2 -P 4", &["-P", "4"]),
-                ],
+                ]
+                .into_iter()
+                .chain(self.i321("iperf3 3.21 -P 4", &["-P", "4"]))
+                .chain(self.neper("neper tcp_stream -F 4", "tcp_stream", &["-F", "4"]))
+                .collect(),
             ),
             "d-rr" => (
                 (Table::Defaults, "each tool's plain request/response".into()),
@@ -222,7 +342,10 @@ impl<'a> Cmds<'a> {
                 vec![
                     self.w("wirespeed -w rr", &["-w", "rr"]),
                     self.sp("sockperf ping-pong --tcp", false, &[]),
-                ],
+                ]
+                .into_iter()
+                .chain(self.neper("neper tcp_rr", "tcp_rr", &[]))
+                .collect(),
             ),
             _ => unreachable!("group sends only the defaults here"),
         }
@@ -241,23 +364,27 @@ impl<'a> Cmds<'a> {
                 Kind::Stream,
                 self.eq_stream("cubic", "1"),
             ),
-            "s4-bbr" => (
-                eq(&format!(
-                    "4 flows, {MSG} per call, bbr; threads: wirespeed -T 1 as iperf3 3.12 has 1 (-T 2 shown), iperf2 one per flow"
-                )),
-                Kind::Stream,
-                self.eq_stream("bbr", "4"),
-            ),
-            "s4-cubic" => (
-                eq(&format!(
-                    "4 flows, {MSG} per call, cubic; threads: wirespeed -T 1 as iperf3 3.12 has 1 (-T 2 shown), iperf2 one per flow"
-                )),
-                Kind::Stream,
-                self.eq_stream("cubic", "4"),
-            ),
+            "s4-bbr" | "s4-cubic" => {
+                let cc = &name[3..];
+                (
+                    eq(&format!(
+                        "4 flows, {MSG} per call, {cc}, one thread per side"
+                    )),
+                    Kind::Stream,
+                    self.eq_stream(cc, "4"),
+                )
+            }
+            "s4t-bbr" | "s4t-cubic" => {
+                let cc = &name[4..];
+                (
+                    eq(&format!("4 flows, {MSG} per call, {cc}, a thread per flow")),
+                    Kind::Stream,
+                    self.eq_stream(cc, "4t"),
+                )
+            }
             "skip-rx" => (
                 eq(&format!(
-                    "1 flow, {MSG} per call, default cc; the peers have no way to skip the receive copy"
+                    "1 flow, {MSG} per call, default cc; iperf3 and iperf2 copy (no way to skip), neper skips too"
                 )),
                 Kind::Stream,
                 vec![
@@ -267,7 +394,21 @@ impl<'a> Cmds<'a> {
                     ),
                     self.i3(&format!("iperf3 -l {MSG}"), &["-l", MSG]),
                     self.i2(&format!("iperf2 -l {MSG}"), &["-l", MSG]),
-                ],
+                ]
+                .into_iter()
+                .chain(self.neper(
+                    &format!("neper tcp_stream --skip-rx-copy -B {MSG}"),
+                    "tcp_stream",
+                    &["--skip-rx-copy", "-B", "131072"],
+                ))
+                // neper copying beside neper skipping: what skipping does
+                // to one and the same tool.
+                .chain(self.neper(
+                    &format!("neper tcp_stream -B {MSG} (copies)"),
+                    "tcp_stream",
+                    &["-B", "131072"],
+                ))
+                .collect(),
             ),
             "nics2" => (
                 eq(&format!(
@@ -296,10 +437,21 @@ impl<'a> Cmds<'a> {
                 vec![
                     self.w("wirespeed -w rr --size 14", &["-w", "rr", "--size", "14"]),
                     self.sp("sockperf ping-pong --tcp -m 14", false, &["-m", "14"]),
-                ],
+                ]
+                .into_iter()
+                .chain(self.neper(
+                    "neper tcp_rr -Q 14 -R 14",
+                    "tcp_rr",
+                    &["-Q", "14", "-R", "14"],
+                ))
+                .chain(self.rr_floor())
+                .collect(),
             ),
             "rr14-pinned" => (
-                eq("14 B each way, 1 flow, client and server on core 0"),
+                (
+                    Table::Pinned,
+                    "14 B each way, 1 flow, client and server on core 0".into(),
+                ),
                 Kind::Rr,
                 vec![
                     self.w(
@@ -331,22 +483,36 @@ impl<'a> Cmds<'a> {
                         &["-w", "rr", "--size", "64000"],
                     ),
                     self.sp("sockperf ping-pong --tcp -m 64000", false, &["-m", "64000"]),
-                ],
+                ]
+                .into_iter()
+                .chain(self.neper(
+                    "neper tcp_rr -Q 64000 -R 64000",
+                    "tcp_rr",
+                    &["-Q", "64000", "-R", "64000"],
+                ))
+                .collect(),
             ),
             "crr" => (
-                eq(
-                    "1 B connect/request/response; no peer here (netperf and neper are not packaged)",
-                ),
+                eq("1 B connect/request/response, 1 flow, 1 thread"),
                 Kind::Rr,
-                vec![self.w("wirespeed -w crr", &["-w", "crr"])],
+                std::iter::once(self.w("wirespeed -w crr", &["-w", "crr"]))
+                    .chain(self.neper("neper tcp_crr", "tcp_crr", &[]))
+                    .chain(self.crr_floor())
+                    .collect(),
             ),
             "rr80k" => (
-                eq("80000 B each way; no peer here (sockperf's largest message is 65506 B)"),
+                eq("80000 B each way, 1 flow (sockperf's largest message is 65506 B)"),
                 Kind::Rr,
-                vec![self.w(
+                std::iter::once(self.w(
                     "wirespeed -w rr --size 80000",
                     &["-w", "rr", "--size", "80000"],
-                )],
+                ))
+                .chain(self.neper(
+                    "neper tcp_rr -Q 80000 -R 80000",
+                    "tcp_rr",
+                    &["-Q", "80000", "-R", "80000"],
+                ))
+                .collect(),
             ),
             _ => unreachable!("group sends only the request/response rows here"),
         }
@@ -360,7 +526,7 @@ impl<'a> Cmds<'a> {
             // iperf2 have (iperf3 3.12 has no --gsro): iperf3's receiver-side
             // rate against wirespeed's goodput without UDP GSO/GRO.
             "udp" => (
-                eq("UDP, 1400 B datagrams, unpaced, 1 flow, no GSO/GRO (iperf3 3.12 has none)"),
+                eq("UDP, 1400 B datagrams, unpaced, 1 flow, no GSO/GRO"),
                 Kind::Stream,
                 vec![
                     self.w(
@@ -368,7 +534,13 @@ impl<'a> Cmds<'a> {
                         &["-w", "udp-stream", "-l", "1400", "--no-gso", "--no-gro"],
                     ),
                     self.i3("iperf3 -u -b 0 -l 1400", &["-u", "-b", "0", "-l", "1400"]),
-                ],
+                ]
+                .into_iter()
+                .chain(self.i321(
+                    "iperf3 3.21 -u -b 0 -l 1400",
+                    &["-u", "-b", "0", "-l", "1400"],
+                ))
+                .collect(),
             ),
             "udp-gso" => self.udp_gso_row(),
             // UDP request/response, 64-byte messages both ways.
@@ -398,16 +570,23 @@ impl<'a> Cmds<'a> {
                         parse_sockperf,
                         "sockperf-udp",
                     ),
-                ],
+                ]
+                .into_iter()
+                .chain(self.neper(
+                    "neper udp_rr -Q 64 -R 64",
+                    "udp_rr",
+                    &["-Q", "64", "-R", "64"],
+                ))
+                .collect(),
             ),
             _ => unreachable!("group sends only the UDP rows here"),
         }
     }
 
     /// UDP with GSO on send and GRO on receive on both sides: wirespeed
-    /// against bench/probe/udpgso.c, a bare C program that makes only the
-    /// system calls (no packaged peer here has GSO/GRO: iperf3 3.19's
-    /// --gsro is newer than Debian's 3.12).
+    /// against iperf3 3.21's `--gsro` (bench/peers) and
+    /// bench/probe/udpgso.c, a bare C program that makes only the system
+    /// calls.
     fn udp_gso_row(&self) -> GroupRow {
         let mut v = vec![self.w(
             "wirespeed -w udp-stream -l 1400",
@@ -421,6 +600,10 @@ impl<'a> Cmds<'a> {
                 "udpgso",
             ));
         }
+        v.extend(self.i321(
+            "iperf3 3.21 -u -b 0 -l 1400 --gsro",
+            &["-u", "-b", "0", "-l", "1400", "--gsro"],
+        ));
         (
             eq("UDP, 1400 B datagrams, unpaced, 1 flow, GSO and GRO on both sides"),
             Kind::Stream,
@@ -429,17 +612,146 @@ impl<'a> Cmds<'a> {
     }
 }
 
+impl Cmds<'_> {
+    /// Four bbr flows with every sender on core 0 and every receiver on
+    /// core 1: what the unpinned s4-bbr row is, without the scheduler.
+    fn s4_pinned(&self) -> GroupRow {
+        let l = ["-l", MSG, "--cc", "bbr"];
+        (
+            (
+                Table::Pinned,
+                format!(
+                    "4 bbr flows, {MSG} per call, one thread, senders on core 0, receivers on core 1"
+                ),
+            ),
+            Kind::Stream,
+            vec![
+                self.w(
+                    &format!("wirespeed -F 4 -T 1 -l {MSG} --cc bbr --pin 0 --remote-pin 1"),
+                    &[
+                        &l[..],
+                        &["-F", "4", "-T", "1", "--pin", "0", "--remote-pin", "1"],
+                    ]
+                    .concat(),
+                ),
+                self.i3(
+                    &format!("iperf3 -P 4 -l {MSG} -C bbr -A 0,1"),
+                    &["-P", "4", "-l", MSG, "-C", "bbr", "-A", "0,1"],
+                ),
+            ],
+        )
+    }
+
+    /// A point of a cost curve: `name` is the curve and its point
+    /// (`flows-100`); each tool at 128 KiB per call (or 1 B crr) with the
+    /// system's congestion control.
+    fn curve_row(&self, name: &str) -> (GroupRow, u32) {
+        let (curve, n) = name.rsplit_once('-').unwrap_or((name, "1"));
+        let flows: u32 = n.parse().unwrap_or(1);
+        let cell = |t: &str| ((Table::Curve, t.to_string()), Kind::Stream);
+        let b = "131072";
+        // Two threads, or one for one flow (neper refuses more threads
+        // than flows).
+        let t2 = if flows < 2 { "1" } else { "2" };
+        let ((head, kind), list): (_, Vec<Option<Contender>>) = match curve {
+            "flows" => (
+                cell(&format!(
+                    "{n} flows on 2 threads (iperf3 3.21: a thread per stream, at most 128), {MSG} per call"
+                )),
+                vec![
+                    Some(self.w(
+                        &format!("wirespeed -F {n} -T 2 -l {MSG}"),
+                        &["-F", n, "-T", "2", "-l", MSG],
+                    )),
+                    self.neper(
+                        &format!("neper tcp_stream -F {n} -T {t2} -B {MSG}"),
+                        "tcp_stream",
+                        &["-F", n, "-T", t2, "-B", b],
+                    ),
+                    self.i321(
+                        &format!("iperf3 3.21 -P {n} -l {MSG}"),
+                        &["-P", n, "-l", MSG],
+                    )
+                    .filter(|_| flows <= 128),
+                ],
+            ),
+            "threads" => (
+                cell(&format!("{n} flows on {n} threads, {MSG} per call")),
+                vec![
+                    Some(self.w(
+                        &format!("wirespeed -F {n} -T {n} -l {MSG}"),
+                        &["-F", n, "-T", n, "-l", MSG],
+                    )),
+                    self.neper(
+                        &format!("neper tcp_stream -F {n} -T {n} -B {MSG}"),
+                        "tcp_stream",
+                        &["-F", n, "-T", n, "-B", b],
+                    ),
+                    self.i321(
+                        &format!("iperf3 3.21 -P {n} -l {MSG}"),
+                        &["-P", n, "-l", MSG],
+                    ),
+                    Some(self.i2(&format!("iperf2 -P {n} -l {MSG}"), &["-P", n, "-l", MSG])),
+                ],
+            ),
+            "crr" => (
+                (
+                    (
+                        Table::Curve,
+                        format!("1 B connect/request/response, {n} at once, 1 thread"),
+                    ),
+                    Kind::Rr,
+                ),
+                vec![
+                    Some(self.w(&format!("wirespeed -w crr -F {n}"), &["-w", "crr", "-F", n])),
+                    self.neper(&format!("neper tcp_crr -F {n}"), "tcp_crr", &["-F", n]),
+                ],
+            ),
+            _ => (
+                cell(&format!(
+                    "1 flow paced at 10 Gbit/s (SO_MAX_PACING_RATE), {MSG} per call: the cost at a fixed rate"
+                )),
+                vec![
+                    Some(self.w(
+                        &format!("wirespeed -l {MSG} --pacing 10gbit"),
+                        &["-l", MSG, "--pacing", "10gbit"],
+                    )),
+                    self.i321(
+                        &format!("iperf3 3.21 -l {MSG} --fq-rate 10G"),
+                        &["-l", MSG, "--fq-rate", "10G"],
+                    ),
+                    self.neper(
+                        &format!("neper tcp_stream -B {MSG} -m 1250000000"),
+                        "tcp_stream",
+                        &["-B", b, "-m", "1250000000"],
+                    ),
+                ],
+            ),
+        };
+        ((head, kind, list.into_iter().flatten().collect()), flows)
+    }
+}
+
 /// Every group's contenders on `bed` for `d` seconds a run.
 pub(crate) fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
     let c = Cmds::new(bed, d);
+    let mut flows = match name {
+        "d-stream4" | "s4-bbr" | "s4-cubic" | "s4t-bbr" | "s4t-cubic" | "s4-bbr-pinned"
+        | "nics2" | "caps" => 4,
+        _ => 1,
+    };
     let ((table, settings), kind, contenders) = match name {
         "d-stream1" | "d-stream4" | "d-rr" => c.defaults_row(name),
-        "s1-bbr" | "s1-cubic" | "s4-bbr" | "s4-cubic" | "skip-rx" | "nics2" | "caps" => {
-            c.stream_row(name)
-        }
+        "s1-bbr" | "s1-cubic" | "s4-bbr" | "s4-cubic" | "s4t-bbr" | "s4t-cubic" | "skip-rx"
+        | "nics2" | "caps" => c.stream_row(name),
         "rr14" | "rr14-pinned" | "rr64k" | "crr" | "rr80k" => c.rr_row(name),
         "udp" | "udp-gso" | "udp-rr" => c.udp_row(name),
-        _ => unreachable!("parse_opts checks group names"),
+        "s4-bbr-pinned" => c.s4_pinned(),
+        _ => {
+            let (row, n) = c.curve_row(name);
+            flows = n;
+            row
+        }
     };
     Group {
         name,
@@ -447,5 +759,6 @@ pub(crate) fn group(bed: &Bed, name: &'static str, d: u32) -> Group {
         kind,
         settings,
         contenders,
+        flows,
     }
 }

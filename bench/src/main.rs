@@ -33,7 +33,7 @@ mod tools;
 use bed::{Bed, bed_for};
 use cmds::group;
 use contender::Group;
-use opts::{GROUPS, parse_opts};
+use opts::{all_groups, parse_opts};
 use report::{Row, extra_target, group_json, print_tables, summary_row, write_detail};
 use run::sample;
 
@@ -78,7 +78,7 @@ fn main() {
     let mut rows = Vec::new();
     let mut extra_targets: Vec<(String, bool)> = Vec::new();
     for name in &o.groups {
-        let name = GROUPS.iter().find(|g| *g == name).copied().unwrap_or("");
+        let name = all_groups().find(|g| g == name).unwrap_or("");
         let g = group(&bed, name, o.duration);
         let (row, j) = measure(&bed, &g, o.runs, &mut report);
         extra_targets.extend(extra_target(name, &g, &j));

@@ -1,7 +1,8 @@
 //! The harness's options: runs, duration, groups, `--out`, `--perf`.
 
-/// Every group, in the order they run.
-pub(crate) const GROUPS: [&str; 18] = [
+/// The "as users run it" batch: each tool's defaults and the equal
+/// settings, every thread placed by the scheduler.
+pub(crate) const USERS: [&str; 19] = [
     "d-stream1",
     "d-stream4",
     "d-rr",
@@ -9,11 +10,12 @@ pub(crate) const GROUPS: [&str; 18] = [
     "s1-cubic",
     "s4-bbr",
     "s4-cubic",
+    "s4t-bbr",
+    "s4t-cubic",
     "skip-rx",
     "nics2",
     "caps",
     "rr14",
-    "rr14-pinned",
     "rr64k",
     "crr",
     "rr80k",
@@ -21,6 +23,44 @@ pub(crate) const GROUPS: [&str; 18] = [
     "udp-gso",
     "udp-rr",
 ];
+
+/// The pinned batch: the same settings with threads pinned, which
+/// explain the unpinned rows.
+pub(crate) const PINNED: [&str; 2] = ["s4-bbr-pinned", "rr14-pinned"];
+
+/// The cost curves: flows, threads, concurrent connections, a paced rate.
+pub(crate) const CURVES: [&str; 13] = [
+    "flows-1",
+    "flows-10",
+    "flows-100",
+    "flows-1000",
+    "flows-10000",
+    "threads-1",
+    "threads-2",
+    "threads-4",
+    "crr-1",
+    "crr-10",
+    "crr-100",
+    "crr-1000",
+    "paced-10g",
+];
+
+/// Every group, in the order they run.
+pub(crate) fn all_groups() -> impl Iterator<Item = &'static str> {
+    USERS.into_iter().chain(PINNED).chain(CURVES)
+}
+
+/// The groups a `--groups` item names: a group, or a batch (`users`,
+/// `pinned`, `curves`).
+fn expand(item: &str) -> Option<Vec<String>> {
+    let batch: &[&str] = match item {
+        "users" => &USERS,
+        "pinned" => &PINNED,
+        "curves" => &CURVES,
+        g => return all_groups().find(|x| *x == g).map(|x| vec![x.to_string()]),
+    };
+    Some(batch.iter().map(|g| g.to_string()).collect())
+}
 
 /// The harness's options.
 pub(crate) struct Opts {
@@ -35,8 +75,9 @@ pub(crate) struct Opts {
 fn usage() -> ! {
     eprintln!(
         "usage: bench/compare [--runs N (default 5)] [--duration SECS (default 5)] \
-         [--groups G,G,... (default all: {})] [--out FILE.json] [--perf]",
-        GROUPS.join(",")
+         [--groups G,G,... (default users,pinned; batches users, pinned, curves; \
+         groups {})] [--out FILE.json] [--perf]",
+        all_groups().collect::<Vec<_>>().join(",")
     );
     std::process::exit(2)
 }
@@ -46,7 +87,7 @@ pub(crate) fn parse_opts() -> Opts {
     let mut o = Opts {
         runs: 5,
         duration: 5,
-        groups: GROUPS.map(String::from).to_vec(),
+        groups: vec!["users".into(), "pinned".into()],
         out: None,
         perf: false,
     };
@@ -71,9 +112,16 @@ pub(crate) fn parse_opts() -> Opts {
     if o.runs == 0 || o.duration == 0 {
         usage();
     }
-    if let Some(g) = o.groups.iter().find(|g| !GROUPS.contains(&g.as_str())) {
-        eprintln!("unknown group {g}");
-        usage();
+    let mut groups = Vec::new();
+    for item in &o.groups {
+        match expand(item) {
+            Some(v) => groups.extend(v),
+            None => {
+                eprintln!("unknown group {item}");
+                usage();
+            }
+        }
     }
+    o.groups = groups;
     o
 }

@@ -15,6 +15,8 @@ pub(crate) struct Row {
     wirespeed: String,
     peer: String,
     ratio: Option<f64>,
+    /// wirespeed over the row's bare C floor, where it has one.
+    floor: Option<f64>,
     target: Option<(String, bool)>,
 }
 
@@ -27,24 +29,27 @@ pub(crate) fn write_detail(g: &Group, samples: &[Samples], report: &mut String) 
                 let (lo, hi) = s.spread(tps);
                 let _ = writeln!(
                     report,
-                    "  {:<52} {:>9.0} trans/s ({lo:.0}-{hi:.0})  p50 {:>8.1} us  p99 {:>8.1} us  client user {:>4.1}% of its cpu",
+                    "  {:<52} {:>9.0} trans/s ({lo:.0}-{hi:.0})  p50 {:>8.1} us  p99 {:>8.1} us  client user {:>4.1}% of its cpu  cpu {:.1}%/ktps  client {:.0} KiB/flow",
                     ct.label,
                     s.med(tps),
                     s.med(p50),
                     s.med(p99),
-                    median(s.client_user_pct.clone())
+                    median(s.client_user_pct.clone()),
+                    median(s.cpu_per_ktps.clone()),
+                    per_flow(s, g.flows),
                 );
             }
             Kind::Stream => {
                 let (lo, hi) = s.spread(gbps);
                 let _ = writeln!(
                     report,
-                    "  {:<52} {:>7.2} Gbit/s ({lo:.2}-{hi:.2})  client cpu {:>5.1}%/Gbit/s (user {:>4.1}%)  server {:>5.1}%/Gbit/s",
+                    "  {:<52} {:>7.2} Gbit/s ({lo:.2}-{hi:.2})  client cpu {:>5.1}%/Gbit/s (user {:>4.1}%)  server {:>5.1}%/Gbit/s  client {:.0} KiB/flow",
                     ct.label,
                     s.med(gbps),
                     median(s.cpu_per_gbps.clone()),
                     median(s.client_user_pct.clone()),
                     median(s.server_cpu_per_gbps.clone()),
+                    per_flow(s, g.flows),
                 );
                 if let Some(p) = &s.profile {
                     let _ = writeln!(
@@ -58,6 +63,34 @@ pub(crate) fn write_detail(g: &Group, samples: &[Samples], report: &mut String) 
     }
 }
 
+/// The client's median peak memory per flow, KiB.
+fn per_flow(s: &Samples, flows: u32) -> f64 {
+    median(s.rss_kb.clone()) / f64::from(flows.max(1))
+}
+
+/// A contender's figures for a summary row: the rate, and for a cost
+/// curve what it cost (CPU of both sides, client memory per flow).
+fn figure(g: &Group, s: &Samples) -> String {
+    let curve = g.table == Table::Curve;
+    match g.kind {
+        Kind::Rr if curve => format!(
+            "{:.0} trans/s, {:.1}% cpu per 1k trans/s, {:.0} KiB/flow",
+            s.med(tps),
+            median(s.cpu_per_ktps.clone()),
+            per_flow(s, g.flows)
+        ),
+        Kind::Rr => format!("{:.0} trans/s, p99 {:.1} us", s.med(tps), s.med(p99)),
+        Kind::Stream if curve => format!(
+            "{:.2} Gbit/s, cpu {:.1}+{:.1}%/Gbit/s, {:.0} KiB/flow",
+            s.med(gbps),
+            median(s.cpu_per_gbps.clone()),
+            median(s.server_cpu_per_gbps.clone()),
+            per_flow(s, g.flows)
+        ),
+        Kind::Stream => format!("{:.2} Gbit/s", s.med(gbps)),
+    }
+}
+
 /// `g`'s summary row: wirespeed against the best peer, and the ratio
 /// between them.
 pub(crate) fn summary_row(g: &Group, samples: &[Samples], errors: &[String]) -> (Row, Option<f64>) {
@@ -67,22 +100,33 @@ pub(crate) fn summary_row(g: &Group, samples: &[Samples], errors: &[String]) -> 
     let best = list
         .iter()
         .zip(samples)
-        .filter(|(c, _)| !c.is_wirespeed())
+        .filter(|(c, _)| !c.is_wirespeed() && !c.is_floor())
         .max_by(|a, b| a.1.med(pick).total_cmp(&b.1.med(pick)));
-    let fmt = |s: &Samples| match g.kind {
-        Kind::Rr => format!("{:.0} trans/s, p99 {:.1} us", s.med(tps), s.med(p99)),
-        Kind::Stream => format!("{:.2} Gbit/s", s.med(gbps)),
-    };
+    let floor = list
+        .iter()
+        .zip(samples)
+        .find(|(c, _)| c.is_floor())
+        .map(|(_, s)| ws.med(pick) / s.med(pick));
+    let fmt = |s: &Samples| figure(g, s);
     let ratio = best.map(|(_, s)| ws.med(pick) / s.med(pick));
+    // Rounds where wirespeed beat the best peer's figure of the same round.
+    let ahead = best.and_then(|(_, s)| {
+        let (a, b) = (&ws.figures, &s.figures);
+        (a.len() == b.len()).then(|| {
+            let k = a.iter().zip(b).filter(|(x, y)| pick(x) > pick(y)).count();
+            format!(", ahead in {k} of {} rounds", a.len())
+        })
+    });
+    let ahead = ahead.unwrap_or_default();
     let target = match (g.table, g.kind, best, ratio) {
         _ if !errors.is_empty() => Some((format!("{} run(s) failed", errors.len()), false)),
-        (Table::Equal, Kind::Stream, Some(_), Some(r)) => {
-            Some((format!("{r:.2}x >= 1.2x the best peer"), r >= 1.2))
+        (Table::Equal | Table::Defaults, Kind::Stream, Some(_), Some(r)) => {
+            Some((format!("{r:.2}x >= 1.0x the best peer{ahead}"), r >= 1.0))
         }
         (Table::Equal, Kind::Rr, Some((_, s)), Some(r)) => {
             let (wp, sp) = (ws.med(p99), s.med(p99));
             Some((
-                format!("{r:.2}x >= 1.0x trans/s, p99 {wp:.1} <= {sp:.1} us"),
+                format!("{r:.2}x >= 1.0x trans/s, p99 {wp:.1} <= {sp:.1} us{ahead}"),
                 r >= 1.0 && wp <= sp,
             ))
         }
@@ -97,6 +141,7 @@ pub(crate) fn summary_row(g: &Group, samples: &[Samples], errors: &[String]) -> 
             .map(|(c, s)| format!("{}: {}", c.label, fmt(s)))
             .unwrap_or_else(|| "none here".into()),
         ratio,
+        floor,
         target,
     };
     (row, ratio)
@@ -125,13 +170,21 @@ pub(crate) fn group_json(
                     "client_cpu_pct_per_gbps": s.cpu_per_gbps,
                     "server_cpu_pct_per_gbps": s.server_cpu_per_gbps,
                     "client_user_pct": s.client_user_pct,
+                    "client_maxrss_kb": s.rss_kb,
+                    "cpu_pct_per_ktps": s.cpu_per_ktps,
                     "perf_pct": s.profile.as_ref().map(|p| p.json()),
                 }),
             )
         })
         .collect();
     serde_json::json!({
-        "table": if g.table == Table::Equal { "equal" } else { "defaults" },
+        "table": match g.table {
+            Table::Defaults => "defaults",
+            Table::Equal => "equal",
+            Table::Pinned => "pinned",
+            Table::Curve => "curve",
+        },
+        "flows": g.flows,
         "settings": g.settings,
         "ratio_vs_best_peer": ratio,
         "errors": errors,
@@ -188,12 +241,23 @@ pub(crate) fn print_tables(rows: &[Row]) -> bool {
         ),
         (
             Table::Equal,
-            "equal settings (same message size, cc, flows; threads where the peer has them)",
+            "equal settings, unpinned (same message size, cc, flows; threads where the peer has them)",
+        ),
+        (
+            Table::Pinned,
+            "equal settings, pinned (explains the rows above; claims nothing)",
+        ),
+        (
+            Table::Curve,
+            "cost curves (rate, CPU of client+server per Gbit/s or per 1k trans/s, client memory per flow)",
         ),
     ] {
+        if !rows.iter().any(|r| r.table == table) {
+            continue;
+        }
         println!("\n## {title}\n");
-        println!("| group | settings | wirespeed | best peer | ratio | target |");
-        println!("|---|---|---|---|---|---|");
+        println!("| group | settings | wirespeed | best peer | ratio | vs C floor | target |");
+        println!("|---|---|---|---|---|---|---|");
         for r in rows.iter().filter(|r| r.table == table) {
             let t = match &r.target {
                 Some((t, ok)) => {
@@ -202,13 +266,15 @@ pub(crate) fn print_tables(rows: &[Row]) -> bool {
                 }
                 None => String::new(),
             };
+            let x = |v: Option<f64>| v.map(|x| format!("{x:.2}x")).unwrap_or_default();
             println!(
-                "| {} | {} | {} | {} | {} | {t} |",
+                "| {} | {} | {} | {} | {} | {} | {t} |",
                 r.group,
                 r.settings,
                 r.wirespeed,
                 r.peer,
-                r.ratio.map(|x| format!("{x:.2}x")).unwrap_or_default()
+                x(r.ratio),
+                x(r.floor)
             );
         }
     }

@@ -18,11 +18,13 @@ pub(crate) fn run(
     profile: bool,
 ) -> Result<(Figures, Measured, Option<profile::Profile>), String> {
     let mut prof = None;
+    let fresh = start_fresh(bed, ct)?;
+    let server = |name: &str| fresh.get(name).or_else(|| bed.servers.get(name));
     let results: Vec<Result<Measured, String>> = std::thread::scope(|s| {
         let pids: Vec<u32> = ct
             .procs
             .iter()
-            .filter_map(|p| bed.servers.get(p.1).map(Server::pid))
+            .filter_map(|p| server(p.1).map(Server::pid))
             .collect();
         let rec = bed
             .profile_at
@@ -31,7 +33,13 @@ pub(crate) fn run(
         let hs: Vec<_> = ct
             .procs
             .iter()
-            .map(|(argv, server)| s.spawn(|| run_client(&bed.lab, "a", argv, &bed.servers[server])))
+            .map(|(argv, name)| {
+                let server = &server;
+                s.spawn(move || match server(name) {
+                    Some(srv) => run_client(&bed.lab, "a", argv, srv),
+                    None => Err(format!("no server {name} on the testbed")),
+                })
+            })
             .collect();
         let r = hs
             .into_iter()
@@ -62,11 +70,24 @@ pub(crate) fn run(
         m.cpu_s += one.cpu_s;
         m.user_s += one.user_s;
         m.wall_s = m.wall_s.max(one.wall_s);
+        m.maxrss_kb += one.maxrss_kb;
         let c = charged.entry(server).or_default();
         *c = c.max(one.server_cpu_s);
     }
     m.server_cpu_s = charged.values().sum();
     Ok((fig, m, prof))
+}
+
+/// Starts `ct`'s servers for one run in host `b`, each ready when its
+/// port listens.
+fn start_fresh(bed: &Bed, ct: &Contender) -> Result<BTreeMap<&'static str, Server>, String> {
+    ct.fresh
+        .iter()
+        .map(|f| {
+            let argv: Vec<&str> = f.argv.iter().map(String::as_str).collect();
+            Server::start(&bed.lab, "b", &argv, f.port).map(|s| (f.name, s))
+        })
+        .collect()
 }
 
 /// Runs each of `g`'s contenders `runs` times, the order rotated run by

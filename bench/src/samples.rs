@@ -13,6 +13,10 @@ pub(crate) struct Samples {
     pub(crate) server_cpu_per_gbps: Vec<f64>,
     /// Share of the client's CPU time spent in user space, percent.
     pub(crate) client_user_pct: Vec<f64>,
+    /// The client's peak resident memory, KiB.
+    pub(crate) rss_kb: Vec<f64>,
+    /// Client plus server CPU, % of one core, per thousand transactions/s.
+    pub(crate) cpu_per_ktps: Vec<f64>,
     /// `--perf`: the runs' mid-run samples, summed.
     pub(crate) profile: Option<profile::Profile>,
 }
@@ -30,6 +34,11 @@ impl Samples {
         let gbps = f.bps / 1e9;
         if m.cpu_s > 0.0 {
             self.client_user_pct.push(m.user_s / m.cpu_s * 100.0);
+        }
+        self.rss_kb.push(m.maxrss_kb);
+        if f.tps > 0.0 && m.wall_s > 0.0 {
+            let both = (m.cpu_s + m.server_cpu_s) / m.wall_s * 100.0;
+            self.cpu_per_ktps.push(both / (f.tps / 1e3));
         }
         if gbps > 0.0 && m.wall_s > 0.0 {
             self.cpu_per_gbps.push(m.cpu_s / m.wall_s * 100.0 / gbps);

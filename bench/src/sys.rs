@@ -21,9 +21,20 @@ fn clock_ticks() -> f64 {
     if t > 0 { t as f64 } else { 100.0 }
 }
 
-/// Waits for child `pid`; returns (exit code, user CPU seconds, system
-/// CPU seconds it used).
-pub fn wait_cpu(pid: u32) -> io::Result<(i32, f64, f64)> {
+/// What a reaped child used.
+pub struct Used {
+    /// Its exit code, -1 when a signal ended it.
+    pub code: i32,
+    /// User CPU seconds.
+    pub user_s: f64,
+    /// System CPU seconds.
+    pub sys_s: f64,
+}
+
+/// Waits for child `pid`; returns its exit code and CPU time. (Not its
+/// peak memory: a spawned child's ru_maxrss counts the spawning process's
+/// memory at exec, so tools.rs samples VmHWM instead.)
+pub fn wait_cpu(pid: u32) -> io::Result<Used> {
     let mut status = 0i32;
     // SAFETY: rusage is plain data the kernel fills.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -44,5 +55,9 @@ pub fn wait_cpu(pid: u32) -> io::Result<(i32, f64, f64)> {
     } else {
         -1
     };
-    Ok((code, s(ru.ru_utime), s(ru.ru_stime)))
+    Ok(Used {
+        code,
+        user_s: s(ru.ru_utime),
+        sys_s: s(ru.ru_stime),
+    })
 }

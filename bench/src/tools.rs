@@ -85,6 +85,8 @@ pub struct Measured {
     pub user_s: f64,
     /// Server CPU seconds over the same span.
     pub server_cpu_s: f64,
+    /// The client's peak resident memory, KiB.
+    pub maxrss_kb: f64,
 }
 
 /// Runs a client to completion in `host`; `server` is charged its CPU.
@@ -111,12 +113,14 @@ pub fn run_client(
         let _ = se.read_to_string(&mut e);
         e
     });
+    let peak = hwm_sampler(child.id());
     let _ = so.read_to_string(&mut out);
     if let Ok(e) = t.join() {
         err = e;
     }
-    let (code, user_s, sys_s) =
-        wait_cpu(child.id()).map_err(|e| format!("wait for {}: {e}", argv[0]))?;
+    let maxrss_kb = peak.join().unwrap_or(0.0);
+    let used = wait_cpu(child.id()).map_err(|e| format!("wait for {}: {e}", argv[0]))?;
+    let (code, user_s, sys_s) = (used.code, used.user_s, used.sys_s);
     // The child is reaped: keep std from trying again.
     std::mem::forget(child);
     let wall_s = t0.elapsed().as_secs_f64();
@@ -134,6 +138,26 @@ pub fn run_client(
         cpu_s: user_s + sys_s,
         user_s,
         server_cpu_s,
+        maxrss_kb,
+    })
+}
+
+/// Samples process `pid`'s peak resident memory (VmHWM, KiB) every 50 ms
+/// until it is gone or a zombie; the thread returns the last value read.
+fn hwm_sampler(pid: u32) -> std::thread::JoinHandle<f64> {
+    std::thread::spawn(move || {
+        let mut peak = 0.0;
+        while let Some(kb) = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|t| {
+                let l = t.lines().find(|l| l.starts_with("VmHWM:"))?;
+                l.split_whitespace().nth(1)?.parse::<f64>().ok()
+            })
+        {
+            peak = kb;
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        peak
     })
 }
 
@@ -175,6 +199,61 @@ pub fn parse_udpgso(text: &str) -> Result<Figures, String> {
         bps,
         ..Figures::default()
     })
+}
+
+/// Reads neper's key=value lines. A stream client prints the receiver's
+/// rate as `remote_throughput=` (bits/s); rr and crr print `throughput=`
+/// (transactions per second; Mbit/s where `throughput_units=` says so)
+/// and, with `-p 50,99`, `latency_p50=`/`latency_p99=` in seconds.
+pub fn parse_neper(text: &str) -> Result<Figures, String> {
+    let key = |k: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('=')?.trim().parse().ok())
+    };
+    let Some(t) = key("throughput") else {
+        return match key("remote_throughput").filter(|b| *b > 0.0) {
+            Some(bps) => Ok(Figures {
+                bps,
+                ..Figures::default()
+            }),
+            None => Err(format!("neper printed no throughput:\n{text}")),
+        };
+    };
+    let units = text
+        .lines()
+        .find_map(|l| l.strip_prefix("throughput_units="))
+        .unwrap_or("");
+    let mut f = Figures::default();
+    match units.trim() {
+        "Mbit/s" => f.bps = t * 1e6,
+        "" => f.tps = t,
+        u => return Err(format!("neper throughput in unknown units {u}")),
+    }
+    f.p50_us = key("latency_p50").unwrap_or(0.0) * 1e6;
+    f.p99_us = key("latency_p99").unwrap_or(0.0) * 1e6;
+    if f.bps == 0.0 && f.tps == 0.0 {
+        return Err(format!("neper measured nothing:\n{text}"));
+    }
+    Ok(f)
+}
+
+/// Reads the client line of bench/probe's crr.c (`crr tps N p50 US p99
+/// US`) and pingpong.c (`pp tps N ...`).
+pub fn parse_c_rr(text: &str) -> Result<Figures, String> {
+    let w: Vec<&str> = text.split_whitespace().collect();
+    let after = |k: &str| -> Option<f64> {
+        let i = w.iter().position(|x| *x == k)?;
+        w.get(i + 1)?.parse().ok()
+    };
+    match (after("tps"), after("p50"), after("p99")) {
+        (Some(tps), Some(p50_us), Some(p99_us)) if tps > 0.0 => Ok(Figures {
+            tps,
+            p50_us,
+            p99_us,
+            ..Figures::default()
+        }),
+        _ => Err(format!("C floor's output not understood:\n{text}")),
+    }
 }
 
 /// Reads `iperf3 -J`: the receiver's sum.
@@ -267,5 +346,20 @@ mod tests {
         let i3 = r#"{"end":{"sum_received":{"bits_per_second":2.5e10}}}"#;
         assert_eq!(parse_iperf3(i3).unwrap().bps, 2.5e10);
         assert!(parse_iperf3(r#"{"error":"busy"}"#).is_err());
+        let ns =
+            "throughput_opt=Mb\nthroughput=11405.65\nthroughput_units=Mbit/s\nlocal_throughput=1\n";
+        assert!((parse_neper(ns).unwrap().bps - 11405.65e6).abs() < 1.0);
+        let nr = "latency_p50=0.000049270\nlatency_p99=0.000151030\nthroughput=14377.34\n";
+        let f = parse_neper(nr).unwrap();
+        assert!((f.tps - 14377.34).abs() < 1e-6 && (f.p99_us - 151.03).abs() < 1e-6);
+        assert!(parse_neper("throughput=0.00\n").is_err());
+        let nc = "throughput_opt=Mb\nlocal_throughput=0\nremote_throughput=4344182869\n";
+        assert_eq!(parse_neper(nc).unwrap().bps, 4344182869.0);
+        let c = parse_c_rr("crr tps 14426 p50 60.5 p99 101.2 fails 0\n").unwrap();
+        assert!(c.tps == 14426.0 && c.p99_us == 101.2);
+        assert!(parse_c_rr("pp tps 0 p50 0 p99 0").is_err());
+        // An rr client prints both: the transactions count, not the bits.
+        let both = "remote_throughput=123\nthroughput=14377.34\n";
+        assert_eq!(parse_neper(both).unwrap().tps, 14377.34);
     }
 }
