@@ -77,23 +77,48 @@ impl<'a> Cmds<'a> {
     /// has no warm-up to omit: its figure covers the whole run.
     fn neper(&self, label: &str, tool: &str, args: &[&str]) -> Option<Contender> {
         let bin = format!("{}/neper-{tool}", self.bed.neper.as_ref()?);
+        // What both sides take: `args`, and for TCP request/response
+        // TCP_NODELAY as the other tools set it (neper leaves Nagle on).
+        let mut both = strings(args);
+        if tool == "tcp_rr" || tool == "tcp_crr" {
+            both.push("--no-delay".into());
+        }
         // --nolog: no log file per process in the working directory.
         let mut server = strings(&[&bin, "--nolog", "-l", &self.dn]);
-        server.extend(strings(args));
-        if tool == "tcp_rr" || tool == "tcp_crr" {
-            server.push("--no-delay".into());
-        }
+        server.extend(both.iter().cloned());
         let mut client = strings(&[&bin, "--nolog", "-c", "-H", &self.b0, "-l", &self.dn]);
         if tool != "tcp_stream" {
-            // Percentiles, and TCP_NODELAY as the other tools set for
-            // request/response (neper's default leaves Nagle on).
+            // The latency percentiles of request/response.
             client.extend(strings(&["-p", "50,99"]));
         }
-        if tool == "tcp_rr" || tool == "tcp_crr" {
-            client.push("--no-delay".into());
-        }
-        client.extend(strings(args));
+        client.extend(both);
         Some(with_fresh(label, client, parse_neper, server, 12866))
+    }
+
+    /// wirespeed with four flows on `threads` threads at `MSG` per call.
+    fn w4(&self, threads: &str, cc: &str) -> Contender {
+        self.w(
+            &format!("wirespeed -F 4 -T {threads} -l {MSG} --cc {cc}"),
+            &["-l", MSG, "-F", "4", "-T", threads, "--cc", cc],
+        )
+    }
+
+    /// neper's tcp_stream with four flows on `threads` threads at `MSG`.
+    fn neper4(&self, threads: &str, cc: &str) -> Option<Contender> {
+        self.neper(
+            &format!("neper tcp_stream -F 4 -T {threads} -B {MSG} --congestion-control {cc}"),
+            "tcp_stream",
+            &[
+                "-F",
+                "4",
+                "-T",
+                threads,
+                "-B",
+                "131072",
+                "--congestion-control",
+                cc,
+            ],
+        )
     }
 
     /// bench/probe/crr.c's client against its blocking server: the crr floor.
@@ -242,43 +267,21 @@ impl<'a> Cmds<'a> {
             // One worker per side, as iperf3 3.12 runs: its peers are
             // iperf3 3.12 and neper on one thread.
             vec![
-                self.w(
-                    &format!("wirespeed -F 4 -T 1 -l {MSG} --cc {cc}"),
-                    &[&l[..], &["-F", "4", "-T", "1", "--cc", cc]].concat(),
-                ),
+                self.w4("1", cc),
                 self.i3(
                     &format!("iperf3 -P 4 -l {MSG} -C {cc}"),
                     &[&l[..], &["-P", "4", "-C", cc]].concat(),
                 ),
             ]
             .into_iter()
-            .chain(self.neper(
-                &format!("neper tcp_stream -F 4 -T 1 -B {MSG} --congestion-control {cc}"),
-                "tcp_stream",
-                &[
-                    "-F",
-                    "4",
-                    "-T",
-                    "1",
-                    "-B",
-                    "131072",
-                    "--congestion-control",
-                    cc,
-                ],
-            ))
+            .chain(self.neper4("1", cc))
             .collect()
         } else {
             // A thread per flow, as iperf3 3.21 and iperf2 run; wirespeed
             // on 2 threads (the testbed's cores) shown beside it.
             vec![
-                self.w(
-                    &format!("wirespeed -F 4 -T 4 -l {MSG} --cc {cc}"),
-                    &[&l[..], &["-F", "4", "-T", "4", "--cc", cc]].concat(),
-                ),
-                self.w(
-                    &format!("wirespeed -F 4 -T 2 -l {MSG} --cc {cc}"),
-                    &[&l[..], &["-F", "4", "-T", "2", "--cc", cc]].concat(),
-                ),
+                self.w4("4", cc),
+                self.w4("2", cc),
                 self.i2(
                     &format!("iperf2 -P 4 -l {MSG} -Z {cc}"),
                     &[&l[..], &["-P", "4", "-Z", cc]].concat(),
@@ -289,20 +292,7 @@ impl<'a> Cmds<'a> {
                 &format!("iperf3 3.21 -P 4 -l {MSG} -C {cc}"),
                 &[&l[..], &["-P", "4", "-C", cc]].concat(),
             ))
-            .chain(self.neper(
-                &format!("neper tcp_stream -F 4 -T 4 -B {MSG} --congestion-control {cc}"),
-                "tcp_stream",
-                &[
-                    "-F",
-                    "4",
-                    "-T",
-                    "4",
-                    "-B",
-                    "131072",
-                    "--congestion-control",
-                    cc,
-                ],
-            ))
+            .chain(self.neper4("4", cc))
             .collect()
         }
     }
