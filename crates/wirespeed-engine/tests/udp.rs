@@ -1,6 +1,6 @@
 //! UDP workloads end to end over loopback (IPv4 and IPv6): a real server
 //! and client in one process. Lossy and capped links are in the binary's
-//! lab tests (crates/wirespeed/tests/udp_live.rs).
+//! lab tests (crates/wirespeed/tests/live/udp_live.rs).
 
 mod common;
 use common::{TestServer, handshake, recv};
