@@ -16,7 +16,7 @@ pub mod experiment;
 pub mod fleet;
 pub mod host;
 pub mod k8s;
-pub mod k8s_objects;
+mod k8s_objects;
 pub mod k8s_watch;
 pub mod lab;
 pub mod model;

@@ -15,7 +15,7 @@ pub enum ExperimentError {
     /// line and field (the cause in the message, not a `source`).
     #[error("{place}: {error}")]
     Field {
-        /// Where: "in FILE: line L, [[TABLE]] #N field `FIELD`".
+        /// Where: `in FILE: line L, [[TABLE]] #N field FIELD`.
         place: String,
         /// Why.
         error: Box<crate::experiment::FieldError>,

@@ -3,7 +3,7 @@
 //! optimize's search, doctor's measured (peer) rules and the demo's
 //! scenario, and doctor itself ([`doctor_peer::doctor`]). Tests run with the
 //! engine in-process, inside a lab's network namespaces when there is a
-//! lab ([`in_netns`], which also runs a cell beside loaders from other lab
+//! lab (the internal `in_netns`, which also runs a cell beside loaders from other lab
 //! hosts for `--loaders`); tuning a lab host runs wirespeed-host's tune session
 //! in-process too, on a thread with that namespace's /sys. It starts no
 //! wirespeed process.
@@ -22,7 +22,7 @@ pub mod demo;
 pub mod doctor_peer;
 mod error;
 pub mod experiment;
-pub mod in_netns;
+mod in_netns;
 pub mod optimize;
 pub mod progress;
 pub mod runner;

@@ -1,6 +1,6 @@
 //! Runs an experiment [`Plan`]: builds each cell's lab, starts the server
 //! in the server host's namespace and runs every test from the client
-//! host's namespace, all in this process ([`crate::in_netns`]). Results are
+//! host's namespace, all in this process (`in_netns`). Results are
 //! saved after every finished cell (write + rename), so a stopped run
 //! resumes at the first unfinished cell.
 

@@ -14,9 +14,9 @@
 pub mod check;
 mod error;
 pub mod layout;
-pub mod oci;
+mod oci;
 mod push;
-pub mod rootfs;
+mod rootfs;
 
 /// The git commit the binary was built from ("unknown" outside git).
 pub const GIT_COMMIT: &str = env!("WIRESPEED_GIT_COMMIT");

@@ -47,7 +47,8 @@ impl Tree {
         t
     }
 
-    /// The entries, sorted by path.
+    /// The entries, sorted by path (the tests read the tree back).
+    #[cfg(test)]
     pub fn entries(&self) -> impl Iterator<Item = (&String, &Entry)> {
         self.0.iter()
     }

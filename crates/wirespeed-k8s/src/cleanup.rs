@@ -1,7 +1,7 @@
 //! `wirespeed k8s cleanup`: deletes what runs that did not end left
 //! behind (a run SIGKILLed, or its machine gone), found by the label
 //! every object of a run carries ([`RUN_LABEL`]). A run still alive (its
-//! Lease renewed within [`lock::TTL`]) is left alone unless forced.
+//! Lease renewed within `lock::TTL`) is left alone unless forced.
 
 use crate::K8sError;
 use crate::cluster;

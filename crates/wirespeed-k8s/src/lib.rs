@@ -3,8 +3,8 @@
 //! them with server-side apply, discovering the agents' addresses, running
 //! the fleet matrix against them and deleting what a run made.
 //!
-//! - [`manifests`], [`deploy`], [`cluster`]: the objects, applied and
-//!   deleted again; [`lock`]: one run per namespace at a time; [`runner_job`]: what runs `k8s run` inside the cluster;
+//! - [`manifests`], `deploy` (internal), [`cluster`]: the objects, applied and
+//!   deleted again; `lock` (internal): one run per namespace at a time; [`runner_job`]: what runs `k8s run` inside the cluster;
 //!   [`cleanup`]: what runs that did not end left behind, deleted by label.
 //! - [`dranet`]: DraNet's vocabulary (NIC selectors, its config mapped
 //!   from a profile, the devices a ResourceSlice publishes); [`dra`]: the
@@ -13,9 +13,9 @@
 //!   built with the other objects in [`manifests`]).
 //! - [`rollout`], [`discover`]: waiting for the agents, saying why they
 //!   are not Ready, and reading their addresses.
-//! - [`proxy`]: the agents' HTTP APIs through the API server's pod proxy;
+//! - `proxy` (internal): the agents' HTTP APIs through the API server's pod proxy;
 //!   [`retry`]: requests to the API server retried within a bounded time.
-//! - [`nodes`], [`paths`]: which nodes a run tests, the paths between
+//! - [`nodes`], `paths` (internal): which nodes a run tests, the paths between
 //!   them (same node, across nodes and zones, through a Service, hairpin,
 //!   host network, DRA NICs), the pairs no asked path measures, and rounds
 //!   that never put two tests on one host's CPUs (nodes sharing a boot id).
@@ -41,18 +41,18 @@ mod advice_tests;
 pub mod cleanup;
 pub mod cluster;
 pub mod compare;
-pub mod deploy;
+mod deploy;
 pub mod discover;
 pub mod dra;
 pub mod dranet;
 mod error;
 pub mod gates;
-pub mod lock;
+mod lock;
 pub mod manifests;
 pub mod nodes;
-pub mod paths;
+mod paths;
 pub mod policy_load;
-pub mod proxy;
+mod proxy;
 pub mod retry;
 pub mod rollout;
 pub mod run;

@@ -16,10 +16,10 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod chart;
+mod chart;
 mod csv;
 pub mod experiment;
-pub mod figures;
+mod figures;
 pub mod fixtures;
 pub mod fleet;
 pub mod host;
@@ -27,7 +27,7 @@ mod html;
 pub mod interference;
 pub mod iperf3;
 mod kv;
-pub mod latency;
+mod latency;
 mod md;
 pub mod model;
 pub mod optimize;
