@@ -110,10 +110,25 @@ fn build() -> Result<Bed, String> {
                 .to_string(),
         )
     });
-    let optional: [(&'static str, &Option<String>, Vec<&str>, u16); 4] = [
+    let optional: [(&'static str, &Option<String>, Vec<&str>, u16); 7] = [
         ("udpgso", &udpgso, vec!["sink", "5400"], 5400),
         ("crr-c", &crr, vec!["server", "5410"], 5410),
+        // pingpong.c's servers, one per message size and protocol of the
+        // rr rows (its UDP server echoes any size).
         ("pingpong", &pingpong, vec!["server", "5411", "14"], 5411),
+        (
+            "pingpong-64k",
+            &pingpong,
+            vec!["server", "5412", "64000"],
+            5412,
+        ),
+        ("pingpong-1", &pingpong, vec!["server", "5413", "1"], 5413),
+        (
+            "pingpong-udp",
+            &pingpong,
+            vec!["server", "5414", "64", "udp"],
+            5414,
+        ),
         ("iperf3-21", &iperf321, vec!["-s", "-p", "5203"], 5203),
     ];
     for (name, bin, args, port) in optional {

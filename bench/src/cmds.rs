@@ -132,16 +132,23 @@ impl<'a> Cmds<'a> {
         ))
     }
 
-    /// bench/probe/pingpong.c's client against its blocking server, 14 B
-    /// each way: the rr floor.
-    fn rr_floor(&self) -> Option<Contender> {
+    /// bench/probe/pingpong.c's client against its blocking server
+    /// `server` on `port` (bed.rs starts one per size and protocol; `size`
+    /// bytes each way, `udp` for datagrams): the rr floor.
+    fn rr_floor(
+        &self,
+        (server, port): (&'static str, &str),
+        size: &str,
+        udp: bool,
+    ) -> Option<Contender> {
         let bin = self.bed.pingpong.as_ref()?;
-        Some(one(
-            "C floor pingpong.c (blocking send and recv)",
-            strings(&[bin, "client", &self.b0, "5411", &self.dn, "1", "14"]),
-            parse_c_rr,
-            "pingpong",
-        ))
+        let mut argv = strings(&[bin, "client", &self.b0, port, &self.dn, "1", size]);
+        let mut label = format!("C floor pingpong.c {size} B (blocking send and recv)");
+        if udp {
+            argv.push("udp".into());
+            label = format!("C floor pingpong.c UDP {size} B (blocking send and recv)");
+        }
+        Some(one(&label, argv, parse_c_rr, server))
     }
 
     fn i2_to(&self, dst: &str, port: &str, extra: &[&str]) -> Vec<String> {
@@ -335,6 +342,7 @@ impl<'a> Cmds<'a> {
                 ]
                 .into_iter()
                 .chain(self.neper("neper tcp_rr", "tcp_rr", &[]))
+                .chain(self.rr_floor(("pingpong-1", "5413"), "1", false))
                 .collect(),
             ),
             _ => unreachable!("group sends only the defaults here"),
@@ -434,7 +442,7 @@ impl<'a> Cmds<'a> {
                     "tcp_rr",
                     &["-Q", "14", "-R", "14"],
                 ))
-                .chain(self.rr_floor())
+                .chain(self.rr_floor(("pingpong", "5411"), "14", false))
                 .collect(),
             ),
             "rr14-pinned" => (
@@ -480,6 +488,7 @@ impl<'a> Cmds<'a> {
                     "tcp_rr",
                     &["-Q", "64000", "-R", "64000"],
                 ))
+                .chain(self.rr_floor(("pingpong-64k", "5412"), "64000", false))
                 .collect(),
             ),
             "crr" => (
@@ -567,6 +576,7 @@ impl<'a> Cmds<'a> {
                     "udp_rr",
                     &["-Q", "64", "-R", "64"],
                 ))
+                .chain(self.rr_floor(("pingpong-udp", "5414"), "64", true))
                 .collect(),
             ),
             _ => unreachable!("group sends only the UDP rows here"),
