@@ -1,6 +1,8 @@
 // A minimal N-flow TCP source and sink, one process (one loop) each, used to
 // find why four bbr flows on one wirespeed thread trailed iperf3
-// (docs/benchmarks.md, "Fifth follow-up"). Not part of the product.
+// (docs/benchmarks.md, "Fifth follow-up"), and bench/compare's floor for the
+// s4 rows (src epr into sink ep1, a sink started per run). Not part of the
+// product.
 // Build: gcc -O2 -pthread -o pair pair.c
 //   pair sink PORT N MODE [BLOCK]     MODE sel: select, one read of up to
 //                                     128 KiB per ready socket (iperf3's);

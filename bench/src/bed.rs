@@ -19,6 +19,8 @@ pub(crate) struct Bed {
     pub(crate) crr: Option<String>,
     /// bench/probe/pingpong.c built beside the harness: the blocking rr floor.
     pub(crate) pingpong: Option<String>,
+    /// bench/probe/pair.c built beside the harness: the N-flow stream floor.
+    pub(crate) pair: Option<String>,
     /// iperf3 3.21 built by bench/peers (a thread per stream, `--gsro`).
     pub(crate) iperf321: Option<String>,
     /// The directory of neper's binaries built by bench/peers
@@ -101,6 +103,7 @@ fn build() -> Result<Bed, String> {
     let udpgso = beside("udpgso");
     let crr = beside("crr");
     let pingpong = beside("pingpong");
+    let pair = beside("pair");
     let iperf321 = beside("../peers/bin/iperf3-3.21");
     let neper = beside("../peers/bin/neper-tcp_crr").and_then(|p| {
         Some(
@@ -152,6 +155,7 @@ fn build() -> Result<Bed, String> {
         udpgso,
         crr,
         pingpong,
+        pair,
         iperf321,
         neper,
         profile_at: None,

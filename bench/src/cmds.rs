@@ -4,7 +4,7 @@ use crate::MSG;
 use crate::bed::Bed;
 use crate::contender::{Contender, Group, GroupRow, Kind, Table, eq, one, strings, with_fresh};
 use crate::tools::{
-    parse_c_rr, parse_iperf2, parse_iperf3, parse_neper, parse_sockperf, parse_udpgso,
+    parse_c_rr, parse_iperf2, parse_iperf3, parse_neper, parse_pair, parse_sockperf, parse_udpgso,
     parse_wirespeed,
 };
 
@@ -149,6 +149,21 @@ impl<'a> Cmds<'a> {
             label = format!("C floor pingpong.c UDP {size} B (blocking send and recv)");
         }
         Some(one(&label, argv, parse_c_rr, server))
+    }
+
+    /// bench/probe/pair.c: `flows` flows of 128 KiB sends from one epoll
+    /// thread (one send per ready flow per pass) into one epoll thread
+    /// (one read per ready flow), congestion control `cc`, its sink
+    /// started for each run: the N-flow stream floor.
+    fn stream_floor(&self, cc: &str, flows: &str) -> Option<Contender> {
+        let bin = self.bed.pair.as_ref()?;
+        let cc_env = format!("CC={cc}");
+        let sink = strings(&["env", &cc_env, bin, "sink", "5420", flows, "ep1"]);
+        let src = strings(&[
+            "env", &cc_env, bin, "src", &self.b0, "5420", flows, &self.dn, "epr",
+        ]);
+        let label = format!("C floor pair.c {flows} flows, one epoll thread per side");
+        Some(with_fresh(&label, src, parse_pair, sink, 5420))
     }
 
     fn i2_to(&self, dst: &str, port: &str, extra: &[&str]) -> Vec<String> {
@@ -369,7 +384,10 @@ impl<'a> Cmds<'a> {
                         "4 flows, {MSG} per call, {cc}, one thread per side"
                     )),
                     Kind::Stream,
-                    self.eq_stream(cc, "4"),
+                    self.eq_stream(cc, "4")
+                        .into_iter()
+                        .chain(self.stream_floor(cc, "4"))
+                        .collect(),
                 )
             }
             "s4t-bbr" | "s4t-cubic" => {

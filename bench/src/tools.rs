@@ -256,6 +256,21 @@ pub fn parse_c_rr(text: &str) -> Result<Figures, String> {
     }
 }
 
+/// Reads the source's line of bench/probe's pair.c (`src N Gbit/s`).
+pub fn parse_pair(text: &str) -> Result<Figures, String> {
+    let w: Vec<&str> = text.split_whitespace().collect();
+    match w.iter().position(|x| *x == "src") {
+        Some(i) => match w.get(i + 1).and_then(|x| x.parse::<f64>().ok()) {
+            Some(g) if g > 0.0 => Ok(Figures {
+                bps: g * 1e9,
+                ..Figures::default()
+            }),
+            _ => Err(format!("pair.c's output not understood:\n{text}")),
+        },
+        None => Err(format!("pair.c's output not understood:\n{text}")),
+    }
+}
+
 /// Reads `iperf3 -J`: the receiver's sum.
 pub fn parse_iperf3(text: &str) -> Result<Figures, String> {
     let v: serde_json::Value =
@@ -358,6 +373,8 @@ mod tests {
         let c = parse_c_rr("crr tps 14426 p50 60.5 p99 101.2 fails 0\n").unwrap();
         assert!(c.tps == 14426.0 && c.p99_us == 101.2);
         assert!(parse_c_rr("pp tps 0 p50 0 p99 0").is_err());
+        assert!((parse_pair("src 34.60 Gbit/s\n").unwrap().bps - 34.6e9).abs() < 1.0);
+        assert!(parse_pair("src 0.00 Gbit/s\n").is_err() && parse_pair("").is_err());
         // An rr client prints both: the transactions count, not the bits.
         let both = "remote_throughput=123\nthroughput=14377.34\n";
         assert_eq!(parse_neper(both).unwrap().tps, 14377.34);
