@@ -405,9 +405,12 @@ impl Flow for CrrListener {
                     };
                     // The client sends its request right after connecting,
                     // so it is usually in by the time this thread woke and
-                    // accepted: answer it now, without an epoll round.
-                    if let Ok(Status::Active) = conn.on_event(ts, EV_IN) {
-                        ts.spawned.push(Box::new(conn));
+                    // accepted: answer it now, without an epoll round. Its
+                    // outcome is handled as the worker handles any event's.
+                    match conn.on_event(ts, EV_IN) {
+                        Ok(Status::Done) => {}
+                        Ok(_) => ts.spawned.push(Box::new(conn)),
+                        Err(e) => ts.note_flow_error(&e),
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
