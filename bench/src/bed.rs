@@ -1,11 +1,21 @@
 //! The testbed: the lab's two hosts and five links, and every tool's
 //! server started on host `b`.
 
+use crate::contender::strings;
 use crate::opts::Opts;
 use crate::profile;
 use crate::tools::Server;
 use std::collections::BTreeMap;
 use wirespeed_lab::{Lab, LabSpec, LinkSpec};
+
+/// pingpong.c's servers, one per message size and protocol of the rr
+/// rows (its UDP server echoes any size): name, port, bytes each way, UDP.
+pub(crate) const PINGPONG: [(&str, u16, &str, bool); 4] = [
+    ("pingpong", 5411, "14", false),
+    ("pingpong-64k", 5412, "64000", false),
+    ("pingpong-1", 5413, "1", false),
+    ("pingpong-udp", 5414, "64", true),
+];
 
 /// The testbed: the lab, the tools' servers on host `b`, the binaries.
 pub(crate) struct Bed {
@@ -113,31 +123,22 @@ fn build() -> Result<Bed, String> {
                 .to_string(),
         )
     });
-    let optional: [(&'static str, &Option<String>, Vec<&str>, u16); 7] = [
-        ("udpgso", &udpgso, vec!["sink", "5400"], 5400),
-        ("crr-c", &crr, vec!["server", "5410"], 5410),
-        // pingpong.c's servers, one per message size and protocol of the
-        // rr rows (its UDP server echoes any size).
-        ("pingpong", &pingpong, vec!["server", "5411", "14"], 5411),
-        (
-            "pingpong-64k",
-            &pingpong,
-            vec!["server", "5412", "64000"],
-            5412,
-        ),
-        ("pingpong-1", &pingpong, vec!["server", "5413", "1"], 5413),
-        (
-            "pingpong-udp",
-            &pingpong,
-            vec!["server", "5414", "64", "udp"],
-            5414,
-        ),
-        ("iperf3-21", &iperf321, vec!["-s", "-p", "5203"], 5203),
+    let mut optional: Vec<(&'static str, &Option<String>, Vec<String>, u16)> = vec![
+        ("udpgso", &udpgso, strings(&["sink", "5400"]), 5400),
+        ("crr-c", &crr, strings(&["server", "5410"]), 5410),
+        ("iperf3-21", &iperf321, strings(&["-s", "-p", "5203"]), 5203),
     ];
+    for &(name, port, size, udp) in &PINGPONG {
+        let mut args = vec!["server".to_string(), port.to_string(), size.to_string()];
+        args.extend(udp.then(|| "udp".to_string()));
+        optional.push((name, &pingpong, args, port));
+    }
     for (name, bin, args, port) in optional {
         match bin {
             Some(b) => {
-                let argv: Vec<&str> = std::iter::once(b.as_str()).chain(args).collect();
+                let argv: Vec<&str> = std::iter::once(b.as_str())
+                    .chain(args.iter().map(String::as_str))
+                    .collect();
                 servers.insert(name, Server::start(&lab, "b", &argv, port)?);
             }
             None => eprintln!(

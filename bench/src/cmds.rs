@@ -1,7 +1,7 @@
 //! Every tool's command lines on the testbed, and each group's row.
 
 use crate::MSG;
-use crate::bed::Bed;
+use crate::bed::{Bed, PINGPONG};
 use crate::contender::{Contender, Group, GroupRow, Kind, Table, eq, one, strings, with_fresh};
 use crate::tools::{
     parse_c_rr, parse_iperf2, parse_iperf3, parse_neper, parse_pair, parse_sockperf, parse_udpgso,
@@ -133,22 +133,19 @@ impl<'a> Cmds<'a> {
     }
 
     /// bench/probe/pingpong.c's client against its blocking server
-    /// `server` on `port` (bed.rs starts one per size and protocol; `size`
-    /// bytes each way, `udp` for datagrams): the rr floor.
-    fn rr_floor(
-        &self,
-        (server, port): (&'static str, &str),
-        size: &str,
-        udp: bool,
-    ) -> Option<Contender> {
+    /// `server`, one of bed.rs's [`PINGPONG`] (its port, bytes each way
+    /// and protocol): the rr floor.
+    fn rr_floor(&self, server: &str) -> Option<Contender> {
         let bin = self.bed.pingpong.as_ref()?;
-        let mut argv = strings(&[bin, "client", &self.b0, port, &self.dn, "1", size]);
+        let &(name, port, size, udp) = PINGPONG.iter().find(|p| p.0 == server)?;
+        let port = port.to_string();
+        let mut argv = strings(&[bin, "client", &self.b0, &port, &self.dn, "1", size]);
         let mut label = format!("C floor pingpong.c {size} B (blocking send and recv)");
         if udp {
             argv.push("udp".into());
             label = format!("C floor pingpong.c UDP {size} B (blocking send and recv)");
         }
-        Some(one(&label, argv, parse_c_rr, server))
+        Some(one(&label, argv, parse_c_rr, name))
     }
 
     /// bench/probe/pair.c: `flows` flows of 128 KiB sends from one epoll
@@ -357,7 +354,7 @@ impl<'a> Cmds<'a> {
                 ]
                 .into_iter()
                 .chain(self.neper("neper tcp_rr", "tcp_rr", &[]))
-                .chain(self.rr_floor(("pingpong-1", "5413"), "1", false))
+                .chain(self.rr_floor("pingpong-1"))
                 .collect(),
             ),
             _ => unreachable!("group sends only the defaults here"),
@@ -460,7 +457,7 @@ impl<'a> Cmds<'a> {
                     "tcp_rr",
                     &["-Q", "14", "-R", "14"],
                 ))
-                .chain(self.rr_floor(("pingpong", "5411"), "14", false))
+                .chain(self.rr_floor("pingpong"))
                 .collect(),
             ),
             "rr14-pinned" => (
@@ -506,7 +503,7 @@ impl<'a> Cmds<'a> {
                     "tcp_rr",
                     &["-Q", "64000", "-R", "64000"],
                 ))
-                .chain(self.rr_floor(("pingpong-64k", "5412"), "64000", false))
+                .chain(self.rr_floor("pingpong-64k"))
                 .collect(),
             ),
             "crr" => (
@@ -594,7 +591,7 @@ impl<'a> Cmds<'a> {
                     "udp_rr",
                     &["-Q", "64", "-R", "64"],
                 ))
-                .chain(self.rr_floor(("pingpong-udp", "5414"), "64", true))
+                .chain(self.rr_floor("pingpong-udp"))
                 .collect(),
             ),
             _ => unreachable!("group sends only the UDP rows here"),
