@@ -5,8 +5,10 @@
 // program instead (docs/benchmarks.md, "Equal offload"). Not part of the
 // product.
 // Build: cc -O2 -o udpgso udpgso.c   (bench/compare builds it)
-//   udpgso sink PORT
-//       UDP on PORT with UDP_GRO; a TCP control socket on PORT. Per
+//   udpgso sink PORT [NOGRO]
+//       UDP on PORT with UDP_GRO (without it when NOGRO is 1: one
+//       datagram per receive, the udp row's floor); a TCP control socket
+//       on PORT. Per
 //       control connection: 's' starts counting (answered 'k'), 'e' stops
 //       and answers "BYTES SECS\n": payload bytes received after 's' and
 //       the seconds from 's' to the last of them.
@@ -44,11 +46,11 @@ static void die(const char *what) {
     exit(1);
 }
 
-static void sink(int port) {
+static void sink(int port, int nogro) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     int u = socket(AF_INET, SOCK_DGRAM, 0), one = 1, big = 4 << 20;
     if (u < 0 || bind(u, (void *)&a, sizeof a)) die("udp bind");
-    if (setsockopt(u, IPPROTO_UDP, UDP_GRO, &one, sizeof one)) die("UDP_GRO");
+    if (!nogro && setsockopt(u, IPPROTO_UDP, UDP_GRO, &one, sizeof one)) die("UDP_GRO");
     setsockopt(u, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     int l = socket(AF_INET, SOCK_STREAM, 0);
     setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -135,10 +137,10 @@ static int src(const char *ip, int port, double secs, int size, double warm, int
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 3 && !strcmp(argv[1], "sink")) { sink(atoi(argv[2])); return 0; }
+    if (argc >= 3 && !strcmp(argv[1], "sink")) { sink(atoi(argv[2]), argc > 3 && atoi(argv[3])); return 0; }
     if (argc >= 6 && !strcmp(argv[1], "src"))
         return src(argv[2], atoi(argv[3]), atof(argv[4]), atoi(argv[5]),
                    argc > 6 ? atof(argv[6]) : 1.0, argc > 7 && atoi(argv[7]));
-    fprintf(stderr, "usage: udpgso sink PORT | udpgso src IP PORT SECS SIZE [WARM] [NOGSO]\n");
+    fprintf(stderr, "usage: udpgso sink PORT [NOGRO] | udpgso src IP PORT SECS SIZE [WARM] [NOGSO]\n");
     return 2;
 }

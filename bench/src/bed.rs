@@ -125,6 +125,7 @@ fn build() -> Result<Bed, String> {
     });
     let mut optional: Vec<(&'static str, &Option<String>, Vec<String>, u16)> = vec![
         ("udpgso", &udpgso, strings(&["sink", "5400"]), 5400),
+        ("udp-c", &udpgso, strings(&["sink", "5401", "1"]), 5401),
         ("crr-c", &crr, strings(&["server", "5410"]), 5410),
         ("iperf3-21", &iperf321, strings(&["-s", "-p", "5203"]), 5203),
     ];

@@ -2,7 +2,9 @@
 
 use crate::MSG;
 use crate::bed::{Bed, PINGPONG};
-use crate::contender::{Contender, Group, GroupRow, Kind, Table, eq, one, strings, with_fresh};
+use crate::contender::{
+    Contender, Fresh, Group, GroupRow, Kind, Table, eq, one, strings, with_fresh,
+};
 use crate::tools::{
     parse_c_rr, parse_iperf2, parse_iperf3, parse_neper, parse_pair, parse_sockperf, parse_udpgso,
     parse_wirespeed,
@@ -161,6 +163,83 @@ impl<'a> Cmds<'a> {
         ]);
         let label = format!("C floor pair.c {flows} flows, one epoll thread per side");
         Some(with_fresh(&label, src, parse_pair, sink, 5420))
+    }
+
+    /// pair.c once per flow on each side: `flows` processes of one
+    /// blocking flow each (128 KiB sends, receives of what is there), each
+    /// into a sink of its own started for each run: the floor of a thread
+    /// per flow, and of one flow.
+    fn per_flow_floor(&self, cc: &str, flows: usize) -> Option<Contender> {
+        const SINKS: [&str; 4] = ["pair-1", "pair-2", "pair-3", "pair-4"];
+        let dsts: Vec<(String, u16, &'static str)> = (0..flows.min(SINKS.len()))
+            .map(|i| (self.b0.clone(), 5421 + i as u16, SINKS[i]))
+            .collect();
+        let label = if flows == 1 {
+            "C floor pair.c 1 flow, blocking".to_string()
+        } else {
+            format!("C floor pair.c {flows} flows, a process per flow per side, blocking")
+        };
+        self.pair_procs(&label, cc, &dsts, "1", &["ep", "1"], &["ep", "1"])
+    }
+
+    /// pair.c once per NIC: two processes of two flows each (one epoll
+    /// loop per side and NIC, as iperf3 runs one process per NIC), each
+    /// into a sink of its own on that NIC's address: the nics2 floor.
+    fn per_nic_floor(&self) -> Option<Contender> {
+        let dsts = vec![
+            (self.bed.addr(3), 5425, "pair-nic1"),
+            (self.bed.addr(4), 5426, "pair-nic2"),
+        ];
+        let label = "C floor pair.c, one process per NIC, 2 flows each, one epoll loop per side";
+        self.pair_procs(label, "bbr", &dsts, "2", &["epr"], &["ep1"])
+    }
+
+    /// pair.c sources into `dsts` (address, port, name), `flows` each,
+    /// run at once, each with its sink started for the run; their rates add.
+    fn pair_procs(
+        &self,
+        label: &str,
+        cc: &str,
+        dsts: &[(String, u16, &'static str)],
+        flows: &str,
+        src_mode: &[&str],
+        sink_mode: &[&str],
+    ) -> Option<Contender> {
+        let bin = self.bed.pair.as_ref()?;
+        let cc_env = format!("CC={cc}");
+        let mut c = Contender {
+            label: label.into(),
+            procs: Vec::new(),
+            parse: parse_pair,
+            fresh: Vec::new(),
+        };
+        for (dst, port, name) in dsts {
+            let p = port.to_string();
+            let mut sink = strings(&["env", &cc_env, bin, "sink", &p, flows]);
+            sink.extend(strings(sink_mode));
+            let mut src = strings(&["env", &cc_env, bin, "src", dst, &p, flows, &self.dn]);
+            src.extend(strings(src_mode));
+            c.fresh.push(Fresh {
+                name,
+                argv: sink,
+                port: *port,
+            });
+            c.procs.push((src, name));
+        }
+        Some(c)
+    }
+
+    /// bench/probe/udpgso.c with neither UDP_SEGMENT nor UDP_GRO: one
+    /// datagram per send and per receive, into its sink in `b`: the udp
+    /// row's floor.
+    fn udp_floor(&self) -> Option<Contender> {
+        let u = self.bed.udpgso.as_ref()?;
+        Some(one(
+            "C floor udpgso.c without GSO/GRO (a datagram per call)",
+            strings(&[u, "src", &self.b0, "5401", &self.dn, "1400", "1", "1"]),
+            parse_udpgso,
+            "udp-c",
+        ))
     }
 
     fn i2_to(&self, dst: &str, port: &str, extra: &[&str]) -> Vec<String> {
@@ -364,16 +443,17 @@ impl<'a> Cmds<'a> {
     /// The TCP stream rows at equal settings.
     fn stream_row(&self, name: &str) -> GroupRow {
         match name {
-            "s1-bbr" => (
-                eq(&format!("1 flow, {MSG} per call, bbr, 1 thread")),
-                Kind::Stream,
-                self.eq_stream("bbr", "1"),
-            ),
-            "s1-cubic" => (
-                eq(&format!("1 flow, {MSG} per call, cubic, 1 thread")),
-                Kind::Stream,
-                self.eq_stream("cubic", "1"),
-            ),
+            "s1-bbr" | "s1-cubic" => {
+                let cc = &name[3..];
+                (
+                    eq(&format!("1 flow, {MSG} per call, {cc}, 1 thread")),
+                    Kind::Stream,
+                    self.eq_stream(cc, "1")
+                        .into_iter()
+                        .chain(self.per_flow_floor(cc, 1))
+                        .collect(),
+                )
+            }
             "s4-bbr" | "s4-cubic" => {
                 let cc = &name[3..];
                 (
@@ -392,7 +472,10 @@ impl<'a> Cmds<'a> {
                 (
                     eq(&format!("4 flows, {MSG} per call, {cc}, a thread per flow")),
                     Kind::Stream,
-                    self.eq_stream(cc, "4t"),
+                    self.eq_stream(cc, "4t")
+                        .into_iter()
+                        .chain(self.per_flow_floor(cc, 4))
+                        .collect(),
                 )
             }
             "skip-rx" => (
@@ -428,7 +511,10 @@ impl<'a> Cmds<'a> {
                     "2 uncapped NICs, 4 flows, 2 threads or processes, {MSG} per call"
                 )),
                 Kind::Stream,
-                self.two_nics(3, 4),
+                self.two_nics(3, 4)
+                    .into_iter()
+                    .chain(self.per_nic_floor())
+                    .collect(),
             ),
             "caps" => (
                 eq(&format!(
@@ -554,6 +640,7 @@ impl<'a> Cmds<'a> {
                     "iperf3 3.21 -u -b 0 -l 1400",
                     &["-u", "-b", "0", "-l", "1400"],
                 ))
+                .chain(self.udp_floor())
                 .collect(),
             ),
             "udp-gso" => self.udp_gso_row(),
