@@ -10,6 +10,8 @@ use wirespeed_types::TestSpec;
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchCmd {
     /// Server to test against: HOST, HOST:PORT or [IPV6]:PORT.
+    // The text is --help's, where `[IPV6]` is read as typed, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     pub host: String,
     /// Bench's flags.
     #[command(flatten)]

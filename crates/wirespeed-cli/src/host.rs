@@ -196,7 +196,7 @@ pub struct ApplyArgs {
 }
 
 impl Where {
-    /// Where a session runs (after [`enter_netns`]).
+    /// Where a session runs (after `wirespeed_host::reentry::enter_netns`).
     pub fn place(&self) -> Place {
         Place {
             root: self.root.clone(),

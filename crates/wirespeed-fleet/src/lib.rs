@@ -7,9 +7,9 @@
 //!   [`auth`]); [`agent::serve`].
 //! - [`fleet`]: the agents of a fleet (a TOML file or built in code);
 //!   [`upload`]: a fleet too large for one request, sent in parts.
-//! - [`plan`]: who tests whom, in rounds that keep each host in at most
+//! - [`plan`](mod@plan): who tests whom, in rounds that keep each host in at most
 //!   K tests at once; [`plan()`].
-//! - [`run`]: the controller that runs a plan through the agents;
+//! - [`run`](mod@run): the controller that runs a plan through the agents;
 //!   [`run()`] / [`run_async`].
 //! - [`transport`]: how the controller reaches an agent's HTTP API
 //!   ([`transport::Direct`] HTTP by default; a relay such as the

@@ -93,7 +93,7 @@ pub fn agree_fleet(ours: &str, theirs: &Stated, their_role: &str) -> Result<u32,
     agree("fleet protocol", &me, &theirs.fleet_side(their_role))
 }
 
-/// Middleware of the agent's router ([`stamp_as`] as the agent).
+/// Middleware of the agent's router (`stamp_as` as the agent).
 pub async fn stamp(
     req: axum::extract::Request,
     next: axum::middleware::Next,
@@ -101,7 +101,7 @@ pub async fn stamp(
     stamp_as("agent", req, next).await
 }
 
-/// Middleware of the watcher's router ([`stamp_as`] as the watcher).
+/// Middleware of the watcher's router (`stamp_as` as the watcher).
 pub async fn stamp_watcher(
     req: axum::extract::Request,
     next: axum::middleware::Next,

@@ -724,7 +724,7 @@ fn known_links(live: &Live) -> Vec<LinkTest> {
 
 /// Marks the links of hosts that left the watched set as down, between
 /// two watches on `history` (none may run): each link of theirs that the
-/// live state or the metrics know ([`known_links`]) gets an error row,
+/// live state or the metrics know (`known_links`) gets an error row,
 /// `gone`'s reason for its host, stored in the history and the live
 /// state, and its figures leave the metrics. Drift is judged on measured rows only, so a link
 /// whose end is gone raises no event. How many links were marked.

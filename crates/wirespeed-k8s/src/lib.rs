@@ -11,7 +11,7 @@
 //!   checks against a cluster's ResourceSlices and the shared DeviceClass
 //!   made when missing (the DeviceClass and claim template themselves are
 //!   built with the other objects in [`manifests`]).
-//! - [`rollout`], [`discover`]: waiting for the agents, saying why they
+//! - [`rollout`], [`discover()`]: waiting for the agents, saying why they
 //!   are not Ready, and reading their addresses.
 //! - `proxy` (internal): the agents' HTTP APIs through the API server's pod proxy;
 //!   [`retry`]: requests to the API server retried within a bounded time.
@@ -21,7 +21,7 @@
 //!   that never put two tests on one host's CPUs (nodes sharing a boot id).
 //! - [`sysctls`]: which of a profile's sysctls the pods may set, per
 //!   node's kernel and kubelet, and what each pod had in force.
-//! - [`run`]: the whole run; [`compare`]: the paths side by side, one row
+//! - [`run`]: the whole run; [`compare()`]: the paths side by side, one row
 //!   per path (and each path under each policy load); [`gates`]: pass or
 //!   fail per case (floors, a baseline, the gap to the host network),
 //!   contended cases neither; [`policy_load`]: the NetworkPolicies of

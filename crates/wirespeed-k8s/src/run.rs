@@ -3,7 +3,7 @@
 //! the service paths), wait for them, run each path's tests with
 //! wirespeed-fleet's runner, and delete what the run made: on success, on
 //! error, and on Ctrl-C or SIGTERM. The paths are compared side by side
-//! ([`Comparison`]); [`crate::gates`] judges them.
+//! ([`crate::Comparison`]); [`crate::gates`] judges them.
 
 use crate::K8sError;
 use crate::cluster;

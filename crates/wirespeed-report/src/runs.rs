@@ -1,8 +1,8 @@
 //! Run files, written while a run goes on and partial when it was stopped:
-//! `wirespeed fleet run --out` ([`FleetResults`]) and `wirespeed k8s run
-//! --out` ([`K8sRun`]). `wirespeed report` renders them by the fleet and
+//! `wirespeed fleet run --out` ([`FleetResults`](wirespeed_types::fleet::FleetResults)) and `wirespeed k8s run
+//! --out` ([`K8sRun`](crate::runs::K8sRun)). `wirespeed report` renders them by the fleet and
 //! paths renderers as HTML, Markdown or CSV, each saying first and plainly
-//! when the file is partial ([`RunFile::partial_line`]).
+//! when the file is partial ([`RunFile::partial_line`](crate::runs::RunFile::partial_line)).
 
 use crate::chart::esc;
 use crate::fleet::{render_fleet, render_fleet_html};

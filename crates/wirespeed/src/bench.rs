@@ -1,4 +1,4 @@
-//! `wirespeed bench`: the flags (wirespeed-experiment's [`BenchArgs`]) to
+//! `wirespeed bench`: the flags (wirespeed-experiment's [`BenchArgs`](wirespeed_experiment::BenchArgs)) to
 //! a TestSpec, one test or a size sweep, progress on a terminal, then the
 //! chosen rendering: once at the end, or as JSON lines while it runs
 //! (--json-stream), to stdout or --logfile.

@@ -24,7 +24,7 @@ pub struct ServerConfig {
     /// Connections still in the handshake at once; when full, the oldest
     /// is dropped (answered `busy`) so the newest always gets its turn.
     /// [`Server::bind`](super::Server::bind) lowers it to
-    /// [`handshake_limit_for`] the open-file limit.
+    /// `handshake_limit_for` the open-file limit.
     pub max_unauthenticated: usize,
     /// Control connections from one address (an IPv6 /64) at once,
     /// handshaking or not; a new one first displaces that address's oldest

@@ -17,7 +17,7 @@ pub const MAX_KEY_FILE: u64 = 4096;
 
 /// Reads a key file as ssh reads a private key: a regular file writable
 /// by group or others is refused (anyone could replace the key), one
-/// readable by everyone is taken with a warning; at most [`MAX_KEY_FILE`]
+/// readable by everyone is taken with a warning; at most `MAX_KEY_FILE`
 /// bytes are read, and the key must hold at least 16.
 pub fn read_key_file(path: &std::path::Path) -> Result<KeyFile, EngineError> {
     use std::io::Read;

@@ -74,7 +74,7 @@ pub const STOP_DRAIN: Duration = Duration::from_millis(1500);
 impl Server {
     /// Binds the control port; falls back from `::` to 0.0.0.0 without IPv6.
     /// Handshakes are held to their share of the open-file limit
-    /// ([`handshake_limit_for`]).
+    /// (`handshake_limit_for`).
     pub fn bind(mut cfg: ServerConfig) -> Result<Server, EngineError> {
         let nofile = sys::raise_fd_limit();
         cfg.max_connections = cfg.max_connections.max(1);
@@ -116,7 +116,7 @@ impl Server {
     /// Serves until `stop` becomes true (checked at least every 200 ms),
     /// then ends the tests in flight (each client is told it was
     /// interrupted) and returns once they have ended, within
-    /// [`STOP_DRAIN`].
+    /// `STOP_DRAIN`.
     pub fn serve(self, stop: Arc<AtomicBool>) -> Result<(), EngineError> {
         self.listener
             .set_nonblocking(true)

@@ -78,7 +78,7 @@ impl Host {
     /// (forwarding turns it off); with an ethtool feature every other
     /// changeable feature of its device (the kernel recomputes them
     /// together). Those a host lacks fail to read and are left out by
-    /// [`apply`], and those read back unchanged after it are dropped.
+    /// [`apply`](crate::tune::apply::apply), and those read back unchanged after it are dropped.
     pub fn side_effects(&mut self, s: &Setting) -> Vec<Setting> {
         knob(s).side_effects(self)
     }
