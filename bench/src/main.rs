@@ -76,7 +76,7 @@ fn main() {
     let mut report = String::new();
     let mut json = serde_json::Map::new();
     let mut rows = Vec::new();
-    let mut extra_targets: Vec<(String, bool)> = Vec::new();
+    let mut extra_targets: Vec<(String, bool)> = vec![report::size_target(&bed.ws)];
     for name in &o.groups {
         let name = all_groups().find(|g| g == name).unwrap_or("");
         let g = group(&bed, name, o.duration);

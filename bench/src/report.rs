@@ -231,6 +231,23 @@ pub(crate) fn extra_target(name: &str, g: &Group, j: &serde_json::Value) -> Opti
     }
 }
 
+/// The shipped binary's size target: the wirespeed under test (the
+/// dist profile's, which bench/compare builds) at most 20 MB.
+pub(crate) fn size_target(ws: &str) -> (String, bool) {
+    const MOST: u64 = 20_000_000;
+    match std::fs::metadata(ws) {
+        Ok(m) => (
+            format!(
+                "size: {ws} {:.2} MB <= {:.0} MB",
+                m.len() as f64 / 1e6,
+                MOST as f64 / 1e6
+            ),
+            m.len() <= MOST,
+        ),
+        Err(e) => (format!("size: {ws}: {e}"), false),
+    }
+}
+
 /// Prints the two summary tables; true when a row's runs failed.
 pub(crate) fn print_tables(rows: &[Row]) -> bool {
     let mut failed = false;
