@@ -19,7 +19,6 @@ mod host_live;
 mod iperf3_live;
 mod lab_cli;
 mod lab_e2e;
-mod latency_live;
 mod optimize_live;
 mod scenarios_live;
 mod udp_live;
