@@ -8,13 +8,16 @@
 //                                     128 KiB per ready socket (iperf3's);
 //                                     po: the same with poll; ep1: the same
 //                                     with epoll; ep: epoll, up to BUD
-//                                     reads in a row
+//                                     reads in a row; thr: a thread per
+//                                     flow, blocking reads until EOF
 //   pair src IP PORT N SECS MODE [BLOCK]
 //                                     MODE sel: select, BUD rounds of one
 //                                     write per socket (iperf3's multisend);
 //                                     sels: select, BUD writes in a row;
 //                                     epr: epoll, BUD passes of one send per
-//                                     ready socket; ep: epoll, BUD in a row
+//                                     ready socket; ep: epoll, BUD in a row;
+//                                     thr: a thread per flow, blocking
+//                                     sends (iperf3 3.21's model)
 // BLOCK 1 makes the data sockets blocking. Environment: BUD (default 16),
 // CC (default bbr), V6 (sink listens dual-stack), ZERO (send zeroes),
 // LOWAT=K (SO_RCVLOWAT on the sink's sockets), CALLOC=K (buffer from
@@ -45,6 +48,16 @@ static int realmain(int c,char**v);
 static int gc;static char**gv;static volatile int done;static int rc;
 static void*thr(void*x){rc=realmain(gc,gv);done=1;return 0;}
 int main(int c,char**v){ if(!getenv("THR")) return realmain(c,v); gc=c;gv=v;pthread_t t;pthread_create(&t,0,thr,0);while(!done){struct timespec ts={0,25000000};nanosleep(&ts,0);} pthread_join(t,0); return rc;}
+// thr: a thread per flow with blocking calls (iperf3 3.21's model), each
+// with its own buffer: a sender sends until the end, a receiver until EOF.
+struct th{int fd;int snd;double end;long long tot;};
+static void*flow_thr(void*x){struct th*t=x;char*b=malloc(MSG);if(!b)return 0;memset(b,'x',MSG);
+  if(t->snd){while(now()<t->end){ssize_t k=send(t->fd,b,MSG,0);if(k>0)t->tot+=k;else if(k<0&&errno!=EINTR)break;}}
+  else{ssize_t r;while((r=recv(t->fd,b,MSG,0))>0)t->tot+=r;close(t->fd);}
+  free(b);return 0;}
+static long long run_thr(int*fds,int n,int snd,double end){pthread_t p[64];struct th t[64];long long tot=0;
+  for(int i=0;i<n;i++){nb(fds[i],0);t[i]=(struct th){fds[i],snd,end,0};pthread_create(&p[i],0,flow_thr,&t[i]);}
+  for(int i=0;i<n;i++){pthread_join(p[i],0);tot+=t[i].tot;}return tot;}
 static int realmain(int c,char**v){
   int sink=!strcmp(v[1],"sink"); int fds[64]; int n; const char*mode; int block;
   char *cc=getenv("CC")?getenv("CC"):"bbr"; int budget=getenv("BUD")?atoi(getenv("BUD")):16;
@@ -56,7 +69,8 @@ static int realmain(int c,char**v){
     else{struct sockaddr_in a={.sin_family=AF_INET,.sin_port=htons(port)};bind(l,(void*)&a,sizeof a);} listen(l,64);
     for(int i=0;i<n;i++){fds[i]=accept(l,0,0);if(getenv("PRE")){int p=atoi(getenv("PRE"));if(read(fds[i],buf,p)!=p)return 2;}nb(fds[i],!block);if(getenv("LOWAT")){int lw=atoi(getenv("LOWAT"));setsockopt(fds[i],SOL_SOCKET,SO_RCVLOWAT,&lw,4);}}
     long long tot=0;int open=n;double t0=now();
-    if(!strcmp(mode,"sel")){
+    if(!strcmp(mode,"thr")) tot=run_thr(fds,n,0,0);
+    else if(!strcmp(mode,"sel")){
       while(open){fd_set r;FD_ZERO(&r);int mx=0;for(int i=0;i<n;i++)if(fds[i]>=0){FD_SET(fds[i],&r);if(fds[i]>mx)mx=fds[i];}
         select(mx+1,&r,0,0,0);
         for(int i=0;i<n;i++)if(fds[i]>=0&&FD_ISSET(fds[i],&r)){
@@ -92,7 +106,8 @@ static int realmain(int c,char**v){
       nb(fds[i],!block);}
     if(getenv("WAIT")){char ch;if(read(0,&ch,1)!=1)return 3;} end=now()+secs;
     long long tot=0;
-    if(!strcmp(mode,"sel")){
+    if(!strcmp(mode,"thr")) tot=run_thr(fds,n,1,end);
+    else if(!strcmp(mode,"sel")){
       while(now()<end){fd_set w;FD_ZERO(&w);int mx=0;for(int i=0;i<n;i++){FD_SET(fds[i],&w);if(fds[i]>mx)mx=fds[i];}
         struct timeval tv={0,100000};select(mx+1,0,&w,0,&tv);
         for(int m=0;m<budget;m++)for(int i=0;i<n;i++)if(FD_ISSET(fds[i],&w)){ssize_t k=write(fds[i],buf,MSG);if(k>0)tot+=k;}

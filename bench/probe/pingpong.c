@@ -2,13 +2,14 @@
 // reach: one flow, SIZE bytes each way, TCP (TCP_NODELAY) or UDP, and per
 // message per side only the calls that move it (TCP: send and recv until
 // SIZE bytes are through; UDP: one send and one recv of a datagram). Used
-// for the rr rows of bench/compare (rr14, d-rr, rr64k, udp-rr) and judged
+// for the rr rows of bench/compare (rr14, d-rr, rr64k, rr80k, udp-rr) and judged
 // in docs/benchmarks.md. Not part of the product.
 // Build: gcc -O2 -o pingpong pingpong.c
 //   pingpong server PORT [SIZE [udp]]
 //   pingpong client IP PORT SECS WARMUP [SIZE [udp]]
 //     prints "pp tps N p50 US p99 US" over SECS after WARMUP seconds
-// SIZE: bytes each way (default 14, at most 65000). A UDP client resends
+// SIZE: bytes each way (default 14; at most 1 MiB over TCP, 65000 over
+// UDP, where a larger one falls back to 14). A UDP client resends
 // after 100 ms without an answer (never on an unlossy veth) and counts it
 // as a transaction not measured.
 #include <arpa/inet.h>
@@ -21,7 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAXMSG 65000
+#define MAXMSG (1 << 20)
+#define MAXDGRAM 65000
 #define MAXLAT 4000000
 
 static double now(void) {
@@ -48,13 +50,14 @@ static int full(int fd, char *b, int n, int rd) {
 static double lat[MAXLAT];
 static char b[MAXMSG];
 
-static int size_of(int argc, char **argv, int at) {
-  int msg = argc > at ? atoi(argv[at]) : 14;
-  return msg < 1 || msg > MAXMSG ? 14 : msg;
-}
-
 static int is_udp(int argc, char **argv, int at) {
   return argc > at && !strcmp(argv[at], "udp");
+}
+
+static int size_of(int argc, char **argv, int at) {
+  int msg = argc > at ? atoi(argv[at]) : 14;
+  int most = is_udp(argc, argv, at + 1) ? MAXDGRAM : MAXMSG;
+  return msg < 1 || msg > most ? 14 : msg;
 }
 
 static int serve_tcp(int port, int msg) {

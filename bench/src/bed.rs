@@ -10,11 +10,12 @@ use wirespeed_lab::{Lab, LabSpec, LinkSpec};
 
 /// pingpong.c's servers, one per message size and protocol of the rr
 /// rows (its UDP server echoes any size): name, port, bytes each way, UDP.
-pub(crate) const PINGPONG: [(&str, u16, &str, bool); 4] = [
+pub(crate) const PINGPONG: [(&str, u16, &str, bool); 5] = [
     ("pingpong", 5411, "14", false),
     ("pingpong-64k", 5412, "64000", false),
     ("pingpong-1", 5413, "1", false),
     ("pingpong-udp", 5414, "64", true),
+    ("pingpong-80k", 5415, "80000", false),
 ];
 
 /// The testbed: the lab, the tools' servers on host `b`, the binaries.

@@ -165,21 +165,19 @@ impl<'a> Cmds<'a> {
         Some(with_fresh(&label, src, parse_pair, sink, 5420))
     }
 
-    /// pair.c once per flow on each side: `flows` processes of one
-    /// blocking flow each (128 KiB sends, receives of what is there), each
-    /// into a sink of its own started for each run: the floor of a thread
-    /// per flow, and of one flow.
+    /// pair.c with a thread per flow on each side, blocking sends and
+    /// receives (iperf3 3.21's model; one flow: one blocking thread),
+    /// into a sink started for each run: the floor of a thread per flow,
+    /// and of one flow.
     fn per_flow_floor(&self, cc: &str, flows: usize) -> Option<Contender> {
-        const SINKS: [&str; 4] = ["pair-1", "pair-2", "pair-3", "pair-4"];
-        let dsts: Vec<(String, u16, &'static str)> = (0..flows.min(SINKS.len()))
-            .map(|i| (self.b0.clone(), 5421 + i as u16, SINKS[i]))
-            .collect();
         let label = if flows == 1 {
             "C floor pair.c 1 flow, blocking".to_string()
         } else {
-            format!("C floor pair.c {flows} flows, a process per flow per side, blocking")
+            format!("C floor pair.c {flows} flows, a thread per flow per side, blocking")
         };
-        self.pair_procs(&label, cc, &dsts, "1", &["ep", "1"], &["ep", "1"])
+        let dsts = [(self.b0.clone(), 5421, "pair-thr")];
+        let n = flows.to_string();
+        self.pair_procs(&label, cc, &dsts, &n, &["thr"], &["thr"])
     }
 
     /// pair.c once per NIC: two processes of two flows each (one epoll
@@ -612,6 +610,7 @@ impl<'a> Cmds<'a> {
                     "tcp_rr",
                     &["-Q", "80000", "-R", "80000"],
                 ))
+                .chain(self.rr_floor("pingpong-80k"))
                 .collect(),
             ),
             _ => unreachable!("group sends only the request/response rows here"),
