@@ -155,14 +155,9 @@ impl<'a> Cmds<'a> {
     /// (one read per ready flow), congestion control `cc`, its sink
     /// started for each run: the N-flow stream floor.
     fn stream_floor(&self, cc: &str, flows: &str) -> Option<Contender> {
-        let bin = self.bed.pair.as_ref()?;
-        let cc_env = format!("CC={cc}");
-        let sink = strings(&["env", &cc_env, bin, "sink", "5420", flows, "ep1"]);
-        let src = strings(&[
-            "env", &cc_env, bin, "src", &self.b0, "5420", flows, &self.dn, "epr",
-        ]);
         let label = format!("C floor pair.c {flows} flows, one epoll thread per side");
-        Some(with_fresh(&label, src, parse_pair, sink, 5420))
+        let dsts = [(self.b0.clone(), 5420, "pair-ep")];
+        self.pair_procs(&label, cc, &dsts, flows, &["epr"], &["ep1"])
     }
 
     /// pair.c with a thread per flow on each side, blocking sends and
@@ -180,13 +175,14 @@ impl<'a> Cmds<'a> {
         self.pair_procs(&label, cc, &dsts, &n, &["thr"], &["thr"])
     }
 
-    /// pair.c once per NIC: two processes of two flows each (one epoll
-    /// loop per side and NIC, as iperf3 runs one process per NIC), each
-    /// into a sink of its own on that NIC's address: the nics2 floor.
-    fn per_nic_floor(&self) -> Option<Contender> {
-        let dsts = vec![
-            (self.bed.addr(3), 5425, "pair-nic1"),
-            (self.bed.addr(4), 5426, "pair-nic2"),
+    /// pair.c once per NIC (links `l1` and `l2`): two processes of two
+    /// flows each (one epoll loop per side and NIC, as iperf3 runs one
+    /// process per NIC), each into a sink of its own on that NIC's
+    /// address: the floor of [`Cmds::two_nics`] over the same links.
+    fn per_nic_floor(&self, l1: usize, l2: usize) -> Option<Contender> {
+        let dsts = [
+            (self.bed.addr(l1), 5425, "pair-nic1"),
+            (self.bed.addr(l2), 5426, "pair-nic2"),
         ];
         let label = "C floor pair.c, one process per NIC, 2 flows each, one epoll loop per side";
         self.pair_procs(label, "bbr", &dsts, "2", &["epr"], &["ep1"])
@@ -511,7 +507,7 @@ impl<'a> Cmds<'a> {
                 Kind::Stream,
                 self.two_nics(3, 4)
                     .into_iter()
-                    .chain(self.per_nic_floor())
+                    .chain(self.per_nic_floor(3, 4))
                     .collect(),
             ),
             "caps" => (
