@@ -198,6 +198,11 @@ impl AgentClient {
         }
     }
 
+    /// The agent's boot id as this client last read it (no request).
+    pub(crate) fn known_boot(&self) -> Option<String> {
+        self.known_target().map(|t| t.boot)
+    }
+
     fn known_target(&self) -> Option<auth::Target> {
         self.target
             .lock()

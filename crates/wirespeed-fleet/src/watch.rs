@@ -122,6 +122,14 @@ struct Loop {
     in_flight: usize,
     /// When each pair's last probe started, by (lower, higher) index.
     probed: HashMap<(usize, usize), f64>,
+    /// Each agent's boot id when it last took the fleet (None: not yet).
+    /// An agent tests only peers of its fleet, so one that missed it at
+    /// start (not yet reachable) or restarted in place since (a container
+    /// restart keeps the pod's address) is sent it at the next facts round;
+    /// otherwise every test it leads is refused for as long as it runs.
+    fleet_boot: Vec<Option<String>>,
+    /// Whether each agent answered the last facts round.
+    answering: Vec<bool>,
 }
 
 /// Whether `subject` is a host raised in any workload and not yet quiet.
@@ -214,6 +222,8 @@ pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Resul
         waiting: Default::default(),
         in_flight: 0,
         probed: HashMap::new(),
+        fleet_boot: vec![None; fleet.agents.len()],
+        answering: vec![false; fleet.agents.len()],
     };
     lp.resume()?;
     lp.setup().await;
@@ -282,29 +292,58 @@ impl Loop {
     }
 
     /// Checks each agent and sends it the fleet, as a run does; an agent
-    /// that does not answer is tried again at each facts round.
+    /// that does not take it is tried again at each facts round
+    /// ([`Loop::push_fleet_again`]).
     async fn setup(&mut self) {
-        if !self.opts.run.push_fleet {
+        let all: Vec<usize> = (0..self.clients.len()).collect();
+        self.push_fleet_to(&all).await;
+    }
+
+    /// Sends the fleet to agents `which` (a health check first, which
+    /// reads each one's boot id); notes the boot id of those that took it
+    /// (or hold a fleet of their own: `--fleet` pins it).
+    async fn push_fleet_to(&mut self, which: &[usize]) {
+        if !self.opts.run.push_fleet || which.is_empty() {
             return;
         }
         let fleet = self.fleet.clone();
         let set = futures_join_bounded(
             crate::run::SETUP_AT_ONCE,
-            self.clients.iter().map(|c| {
-                let fleet = fleet.clone();
+            which.iter().map(|&i| {
+                let (c, fleet) = (&self.clients[i], fleet.clone());
                 async move {
-                    c.health().await?;
-                    c.push_fleet(&fleet).await
+                    let t = c.health().await?;
+                    c.push_fleet(&fleet).await.map(|_| t.boot)
                 }
             }),
         )
         .await;
-        let n = set.iter().filter(|r| matches!(r, Ok(true))).count();
+        for (&i, r) in which.iter().zip(set) {
+            if let Ok(boot) = r {
+                self.fleet_boot[i] = Some(boot);
+            }
+        }
+        let n = self.fleet_boot.iter().filter(|b| b.is_some()).count();
         self.live
             .state
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .agents_with_fleet = n as u64;
+    }
+
+    /// After a facts round (whose signed requests read each agent's boot
+    /// id anew when it restarted): sends the fleet to the agents that
+    /// answered and have not taken it, or restarted since they did. One
+    /// that did not answer waits for a round it does.
+    async fn push_fleet_again(&mut self) {
+        let stale: Vec<usize> = (0..self.clients.len())
+            .filter(|&i| self.answering[i])
+            .filter(|&i| {
+                let held = self.fleet_boot[i].as_ref();
+                held.is_none() || self.clients[i].known_boot().as_ref() != held
+            })
+            .collect();
+        self.push_fleet_to(&stale).await;
     }
 
     async fn run(mut self) -> Result<WatchState> {
@@ -337,6 +376,7 @@ impl Loop {
                             self.fleet.agents.len()
                         )));
                     }
+                    self.push_fleet_again().await;
                     next_facts = now + self.schedule.probe_period_s();
                 }
                 for d in self.schedule.due(cursor, now) {
@@ -443,6 +483,7 @@ impl Loop {
         let mut agents = Vec::new();
         let answered = got.iter().filter(|s| s.is_some()).count();
         for (&i, snap) in which.iter().zip(got) {
+            self.answering[i] = snap.is_some();
             let Some(snap) = snap else { continue };
             let f = crate::analyze::host_facts(&self.fleet.agents[i], &snap);
             if self.facts[i].as_ref() != Some(&f) {

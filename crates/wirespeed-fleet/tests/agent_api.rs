@@ -345,3 +345,111 @@ fn a_small_matrix_runs_over_loopback_and_a_stopped_agent_is_down() {
     );
     drop((a, b));
 }
+
+/// The watch's state once `done` holds of it, polled for at most 30 s.
+fn watched(
+    live: &wirespeed_fleet::watch_http::Live,
+    what: &str,
+    done: impl Fn(&wirespeed_types::fleet::WatchState) -> bool,
+) {
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let st = live.state.lock().unwrap().clone();
+        if done(&st) {
+            return;
+        }
+        assert!(
+            Instant::now() < end,
+            "timed out after 30 s waiting for {what}; recent: {:#?}",
+            st.recent
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Whether `st` holds a probe led by `client` that measured, after `t`.
+fn led_by(st: &wirespeed_types::fleet::WatchState, client: &str, t: f64) -> bool {
+    st.recent
+        .iter()
+        .any(|r| r.client == client && r.error.is_none() && r.at_unix > t)
+}
+
+#[test]
+fn a_watched_agent_restarted_in_place_is_given_the_fleet_again() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use wirespeed_fleet::schedule::Budget;
+    use wirespeed_fleet::watch::WatchOptions;
+    use wirespeed_types::{TestSpec, Workload};
+    let (a, b) = (agent("a"), agent("b"));
+    let fleet = Fleet {
+        agents: vec![spec_of("a", &a), spec_of("b", &b)],
+    };
+    // b again later on the same addresses: a container restarted in its
+    // pod, with a new boot id and no fleet.
+    let mut again = config("b");
+    again.http = b.http_addr();
+    again.server.port = b.control_addr().port();
+    let dir = std::env::temp_dir().join(format!("ws-watch-again-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let spec = |workload, s| TestSpec {
+        workload,
+        duration_s: s,
+        warmup_s: 0.0,
+        ..TestSpec::default()
+    };
+    let mut run = RunOptions::new(Vec::new(), KEY.to_vec());
+    run.http_timeout = Duration::from_secs(2);
+    let opts = WatchOptions {
+        run,
+        probes: vec![WorkloadSpec {
+            label: "rr".into(),
+            spec: spec(Workload::Rr, 0.2),
+        }],
+        bandwidth: WorkloadSpec {
+            label: "stream".into(),
+            spec: spec(Workload::Stream, 0.2),
+        },
+        budget: Budget {
+            probe_period_s: 1.0,
+            bandwidth_s: 0.3,
+            probe_bytes: 1e3,
+            ..Budget::default()
+        },
+        rules: Default::default(),
+        history: dir.join("history.db"),
+        duration: Some(Duration::from_secs(90)),
+        retain: None,
+        on_event: None,
+        stop: Some(stop.clone()),
+        interrupt: None,
+    };
+    let live = Arc::new(wirespeed_fleet::watch_http::Live::default());
+    let watcher = {
+        let (fleet, live) = (fleet.clone(), live.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Runtime::new().unwrap();
+            rt.block_on(wirespeed_fleet::watch::watch(&fleet, &opts, live))
+        })
+    };
+    watched(&live, "a probe led by b", |st| led_by(st, "b", 0.0));
+    drop(b);
+    let restarted = now_unix();
+    let b = wirespeed_fleet::Agent::start(again).expect("b starts again on its addresses");
+    watched(&live, "a probe led by the restarted b", |st| {
+        led_by(st, "b", restarted)
+    });
+    stop.store(true, Ordering::Relaxed);
+    let st = watcher.join().unwrap().unwrap();
+    assert_eq!(st.agents_with_fleet, 2);
+    let _ = std::fs::remove_dir_all(&dir);
+    drop((a, b));
+}
+
+fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}

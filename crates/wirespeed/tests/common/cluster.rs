@@ -283,6 +283,43 @@ impl Cluster {
         pv
     }
 
+    /// A pod's log through the API server (and the kubelet); `previous`:
+    /// the agent container's before its last restart (`kubectl logs
+    /// --previous`).
+    pub fn pod_log(&self, ns: &str, pod: &str, previous: bool) -> String {
+        let mut path = format!("/api/v1/namespaces/{ns}/pods/{pod}/log");
+        if previous {
+            path.push_str("?container=agent&previous=true");
+        }
+        String::from_utf8_lossy(&self.curl("GET", &path, None)).into_owned()
+    }
+
+    /// What a failed wait on `ns` prints: each pod's node, phase, IP and
+    /// restarts, and the last 60 lines of every pod's log.
+    pub fn explain(&self, ns: &str) -> String {
+        let pods = self.api("GET", &format!("/api/v1/namespaces/{ns}/pods"), None);
+        let mut out = String::new();
+        for p in pods["items"].as_array().into_iter().flatten() {
+            let name = p["metadata"]["name"].as_str().unwrap_or("?");
+            let restarts: i64 = p["status"]["containerStatuses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["restartCount"].as_i64())
+                .sum();
+            out += &format!(
+                "pod {name} on {} {} ip {} restarts {restarts}\n",
+                p["spec"]["nodeName"], p["status"]["phase"], p["status"]["podIP"]
+            );
+            let log = self.pod_log(ns, name, false);
+            let lines: Vec<&str> = log.lines().collect();
+            for l in &lines[lines.len().saturating_sub(60)..] {
+                out += &format!("  | {l}\n");
+            }
+        }
+        out
+    }
+
     /// The watcher's pod in `ns`: (name, node, pod IP), once one is Ready
     /// and not being deleted.
     pub fn watcher_pod(&self, ns: &str) -> Option<(String, String, String)> {
@@ -530,6 +567,19 @@ impl Scratch {
     /// The key file's path.
     pub fn key(&self) -> String {
         self.file("key")
+    }
+}
+
+/// Polls `f` every 200 ms until it returns Ok, for at most `secs`; on
+/// timeout, Err holds the last thing `f` saw, for the failure message.
+pub fn try_wait<T>(secs: u64, mut f: impl FnMut() -> Result<T, String>) -> Result<T, String> {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if Instant::now() >= end => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
     }
 }
 

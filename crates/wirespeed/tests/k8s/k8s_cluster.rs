@@ -349,7 +349,7 @@ fn crash_loop_advice_followed(c: &Cluster) {
         .and_then(|p| p["metadata"]["name"].as_str())
         .unwrap_or_default()
         .to_string();
-    let log = logs(c, &ns, &crashed, true);
+    let log = c.pod_log(&ns, &crashed, true);
     cleanup();
     assert!(
         all.contains("CrashLoopBackOff")
@@ -425,7 +425,7 @@ fn in_cluster_job(c: &Cluster) {
             None,
         );
         if let Some(pod) = pods["items"][0]["metadata"]["name"].as_str() {
-            let now = logs(c, &ns, pod, false);
+            let now = c.pod_log(&ns, pod, false);
             if now.contains("k8s: ") && now.len() > log.len() {
                 log = now;
             }
@@ -445,17 +445,6 @@ fn in_cluster_job(c: &Cluster) {
     }
     assert_eq!(status["succeeded"], 1, "Job failed: {status}\n{log}");
     assert!(log.contains("cross-node path"), "{log}");
-}
-
-/// A pod's log through the API server (and the kubelet); `previous`:
-/// the agent container's before its last restart (`kubectl logs
-/// --previous`).
-fn logs(c: &Cluster, ns: &str, pod: &str, previous: bool) -> String {
-    let mut path = format!("/api/v1/namespaces/{ns}/pods/{pod}/log");
-    if previous {
-        path.push_str("?container=agent&previous=true");
-    }
-    String::from_utf8_lossy(&c.curl("GET", &path, None)).into_owned()
 }
 
 #[test]

@@ -14,11 +14,13 @@
 use crate::common;
 
 use common::cluster::{
-    Cluster, Scratch, can_run, check_nodes, nothing_left, probe_times, text, unique, wait_for,
+    Cluster, Scratch, can_run, check_nodes, nothing_left, probe_times, text, try_wait, unique,
+    wait_for,
 };
 use common::heavy;
 use common::install::{chart, crd, have_tools, kubectl, tool};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Instant;
 
@@ -92,7 +94,7 @@ prometheusRule: {enabled: true}
 
 /// `kubectl wirespeed watch status -n NS --json F`: the state, once it
 /// succeeds.
-fn status(c: &Cluster, s: &Scratch, ns: &str) -> Option<Value> {
+fn status(c: &Cluster, s: &Scratch, ns: &str) -> Result<Value, String> {
     let jf = s.file("state.json");
     let o = kubectl_in(
         c,
@@ -100,9 +102,35 @@ fn status(c: &Cluster, s: &Scratch, ns: &str) -> Option<Value> {
         &["wirespeed", "watch", "status", "-n", ns, "--json", &jf],
     );
     if !o.status.success() {
-        return None;
+        return Err(format!("kubectl wirespeed watch status: {}", text(&o)));
     }
-    serde_json::from_slice(&std::fs::read(&jf).ok()?).ok()
+    let bytes = std::fs::read(&jf).map_err(|e| format!("{jf}: {e}"))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{jf}: {e}"))
+}
+
+/// The watch state once its measured probes per pair satisfy `done`,
+/// waiting at most 120 s; on timeout the panic shows the last `recent`
+/// rows, every pod and its log.
+fn probed(
+    c: &Cluster,
+    s: &Scratch,
+    ns: &str,
+    what: &str,
+    done: impl Fn(&BTreeMap<(String, String), Vec<f64>>) -> bool,
+) -> Value {
+    try_wait(120, || {
+        let st = status(c, s, ns)?;
+        if done(&probe_times(&st)) {
+            return Ok(st);
+        }
+        Err(serde_json::to_string_pretty(&st["recent"]).unwrap_or_default())
+    })
+    .unwrap_or_else(|last| {
+        panic!(
+            "timed out after 120 s waiting for {what}; the last state:\n{last}\n{}",
+            c.explain(ns)
+        )
+    })
 }
 
 fn now_unix() -> f64 {
@@ -452,14 +480,9 @@ fn helm_installs_upgrades_and_uninstalls_a_watch_prometheus_scrapes() {
         );
         assert!(o.status.success(), "helm install: {}", text(&o));
         eprintln!("helm install --wait took {:?}", t.elapsed());
-        let st = wait_for(
-            "kubectl wirespeed watch status: every pair probed",
-            120,
-            || {
-                let st = status(&c, &s, &ns)?;
-                (probe_times(&st).len() == 3).then_some(st)
-            },
-        );
+        let st = probed(&c, &s, &ns, "every pair probed after the install", |t| {
+            t.len() == 3
+        });
         let o = kubectl_in(&c, &s.0, &["wirespeed", "watch", "status", "-n", &ns]);
         assert!(o.status.success(), "{}", text(&o));
         eprintln!("kubectl wirespeed watch status:\n{}", text(&o));
@@ -470,12 +493,8 @@ fn helm_installs_upgrades_and_uninstalls_a_watch_prometheus_scrapes() {
         // 2. Prometheus through the ServiceMonitor's config; a planted
         // slowdown fires the drift alert.
         let p = prometheus(&c, &s, &ns);
-        wait_for("a baseline of 6 probes of every pair", 120, || {
-            let st = status(&c, &s, &ns)?;
-            probe_times(&st)
-                .values()
-                .all(|v| v.len() >= 6)
-                .then_some(())
+        probed(&c, &s, &ns, "a baseline of 6 probes of every pair", |t| {
+            t.values().all(|v| v.len() >= 6)
         });
         let cap = Cap::on(&c, 3);
         let planted = Instant::now();
@@ -524,10 +543,8 @@ fn helm_installs_upgrades_and_uninstalls_a_watch_prometheus_scrapes() {
                 && c.watcher_image(&ns).as_deref() == Some(new_image.as_str()))
             .then_some(())
         });
-        let st = wait_for("probes after the upgrade", 120, || {
-            let st = status(&c, &s, &ns)?;
-            let t = probe_times(&st);
-            (t.len() == 3 && t.values().all(|v| v.iter().any(|&x| x > t_up + 1.0))).then_some(st)
+        let st = probed(&c, &s, &ns, "probes after the upgrade", |t| {
+            t.len() == 3 && t.values().all(|v| v.iter().any(|&x| x > t_up + 1.0))
         });
         let t = probe_times(&st);
         assert!(
