@@ -8,6 +8,7 @@ use crate::harness::{
     Counters, Flow, FlowEnd, Moved, PASSES, Reg, Status, ThreadState, recv_left, tcp_info_of,
 };
 use crate::result::{RxZeroCopy, TcpInfo};
+use crate::rr::go_solo;
 use crate::sockets::enable_zerocopy;
 use crate::spec::Workload;
 use crate::sys::{self, EV_ERR, EV_HUP, EV_IN, EV_OUT};
@@ -49,6 +50,13 @@ fn flow(mut a: FlowArgs) -> Result<Box<StreamFlow>, EngineError> {
     Ok(Box::new(f))
 }
 
+/// The largest message a solo sender sends with blocking calls. Over
+/// veth (2026-11-30, 10 alternating rounds of 3 s, bbr): at 128 KiB a
+/// blocking sender moved 1.08x the event loop with a thread per flow
+/// (-F 4 -T 4, ahead 10 of 10) and 1.03-1.06x with one flow; at 512 KiB
+/// it was level with 4 flows and 0.92x with one (ahead 4 of 10).
+const SOLO_MAX: usize = 128 * 1024;
+
 /// One bulk-TCP connection, sending or receiving.
 pub struct StreamFlow {
     id: u32,
@@ -65,6 +73,8 @@ pub struct StreamFlow {
     rx: Option<RxZc>,
     /// Bytes per send (the message size).
     send_len: usize,
+    /// The thread's only flow, on a blocking socket ([`go_solo`]).
+    solo: bool,
 }
 
 /// A receiver's TCP_ZEROCOPY_RECEIVE state: its mapping (None once it fell
@@ -124,6 +134,7 @@ impl StreamFlow {
             info: None,
             rx: None,
             send_len: 0,
+            solo: false,
         }
     }
 
@@ -242,6 +253,26 @@ impl StreamFlow {
         Ok(Status::Active)
     }
 
+    /// A solo sender: blocking sends of whole messages until the phase
+    /// changes, as iperf3 3.21's thread per stream and a C sender do (no
+    /// epoll_wait between sends). Done when the peer closed first.
+    fn send_solo(&mut self, ts: &mut ThreadState) -> io::Result<Status> {
+        let fd = self.sock.as_fd();
+        let len = (ts.spec.msg_size as usize).min(ts.tx.len());
+        while !ts.phase_changed() {
+            match sys::send_flags(fd, &ts.tx[..len], false, true) {
+                Ok(n) => self.counters.add_sent(n),
+                // SO_SNDTIMEO passed: look at the phase again.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // The receiver closed: its FIN is queued (peek reads 0).
+                Err(_) if matches!(sys::peek(fd), Ok(0)) => return Ok(Status::Done),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Status::Active)
+    }
+
     fn reap(&mut self, ts: &mut ThreadState) -> io::Result<()> {
         let d = sys::drain_zerocopy(self.sock.as_fd())?;
         ts.zc.completions += d.completions;
@@ -252,12 +283,28 @@ impl StreamFlow {
 
 impl Flow for StreamFlow {
     fn register(&mut self, ts: &mut ThreadState, token: u64) -> io::Result<()> {
+        // A thread's only sender blocks in send (zerocopy and sendfile
+        // keep the event loop); receivers keep it too (level either way).
+        if ts.solo
+            && self.sender
+            && self.send_len <= SOLO_MAX
+            && !self.zerocopy
+            && self.file.is_none()
+        {
+            go_solo(&self.sock)?;
+            self.solo = true;
+        }
         let interest = if self.sender { EV_OUT | EV_IN } else { EV_IN };
         self.reg = Some(Reg::add(ts.epoll, self.sock.as_fd(), token, interest)?);
         Ok(())
     }
 
     fn on_event(&mut self, ts: &mut ThreadState, events: u32) -> io::Result<Status> {
+        // Draining after stop goes through the event loop, whose deadline
+        // closes a flow whose peer never does.
+        if self.solo && !self.shut && !ts.stopping && events & EV_OUT != 0 {
+            return self.send_solo(ts);
+        }
         if self.zerocopy && events & EV_ERR != 0 {
             self.reap(ts)?;
         }
