@@ -18,7 +18,8 @@
 use crate::common;
 
 use common::cluster::{
-    Cluster, Scratch, can_run, check_nodes, nothing_left, probe_times, text, unique, wait_for,
+    Cluster, Scratch, can_run, check_nodes, nothing_left, probe_times, text, try_wait, unique,
+    wait_for,
 };
 use common::heavy;
 use serde_json::{Value, json};
@@ -158,9 +159,18 @@ fn apply_and_watch_as(
     let jf = s.file("state.json");
     let want = all_pairs(nodes);
     let t = Instant::now();
-    wait_for("every pair probed", 120, || {
-        let st = status(c, ns, &jf)?;
-        (measured_pairs(&st, 0.0) == want).then_some(())
+    try_wait(120, || {
+        let st = status(c, ns, &jf).ok_or("no watch state yet")?;
+        if measured_pairs(&st, 0.0) == want {
+            return Ok(());
+        }
+        Err(serde_json::to_string_pretty(&st["recent"]).unwrap_or_default())
+    })
+    .unwrap_or_else(|last| {
+        panic!(
+            "timed out after 120 s waiting for every pair probed; the last state:\n{last}\n{}",
+            c.explain(ns)
+        )
     });
     let (st, _) = c.runner(&["k8s", "watch", "status", "--namespace", ns]);
     eprintln!(
