@@ -122,14 +122,35 @@ struct Loop {
     in_flight: usize,
     /// When each pair's last probe started, by (lower, higher) index.
     probed: HashMap<(usize, usize), f64>,
-    /// Each agent's boot id when it last took the fleet (None: not yet).
-    /// An agent tests only peers of its fleet, so one that missed it at
-    /// start (not yet reachable) or restarted in place since (a container
-    /// restart keeps the pod's address) is sent it at the next facts round;
+    /// Whether each agent holds a fleet, and since which boot. An agent
+    /// tests only peers of its fleet, so one that missed it at start (not
+    /// yet reachable) or restarted in place since (a container restart
+    /// keeps the pod's address) is sent it at the next facts round;
     /// otherwise every test it leads is refused for as long as it runs.
-    fleet_boot: Vec<Option<String>>,
+    held: Vec<Held>,
     /// Whether each agent answered the last facts round.
     answering: Vec<bool>,
+}
+
+/// An agent's fleet as the watcher knows it, with the boot id the agent
+/// had then (a new boot id: it restarted and holds none).
+#[derive(Debug, Clone, PartialEq)]
+enum Held {
+    /// Not known to hold one.
+    No,
+    /// It took this watcher's fleet.
+    Took(String),
+    /// It keeps its own (`--fleet` pins it): not sent again.
+    Pinned(String),
+}
+
+impl Held {
+    fn boot(&self) -> Option<&str> {
+        match self {
+            Held::No => None,
+            Held::Took(b) | Held::Pinned(b) => Some(b),
+        }
+    }
 }
 
 /// Whether `subject` is a host raised in any workload and not yet quiet.
@@ -222,7 +243,7 @@ pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Resul
         waiting: Default::default(),
         in_flight: 0,
         probed: HashMap::new(),
-        fleet_boot: vec![None; fleet.agents.len()],
+        held: vec![Held::No; fleet.agents.len()],
         answering: vec![false; fleet.agents.len()],
     };
     lp.resume()?;
@@ -300,8 +321,7 @@ impl Loop {
     }
 
     /// Sends the fleet to agents `which` (a health check first, which
-    /// reads each one's boot id); notes the boot id of those that took it
-    /// (or hold a fleet of their own: `--fleet` pins it).
+    /// reads each one's boot id); notes which took it or keep their own.
     async fn push_fleet_to(&mut self, which: &[usize]) {
         if !self.opts.run.push_fleet || which.is_empty() {
             return;
@@ -313,17 +333,26 @@ impl Loop {
                 let (c, fleet) = (&self.clients[i], fleet.clone());
                 async move {
                     let t = c.health().await?;
-                    c.push_fleet(&fleet).await.map(|_| t.boot)
+                    let took = c.push_fleet(&fleet).await?;
+                    Ok::<_, FleetError>(if took {
+                        Held::Took(t.boot)
+                    } else {
+                        Held::Pinned(t.boot)
+                    })
                 }
             }),
         )
         .await;
         for (&i, r) in which.iter().zip(set) {
-            if let Ok(boot) = r {
-                self.fleet_boot[i] = Some(boot);
+            if let Ok(h) = r {
+                self.held[i] = h;
             }
         }
-        let n = self.fleet_boot.iter().filter(|b| b.is_some()).count();
+        let n = self
+            .held
+            .iter()
+            .filter(|h| matches!(h, Held::Took(_)))
+            .count();
         self.live
             .state
             .lock()
@@ -339,8 +368,8 @@ impl Loop {
         let stale: Vec<usize> = (0..self.clients.len())
             .filter(|&i| self.answering[i])
             .filter(|&i| {
-                let held = self.fleet_boot[i].as_ref();
-                held.is_none() || self.clients[i].known_boot().as_ref() != held
+                let held = self.held[i].boot();
+                held.is_none() || self.clients[i].known_boot().as_deref() != held
             })
             .collect();
         self.push_fleet_to(&stale).await;

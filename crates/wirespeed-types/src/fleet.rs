@@ -386,7 +386,8 @@ pub struct WatchState {
     pub bandwidth_every_s: f64,
     /// Tests stored since start.
     pub tests_stored: u64,
-    /// Agents that took the fleet from this watcher at start.
+    /// Agents that took the fleet from this watcher (at start, or later
+    /// when they missed it or restarted since).
     pub agents_with_fleet: u64,
     /// The newest test of each link and workload.
     pub latest: Vec<HistoryRow>,
