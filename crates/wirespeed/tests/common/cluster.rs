@@ -320,6 +320,23 @@ impl Cluster {
         out
     }
 
+    /// [`try_wait`] for `f` at most `secs`; on timeout, panics with what
+    /// `f` last saw and [`Cluster::explain`] of `ns`.
+    pub fn wait_explained<T>(
+        &self,
+        ns: &str,
+        what: &str,
+        secs: u64,
+        f: impl FnMut() -> Result<T, String>,
+    ) -> T {
+        try_wait(secs, f).unwrap_or_else(|last| {
+            panic!(
+                "timed out after {secs} s waiting for {what}; the last state:\n{last}\n{}",
+                self.explain(ns)
+            )
+        })
+    }
+
     /// The watcher's pod in `ns`: (name, node, pod IP), once one is Ready
     /// and not being deleted.
     pub fn watcher_pod(&self, ns: &str) -> Option<(String, String, String)> {
@@ -585,17 +602,13 @@ pub fn try_wait<T>(secs: u64, mut f: impl FnMut() -> Result<T, String>) -> Resul
 
 /// Polls `f` every 200 ms until it returns Some, for at most `secs`.
 pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let end = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < end,
-            "timed out after {secs} s waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    try_wait(secs, || f().ok_or_else(String::new))
+        .unwrap_or_else(|_| panic!("timed out after {secs} s waiting for {what}"))
+}
+
+/// A watch state's `recent` rows as JSON, for a failure message.
+pub fn recent_rows(st: &Value) -> String {
+    serde_json::to_string_pretty(&st["recent"]).unwrap_or_default()
 }
 
 /// The measured rr probes of each unordered node pair in a watch

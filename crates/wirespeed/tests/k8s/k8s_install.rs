@@ -14,7 +14,7 @@
 use crate::common;
 
 use common::cluster::{
-    Cluster, Scratch, can_run, check_nodes, nothing_left, probe_times, text, try_wait, unique,
+    Cluster, Scratch, can_run, check_nodes, nothing_left, probe_times, recent_rows, text, unique,
     wait_for,
 };
 use common::heavy;
@@ -118,18 +118,12 @@ fn probed(
     what: &str,
     done: impl Fn(&BTreeMap<(String, String), Vec<f64>>) -> bool,
 ) -> Value {
-    try_wait(120, || {
+    c.wait_explained(ns, what, 120, || {
         let st = status(c, s, ns)?;
         if done(&probe_times(&st)) {
             return Ok(st);
         }
-        Err(serde_json::to_string_pretty(&st["recent"]).unwrap_or_default())
-    })
-    .unwrap_or_else(|last| {
-        panic!(
-            "timed out after 120 s waiting for {what}; the last state:\n{last}\n{}",
-            c.explain(ns)
-        )
+        Err(recent_rows(&st))
     })
 }
 

@@ -18,7 +18,7 @@
 use crate::common;
 
 use common::cluster::{
-    Cluster, Scratch, can_run, check_nodes, nothing_left, probe_times, text, try_wait, unique,
+    Cluster, Scratch, can_run, check_nodes, nothing_left, probe_times, recent_rows, text, unique,
     wait_for,
 };
 use common::heavy;
@@ -159,18 +159,12 @@ fn apply_and_watch_as(
     let jf = s.file("state.json");
     let want = all_pairs(nodes);
     let t = Instant::now();
-    try_wait(120, || {
+    c.wait_explained(ns, "every pair probed", 120, || {
         let st = status(c, ns, &jf).ok_or("no watch state yet")?;
         if measured_pairs(&st, 0.0) == want {
             return Ok(());
         }
-        Err(serde_json::to_string_pretty(&st["recent"]).unwrap_or_default())
-    })
-    .unwrap_or_else(|last| {
-        panic!(
-            "timed out after 120 s waiting for every pair probed; the last state:\n{last}\n{}",
-            c.explain(ns)
-        )
+        Err(recent_rows(&st))
     });
     let (st, _) = c.runner(&["k8s", "watch", "status", "--namespace", ns]);
     eprintln!(
