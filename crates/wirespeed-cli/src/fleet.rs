@@ -43,12 +43,14 @@ pub enum FleetCmd {
     /// Print the bearer token that reads the agents' API (metrics, facts,
     /// results) without the key: for a Prometheus scrape config.
     Token(TokenArgs),
-    /// Show stored tests from a history file (`fleet run --history`).
+    /// Show stored tests from a history file (`fleet run --history`,
+    /// `fleet watch`), or the watcher's incidents (--incidents).
     History(HistoryArgs),
     /// Measure the fleet on a schedule under a budget: light probes
-    /// between pairs, bandwidth tests in a rotation, every result stored,
-    /// drift raised with the facts that changed; a live page and
-    /// Prometheus series on --listen.
+    /// between pairs, bandwidth tests in a rotation, every result stored
+    /// and judged against its link's own baseline; incidents opened and
+    /// closed, naming the link, pair, NIC, host or zone at fault and the
+    /// facts that changed; a live page and Prometheus series on --listen.
     Watch(Box<crate::watch::WatchArgs>),
 }
 
@@ -70,6 +72,11 @@ pub struct HistoryArgs {
     /// At most N rows, the newest (0: all).
     #[arg(long, default_value_t = 1000)]
     pub limit: usize,
+    /// Show the watcher's incidents of the last --since instead (open
+    /// first, then closed, newest first; --pair keeps those naming one of
+    /// its hosts).
+    #[arg(long, conflicts_with_all = ["workload", "prune"])]
+    pub incidents: bool,
     /// Remove the runs older than --since instead of showing anything.
     #[arg(long)]
     pub prune: bool,

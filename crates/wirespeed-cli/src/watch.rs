@@ -36,7 +36,7 @@ pub struct WatchArgs {
     /// How often each pair is probed (stretched to fit the budget).
     #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "30s")]
     pub probe_period: String,
-    /// The probes, run together on each pair: rr (100 transactions of
+    /// The probes, run together on each pair: rr (200 transactions of
     /// 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB).
     #[arg(
         long,
@@ -51,10 +51,17 @@ pub struct WatchArgs {
     /// Agents each agent probes at most (all of them up to N + 1 agents).
     #[arg(long, default_value_t = 16)]
     pub peers: usize,
-    /// A link has moved when its last two tests lie this factor from
-    /// its baseline's median (and outside its range).
-    #[arg(long, default_value_t = 1.5)]
+    /// A probe's latency floor is past its threshold at this many times
+    /// its link's baseline median (and 1.5 times the baseline's high, and
+    /// --min-change above it); two tests past it in a row make the link
+    /// degraded, two back under half the excess make it healthy.
+    #[arg(long, default_value_t = 3.0)]
     pub drift_ratio: f64,
+    /// Latency changes under this are never judged, e.g. 500us, 2ms (the
+    /// floors of a healthy path move by hundreds of microseconds on a
+    /// busy host).
+    #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long, default_value = "500us")]
+    pub min_change: String,
     /// Stop after this long (default: run until killed).
     #[arg(value_parser = crate::checked(wirespeed_types::units::parse_duration), long = "for")]
     pub run_for: Option<String>,
@@ -74,7 +81,7 @@ pub struct WatchArgs {
 /// A probe of `fleet watch --probes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Probe {
-    /// 100 transactions of 1 byte.
+    /// 200 transactions of 1 byte.
     Rr,
     /// 20 connections.
     Crr,
@@ -86,7 +93,7 @@ pub enum Probe {
 /// A probe's workload, labelled with its name.
 pub fn probe(p: Probe) -> WorkloadSpec {
     let (workload, size, count) = match p {
-        Probe::Rr => (Workload::Rr, 1u32, 100u64),
+        Probe::Rr => (Workload::Rr, 1u32, 200u64),
         Probe::Crr => (Workload::Crr, 1, 20),
         Probe::Rr64k => (Workload::Rr, 65536, 8),
     };

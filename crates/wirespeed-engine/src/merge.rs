@@ -153,16 +153,30 @@ fn flow_result(
         .find(|f| f.id == plan.id)
         .cloned()
         .unwrap_or_default();
-    let (local_bytes, remote_bytes, goodput_local, info) = match plan.kind {
-        FlowKind::Forward => (c.window_sent, s.window_received, false, c.tcp_info.clone()),
-        FlowKind::Reverse => (c.window_received, s.window_sent, true, s.tcp_info.clone()),
+    let (local_bytes, remote_bytes, goodput_local, info, other) = match plan.kind {
+        FlowKind::Forward => (
+            c.window_sent,
+            s.window_received,
+            false,
+            c.tcp_info.clone(),
+            &s.tcp_info,
+        ),
+        FlowKind::Reverse => (
+            c.window_received,
+            s.window_sent,
+            true,
+            s.tcp_info.clone(),
+            &c.tcp_info,
+        ),
         _ => (
             c.window_sent + c.window_received,
             s.window_sent + s.window_received,
             true,
             c.tcp_info.clone(),
+            &s.tcp_info,
         ),
     };
+    let other_end_retransmits = other.as_ref().map(|t| t.retransmits);
     let (local_bps, remote_bps) = (bps(local_bytes, lw), bps(remote_bytes, rw));
     FlowResult {
         id: plan.id,
@@ -186,6 +200,7 @@ fn flow_result(
             None
         },
         rx_zerocopy: s.rx_zerocopy.clone().or_else(|| c.rx_zerocopy.clone()),
+        other_end_retransmits,
     }
 }
 

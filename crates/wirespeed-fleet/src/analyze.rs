@@ -11,7 +11,6 @@
 //! doctor's findings on them, and the model's bottleneck of its slowest
 //! test.
 
-use crate::drift::median;
 use crate::fleet::AgentSpec;
 use std::collections::{BTreeMap, BTreeSet};
 use wirespeed_types::fleet::{
@@ -102,17 +101,11 @@ fn median_opt(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 fn link_name(t: &LinkTest) -> String {
-    let end = |h: &str, n: &str| {
-        if n.is_empty() {
-            h.to_string()
-        } else {
-            format!("{h}/{n}")
-        }
-    };
+    use wirespeed_types::fleet::end_name;
     format!(
         "{} -> {}",
-        end(&t.client, &t.client_nic),
-        end(&t.server, &t.server_nic)
+        end_name(&t.client, &t.client_nic),
+        end_name(&t.server, &t.server_nic)
     )
 }
 
@@ -648,6 +641,11 @@ pub fn judge(
         }
     }
     v
+}
+
+/// The median of `v` (0 when empty).
+fn median(v: &[f64]) -> f64 {
+    wirespeed_types::stats::median(v).unwrap_or(0.0)
 }
 
 #[cfg(test)]

@@ -41,7 +41,27 @@ pub fn row(t: &LinkTest, run_started: f64) -> Row {
             .filter(|&m| m > 0.0),
         client_idle_pct: r.and_then(|x| idle(&x.local_cpu)),
         server_idle_pct: r.and_then(|x| idle(&x.remote_cpu)),
+        retransmits: r.and_then(retransmits),
     }
+}
+
+/// Segments both ends of a test retransmitted, where TCP_INFO says.
+pub fn retransmits(r: &TestResult) -> Option<u64> {
+    let mut seen = false;
+    let mut n = 0u64;
+    for f in &r.flows {
+        for x in [
+            f.tcp_info.as_ref().map(|t| t.retransmits),
+            f.other_end_retransmits,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            seen = true;
+            n = n.saturating_add(x);
+        }
+    }
+    seen.then_some(n)
 }
 
 /// How idle a host's CPUs were over a test's window, % of all of them.
@@ -56,7 +76,8 @@ pub fn idle(c: &CpuUsage) -> Option<f64> {
 }
 
 /// A test's CPU per Gbit/s (both sides, cores) and TCP loss ratio
-/// (segments retransmitted over segments sent), where it has them.
+/// (segments both ends retransmitted over segments sent), where it has
+/// them.
 pub fn costs(r: &TestResult) -> (Option<f64>, Option<f64>) {
     let gbps = r.throughput_bps / 1e9;
     let cores = (r.local_cpu.total_pct + r.remote_cpu.total_pct) / 100.0;
@@ -64,8 +85,16 @@ pub fn costs(r: &TestResult) -> (Option<f64>, Option<f64>) {
     let (mut retx, mut segs) = (0.0, 0.0);
     for f in &r.flows {
         if let Some(t) = f.tcp_info.as_ref().filter(|t| t.mss > 0) {
-            retx += t.retransmits as f64;
-            segs += (f.client_sent_total.max(f.server_sent_total)) as f64 / t.mss as f64;
+            retx += (t.retransmits + f.other_end_retransmits.unwrap_or(0)) as f64;
+            // Each end's segments: a transaction's message is at least
+            // one, however small (a 1-byte rr is one segment each way).
+            let mss = t.mss as f64;
+            let each = |bytes: u64| (bytes as f64 / mss).max(f.transactions as f64);
+            segs += if f.other_end_retransmits.is_some() && f.transactions > 0 {
+                each(f.client_sent_total) + each(f.server_sent_total)
+            } else {
+                f.client_sent_total.max(f.server_sent_total) as f64 / mss
+            };
         }
     }
     let loss = (segs > 0.0).then(|| (retx / segs).min(1.0));
@@ -73,7 +102,7 @@ pub fn costs(r: &TestResult) -> (Option<f64>, Option<f64>) {
 }
 
 /// The schema this build writes.
-pub const SCHEMA: i64 = 3;
+pub const SCHEMA: i64 = 4;
 
 /// Each migration takes the file from the version before it to its own
 /// (index + 1).
@@ -120,6 +149,9 @@ CREATE INDEX events_time ON events (at_unix);
     "
 ALTER TABLE tests ADD COLUMN client_idle_pct REAL;
 ALTER TABLE tests ADD COLUMN server_idle_pct REAL;
+",
+    "
+ALTER TABLE tests ADD COLUMN retransmits INTEGER;
 ",
 ];
 
@@ -354,8 +386,8 @@ impl History {
                 .prepare(
                     "INSERT INTO tests (run, at_unix, workload, client, server, client_nic, server_nic,
                      throughput_bps, transactions_per_s, p50_us, p99_us, error, cpu_per_gbps, loss_ratio, min_us,
-                     client_idle_pct, server_idle_pct)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                     client_idle_pct, server_idle_pct, retransmits)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                 )
                 .map_err(|e| sql("prepare", e))?;
             for t in &r.tests {
@@ -377,7 +409,8 @@ impl History {
                     x.loss_ratio,
                     x.min_us,
                     x.client_idle_pct,
-                    x.server_idle_pct
+                    x.server_idle_pct,
+                    x.retransmits.map(|n| n.min(i64::MAX as u64) as i64)
                 ])
                 .map_err(|e| sql("store a test", e))?;
             }
@@ -406,7 +439,7 @@ impl History {
             .prepare(
                 "SELECT at_unix, workload, client, server, client_nic, server_nic, throughput_bps,
                  transactions_per_s, p50_us, p99_us, error, cpu_per_gbps, loss_ratio, min_us,
-                 client_idle_pct, server_idle_pct FROM (
+                 client_idle_pct, server_idle_pct, retransmits FROM (
                    SELECT rowid, * FROM tests WHERE at_unix >= ?1
                    AND (?2 = '' OR (client = ?2 AND server = ?3) OR (client = ?3 AND server = ?2))
                    AND (?4 IS NULL OR workload = ?4)
@@ -433,6 +466,9 @@ impl History {
                     min_us: r.get(13)?,
                     client_idle_pct: r.get(14)?,
                     server_idle_pct: r.get(15)?,
+                    retransmits: r
+                        .get::<_, Option<i64>>(16)?
+                        .and_then(|n| u64::try_from(n).ok()),
                 })
             })
             .map_err(|e| sql("query", e))?;

@@ -18,7 +18,10 @@
 //!   under a budget, computed from the clock.
 //! - [`watch`]: `wirespeed fleet watch`, the schedule run for ever:
 //!   results stored as they come, Prometheus series and a live page
-//!   ([`watch_http`]), drift raised as events ([`drift`]).
+//!   ([`watch_http`]); each series judged against its own baseline
+//!   ([`health`]), the links that are not healthy explained by the
+//!   smallest thing they share ([`localize`]), incidents opened and
+//!   closed ([`incident`]) with the host facts that changed ([`drift`]).
 //! - [`history`]: every run's tests and host facts in one SQLite file,
 //!   queried by pair and time, pruned by age.
 //! - [`protocol`]: the versions every endpoint states (a header on each
@@ -43,8 +46,11 @@ pub mod auth;
 pub mod drift;
 mod error;
 pub mod fleet;
+pub mod health;
 pub mod history;
+pub mod incident;
 pub mod interference;
+pub mod localize;
 pub mod plan;
 pub mod protocol;
 pub mod run;

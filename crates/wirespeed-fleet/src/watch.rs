@@ -4,19 +4,27 @@
 //! agents as in a fleet run, its result goes to the history file at once
 //! (one transaction each: a killed watcher loses only the tests it had in
 //! flight), to Prometheus series and to the live state; each agent's facts
-//! are read once a probe period and stored when they change. After each
-//! result the link's series is checked for a change point ([`drift`]);
-//! a host or pair that moved becomes an event with the facts that changed
-//! with it.
+//! are read once a probe period and stored when they change. Each result
+//! is judged against its series' own baseline ([`health`]); when a link's
+//! health changes, the links that are not healthy are explained by the
+//! smallest thing they share ([`localize`]) and incidents open and close
+//! ([`incident`]), each transition an event with the facts that changed.
+//! A link whose probes look suspect gets a bandwidth test out of turn
+//! (at most one a probe period, backing off per pair while it stays
+//! unhealthy).
 //!
 //! A restart opens the same history and takes the schedule from the
-//! clock: nothing past is re-run, and the events of the last minutes are
-//! not raised twice.
+//! clock: nothing past is re-run; the recent tests are judged again to
+//! rebuild each series' baseline, and the incidents left open are taken
+//! back, not raised twice.
 
-use crate::drift::{self, Change, Rules, Subject};
+use crate::drift;
 use crate::error::{FleetError, Result};
 use crate::fleet::Fleet;
+use crate::health::{self, Detector};
 use crate::history::{History, Query};
+use crate::incident;
+use crate::localize::{self, Incidents, Topology, Transition};
 use crate::plan::Job;
 use crate::run::{
     AgentClient, RunOptions, WorkloadSpec, client_of, futures_join_bounded, run_job_now,
@@ -29,15 +37,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use wirespeed_types::fleet::{
-    AgentStatus, DriftEvent, FLEET_SCHEMA_VERSION, FleetResults, HistoryRow, HostFacts, LinkTest,
-    WatchState,
+    AgentStatus, DriftEvent, FLEET_SCHEMA_VERSION, FleetResults, HistoryRow, HostFacts, Incident,
+    LinkTest, WatchState,
 };
 use wirespeed_types::host::tune::now_unix;
 
 /// Rows of recent history the live state keeps.
 const RECENT: usize = 2000;
 
-/// Called with each drift event as it is raised.
+/// Most rows a restart judges again to rebuild the baselines (30 probe
+/// periods of 1,000 agents is about 700,000).
+const REPLAY: usize = 1_000_000;
+
+/// Called with each incident's transition as it is raised.
 pub type EventFn = Arc<dyn Fn(&DriftEvent) + Send + Sync>;
 
 /// How the watcher runs.
@@ -52,15 +64,15 @@ pub struct WatchOptions {
     pub bandwidth: WorkloadSpec,
     /// The budget.
     pub budget: Budget,
-    /// When a link counts as moved.
-    pub rules: Rules,
+    /// When a series counts as past its threshold, and for how long.
+    pub rules: health::Rules,
     /// The history file.
     pub history: PathBuf,
     /// Stop after this long (None: until stopped).
     pub duration: Option<Duration>,
     /// Prune history older than this at start and hourly.
     pub retain: Option<Duration>,
-    /// Called with each drift event as it is raised.
+    /// Called with each incident's transition as it is raised.
     pub on_event: Option<EventFn>,
     /// Set to end the watch: no new test starts, those in flight finish
     /// and are stored (the Kubernetes watcher sets it when its agents
@@ -102,13 +114,21 @@ struct Loop {
     history: History,
     clients: Vec<AgentClient>,
     facts: Vec<Option<HostFacts>>,
-    /// Links that moved now, by (link, workload), and when each was
-    /// first found.
-    changes: BTreeMap<(String, String), (Change, f64)>,
-    /// Subjects raised, until when they stay quiet.
-    raised: HashMap<(Subject, String), f64>,
-    /// Pairs each host is probed in.
-    pairs_of: HashMap<String, usize>,
+    /// Every series' health.
+    detector: Detector,
+    /// The links the schedule probes and their hosts' zones.
+    topo: Topology,
+    /// The open incidents.
+    incidents: Incidents,
+    /// The open incidents' records, by id.
+    records: BTreeMap<u64, Incident>,
+    /// Incidents closed in the last day, newest last.
+    closed: Vec<Incident>,
+    /// Agent index by name.
+    index: HashMap<String, usize>,
+    /// Bandwidth tests out of turn: the last start, and per pair how many
+    /// since it was last healthy.
+    extra: Extra,
     live: Arc<Live>,
     opts: WatchOptions,
     /// Tests that measured something since start.
@@ -153,16 +173,18 @@ impl Held {
     }
 }
 
-/// Whether `subject` is a host raised in any workload and not yet quiet.
-/// A host is one cause, raised once per quiet span whatever workload
-/// moved: its MTU moves every rr probe alike, and each probe's move came
-/// as an event of its own before (2 events for one plant in CI).
-fn host_raised(raised: &HashMap<(Subject, String), f64>, subject: &Subject, now: f64) -> bool {
-    matches!(subject, Subject::Host(_))
-        && raised
-            .iter()
-            .any(|((s, _), until)| s == subject && *until >= now)
+/// Bandwidth tests out of turn.
+#[derive(Debug, Default)]
+struct Extra {
+    /// When the last one started (the loop's clock).
+    last: f64,
+    /// Per pair (lower, higher index): how many ran since it was last
+    /// healthy, and when the last one started.
+    per_pair: HashMap<(usize, usize), (u32, f64)>,
 }
+
+/// Closed incidents the live state keeps (those of the last day).
+const CLOSED_KEPT: usize = 200;
 
 /// A finished job: what it was, and its tests.
 type Done = (Job, Vec<LinkTest>);
@@ -222,20 +244,25 @@ pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Resul
         .iter()
         .map(|a| client_of(a, &opts.run))
         .collect::<Result<Vec<_>>>()?;
-    let mut pairs_of: HashMap<String, usize> = HashMap::new();
-    for &(a, b) in schedule.pairs() {
-        *pairs_of.entry(fleet.agents[a].name.clone()).or_default() += 1;
-        *pairs_of.entry(fleet.agents[b].name.clone()).or_default() += 1;
-    }
+    let topo = topology(fleet, &schedule);
     let mut lp = Loop {
         fleet: Arc::new(fleet.clone()),
         schedule,
         history,
         clients,
         facts: vec![None; fleet.agents.len()],
-        changes: BTreeMap::new(),
-        raised: HashMap::new(),
-        pairs_of,
+        detector: Detector::new(opts.rules.clone()),
+        topo,
+        incidents: Incidents::new(1),
+        records: BTreeMap::new(),
+        closed: Vec::new(),
+        index: fleet
+            .agents
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.name.clone(), i))
+            .collect(),
+        extra: Extra::default(),
         live,
         opts: opts.clone(),
         ok_tests: 0,
@@ -248,33 +275,85 @@ pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Resul
     };
     lp.resume()?;
     lp.setup().await;
+    // The incidents a previous watcher left open, against the baselines
+    // judged again: kept, grown or closed at once.
+    lp.localize(now_unix()).await?;
     lp.run().await
 }
 
 impl Loop {
     /// Picks up where a previous watcher on this file stopped: its
-    /// recent tests and events (so they are not raised again).
+    /// recent tests judged again (each series' baseline and health), its
+    /// events, and the incidents it left open (taken back, not raised
+    /// again; closed at the first look if they recovered meanwhile).
     fn resume(&mut self) -> Result<()> {
         let now = now_unix();
-        let quiet = self.quiet_s();
-        for e in self.history.events(now - quiet)? {
-            let subject = match e.scope.as_str() {
-                "host" => Subject::Host(e.subject.clone()),
-                _ => match e.subject.split_once(',') {
-                    Some((a, b)) => Subject::Pair(a.into(), b.into()),
-                    None => continue,
-                },
-            };
-            self.raised
-                .insert((subject, e.workload.clone()), e.at_unix + quiet);
-        }
-        let recent = self.history.tests(&Query {
-            since_unix: now - quiet,
-            limit: RECENT,
+        let period = self.schedule.probe_period_s();
+        let r = &self.opts.rules;
+        let probes_since = now - (r.baseline + r.confirm + r.clear + 4) as f64 * period;
+        let mut replay = self.history.tests(&Query {
+            since_unix: probes_since,
+            limit: REPLAY,
             ..Query::default()
         })?;
+        let bw_since =
+            now - (r.min_baseline_goodput + 1) as f64 * self.schedule.bandwidth_every_s();
+        if bw_since < probes_since {
+            replay.extend(self.history.tests(&Query {
+                since_unix: bw_since,
+                workload: Some(self.opts.bandwidth.label.clone()),
+                limit: REPLAY,
+                ..Query::default()
+            })?);
+            replay.retain(|x| x.at_unix >= probes_since || x.workload == self.opts.bandwidth.label);
+            replay.sort_by(|a, b| a.at_unix.total_cmp(&b.at_unix));
+            replay.dedup();
+        }
+        for job in health::jobs(&replay) {
+            self.detector.observe_job(&job);
+        }
+        let recent: Vec<HistoryRow> = replay
+            .iter()
+            .filter(|x| x.at_unix >= now - self.quiet_s())
+            .cloned()
+            .collect();
         self.note_probed(&recent);
-        let events = self.history.events(now - 24.0 * 3600.0)?;
+        let all = self.history.events(0.0)?;
+        let next = all.iter().map(|e| e.incident).max().unwrap_or(0) + 1;
+        self.incidents = Incidents::new(next);
+        for e in incident::left_open(&all) {
+            let Some(scope) = incident::scope_of(&e.scope, &e.subject) else {
+                continue;
+            };
+            let links = self.topo.links_of(&scope);
+            let o = localize::Open {
+                id: e.incident,
+                scope: scope.clone(),
+                links: links.iter().cloned().collect(),
+                explanation: localize::Explanation {
+                    scope,
+                    bad: Vec::new(),
+                    judged: 0,
+                    links,
+                    evidence: e.evidence.clone(),
+                },
+                opened_unix: e.at_unix,
+            };
+            self.incidents.reopen(o);
+        }
+        let day = now - 24.0 * 3600.0;
+        let told = incident::from_events(&all);
+        self.records = told
+            .iter()
+            .filter(|i| i.closed_unix.is_none())
+            .map(|i| (i.id, i.clone()))
+            .collect();
+        self.closed = told
+            .into_iter()
+            .filter(|i| i.closed_unix.is_some_and(|t| t >= day))
+            .rev()
+            .collect();
+        let events: Vec<DriftEvent> = all.into_iter().filter(|e| e.at_unix >= day).collect();
         let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
         *st = WatchState {
             schema_version: FLEET_SCHEMA_VERSION,
@@ -288,6 +367,8 @@ impl Loop {
             events,
             ..WatchState::default()
         };
+        drop(st);
+        self.publish();
         self.live.metrics.schedule(&self.schedule);
         Ok(())
     }
@@ -306,10 +387,10 @@ impl Loop {
         }
     }
 
-    /// How long a raised subject stays quiet: its baseline's span.
+    /// The span of recent tests a restart shows and keeps probes apart
+    /// by: twelve probe periods.
     fn quiet_s(&self) -> f64 {
-        let r = &self.opts.rules;
-        (r.baseline + r.confirm) as f64 * self.schedule.probe_period_s()
+        12.0 * self.schedule.probe_period_s()
     }
 
     /// Checks each agent and sends it the fleet, as a run does; an agent
@@ -416,6 +497,7 @@ impl Loop {
                     self.waiting.push_back((d.at, d.kind, job));
                 }
                 cursor = now;
+                self.extra_bandwidth(now);
                 self.start_ready(now, &tx);
                 if now >= next_prune {
                     if let Some(keep) = self.opts.retain {
@@ -532,7 +614,8 @@ impl Loop {
         Ok(answered)
     }
 
-    /// Stores a job's tests, updates the series and looks for drift.
+    /// Stores a job's tests, judges each against its series, and
+    /// explains the links that are not healthy when any changed.
     async fn store(&mut self, tests: Vec<LinkTest>) -> Result<()> {
         let now = now_unix();
         self.ok_tests += tests.iter().filter(|t| t.error.is_none()).count() as u64;
@@ -545,202 +628,244 @@ impl Loop {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .tests_stored += rows.len() as u64;
-        for r in rows.iter().filter(|r| r.error.is_none()) {
-            self.check_series(r, now)?;
+        let changed = self.detector.observe_job(&rows);
+        for c in &changed {
+            self.live
+                .metrics
+                .series_health(&self.detector.states_of(&c.key.link), &c.key.workload);
         }
-        self.raise(now).await
+        if !changed.is_empty() {
+            self.localize(now).await?;
+        }
+        self.publish();
+        Ok(())
     }
 
-    /// Re-judges the series `r` belongs to.
-    fn check_series(&mut self, r: &HistoryRow, now: f64) -> Result<()> {
-        let key = drift::series_key(r);
-        let rules = &self.opts.rules;
-        let every = if self.opts.probes.iter().any(|p| p.label == r.workload) {
-            self.schedule.probe_period_s()
-        } else {
-            self.schedule.bandwidth_every_s()
-        };
-        let span = (rules.baseline + rules.confirm + 2) as f64 * every * 1.5;
-        let rows: Vec<HistoryRow> = self
-            .history
-            .tests(&Query {
-                pair: Some((r.client.clone(), r.server.clone())),
-                since_unix: now - span,
-                workload: Some(r.workload.clone()),
-                limit: 0,
-            })?
-            .into_iter()
-            .filter(|x| drift::series_key(x) == key)
-            .collect();
-        match drift::change(&rows, rules) {
-            Some(c) => {
-                let found = self.changes.get(&key).map(|x| x.1).unwrap_or(now);
-                self.changes.insert(key, (c, found));
+    /// Explains the links that are not healthy; opens, updates and
+    /// closes incidents.
+    async fn localize(&mut self, now: f64) -> Result<()> {
+        let found = localize::explain(&self.topo, self.detector.links(), self.detector.bad_links());
+        let moves = self.incidents.update(found, self.detector.links(), now);
+        for t in moves {
+            self.report(t, now).await?;
+        }
+        Ok(())
+    }
+
+    /// Records an incident's transition: an event (history, stdout, the
+    /// metrics, the state) when it opens or closes; its record when its
+    /// explanation changes.
+    async fn report(&mut self, t: Transition, now: f64) -> Result<()> {
+        let (o, transition, outcome) = match t {
+            Transition::Opened(o) => (o, "opened", None),
+            Transition::Updated(o) => {
+                let prev = self.records.get(&o.id).cloned();
+                let changed = prev.as_ref().map(|p| p.changed.clone()).unwrap_or_default();
+                let now_rec = incident::record(&o, &self.detector, changed, None);
+                self.records
+                    .insert(o.id, incident::keep_worst(prev.as_ref(), now_rec));
+                return Ok(());
             }
+            Transition::Closed(o, by) => {
+                let why = by.map_or_else(
+                    || "recovered".to_string(),
+                    |s| {
+                        let (scope, subject) = s.scope_and_subject();
+                        format!("{scope} {subject}")
+                    },
+                );
+                (o, "closed", Some(why))
+            }
+        };
+        let inc = match outcome {
             None => {
-                self.changes.remove(&key);
+                let changed = self.facts_changed(&o.scope, now).await?;
+                let rec = incident::record(&o, &self.detector, changed, None);
+                self.records.insert(o.id, rec.clone());
+                rec
             }
-        }
-        Ok(())
-    }
-
-    /// Raises an event for each subject that moved and is not quiet.
-    async fn raise(&mut self, now: f64) -> Result<()> {
-        let fresh = self.fresh_subjects(now);
-        if fresh.is_empty() {
-            return Ok(());
-        }
-        // The facts of the hosts named, read now: the event says what
-        // changed up to this moment, not up to the last facts round.
-        let mut hosts: Vec<usize> = Vec::new();
-        for (s, _) in &fresh {
-            let names = match s {
-                Subject::Host(h) => vec![h],
-                Subject::Pair(a, b) => vec![a, b],
-            };
-            hosts.extend(
-                names
-                    .iter()
-                    .filter_map(|n| self.fleet.agents.iter().position(|a| &a.name == *n)),
-            );
-        }
-        hosts.sort_unstable();
-        hosts.dedup();
-        self.read_facts_of(now, &hosts).await?;
-        for (subject, cs) in fresh {
-            let cs: Vec<&Change> = cs.iter().collect();
-            let e = self.event(&subject, &cs, now)?;
-            self.history.record_event(&e)?;
-            self.live.metrics.event(&e);
-            if let Some(f) = &self.opts.on_event {
-                f(&e);
+            Some(why) => {
+                let prev = self.records.remove(&o.id);
+                let rec = incident::record(&o, &self.detector, Vec::new(), None);
+                let mut rec = incident::keep_worst(prev.as_ref(), rec);
+                rec.closed_unix = Some(now);
+                rec.outcome = Some(why);
+                rec.message = incident::message(&rec);
+                self.closed.push(rec.clone());
+                let day = now - 24.0 * 3600.0;
+                self.closed
+                    .retain(|i| i.closed_unix.is_some_and(|t| t >= day));
+                let over = self.closed.len().saturating_sub(CLOSED_KEPT);
+                self.closed.drain(..over);
+                rec
             }
-            let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
-            st.events.push(e);
-        }
-        Ok(())
-    }
-
-    /// The subjects that moved and are not quiet (marked raised now),
-    /// each with its changes.
-    fn fresh_subjects(&mut self, now: f64) -> Vec<(Subject, Vec<Change>)> {
-        let changes: Vec<(Change, f64)> = self.changes.values().cloned().collect();
-        let pairs_of = |h: &str| self.pairs_of.get(h).copied().unwrap_or(0);
-        // A pair event waits three periods after its change was found:
-        // one series is its only witness, so it must hold for five tests
-        // in a row (on the CI machine a pair's crr floor tripled for
-        // three probes with nothing changed). A host's event has its
-        // other pairs as witnesses and goes at once.
-        let settled = now - 3.0 * self.schedule.probe_period_s();
-        let found = drift::attribute(&changes, pairs_of, settled);
-        // A host named now, or raised and not yet quiet, explains the
-        // moves of its pairs (in any workload).
-        let mut hosts: Vec<String> = self
-            .raised
-            .iter()
-            .filter(|(_, until)| **until >= now)
-            .filter_map(|((s, _), _)| match s {
-                Subject::Host(h) => Some(h.clone()),
-                Subject::Pair(..) => None,
-            })
-            .collect();
-        hosts.extend(found.iter().filter_map(|(s, _)| match s {
-            Subject::Host(h) => Some(h.clone()),
-            Subject::Pair(..) => None,
-        }));
-        let quiet = self.quiet_s();
-        let mut new = Vec::new();
-        for (subject, cs) in found {
-            if let Subject::Pair(a, b) = &subject
-                && (hosts.contains(a) || hosts.contains(b))
-            {
-                continue;
-            }
-            let host_quiet = host_raised(&self.raised, &subject, now);
-            let key = (subject.clone(), cs[0].workload.clone());
-            let fresh = self.raised.get(&key).is_none_or(|&until| until < now);
-            self.raised.insert(key, now + quiet);
-            if fresh && !host_quiet {
-                new.push((subject, cs.into_iter().cloned().collect()));
-            }
-        }
-        new
-    }
-
-    /// The event for `subject`: what moved, how far, since when, and the
-    /// facts of its hosts that changed since the baseline (their CPUs' idle
-    /// time among them).
-    fn event(&self, subject: &Subject, cs: &[&Change], now: f64) -> Result<DriftEvent> {
-        let (scope, name) = subject.scope_and_name();
-        let hosts: Vec<String> = match subject {
-            Subject::Host(h) => vec![h.clone()],
-            Subject::Pair(a, b) => vec![a.clone(), b.clone()],
         };
-        let since = cs
+        let e = incident::event(&inc, transition, now);
+        self.history.record_event(&e)?;
+        self.live.metrics.incident(&inc);
+        if let Some(f) = &self.opts.on_event {
+            f(&e);
+        }
+        let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.events.push(e);
+        Ok(())
+    }
+
+    /// The facts of the hosts `scope` names that changed since its
+    /// incident began, read now (the CPUs of busy ones among them).
+    async fn facts_changed(&mut self, scope: &localize::Scope, now: f64) -> Result<Vec<String>> {
+        use localize::Scope as S;
+        let names: Vec<String> = match scope {
+            S::Host(h) => vec![h.clone()],
+            S::Nic(e) => vec![e.host.clone()],
+            S::Pair(a, b) => vec![a.clone(), b.clone()],
+            S::Link(l) => vec![l.0.host.clone(), l.1.host.clone()],
+            S::Zone(_) | S::Fabric(_) => Vec::new(),
+        };
+        let hosts: Vec<usize> = names
             .iter()
-            .map(|c| c.since_unix)
-            .fold(f64::INFINITY, f64::min);
-        let base_end = cs
+            .filter_map(|n| self.index.get(n).copied())
+            .collect();
+        let since = self
+            .detector
+            .not_healthy()
             .iter()
-            .map(|c| c.baseline_end_unix)
-            .fold(f64::INFINITY, f64::min);
+            .filter(|s| names.iter().any(|n| s.a == *n || s.b == *n))
+            .filter_map(|s| s.since_unix)
+            .fold(now, f64::min);
+        self.read_facts_of(now, &hosts).await?;
         let mut changed = Vec::new();
-        for h in &hosts {
-            let i = self.fleet.agents.iter().position(|a| &a.name == h);
-            let now_facts = i.and_then(|i| self.facts[i].clone());
-            if let (Some(before), Some(after)) = (self.history.facts_at(h, base_end)?, now_facts) {
+        for (h, &i) in names.iter().zip(&hosts) {
+            let before = self.history.facts_at(h, since - 1.0)?;
+            if let (Some(before), Some(after)) = (before, self.facts[i].clone()) {
                 changed.extend(drift::facts_changed(h, &before, &after));
             }
-            changed.extend(drift::idle_lost(h, cs));
+            if let Some(idle) = self.detector.busy.idle(h)
+                && self.detector.busy.busy(h, self.detector.rules())
+            {
+                changed.push(format!(
+                    "{h} CPUs idle: {idle:.0}% (mean over its newest tests)"
+                ));
+            }
         }
-        let before = drift::median(&cs.iter().map(|c| c.before).collect::<Vec<_>>());
-        let after = drift::median(&cs.iter().map(|c| c.after).collect::<Vec<_>>());
-        let mut pairs: Vec<String> = cs
-            .iter()
-            .map(|c| format!("{},{}", c.pair.0, c.pair.1))
-            .collect();
-        pairs.sort();
-        pairs.dedup();
-        let message = describe(
-            subject,
-            cs[0],
-            before,
-            after,
-            &pairs,
-            self.pairs_of_subject(subject),
-            since,
-            &changed,
-        );
-        Ok(DriftEvent {
-            at_unix: now,
-            since_unix: since,
-            scope: scope.into(),
-            subject: name,
-            workload: cs[0].workload.clone(),
-            metric: cs[0].metric.into(),
-            before,
-            after,
-            pairs,
-            changed,
-            message,
-        })
+        Ok(changed)
     }
 
-    fn pairs_of_subject(&self, s: &Subject) -> usize {
-        match s {
-            Subject::Host(h) => self.pairs_of.get(h).copied().unwrap_or(0),
-            Subject::Pair(..) => 1,
+    /// Puts each series that is not healthy, the busy hosts and the
+    /// incidents (open, then closed in the last day) in the live state.
+    fn publish(&self) {
+        let health = self.detector.not_healthy();
+        let rules = self.detector.rules();
+        let busy = self.detector.busy.all_busy(rules);
+        self.live.metrics.busy_hosts(
+            &busy,
+            &self
+                .fleet
+                .agents
+                .iter()
+                .map(|a| a.name.clone())
+                .collect::<Vec<_>>(),
+        );
+        let mut incidents: Vec<Incident> = self.records.values().rev().cloned().collect();
+        incidents.extend(self.closed.iter().rev().cloned());
+        let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.health = health;
+        st.busy_hosts = busy;
+        st.incidents = incidents;
+    }
+
+    /// Queues a bandwidth test out of turn for a pair with a series that
+    /// is not healthy: at most one a probe period over the fleet, and
+    /// per pair after 1, 3, 9 then every 27 probe periods while it stays
+    /// unhealthy (the first two confirm a suspect link, the later ones
+    /// see a degraded goodput recover).
+    fn extra_bandwidth(&mut self, now: f64) {
+        let bad: std::collections::BTreeSet<(usize, usize)> = self
+            .detector
+            .bad_links()
+            .into_iter()
+            .filter_map(|l| {
+                let (a, b) = (*self.index.get(&l.0.host)?, *self.index.get(&l.1.host)?);
+                Some((a.min(b), a.max(b)))
+            })
+            .collect();
+        self.extra.per_pair.retain(|p, _| bad.contains(p));
+        let period = self.schedule.probe_period_s();
+        if now - self.extra.last < period {
+            return;
+        }
+        for p in bad {
+            let (n, last) = self.extra.per_pair.get(&p).copied().unwrap_or((0, 0.0));
+            let wait = period
+                * 3f64
+                    .powi(i32::try_from(n.min(4)).unwrap_or(4) - 1)
+                    .min(27.0);
+            let waiting = self.waiting.iter().any(|w| {
+                w.1 == Kind::Bandwidth
+                    && (w.2.client.min(w.2.server), w.2.client.max(w.2.server)) == p
+            });
+            if waiting || (n > 0 && now - last < wait) {
+                continue;
+            }
+            self.extra.per_pair.insert(p, (n + 1, now));
+            self.extra.last = now;
+            self.live
+                .state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extra_bandwidth_tests += 1;
+            let job = Job {
+                client: p.0,
+                server: p.1,
+            };
+            self.waiting.push_back((now, Kind::Bandwidth, job));
+            return;
         }
     }
+}
+
+/// The links the schedule probes (each NIC pair of each probed pair) and
+/// each host's zone (its `zone` label, or Kubernetes'
+/// `topology.kubernetes.io/zone`).
+fn topology(fleet: &Fleet, s: &Schedule) -> Topology {
+    let mut links = Vec::new();
+    for &(a, b) in s.pairs() {
+        let (x, y) = (&fleet.agents[a], &fleet.agents[b]);
+        for (cn, sn) in x.nic_pairs(y) {
+            let row = HistoryRow {
+                client: x.name.clone(),
+                server: y.name.clone(),
+                client_nic: cn.map(|n| n.name.clone()).unwrap_or_default(),
+                server_nic: sn.map(|n| n.name.clone()).unwrap_or_default(),
+                ..HistoryRow::default()
+            };
+            links.push(health::Link::of(&row));
+        }
+    }
+    let zones = fleet
+        .agents
+        .iter()
+        .filter_map(|a| zone_of(&a.labels).map(|z| (a.name.clone(), z)))
+        .collect();
+    Topology::new(links, zones)
+}
+
+/// A host's zone from its labels: `zone`, else `topology.kubernetes.io/zone`.
+pub fn zone_of(labels: &BTreeMap<String, String>) -> Option<String> {
+    labels
+        .get("zone")
+        .or_else(|| labels.get("topology.kubernetes.io/zone"))
+        .filter(|z| !z.is_empty())
+        .cloned()
 }
 
 /// The newest row of each series in `rows` (oldest first): what a
 /// restarted watch shows of each link until it is measured again, a
 /// link marked down among them.
 fn newest_of_each(rows: &[HistoryRow]) -> Vec<HistoryRow> {
-    let mut by: BTreeMap<(String, String), &HistoryRow> = BTreeMap::new();
+    let mut by: BTreeMap<(health::Link, String), &HistoryRow> = BTreeMap::new();
     for r in rows {
-        by.insert(drift::series_key(r), r);
+        by.insert((health::Link::of(r), r.workload.clone()), r);
     }
     let mut out: Vec<HistoryRow> = by.into_values().cloned().collect();
     out.sort_by(|a, b| a.at_unix.total_cmp(&b.at_unix));
@@ -753,8 +878,9 @@ fn remember(live: &Live, tests: &[LinkTest], now: f64) -> Vec<HistoryRow> {
     let mut st = live.state.lock().unwrap_or_else(|p| p.into_inner());
     st.now_unix = now;
     for r in &rows {
-        let key = drift::series_key(r);
-        st.latest.retain(|x| drift::series_key(x) != key);
+        let key = (health::Link::of(r), r.workload.as_str());
+        st.latest
+            .retain(|x| (health::Link::of(x), x.workload.as_str()) != key);
         st.latest.push(r.clone());
     }
     st.recent.extend(rows.iter().cloned());
@@ -820,47 +946,6 @@ pub fn mark_gone(
     remember(live, &links, now);
     live.metrics.gone(&links);
     Ok(links.len())
-}
-
-/// "the latency floor (fastest transaction) of rr-64k rose 1.8x (6200
-/// us -> 11000 us) on c's links (5 of 5 pairs) from 14:02:10 UTC; c/eth0
-/// mtu: 9000 -> 1500".
-#[allow(clippy::too_many_arguments)]
-fn describe(
-    s: &Subject,
-    c: &Change,
-    before: f64,
-    after: f64,
-    pairs: &[String],
-    of: usize,
-    since: f64,
-    changed: &[String],
-) -> String {
-    let (what, fmt): (&str, fn(f64) -> String) = if c.metric == "throughput_bps" {
-        ("goodput", |v| format!("{:.1} Mbit/s", v / 1e6))
-    } else {
-        ("the latency floor (fastest transaction)", |v| {
-            format!("{:.0} us", v)
-        })
-    };
-    let ratio = if before > 0.0 { after / before } else { 0.0 };
-    let dir = if after > before { "rose" } else { "fell" };
-    let on = match s {
-        Subject::Host(h) => format!("on {h}'s links ({} of {of} pairs)", pairs.len()),
-        Subject::Pair(a, b) => format!("between {a} and {b}"),
-    };
-    let when = wirespeed_types::text::utc_time(since);
-    let facts = if changed.is_empty() {
-        "no host fact changed".to_string()
-    } else {
-        changed.join(", ")
-    };
-    format!(
-        "{what} of {} {dir} {ratio:.1}x ({} -> {}) {on} from {when}; {facts}",
-        c.workload,
-        fmt(before),
-        fmt(after)
-    )
 }
 
 /// A batch of tests or facts as the history stores it.
@@ -946,19 +1031,6 @@ mod tests {
         // Nothing left: nothing marked, nothing written.
         assert_eq!(mark_gone(&file, &live, &[]).unwrap(), 0);
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_raised_host_is_quiet_in_every_workload_and_a_pair_only_in_its_own() {
-        let host = Subject::Host("c".into());
-        let pair = Subject::Pair("a".into(), "b".into());
-        let mut raised = HashMap::new();
-        raised.insert((host.clone(), "rr-64k".to_string()), 100.0);
-        raised.insert((pair.clone(), "rr-64k".to_string()), 100.0);
-        assert!(host_raised(&raised, &host, 99.0));
-        assert!(!host_raised(&raised, &host, 101.0), "quiet span over");
-        assert!(!host_raised(&raised, &Subject::Host("d".into()), 99.0));
-        assert!(!host_raised(&raised, &pair, 99.0), "pairs keep their key");
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! the workload. The schedule probes at most n x peers / 2 pairs (16 peers
 //! by default), so at 1,000 agents with two NICs each and three workloads
 //! a family holds at most 8,000 pairs x 2 directions x 2 NIC pairs x 3 =
-//! 96,000 series, and the drift families one per host or pair that moved.
+//! 96,000 series; the health families exist only for series that were
+//! once not healthy, the incident families one per incident's subject.
 
 use crate::agent::{ConnGauges, HttpLimits, accept_loop, openmetrics_to_prometheus};
 use crate::error::{FleetError, Result};
@@ -24,7 +25,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use wirespeed_types::fleet::{DriftEvent, LinkTest, WatchState};
+use wirespeed_types::fleet::{Health, Incident, LinkHealth, LinkTest, WatchState};
 
 type Labels = Vec<(String, String)>;
 type FGauge = Gauge<f64, AtomicU64>;
@@ -41,9 +42,13 @@ pub const EXPORTED: &[&str] = &[
     "wirespeed_watch_test_timestamp_seconds",
     "wirespeed_watch_link_up",
     "wirespeed_watch_tests_total",
-    "wirespeed_watch_drift_events_total",
-    "wirespeed_watch_drift_last_timestamp_seconds",
-    "wirespeed_watch_drift_ratio",
+    "wirespeed_watch_link_degraded",
+    "wirespeed_watch_link_degraded_ratio",
+    "wirespeed_watch_incident_open",
+    "wirespeed_watch_incident_ratio",
+    "wirespeed_watch_incident_since_timestamp_seconds",
+    "wirespeed_watch_incidents_total",
+    "wirespeed_watch_host_busy",
     "wirespeed_watch_probe_period_seconds",
     "wirespeed_watch_bandwidth_every_seconds",
     "wirespeed_watch_pairs",
@@ -74,9 +79,13 @@ pub struct WatchMetrics {
     /// Every link (directed) and workload with a `link_up` series.
     links: std::sync::Mutex<std::collections::BTreeSet<LinkKey>>,
     tests: Family<Labels, Counter>,
-    events: Family<Labels, Counter>,
-    last_event: Family<Labels, FGauge>,
-    event_ratio: Family<Labels, FGauge>,
+    degraded: Family<Labels, Gauge>,
+    degraded_ratio: Family<Labels, FGauge>,
+    incident_open: Family<Labels, Gauge>,
+    incident_ratio: Family<Labels, FGauge>,
+    incident_since: Family<Labels, FGauge>,
+    incidents: Family<Labels, Counter>,
+    busy: Family<Labels, Gauge>,
     period: FGauge,
     bandwidth_every: FGauge,
     pairs: Gauge,
@@ -98,9 +107,13 @@ impl Default for WatchMetrics {
             up: Family::default(),
             links: Default::default(),
             tests: Family::default(),
-            events: Family::default(),
-            last_event: Family::default(),
-            event_ratio: Family::default(),
+            degraded: Family::default(),
+            degraded_ratio: Family::default(),
+            incident_open: Family::default(),
+            incident_ratio: Family::default(),
+            incident_since: Family::default(),
+            incidents: Family::default(),
+            busy: Family::default(),
             period: FGauge::default(),
             bandwidth_every: FGauge::default(),
             pairs: Gauge::default(),
@@ -148,20 +161,41 @@ impl Default for WatchMetrics {
             "Tests run by the watcher, by workload and outcome",
             m.tests.clone(),
         );
+        let series = "per link (its two ends sorted: client is the lower, server the higher, with their NICs) and workload";
         r.register(
-            "drift_events",
-            "Drift events raised, by scope (host or pair), subject and metric",
-            m.events.clone(),
+            "link_degraded",
+            format!("1 while a series of the link is degraded against its own baseline, else 0 (present once it was not healthy), {series}"),
+            m.degraded.clone(),
         );
         r.register(
-            "drift_last_timestamp_seconds",
-            "When the newest drift event of a subject was raised (Unix seconds)",
-            m.last_event.clone(),
+            "link_degraded_ratio",
+            format!("How many times worse than its baseline the worst figure of a degraded series is (1 when healthy), {series}"),
+            m.degraded_ratio.clone(),
         );
         r.register(
-            "drift_ratio",
-            "The newest drift event's figure after over before, per subject and metric",
-            m.event_ratio.clone(),
+            "incident_open",
+            "1 while an incident is open, 0 once closed, by scope (link, pair, nic, host, zone, fabric) and subject",
+            m.incident_open.clone(),
+        );
+        r.register(
+            "incident_ratio",
+            "How many times worse than its baseline an incident's worst figure is, by scope and subject",
+            m.incident_ratio.clone(),
+        );
+        r.register(
+            "incident_since_timestamp_seconds",
+            "When an open incident's first test past its threshold ran (Unix seconds), by scope and subject",
+            m.incident_since.clone(),
+        );
+        r.register(
+            "incidents",
+            "Incidents opened, by scope",
+            m.incidents.clone(),
+        );
+        r.register(
+            "host_busy",
+            "1 while a host's CPUs had next to no idle time over its newest tests (its links are not judged meanwhile), else 0",
+            m.busy.clone(),
         );
         r.register(
             "probe_period_seconds",
@@ -257,18 +291,62 @@ impl WatchMetrics {
         }
     }
 
-    /// A drift event.
-    pub fn event(&self, e: &DriftEvent) {
-        let who = vec![
-            ("scope".to_string(), e.scope.clone()),
-            ("subject".to_string(), e.subject.clone()),
+    /// The series of one link and workload (`states`: the link's series,
+    /// any workload): degraded or not, and how far.
+    pub fn series_health(&self, states: &[LinkHealth], workload: &str) {
+        let mine: Vec<&LinkHealth> = states.iter().filter(|s| s.workload == workload).collect();
+        let Some(first) = mine.first() else { return };
+        let l = vec![
+            ("client".to_string(), first.a.clone()),
+            ("server".to_string(), first.b.clone()),
+            ("client_nic".to_string(), first.a_nic.clone()),
+            ("server_nic".to_string(), first.b_nic.clone()),
+            ("workload".to_string(), workload.to_string()),
         ];
-        let mut l = who.clone();
-        l.push(("metric".into(), e.metric.clone()));
-        self.events.get_or_create(&l).inc();
-        self.last_event.get_or_create(&who).set(e.at_unix);
-        if e.before > 0.0 {
-            self.event_ratio.get_or_create(&l).set(e.after / e.before);
+        let degraded: Vec<&&LinkHealth> = mine
+            .iter()
+            .filter(|s| s.health == Health::Degraded)
+            .collect();
+        let known = self.degraded.get(&l).is_some();
+        if degraded.is_empty() && !known && mine.iter().all(|s| s.health != Health::Suspect) {
+            return;
+        }
+        self.degraded
+            .get_or_create(&l)
+            .set(i64::from(!degraded.is_empty()));
+        let ratio = degraded.iter().map(|s| s.ratio()).fold(1.0, f64::max);
+        self.degraded_ratio.get_or_create(&l).set(ratio);
+    }
+
+    /// An incident's record: open (1) or closed (0), how far, since when.
+    pub fn incident(&self, i: &Incident) {
+        let l = vec![
+            ("scope".to_string(), i.scope.clone()),
+            ("subject".to_string(), i.subject.clone()),
+        ];
+        let open = i.closed_unix.is_none();
+        if open && self.incident_open.get(&l).is_none_or(|g| g.get() == 0) {
+            self.incidents
+                .get_or_create(&vec![("scope".to_string(), i.scope.clone())])
+                .inc();
+        }
+        self.incident_open.get_or_create(&l).set(i64::from(open));
+        self.incident_ratio.get_or_create(&l).set(i.ratio());
+        if open {
+            self.incident_since.get_or_create(&l).set(i.since_unix);
+        } else {
+            self.incident_since.remove(&l);
+        }
+    }
+
+    /// Which hosts are busy now (`busy`), among `all`.
+    pub fn busy_hosts(&self, busy: &[String], all: &[String]) {
+        for h in all {
+            let l = vec![("host".to_string(), h.clone())];
+            let b = busy.contains(h);
+            if b || self.busy.get(&l).is_some() {
+                self.busy.get_or_create(&l).set(i64::from(b));
+            }
         }
     }
 

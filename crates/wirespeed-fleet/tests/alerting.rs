@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use wirespeed_fleet::watch_http::{EXPORTED, WatchMetrics};
 use wirespeed_types::TestResult;
-use wirespeed_types::fleet::{DriftEvent, LinkTest};
+use wirespeed_types::fleet::{Health, Incident, LinkHealth, LinkTest};
 use wirespeed_types::result::{CpuUsage, FlowResult, LatencySummary, TcpInfo};
 
 fn contrib(p: &str) -> PathBuf {
@@ -37,7 +37,8 @@ fn names(text: &str) -> BTreeSet<String> {
     out
 }
 
-/// What a watcher that ran a test and raised an event exports.
+/// What a watcher that ran a test, opened an incident, judged a link
+/// degraded and saw a busy host exports.
 fn exported_now() -> BTreeSet<String> {
     let m = WatchMetrics::default();
     let r = TestResult {
@@ -70,15 +71,30 @@ fn exported_now() -> BTreeSet<String> {
         result: Some(r),
         ..LinkTest::default()
     }]);
-    m.event(&DriftEvent {
-        at_unix: 1.8e9,
+    m.incident(&Incident {
+        id: 1,
         scope: "host".into(),
         subject: "c".into(),
-        metric: "p50_us".into(),
+        since_unix: 1.8e9,
+        metric: "min_us".into(),
         before: 1.0,
-        after: 2.0,
-        ..DriftEvent::default()
+        worst: 2.0,
+        ..Incident::default()
     });
+    m.series_health(
+        &[LinkHealth {
+            a: "a".into(),
+            b: "c".into(),
+            workload: "rr".into(),
+            metric: "min_us".into(),
+            health: Health::Degraded,
+            baseline: 20.0,
+            worst: 4000.0,
+            ..LinkHealth::default()
+        }],
+        "rr",
+    );
+    m.busy_hosts(&["c".to_string()], &["a".to_string(), "c".to_string()]);
     let text = m.encode().unwrap();
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())

@@ -251,8 +251,25 @@ pub(crate) fn heat(ratio: f64) -> String {
     format!("rgb({},{},{})", r as u8, g as u8, 70)
 }
 
-/// One matrix as an SVG heatmap: client rows, server columns.
+/// One matrix as an SVG heatmap: client rows, server columns; each cell
+/// coloured by its share of the fleet median.
 pub(crate) fn heatmap(m: &Matrix) -> String {
+    heatmap_painted(m, &|_, _, bps| {
+        let ratio = if m.median_bps > 0.0 {
+            bps / m.median_bps
+        } else {
+            1.0
+        };
+        (heat(ratio), format!("{:.0}% of the median", ratio * 100.0))
+    })
+}
+
+/// How a heatmap cell is painted: (client, server, its goodput) to its
+/// fill and the words after its figure in its title.
+pub(crate) type Paint<'a> = dyn Fn(&str, &str, f64) -> (String, String) + 'a;
+
+/// [`heatmap`] with each cell painted by `paint`.
+pub(crate) fn heatmap_painted(m: &Matrix, paint: &Paint) -> String {
     use crate::chart::esc;
     let n = m.hosts.len();
     let (cw, ch, left, top) = (92usize, 34usize, 120usize, 46usize);
@@ -265,25 +282,21 @@ pub(crate) fn heatmap(m: &Matrix) -> String {
             match host_pair(m, c, s) {
                 Some((bps, p99)) => {
                     marks += 1;
-                    let ratio = if m.median_bps > 0.0 {
-                        bps / m.median_bps
-                    } else {
-                        1.0
-                    };
+                    let (fill, note) = paint(c, s, bps);
                     let label = match p99 {
                         Some(p) if m.latency => format!("p99 {}", human_us(p)),
                         _ => human_bps(bps),
                     };
                     let _ = write!(
                         cells,
-                        "<rect class=\"mark\" x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} -> {}: {} ({:.0}% of the median)</title></rect><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                        "<rect class=\"mark\" x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} -> {}: {} ({})</title></rect><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
                         cw - 2,
                         ch - 2,
-                        heat(ratio),
+                        fill,
                         esc(c),
                         esc(s),
                         esc(&human_bps(bps)),
-                        ratio * 100.0,
+                        esc(&note),
                         x + cw / 2,
                         y + ch / 2 + 4,
                         esc(&label)

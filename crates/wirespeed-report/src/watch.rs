@@ -1,12 +1,14 @@
-//! The live page of `wirespeed fleet watch` ([`WatchState`]): the drift
-//! events, per workload a heatmap of each host pair's newest figure, and
-//! each pair's recent history as a small line chart.
+//! The live page of `wirespeed fleet watch` ([`WatchState`]): the
+//! incidents, open first; per workload a heatmap of each host pair's
+//! newest figure, each cell coloured by its own link's health against
+//! its own baseline; the incidents' transitions; and each pair's recent
+//! history as a small line chart.
 
 use crate::chart::esc;
 use crate::units::{human_bps, human_us, utc_time};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use wirespeed_types::fleet::{Cell, HistoryRow, Matrix, WatchState};
+use wirespeed_types::fleet::{Cell, Health, HistoryRow, Matrix, WatchState};
 
 /// A workload's newest figures as a host matrix (cells: one per link).
 fn matrix(st: &WatchState, workload: &str) -> Matrix {
@@ -85,23 +87,117 @@ fn sparkline(rows: &[&HistoryRow], latency: bool) -> String {
 }
 
 fn events(o: &mut String, st: &WatchState) {
-    let _ = writeln!(o, "<h2 id=\"drift\">Drift events</h2>");
+    let _ = writeln!(o, "<h2 id=\"drift\">Transitions</h2>");
     if st.events.is_empty() {
-        let _ = writeln!(o, "<p>None: no link moved against its own history.</p>");
+        let _ = writeln!(o, "<p>None: no link left its own baseline.</p>");
         return;
     }
     let _ = writeln!(o, "<ul class=\"notes drift-events\">");
-    for e in st.events.iter().rev() {
+    for e in st.events.iter().rev().take(50) {
         let _ = writeln!(
             o,
-            "<li class=\"drift-event\" data-scope=\"{}\" data-subject=\"{}\"><b>{}</b> {}</li>",
+            "<li class=\"drift-event\" data-scope=\"{}\" data-subject=\"{}\" data-transition=\"{}\"><b>{}</b> {} {}</li>",
             esc(&e.scope),
             esc(&e.subject),
+            esc(&e.transition),
             esc(&utc_time(e.at_unix)),
+            esc(&e.transition),
             esc(&e.message)
         );
     }
     let _ = writeln!(o, "</ul>");
+}
+
+/// The incidents, open first: start, end, worst figure, evidence.
+fn incidents(o: &mut String, st: &WatchState) {
+    let open = st
+        .incidents
+        .iter()
+        .filter(|i| i.closed_unix.is_none())
+        .count();
+    let _ = writeln!(
+        o,
+        "<h2 id=\"incidents\">Incidents: {open} open, {} closed in the last day</h2>",
+        st.incidents.len() - open
+    );
+    if st.incidents.is_empty() {
+        let _ = writeln!(o, "<p>None: every link is within its own baseline.</p>");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<div class=\"tw\"><table class=\"incidents\"><tr><th>#</th><th>state</th><th>what</th><th>since</th><th>ended</th><th>worst</th><th>evidence</th></tr>"
+    );
+    for i in &st.incidents {
+        let (state, ended) = match (i.closed_unix, &i.outcome) {
+            (Some(t), Some(why)) => (format!("closed: {why}"), utc_time(t)),
+            (Some(t), None) => ("closed".to_string(), utc_time(t)),
+            _ => ("OPEN".to_string(), String::new()),
+        };
+        let _ = writeln!(
+            o,
+            "<tr class=\"incident {}\" data-scope=\"{}\" data-subject=\"{}\"><td>{}</td><td>{}</td><td>{} <b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if i.closed_unix.is_none() {
+                "open"
+            } else {
+                "closed"
+            },
+            esc(&i.scope),
+            esc(&i.subject),
+            i.id,
+            esc(&state),
+            esc(&i.scope),
+            esc(&i.subject),
+            esc(&utc_time(i.since_unix)),
+            esc(&ended),
+            esc(&i.figure()),
+            esc(&i.evidence)
+        );
+    }
+    let _ = writeln!(o, "</table></div>");
+}
+
+/// The worst health of `workload`'s series between hosts `a` and `b`
+/// (either order, any NIC pair), the series' ratio, and whether its
+/// newest test was contended.
+fn cell_health(st: &WatchState, workload: &str, a: &str, b: &str) -> (Health, f64, bool) {
+    let mut out = (Health::Healthy, 1.0, false);
+    for h in st
+        .health
+        .iter()
+        .filter(|h| h.workload == workload && ((h.a == a && h.b == b) || (h.a == b && h.b == a)))
+    {
+        out.2 |= h.contended;
+        let r = h.ratio();
+        if h.health > out.0 || (h.health == out.0 && r > out.1) {
+            (out.0, out.1) = (h.health, r);
+        }
+    }
+    out
+}
+
+/// A cell's fill and words for its link's own health.
+fn paint(st: &WatchState, workload: &str, a: &str, b: &str) -> (String, String) {
+    let busy = |h: &str| st.busy_hosts.iter().any(|x| x == h);
+    match cell_health(st, workload, a, b) {
+        (Health::Degraded, r, _) => (
+            "rgb(215,60,70)".into(),
+            format!("degraded: {r:.1}x its baseline"),
+        ),
+        (Health::Suspect, r, _) => (
+            "rgb(235,170,60)".into(),
+            format!("suspect: {r:.1}x its baseline"),
+        ),
+        (_, _, true) => (
+            "rgb(170,180,200)".into(),
+            "not judged: an end's CPUs were busy".into(),
+        ),
+        _ if busy(a) || busy(b) => (
+            "rgb(170,180,200)".into(),
+            "not judged: an end's CPUs are busy".into(),
+        ),
+        _ => ("rgb(60,180,80)".into(), "within its own baseline".into()),
+    }
 }
 
 fn histories(o: &mut String, st: &WatchState, workloads: &[String]) {
@@ -145,8 +241,9 @@ fn histories(o: &mut String, st: &WatchState, workloads: &[String]) {
     let _ = writeln!(o, "</table></div>");
 }
 
-/// The watcher's live page: drift events first, then per workload the
-/// heatmap of the newest test of each host pair, then each pair's recent
+/// The watcher's live page: incidents first (open, then closed), then
+/// per workload the heatmap of the newest test of each host pair painted
+/// by its link's own health, then the transitions and each pair's recent
 /// history. It reloads itself every 15 s.
 pub fn render_watch_html(st: &WatchState) -> String {
     let mut o = String::new();
@@ -164,7 +261,14 @@ pub fn render_watch_html(st: &WatchState) -> String {
         esc(&utc_time(st.started_unix)),
         esc(&utc_time(st.now_unix))
     );
-    events(&mut o, st);
+    incidents(&mut o, st);
+    if !st.busy_hosts.is_empty() {
+        let _ = writeln!(
+            o,
+            "<p class=\"busy\">CPUs busy (next to no idle time; their links are not judged meanwhile): {}</p>",
+            esc(&st.busy_hosts.join(", "))
+        );
+    }
     let mut workloads: Vec<String> = st.latest.iter().map(|r| r.workload.clone()).collect();
     workloads.sort();
     workloads.dedup();
@@ -175,11 +279,49 @@ pub fn render_watch_html(st: &WatchState) -> String {
         }
         let _ = writeln!(
             o,
-            "<h2>{}</h2><figure><figcaption><span class=\"ft\">Newest test of each host pair</span>, coloured by its share of the fleet median</figcaption>{}</figure>",
+            "<h2>{}</h2><figure><figcaption><span class=\"ft\">Newest test of each host pair</span>, coloured by its own link's health against its own baseline: green within it, amber suspect, red degraded, grey not judged (busy CPUs)</figcaption>{}</figure>",
             esc(w),
-            crate::fleet::heatmap(&m)
+            crate::fleet::heatmap_painted(&m, &|c, s, _| paint(st, w, c, s))
         );
     }
+    events(&mut o, st);
     histories(&mut o, st, &workloads);
     crate::html::page("fleet watch", &o)
+}
+
+/// The incidents as text, open first, each folded to 100 columns: what,
+/// since when, its worst figure and its evidence.
+pub fn render_incidents(incidents: &[wirespeed_types::fleet::Incident]) -> String {
+    let open = incidents.iter().filter(|i| i.closed_unix.is_none()).count();
+    let mut o = String::new();
+    if incidents.is_empty() {
+        o.push_str("no incidents: every link is within its own baseline\n");
+        return o;
+    }
+    let _ = writeln!(
+        o,
+        "{open} open incident(s), {} closed:",
+        incidents.len() - open
+    );
+    for i in incidents {
+        let state = match (i.closed_unix, &i.outcome) {
+            (None, _) => "OPEN".to_string(),
+            (Some(t), why) => format!(
+                "closed {} ({})",
+                utc_time(t),
+                why.as_deref().unwrap_or("recovered")
+            ),
+        };
+        let line = format!(
+            "#{} {state}: {} {} since {}: {}; {}",
+            i.id,
+            i.scope,
+            i.subject,
+            utc_time(i.since_unix),
+            i.figure(),
+            i.evidence
+        );
+        let _ = writeln!(o, "{}", crate::units::fold(&format!("  {line}")));
+    }
+    o
 }

@@ -336,35 +336,243 @@ pub struct HistoryRow {
     /// The same for the server host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_idle_pct: Option<f64>,
+    /// TCP segments both ends retransmitted (rr; from TCP_INFO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
 }
 
-/// A change point the watcher found: a pair's or a host's figures moved
-/// against their own history, with the facts that changed at that time.
+/// An incident's transition, as the watcher raises it (stdout, the
+/// history's `events` table, `/v1/watch`): opened when links degraded
+/// against their own baselines and the smallest explanation was found,
+/// closed when they recovered (or a wider incident took them in). Files
+/// of earlier versions hold change points with no transition.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DriftEvent {
     /// When it was raised, Unix seconds.
     pub at_unix: f64,
     /// When the change started: the first test past it, Unix seconds.
     pub since_unix: f64,
-    /// `host` (most of a host's pairs moved) or `pair`.
+    /// What it names: `link`, `pair`, `nic`, `host`, `zone` or `fabric`
+    /// (see [`Incident::scope`]).
     pub scope: String,
-    /// The host, or the pair as `a,b`.
+    /// The link, pair (`a,b`), NIC (`c/eth1`), host, zone or zones.
     pub subject: String,
-    /// The workload whose figure moved.
+    /// The workload whose figure moved most.
     pub workload: String,
-    /// The figure: `min_us` (the latency floor) or `throughput_bps`.
+    /// The figure: `min_us` (the latency floor), `retransmits` or
+    /// `throughput_bps`.
     pub metric: String,
-    /// The figure's median before, over the baseline.
+    /// The figure's baseline median.
     pub before: f64,
-    /// The figure now (median of the confirming tests).
+    /// The figure at its worst so far.
     pub after: f64,
-    /// The pairs that moved, `a,b` each.
+    /// The pairs of the degraded links, `a,b` each.
     pub pairs: Vec<String>,
     /// Facts of the subject's hosts that changed between the baseline and
     /// now, e.g. `c/eth0 mtu: 9000 -> 1500`.
     pub changed: Vec<String>,
     /// One line for people.
     pub message: String,
+    /// `opened` or `closed` (empty in files of earlier versions).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub transition: String,
+    /// The incident it belongs to ([`Incident::id`]; 0 in earlier files).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub incident: u64,
+    /// What supports the conclusion, e.g. `c/eth1: 2 of 2 links over eth1
+    /// not healthy, 0 of 5 over eth0`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub evidence: String,
+    /// Why it closed: `recovered`, or the incident that took it in (`host
+    /// c`); empty when it opened.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub outcome: String,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// How a link's series stands against its own baseline.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Health {
+    /// Too few tests yet to judge it.
+    #[default]
+    Learning,
+    /// Within its baseline.
+    Healthy,
+    /// One test past its threshold; the next one decides.
+    Suspect,
+    /// Past its threshold for the confirming tests in a row, and not yet
+    /// back for as many.
+    Degraded,
+}
+
+impl Health {
+    /// The name used in labels and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Health::Learning => "learning",
+            Health::Healthy => "healthy",
+            Health::Suspect => "suspect",
+            Health::Degraded => "degraded",
+        }
+    }
+}
+
+/// One series of the watch (a link: two host/NIC ends, sorted; a
+/// workload) as it stands: its health, baseline and newest figure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkHealth {
+    /// The lower end's host.
+    pub a: String,
+    /// Its NIC (empty without NICs in the fleet file).
+    pub a_nic: String,
+    /// The higher end's host.
+    pub b: String,
+    /// Its NIC.
+    pub b_nic: String,
+    /// The workload.
+    pub workload: String,
+    /// The figure judged: `min_us`, `retransmits` or `throughput_bps`.
+    pub metric: String,
+    /// Where it stands.
+    pub health: Health,
+    /// Since when (the first test past the threshold), when not healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_unix: Option<f64>,
+    /// The baseline's median (frozen while suspect or degraded).
+    pub baseline: f64,
+    /// The newest test's figure.
+    pub newest: f64,
+    /// The worst figure since it left health.
+    pub worst: f64,
+    /// The newest test ran while an end's CPUs had next to no idle time:
+    /// it was not judged.
+    #[serde(default)]
+    pub contended: bool,
+}
+
+/// How many times worse `worst` is than `baseline` for `metric`
+/// (`throughput_bps` is worse lower; `retransmits` counts from one so a
+/// clean baseline of 0 gives a finite figure; 0 when undefined).
+pub fn times_worse(metric: &str, baseline: f64, worst: f64) -> f64 {
+    let r = match metric {
+        "throughput_bps" => baseline / worst.max(1e-9),
+        "retransmits" => (worst + 1.0) / (baseline + 1.0),
+        _ => worst / baseline.max(1e-9),
+    };
+    if r.is_finite() { r } else { 0.0 }
+}
+
+/// A figure's move in words: `the latency floor (fastest transaction)
+/// of rr rose 181.0x (22 us -> 3990 us)`, `rr-64k retransmitted 9
+/// segments a test (baseline 0)`, `goodput of stream fell 9.8x (940.0 ->
+/// 96.0 Mbit/s)`.
+pub fn figure_text(workload: &str, metric: &str, before: f64, worst: f64) -> String {
+    let x = times_worse(metric, before, worst);
+    match metric {
+        "throughput_bps" => format!(
+            "goodput of {workload} fell {x:.1}x ({:.1} -> {:.1} Mbit/s)",
+            before / 1e6,
+            worst / 1e6
+        ),
+        "retransmits" => {
+            format!("{workload} retransmitted {worst:.0} segments a test (baseline {before:.0})")
+        }
+        _ => format!(
+            "the latency floor (fastest transaction) of {workload} rose {x:.1}x ({before:.0} us -> {worst:.0} us)"
+        ),
+    }
+}
+
+impl LinkHealth {
+    /// How many times worse its worst figure is than its baseline.
+    pub fn ratio(&self) -> f64 {
+        times_worse(&self.metric, self.baseline, self.worst)
+    }
+
+    /// `a/eth0 - b/eth0` (or `a - b` without NICs).
+    pub fn link(&self) -> String {
+        format!(
+            "{} - {}",
+            end_name(&self.a, &self.a_nic),
+            end_name(&self.b, &self.b_nic)
+        )
+    }
+}
+
+/// A link's end as people write it: `a/eth0`, or `a` without a NIC.
+pub fn end_name(host: &str, nic: &str) -> String {
+    if nic.is_empty() {
+        host.to_string()
+    } else {
+        format!("{host}/{nic}")
+    }
+}
+
+/// A fault the watcher holds open: links degraded against their own
+/// baselines, explained by the smallest thing they share.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Incident {
+    /// Its number, unique within a history file.
+    pub id: u64,
+    /// `link` (one NIC pair of a pair with several), `pair`, `nic` (one
+    /// NIC of a host: its links over other NICs are healthy), `host`,
+    /// `zone` (the links leaving one zone) or `fabric` (the links between
+    /// zones).
+    pub scope: String,
+    /// The link, `a,b`, `c/eth1`, `c`, the zone, or the zones joined by `,`.
+    pub subject: String,
+    /// The first test past its threshold among its links, Unix seconds.
+    pub since_unix: f64,
+    /// When it was opened.
+    pub opened_unix: f64,
+    /// When it was closed; None while open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_unix: Option<f64>,
+    /// Why it closed: `recovered`, or the incident that took it in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// The workload whose figure moved most.
+    pub workload: String,
+    /// Its figure (`min_us`, `retransmits`, `throughput_bps`).
+    pub metric: String,
+    /// Its baseline median.
+    pub before: f64,
+    /// Its worst figure while open.
+    pub worst: f64,
+    /// Degraded or suspect links in its scope, and all links of its scope
+    /// with figures.
+    pub degraded: usize,
+    /// See `degraded`.
+    pub links: usize,
+    /// What supports it, in words.
+    pub evidence: String,
+    /// The degraded links, `a/eth0 - b/eth0` each.
+    pub supporting: Vec<String>,
+    /// Facts of its hosts that changed since the baseline.
+    pub changed: Vec<String>,
+    /// One line for people.
+    pub message: String,
+}
+
+impl Incident {
+    /// How many times worse its worst figure is than its baseline.
+    pub fn ratio(&self) -> f64 {
+        times_worse(&self.metric, self.before, self.worst)
+    }
+
+    /// Its worst figure in words ([`figure_text`]); empty without one.
+    pub fn figure(&self) -> String {
+        if self.metric.is_empty() {
+            return String::new();
+        }
+        figure_text(&self.workload, &self.metric, self.before, self.worst)
+    }
 }
 
 /// What `wirespeed fleet watch` knows now: its schedule, each link's
@@ -389,10 +597,25 @@ pub struct WatchState {
     /// Agents that took the fleet from this watcher (at start, or later
     /// when they missed it or restarted since).
     pub agents_with_fleet: u64,
+    /// Bandwidth tests started out of turn (a pair's probes looked
+    /// suspect) since start.
+    #[serde(default)]
+    pub extra_bandwidth_tests: u64,
     /// The newest test of each link and workload.
     pub latest: Vec<HistoryRow>,
     /// Recent tests, oldest first (bounded), for the per-pair charts.
     pub recent: Vec<HistoryRow>,
-    /// Drift events, newest last.
+    /// Incident transitions, newest last.
     pub events: Vec<DriftEvent>,
+    /// Open incidents, then those closed in the last day, newest first.
+    #[serde(default)]
+    pub incidents: Vec<Incident>,
+    /// Every series that is not healthy (suspect, degraded, or learning
+    /// while contended): the live page colours its cells by them.
+    #[serde(default)]
+    pub health: Vec<LinkHealth>,
+    /// Hosts whose CPUs had next to no idle time over their newest tests:
+    /// their links' figures are not judged while so.
+    #[serde(default)]
+    pub busy_hosts: Vec<String>,
 }

@@ -230,6 +230,11 @@ pub struct FlowResult {
     /// `--rx-zerocopy`: bytes the receiver took in mapped and copied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_zerocopy: Option<RxZeroCopy>,
+    /// Segments the other end retransmitted (TCP_INFO of the end
+    /// `tcp_info` is not from): in request/response both ends send, and
+    /// a link that drops the responses shows only there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_end_retransmits: Option<u64>,
 }
 
 /// Figures of one path, summed over its flows.

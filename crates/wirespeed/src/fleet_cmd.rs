@@ -91,6 +91,25 @@ fn history(a: HistoryArgs) -> Result<()> {
         println!("removed {gone} run(s) older than {}", a.since);
         return Ok(());
     }
+    if a.incidents {
+        let events = History::open_read(&a.db)?.events(now - age)?;
+        let mut incidents = wirespeed_fleet::incident::from_events(&events);
+        if let Some((x, y)) = &pair {
+            incidents.retain(|i| {
+                i.supporting
+                    .iter()
+                    .any(|p| p.split(',').any(|h| h == x || h == y))
+                    || i.subject == *x
+                    || i.subject == *y
+            });
+        }
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&incidents)?);
+        } else {
+            print!("{}", wirespeed_report::watch::render_incidents(&incidents));
+        }
+        return Ok(());
+    }
     let q = Query {
         pair,
         since_unix: now - age,

@@ -95,16 +95,17 @@ fn status(a: StatusArgs) -> Result<()> {
         st.probe_period_s,
         wirespeed_types::text::human_duration(st.bandwidth_every_s)
     );
-    print!("{}", wirespeed_report::fleet::render_history(&st.latest));
-    match st.events.len() {
-        0 => println!("no drift events"),
-        n => {
-            println!("{n} drift event(s):");
-            for e in &st.events {
-                println!("  {}", e.message);
-            }
-        }
+    print!(
+        "{}",
+        wirespeed_report::watch::render_incidents(&st.incidents)
+    );
+    if !st.busy_hosts.is_empty() {
+        println!(
+            "CPUs busy (links not judged meanwhile): {}",
+            st.busy_hosts.join(", ")
+        );
     }
+    print!("{}", wirespeed_report::fleet::render_history(&st.latest));
     Ok(())
 }
 

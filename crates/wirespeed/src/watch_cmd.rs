@@ -1,12 +1,12 @@
 //! `wirespeed fleet watch`: flags to wirespeed-fleet's watcher, its HTTP
-//! face on `--listen`, drift events on stdout.
+//! face on `--listen`, incidents opened and closed on stdout.
 
 use anyhow::{Context, Result, bail};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 use wirespeed_cli::watch::*;
-use wirespeed_fleet::drift::Rules;
+use wirespeed_fleet::health::Rules;
 use wirespeed_fleet::run::WorkloadSpec;
 use wirespeed_fleet::watch::WatchOptions;
 use wirespeed_fleet::{Fleet, RunOptions};
@@ -45,6 +45,7 @@ pub fn prepare(a: &WatchArgs) -> Result<(WatchOptions, Http)> {
         budget: b,
         rules: Rules {
             ratio: a.drift_ratio,
+            min_change_us: parse_duration(&a.min_change).context("--min-change")? * 1e6,
             ..Rules::default()
         },
         history: a.history.clone(),
@@ -58,7 +59,13 @@ pub fn prepare(a: &WatchArgs) -> Result<(WatchOptions, Http)> {
             parse_duration(&a.retain).context("--retain")?,
         )),
         on_event: Some(Arc::new(|e| {
-            let _ = writeln!(std::io::stdout().lock(), "drift: {}", e.message);
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "incident {} {}: {}",
+                e.incident,
+                e.transition,
+                e.message
+            );
         })),
         stop: None,
         interrupt: Some(crate::stop::on_stop_signals()?),
@@ -86,11 +93,18 @@ pub fn names_a_fleet(a: &WatchArgs) -> bool {
 /// The line a finished watch prints.
 pub fn summary(st: &wirespeed_types::fleet::WatchState, history: &std::path::Path) -> String {
     format!(
-        "watched {} agents: {} tests stored in {}, {} drift event(s)",
+        "watched {} agents: {} tests stored in {}, {} incident(s) opened, {} open at the end",
         st.agents.len(),
         st.tests_stored,
         history.display(),
-        st.events.len()
+        st.events
+            .iter()
+            .filter(|e| e.transition == "opened" && e.at_unix >= st.started_unix)
+            .count(),
+        st.incidents
+            .iter()
+            .filter(|i| i.closed_unix.is_none())
+            .count()
     )
 }
 
