@@ -338,7 +338,7 @@ fn addr_ops(n: &str, nic: &Nic) -> [Op; 2] {
 }
 
 /// A `tc -n NS ...` operation.
-fn tc(n: &str, args: &[&str]) -> Op {
+pub(crate) fn tc(n: &str, args: &[&str]) -> Op {
     Op::Tc {
         ns: n.into(),
         args: args.iter().map(|a| a.to_string()).collect(),
@@ -620,6 +620,23 @@ impl LabState {
     pub fn ns(&self, host: &str) -> String {
         ns_name(&self.name, host)
     }
+
+    /// A command that runs `program` inside `host`'s namespace.
+    pub fn command(&self, host: &str, program: &str) -> Command {
+        ns_command(&self.ns(host), program)
+    }
+}
+
+/// A command that runs `program` inside namespace `ns`: the one way the
+/// lab starts a program in a namespace.
+pub(crate) fn ns_command(ns: &str, program: &str) -> Command {
+    // A spawn on purpose: the caller's program (a server that outlives
+    // the call, a tool a test runs, a fault's delayer) is a process of its
+    // own, placed in the namespace by `ip netns exec` (which also gives it
+    // the namespace's /sys).
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, program]);
+    c
 }
 
 /// Removes one namespace: first the processes still running in it (a
@@ -888,13 +905,13 @@ impl Lab {
 
     /// A command that runs `program` inside `host`'s namespace.
     pub fn command(&self, host: &str, program: &str) -> Command {
-        // A spawn on purpose: the caller's program (a server that outlives
-        // the call, a tool a test runs) is a process of its own, placed in
-        // the namespace by `ip netns exec` (which also gives it the
-        // namespace's /sys).
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns(host), program]);
-        c
+        self.state.command(host, program)
+    }
+
+    /// What is needed to find and remove the lab later (and to plant
+    /// faults in it).
+    pub fn state(&self) -> &LabState {
+        &self.state
     }
 
     /// `host`'s NIC on link `link`.

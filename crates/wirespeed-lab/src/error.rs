@@ -41,6 +41,18 @@ pub enum LabError {
         /// The OS error.
         error: std::io::Error,
     },
+    /// A fault description is invalid; the message names the field.
+    #[error("invalid fault: {0}")]
+    Fault(String),
+    /// A command a fault runs (iptables, tc, nft, its delayer) failed or
+    /// could not start; `detail` says why and what to do.
+    #[error("`{cmd}` failed: {detail}")]
+    Run {
+        /// The command line as a person would type it.
+        cmd: String,
+        /// What it printed on stderr, or why it did not run.
+        detail: String,
+    },
     /// Building namespaces needs root.
     #[error("labs create network namespaces: run as root (or under sudo)")]
     NotRoot,

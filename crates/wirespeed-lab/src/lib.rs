@@ -7,6 +7,9 @@
 //! A [`Lab`] is a guard: dropping it removes every namespace it made, also
 //! when a test fails or panics. This crate builds topologies; it does not
 //! move traffic or inspect hosts.
+//!
+//! [`fault`] plants delay, loss and rate-cap faults on chosen packets of a
+//! lab host (NFQUEUE, iptables, htb: no netem here), removed on drop.
 
 #![warn(missing_docs)]
 // Unsafe code only in the sys module(s) allowed below.
@@ -14,6 +17,7 @@
 
 mod build;
 mod error;
+pub mod fault;
 pub mod plan;
 mod policy;
 pub mod spec;
@@ -25,6 +29,7 @@ pub use build::{
     owner_pid, pid_alive, save_state, sweep_stale, tbf_sizes,
 };
 pub use error::LabError;
+pub use fault::{FaultKind, FaultMatch, FaultSpec, Planted};
 pub use plan::{Addressing, Nic, Pair};
 pub use spec::{
     CapKind, Enforcer, Hook, HostSpec, LabSpec, LinkSpec, Lookup, PolicySpec, RouteSpec, VxlanSpec,

@@ -1,6 +1,8 @@
 //! The lab's syscalls: threads that run inside a namespace
-//! ([`spawn_in`], wirespeed-host's runner), and the processes left inside
-//! a namespace, found and killed before it is removed. (Namespaces
+//! ([`spawn_in`], wirespeed-host's runner), the processes left inside
+//! a namespace, found and killed before it is removed, and what a fault's
+//! delayer needs: a signal to stop it, and a wait on the NFQUEUE socket
+//! (which the nfq crate does not expose) with a timeout. (Namespaces
 //! themselves are made and removed by wirespeed-host's netns module.)
 
 use crate::error::LabError;
@@ -71,4 +73,76 @@ pub(crate) fn kill_processes_in(ns: &str) -> usize {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     pids.len()
+}
+
+/// Sends signal `sig` to process `pid`; false when there is no such process.
+pub(crate) fn signal(pid: u32, sig: libc::c_int) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill takes no pointers; a pid that has exited meanwhile
+    // gives ESRCH, reported as false.
+    unsafe { libc::kill(pid, sig) == 0 }
+}
+
+/// The sockets among this process's open files: (fd, socket inode).
+pub(crate) fn open_sockets() -> Vec<(i32, u64)> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let fd: i32 = e.file_name().to_str()?.parse().ok()?;
+            let link = std::fs::read_link(e.path()).ok()?;
+            let ino = link
+                .to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()?;
+            Some((fd, ino))
+        })
+        .collect()
+}
+
+/// Waits until one of `fds` is readable or hung up, or `timeout` passes,
+/// with microsecond resolution (ppoll; poll counts milliseconds, too
+/// coarse for a 2 ms delay). Returns which are ready; a signal ends the
+/// wait early with none ready.
+pub(crate) fn wait_readable(
+    fds: &[i32],
+    timeout: std::time::Duration,
+) -> std::io::Result<Vec<bool>> {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(3600) as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: `p` is a live array of `p.len()` pollfd structs that ppoll
+    // writes revents into, `ts` a live timespec it only reads; no signal
+    // mask is passed. The fds are the caller's open files.
+    let n = unsafe {
+        libc::ppoll(
+            p.as_mut_ptr(),
+            p.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(vec![false; fds.len()]);
+        }
+        return Err(e);
+    }
+    let ready = libc::POLLIN | libc::POLLHUP | libc::POLLERR;
+    Ok(p.iter().map(|x| x.revents & ready != 0).collect())
 }

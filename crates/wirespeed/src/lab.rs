@@ -1,7 +1,11 @@
-//! `wirespeed lab up|down|exec`: emulated hosts in network namespaces.
+//! `wirespeed lab up|down|exec|fault`: emulated hosts in network
+//! namespaces, and faults planted in them.
 
 use anyhow::{Context, Result, bail};
+use std::path::Path;
+use std::sync::atomic::Ordering;
 use wirespeed_cli::lab::*;
+use wirespeed_lab::fault::{DelayerOpts, FaultKind, FaultMatch, FaultSpec, run_delayer};
 use wirespeed_lab::{Lab, LabSpec, destroy, load_state};
 
 fn need_root() -> Result<()> {
@@ -50,6 +54,38 @@ pub fn run(c: LabCmd) -> Result<()> {
                 println!("lab {name} removed");
             }
         }
+        LabCmd::Fault {
+            name,
+            host,
+            delay,
+            loss,
+            rate,
+            to,
+            nic,
+            forwarded,
+            state_dir,
+        } => {
+            let kind = FaultKind::from_flags(delay.as_deref(), loss.as_deref(), rate.as_deref())?;
+            let on = FaultMatch::from_flags(&to, nic.as_deref(), forwarded.as_deref())?;
+            return fault(&name, FaultSpec { host, kind, on }, &state_dir);
+        }
+        LabCmd::Delayer {
+            queue,
+            delay_ms,
+            exit_on_eof,
+        } => {
+            let stop = crate::stop::on_stop_signals()?;
+            let o = DelayerOpts {
+                queue,
+                delay_ms,
+                exit_on_eof,
+            };
+            let s = run_delayer(&o, &stop)?;
+            eprintln!(
+                "delayer: queue {queue}: {} packets held {delay_ms} ms (at most {} at once)",
+                s.packets, s.most_held
+            );
+        }
         LabCmd::Exec {
             name,
             host,
@@ -79,4 +115,62 @@ pub fn run(c: LabCmd) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `lab fault`: plants `spec` in lab `name`, prints the commands, waits
+/// for Ctrl-C or SIGTERM (or its delayer to die), then removes it.
+fn fault(name: &str, spec: FaultSpec, state_dir: &Path) -> Result<()> {
+    need_root()?;
+    let state = load_state(name, state_dir)?;
+    let stop = crate::stop::on_stop_signals()?;
+    let mut planted = state
+        .plant(&spec)
+        .with_context(|| format!("plant {spec} in lab {name}"))?;
+    for c in planted.commands() {
+        println!("{c}");
+    }
+    println!("planted: {spec}; Ctrl-C or SIGTERM removes it");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let mut died = None;
+    while !stop.load(Ordering::Relaxed) {
+        if let Err(e) = planted.check() {
+            died = Some(e);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let ran = planted.remove();
+    for c in ran.as_deref().unwrap_or_default() {
+        println!("{c}");
+    }
+    ran.with_context(|| format!("remove {spec} from lab {name}"))?;
+    println!("removed: {spec}");
+    if let Some(e) = died {
+        return Err(anyhow::Error::new(e).context("the fault stopped holding"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use wirespeed_cli::{Cli, Cmd};
+
+    /// The lab crate starts its delayer with a command line it spells
+    /// itself: it must parse as the hidden `lab delayer`.
+    #[test]
+    fn the_lab_crates_delayer_command_parses() {
+        let mut argv = vec!["wirespeed".to_string()];
+        argv.extend(wirespeed_lab::fault::delayer_args(1003, 2.5));
+        let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let Cmd::Lab(super::LabCmd::Delayer {
+            queue,
+            delay_ms,
+            exit_on_eof,
+        }) = cli.cmd
+        else {
+            panic!("{argv:?} is not `lab delayer`");
+        };
+        assert_eq!((queue, delay_ms, exit_on_eof), (1003, 2.5, true));
+    }
 }

@@ -14,6 +14,7 @@ mod common;
 mod cutoff_live;
 mod demo_live;
 mod experiment_live;
+mod faults_live;
 mod flow_caps_live;
 mod host_live;
 mod iperf3_live;
