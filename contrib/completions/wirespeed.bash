@@ -208,6 +208,9 @@ _wirespeed() {
             wirespeed__subcmd__help__subcmd__k8s__subcmd__watch,status)
                 cmd="wirespeed__subcmd__help__subcmd__k8s__subcmd__watch__subcmd__status"
                 ;;
+            wirespeed__subcmd__help__subcmd__lab,delayer)
+                cmd="wirespeed__subcmd__help__subcmd__lab__subcmd__delayer"
+                ;;
             wirespeed__subcmd__help__subcmd__lab,demo)
                 cmd="wirespeed__subcmd__help__subcmd__lab__subcmd__demo"
                 ;;
@@ -216,6 +219,9 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__help__subcmd__lab,exec)
                 cmd="wirespeed__subcmd__help__subcmd__lab__subcmd__exec"
+                ;;
+            wirespeed__subcmd__help__subcmd__lab,fault)
+                cmd="wirespeed__subcmd__help__subcmd__lab__subcmd__fault"
                 ;;
             wirespeed__subcmd__help__subcmd__lab,up)
                 cmd="wirespeed__subcmd__help__subcmd__lab__subcmd__up"
@@ -340,6 +346,9 @@ _wirespeed() {
             wirespeed__subcmd__k8s__subcmd__watch__subcmd__help,status)
                 cmd="wirespeed__subcmd__k8s__subcmd__watch__subcmd__help__subcmd__status"
                 ;;
+            wirespeed__subcmd__lab,delayer)
+                cmd="wirespeed__subcmd__lab__subcmd__delayer"
+                ;;
             wirespeed__subcmd__lab,demo)
                 cmd="wirespeed__subcmd__lab__subcmd__demo"
                 ;;
@@ -349,11 +358,17 @@ _wirespeed() {
             wirespeed__subcmd__lab,exec)
                 cmd="wirespeed__subcmd__lab__subcmd__exec"
                 ;;
+            wirespeed__subcmd__lab,fault)
+                cmd="wirespeed__subcmd__lab__subcmd__fault"
+                ;;
             wirespeed__subcmd__lab,help)
                 cmd="wirespeed__subcmd__lab__subcmd__help"
                 ;;
             wirespeed__subcmd__lab,up)
                 cmd="wirespeed__subcmd__lab__subcmd__up"
+                ;;
+            wirespeed__subcmd__lab__subcmd__help,delayer)
+                cmd="wirespeed__subcmd__lab__subcmd__help__subcmd__delayer"
                 ;;
             wirespeed__subcmd__lab__subcmd__help,demo)
                 cmd="wirespeed__subcmd__lab__subcmd__help__subcmd__demo"
@@ -363,6 +378,9 @@ _wirespeed() {
                 ;;
             wirespeed__subcmd__lab__subcmd__help,exec)
                 cmd="wirespeed__subcmd__lab__subcmd__help__subcmd__exec"
+                ;;
+            wirespeed__subcmd__lab__subcmd__help,fault)
+                cmd="wirespeed__subcmd__lab__subcmd__help__subcmd__fault"
                 ;;
             wirespeed__subcmd__lab__subcmd__help,help)
                 cmd="wirespeed__subcmd__lab__subcmd__help__subcmd__help"
@@ -1119,7 +1137,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__history)
-            opts="-h --db --pair --since --workload --limit --prune --json --help"
+            opts="-h --db --pair --since --workload --limit --incidents --prune --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1511,7 +1529,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__fleet__subcmd__watch)
-            opts="-h --agents --synthetic --key-file --history --budget --link-rate --probe-period --probes --bandwidth-duration --peers --drift-ratio --for --retain --listen --dry-run --help"
+            opts="-h --agents --synthetic --key-file --history --budget --link-rate --probe-period --probes --bandwidth-duration --peers --drift-ratio --min-change --for --retain --listen --dry-run --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1558,6 +1576,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --drift-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-change)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1973,8 +1995,22 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__lab)
-            opts="up down demo exec"
+            opts="up down demo fault delayer exec"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__lab__subcmd__delayer)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2015,6 +2051,20 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__help__subcmd__lab__subcmd__exec)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__help__subcmd__lab__subcmd__fault)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3397,7 +3447,7 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__k8s__subcmd__watch__subcmd__in__subcmd__cluster)
-            opts="-h --namespace --network --port --http-port --rediscover --ready-timeout --agents --synthetic --key-file --history --budget --link-rate --probe-period --probes --bandwidth-duration --peers --drift-ratio --for --retain --listen --dry-run --context --help"
+            opts="-h --namespace --network --port --http-port --rediscover --ready-timeout --agents --synthetic --key-file --history --budget --link-rate --probe-period --probes --bandwidth-duration --peers --drift-ratio --min-change --for --retain --listen --dry-run --context --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3468,6 +3518,10 @@ _wirespeed() {
                     return 0
                     ;;
                 --drift-ratio)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-change)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3651,12 +3705,34 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__lab)
-            opts="-h --help up down demo exec help"
+            opts="-h --help up down demo fault delayer exec help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__lab__subcmd__delayer)
+            opts="-h --queue --delay-ms --exit-on-eof --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --queue)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --delay-ms)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -3722,9 +3798,65 @@ _wirespeed() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        wirespeed__subcmd__lab__subcmd__help)
-            opts="up down demo exec help"
+        wirespeed__subcmd__lab__subcmd__fault)
+            opts="-h --delay --loss --rate --to --nic --forwarded --state-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --delay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --loss)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --nic)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --forwarded)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__lab__subcmd__help)
+            opts="up down demo fault delayer exec help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__lab__subcmd__help__subcmd__delayer)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -3765,6 +3897,20 @@ _wirespeed() {
             return 0
             ;;
         wirespeed__subcmd__lab__subcmd__help__subcmd__exec)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        wirespeed__subcmd__lab__subcmd__help__subcmd__fault)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

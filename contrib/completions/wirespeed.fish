@@ -143,12 +143,14 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -l preamble-t
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -l stop-grace -d 'Time after a test\'s end the server waits for the client\'s stop' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -l data-ports -d 'Ports for the tests\' data connections (LO-HI), so a firewall, NetworkPolicy or Service can admit them [default: any free port]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand serve" -s h -l help -d 'Print help'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo exec help" -s h -l help -d 'Print help'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo exec help" -f -a "up" -d 'Build the lab a TOML file describes and keep it until `lab down`'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo exec help" -f -a "down" -d 'Remove a lab built by `lab up`'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo exec help" -f -a "demo" -d 'The demo: report 2\'s lab, doctor, tuning, the ladder, report.html'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo exec help" -f -a "exec" -d 'Run a command on one host of a lab'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo exec help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo fault delayer exec help" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo fault delayer exec help" -f -a "up" -d 'Build the lab a TOML file describes and keep it until `lab down`'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo fault delayer exec help" -f -a "down" -d 'Remove a lab built by `lab up`'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo fault delayer exec help" -f -a "demo" -d 'The demo: report 2\'s lab, doctor, tuning, the ladder, report.html'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo fault delayer exec help" -f -a "fault" -d 'Plant a fault (delay, loss or a rate cap) on one host of a lab made by `lab up`, until Ctrl-C or SIGTERM, which remove it'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo fault delayer exec help" -f -a "delayer" -d 'The delay fault\'s packet holder, started by `lab fault` and tests inside a host\'s namespace (not for people)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo fault delayer exec help" -f -a "exec" -d 'Run a command on one host of a lab'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and not __fish_seen_subcommand_from up down demo fault delayer exec help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from up" -l state-dir -d 'Where lab state is kept' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from up" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from down" -l state-dir -d 'Where lab state is kept' -r -F
@@ -157,11 +159,25 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from demo" -l out -d 'Where the HTML report goes' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from demo" -l loopback -d 'Use loopback even as root'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from demo" -s h -l help -d 'Print help'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from fault" -l delay -d 'Hold each packet this long (e.g. 2ms, 500us; at most 10s)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from fault" -l loss -d 'Drop this share of the packets at random (e.g. 1%)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from fault" -l rate -d 'Cap the packets at this rate (e.g. 50mbit)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from fault" -l to -d 'Packets the host sends or forwards to these addresses (one direction)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from fault" -l nic -d 'Everything leaving or entering this device of the host (both directions; a rate caps both ends of its link)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from fault" -l forwarded -d 'What the host forwards into or out of this device (a router\'s uplink, both directions)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from fault" -l state-dir -d 'Where lab state is kept' -r -F
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from fault" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from delayer" -l queue -d 'The NFQUEUE number to read' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from delayer" -l delay-ms -d 'How long each packet is held, in milliseconds' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from delayer" -l exit-on-eof -d 'Exit when standard input closes (the planting process died)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from delayer" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from exec" -l state-dir -d 'Where lab state is kept' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from exec" -s h -l help -d 'Print help'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "up" -d 'Build the lab a TOML file describes and keep it until `lab down`'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "down" -d 'Remove a lab built by `lab up`'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "demo" -d 'The demo: report 2\'s lab, doctor, tuning, the ladder, report.html'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "fault" -d 'Plant a fault (delay, loss or a rate cap) on one host of a lab made by `lab up`, until Ctrl-C or SIGTERM, which remove it'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "delayer" -d 'The delay fault\'s packet holder, started by `lab fault` and tests inside a host\'s namespace (not for people)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "exec" -d 'Run a command on one host of a lab'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand lab; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand demo" -l duration -d 'Seconds each test measures' -r
@@ -331,8 +347,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fis
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "history" -d 'Show stored tests from a history file (`fleet run --history`)'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "watch" -d 'Measure the fleet on a schedule under a budget: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "history" -d 'Show stored tests from a history file (`fleet run --history`, `fleet watch`), or the watcher\'s incidents (--incidents)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "watch" -d 'Measure the fleet on a schedule under a budget: light probes between pairs, bandwidth tests in a rotation, every result stored and judged against its link\'s own baseline; incidents opened and closed, naming the link, pair, NIC, host or zone at fault and the facts that changed; a live page and Prometheus series on --listen'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and not __fish_seen_subcommand_from run plan token history watch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l agents -d 'The fleet file (TOML; docs/fleet.md)' -r -F
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from run" -l pattern -d 'pairs, ring, all-to-all, one-to-many or many-to-one' -r -f -a "pairs\t''
@@ -439,6 +455,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l since -d 'Only tests of the last DURATION, e.g. 7d, 12h, 30m' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l workload -d 'Only this workload label' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l limit -d 'At most N rows, the newest (0: all)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l incidents -d 'Show the watcher\'s incidents of the last --since instead (open first, then closed, newest first; --pair keeps those naming one of its hosts)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l prune -d 'Remove the runs older than --since instead of showing anything'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -l json -d 'Print JSON'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from history" -s h -l help -d 'Print help'
@@ -449,12 +466,13 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l budget -d 'Share of each link\'s capacity the watcher may use on average, percent: probes take at most half of it, bandwidth tests the rest' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l link-rate -d 'Each link\'s capacity, e.g. 10gbit, 100mbit (the budget\'s base)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l probe-period -d 'How often each pair is probed (stretched to fit the budget)' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l probes -d 'The probes, run together on each pair: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)' -r -f -a "rr\t'100 transactions of 1 byte'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l probes -d 'The probes, run together on each pair: rr (200 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)' -r -f -a "rr\t'200 transactions of 1 byte'
 crr\t'20 connections'
 rr-64k\t'8 transactions of 64 KiB'"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l bandwidth-duration -d 'Length of each bandwidth test of the rotation (per NIC pair)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l peers -d 'Agents each agent probes at most (all of them up to N + 1 agents)' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l drift-ratio -d 'A link has moved when its last two tests lie this factor from its baseline\'s median (and outside its range)' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l drift-ratio -d 'A probe\'s latency floor is past its threshold at this many times its link\'s baseline median (and 1.5 times the baseline\'s high, and --min-change above it); two tests past it in a row make the link degraded, two back under half the excess make it healthy' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l min-change -d 'Latency changes under this are never judged, e.g. 500us, 2ms (the floors of a healthy path move by hundreds of microseconds on a busy host)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l for -d 'Stop after this long (default: run until killed)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l retain -d 'Prune history older than this, at start and hourly' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from watch" -l listen -d 'Serve the live page (/), /metrics and /v1/watch here, e.g. 127.0.0.1:5390' -r
@@ -463,8 +481,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_se
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "history" -d 'Show stored tests from a history file (`fleet run --history`)'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "watch" -d 'Measure the fleet on a schedule under a budget: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "history" -d 'Show stored tests from a history file (`fleet run --history`, `fleet watch`), or the watcher\'s incidents (--incidents)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "watch" -d 'Measure the fleet on a schedule under a budget: light probes between pairs, bandwidth tests in a rotation, every result stored and judged against its link\'s own baseline; incidents opened and closed, naming the link, pair, NIC, host or zone at fault and the facts that changed; a live page and Prometheus series on --listen'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand fleet; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s l -l label -d 'A name for each file, in order (repeat the flag: `--label cubic --label bbr`); unnamed files are labelled by their test\'s own description' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand report" -s o -l output -d 'Write here instead of stdout' -r -F
@@ -691,6 +709,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and not __fish
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "up" -d 'Build the lab a TOML file describes and keep it until `lab down`'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "down" -d 'Remove a lab built by `lab up`'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "demo" -d 'The demo: report 2\'s lab, doctor, tuning, the ladder, report.html'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "fault" -d 'Plant a fault (delay, loss or a rate cap) on one host of a lab made by `lab up`, until Ctrl-C or SIGTERM, which remove it'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "delayer" -d 'The delay fault\'s packet holder, started by `lab fault` and tests inside a host\'s namespace (not for people)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from lab" -f -a "exec" -d 'Run a command on one host of a lab'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from tune" -f -a "plan" -d 'Print the actions as the commands a person would type'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from tune" -f -a "apply" -d 'Apply the plan, journaling old values first'
@@ -701,8 +721,8 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_see
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "run" -d 'Run a test matrix over the agents of a fleet file'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "plan" -d 'Plan the rounds only: how many, and how long planning takes'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "token" -d 'Print the bearer token that reads the agents\' API (metrics, facts, results) without the key: for a Prometheus scrape config'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "history" -d 'Show stored tests from a history file (`fleet run --history`)'
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "watch" -d 'Measure the fleet on a schedule under a budget: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "history" -d 'Show stored tests from a history file (`fleet run --history`, `fleet watch`), or the watcher\'s incidents (--incidents)'
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from fleet" -f -a "watch" -d 'Measure the fleet on a schedule under a budget: light probes between pairs, bandwidth tests in a rotation, every result stored and judged against its link\'s own baseline; incidents opened and closed, naming the link, pair, NIC, host or zone at fault and the facts that changed; a live page and Prometheus series on --listen'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from k8s" -f -a "manifests" -d 'Print the objects that run agents (YAML, or JSON with --output json)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from k8s" -f -a "run" -d 'Apply the agents, wait for them, run the fleet matrix per network mode, compare the modes, delete what was applied (also on Ctrl-C). Exits 3 when a requested test was not measured'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand help; and __fish_seen_subcommand_from k8s" -f -a "image" -d 'The agent image: built from a wirespeed binary, without Docker or a base image'

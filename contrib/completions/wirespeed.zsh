@@ -207,6 +207,30 @@ _arguments "${_arguments_options[@]}" : \
 '--help[Print help]' \
 && ret=0
 ;;
+(fault)
+_arguments "${_arguments_options[@]}" : \
+'--delay=[Hold each packet this long (e.g. 2ms, 500us; at most 10s)]:TIME:_default' \
+'--loss=[Drop this share of the packets at random (e.g. 1%)]:PCT:_default' \
+'--rate=[Cap the packets at this rate (e.g. 50mbit)]:RATE:_default' \
+'*--to=[Packets the host sends or forwards to these addresses (one direction)]:ADDR[,ADDR]:_default' \
+'--nic=[Everything leaving or entering this device of the host (both directions; a rate caps both ends of its link)]:DEV:_default' \
+'--forwarded=[What the host forwards into or out of this device (a router'\''s uplink, both directions)]:DEV:_default' \
+'--state-dir=[Where lab state is kept]:STATE_DIR:_files' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+':name -- The lab'\''s name:_default' \
+':host -- The host whose namespace holds the fault:_default' \
+&& ret=0
+;;
+(delayer)
+_arguments "${_arguments_options[@]}" : \
+'--queue=[The NFQUEUE number to read]:QUEUE:_default' \
+'--delay-ms=[How long each packet is held, in milliseconds]:DELAY_MS:_default' \
+'--exit-on-eof[Exit when standard input closes (the planting process died)]' \
+'-h[Print help]' \
+'--help[Print help]' \
+&& ret=0
+;;
 (exec)
 _arguments "${_arguments_options[@]}" : \
 '--state-dir=[Where lab state is kept]:STATE_DIR:_files' \
@@ -238,6 +262,14 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (demo)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(fault)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(delayer)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -700,6 +732,7 @@ _arguments "${_arguments_options[@]}" : \
 '--since=[Only tests of the last DURATION, e.g. 7d, 12h, 30m]:SINCE:_default' \
 '--workload=[Only this workload label]:WORKLOAD:_default' \
 '--limit=[At most N rows, the newest (0\: all)]:LIMIT:_default' \
+'(--workload --prune)--incidents[Show the watcher'\''s incidents of the last --since instead (open first, then closed, newest first; --pair keeps those naming one of its hosts)]' \
 '--prune[Remove the runs older than --since instead of showing anything]' \
 '--json[Print JSON]' \
 '-h[Print help]' \
@@ -715,12 +748,13 @@ _arguments "${_arguments_options[@]}" : \
 '--budget=[Share of each link'\''s capacity the watcher may use on average, percent\: probes take at most half of it, bandwidth tests the rest]:BUDGET:_default' \
 '--link-rate=[Each link'\''s capacity, e.g. 10gbit, 100mbit (the budget'\''s base)]:LINK_RATE:_default' \
 '--probe-period=[How often each pair is probed (stretched to fit the budget)]:PROBE_PERIOD:_default' \
-'*--probes=[The probes, run together on each pair\: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)]:PROBES:((rr\:"100 transactions of 1 byte"
+'*--probes=[The probes, run together on each pair\: rr (200 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)]:PROBES:((rr\:"200 transactions of 1 byte"
 crr\:"20 connections"
 rr-64k\:"8 transactions of 64 KiB"))' \
 '--bandwidth-duration=[Length of each bandwidth test of the rotation (per NIC pair)]:BANDWIDTH_DURATION:_default' \
 '--peers=[Agents each agent probes at most (all of them up to N + 1 agents)]:PEERS:_default' \
-'--drift-ratio=[A link has moved when its last two tests lie this factor from its baseline'\''s median (and outside its range)]:DRIFT_RATIO:_default' \
+'--drift-ratio=[A probe'\''s latency floor is past its threshold at this many times its link'\''s baseline median (and 1.5 times the baseline'\''s high, and --min-change above it); two tests past it in a row make the link degraded, two back under half the excess make it healthy]:DRIFT_RATIO:_default' \
+'--min-change=[Latency changes under this are never judged, e.g. 500us, 2ms (the floors of a healthy path move by hundreds of microseconds on a busy host)]:MIN_CHANGE:_default' \
 '--for=[Stop after this long (default\: run until killed)]:RUN_FOR:_default' \
 '--retain=[Prune history older than this, at start and hourly]:RETAIN:_default' \
 '--listen=[Serve the live page (/), /metrics and /v1/watch here, e.g. 127.0.0.1\:5390]:LISTEN:_default' \
@@ -1187,12 +1221,13 @@ _arguments "${_arguments_options[@]}" : \
 '--budget=[Share of each link'\''s capacity the watcher may use on average, percent\: probes take at most half of it, bandwidth tests the rest]:BUDGET:_default' \
 '--link-rate=[Each link'\''s capacity, e.g. 10gbit, 100mbit (the budget'\''s base)]:LINK_RATE:_default' \
 '--probe-period=[How often each pair is probed (stretched to fit the budget)]:PROBE_PERIOD:_default' \
-'*--probes=[The probes, run together on each pair\: rr (100 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)]:PROBES:((rr\:"100 transactions of 1 byte"
+'*--probes=[The probes, run together on each pair\: rr (200 transactions of 1 byte), crr (20 connections), rr-64k (8 transactions of 64 KiB)]:PROBES:((rr\:"200 transactions of 1 byte"
 crr\:"20 connections"
 rr-64k\:"8 transactions of 64 KiB"))' \
 '--bandwidth-duration=[Length of each bandwidth test of the rotation (per NIC pair)]:BANDWIDTH_DURATION:_default' \
 '--peers=[Agents each agent probes at most (all of them up to N + 1 agents)]:PEERS:_default' \
-'--drift-ratio=[A link has moved when its last two tests lie this factor from its baseline'\''s median (and outside its range)]:DRIFT_RATIO:_default' \
+'--drift-ratio=[A probe'\''s latency floor is past its threshold at this many times its link'\''s baseline median (and 1.5 times the baseline'\''s high, and --min-change above it); two tests past it in a row make the link degraded, two back under half the excess make it healthy]:DRIFT_RATIO:_default' \
+'--min-change=[Latency changes under this are never judged, e.g. 500us, 2ms (the floors of a healthy path move by hundreds of microseconds on a busy host)]:MIN_CHANGE:_default' \
 '--for=[Stop after this long (default\: run until killed)]:RUN_FOR:_default' \
 '--retain=[Prune history older than this, at start and hourly]:RETAIN:_default' \
 '--listen=[Serve the live page (/), /metrics and /v1/watch here, e.g. 127.0.0.1\:5390]:LISTEN:_default' \
@@ -1405,6 +1440,14 @@ _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
 (demo)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(fault)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(delayer)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -1698,8 +1741,8 @@ _wirespeed__subcmd__fleet_commands() {
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
 'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
-'history:Show stored tests from a history file (\`fleet run --history\`)' \
-'watch:Measure the fleet on a schedule under a budget\: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen' \
+'history:Show stored tests from a history file (\`fleet run --history\`, \`fleet watch\`), or the watcher'\''s incidents (--incidents)' \
+'watch:Measure the fleet on a schedule under a budget\: light probes between pairs, bandwidth tests in a rotation, every result stored and judged against its link'\''s own baseline; incidents opened and closed, naming the link, pair, NIC, host or zone at fault and the facts that changed; a live page and Prometheus series on --listen' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed fleet commands' commands "$@"
@@ -1710,8 +1753,8 @@ _wirespeed__subcmd__fleet__subcmd__help_commands() {
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
 'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
-'history:Show stored tests from a history file (\`fleet run --history\`)' \
-'watch:Measure the fleet on a schedule under a budget\: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen' \
+'history:Show stored tests from a history file (\`fleet run --history\`, \`fleet watch\`), or the watcher'\''s incidents (--incidents)' \
+'watch:Measure the fleet on a schedule under a budget\: light probes between pairs, bandwidth tests in a rotation, every result stored and judged against its link'\''s own baseline; incidents opened and closed, naming the link, pair, NIC, host or zone at fault and the facts that changed; a live page and Prometheus series on --listen' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed fleet help commands' commands "$@"
@@ -1836,8 +1879,8 @@ _wirespeed__subcmd__help__subcmd__fleet_commands() {
 'run:Run a test matrix over the agents of a fleet file' \
 'plan:Plan the rounds only\: how many, and how long planning takes' \
 'token:Print the bearer token that reads the agents'\'' API (metrics, facts, results) without the key\: for a Prometheus scrape config' \
-'history:Show stored tests from a history file (\`fleet run --history\`)' \
-'watch:Measure the fleet on a schedule under a budget\: light probes between pairs, bandwidth tests in a rotation, every result stored, drift raised with the facts that changed; a live page and Prometheus series on --listen' \
+'history:Show stored tests from a history file (\`fleet run --history\`, \`fleet watch\`), or the watcher'\''s incidents (--incidents)' \
+'watch:Measure the fleet on a schedule under a budget\: light probes between pairs, bandwidth tests in a rotation, every result stored and judged against its link'\''s own baseline; incidents opened and closed, naming the link, pair, NIC, host or zone at fault and the facts that changed; a live page and Prometheus series on --listen' \
     )
     _describe -t commands 'wirespeed help fleet commands' commands "$@"
 }
@@ -1956,9 +1999,16 @@ _wirespeed__subcmd__help__subcmd__lab_commands() {
 'up:Build the lab a TOML file describes and keep it until \`lab down\`' \
 'down:Remove a lab built by \`lab up\`' \
 'demo:The demo\: report 2'\''s lab, doctor, tuning, the ladder, report.html' \
+'fault:Plant a fault (delay, loss or a rate cap) on one host of a lab made by \`lab up\`, until Ctrl-C or SIGTERM, which remove it' \
+'delayer:The delay fault'\''s packet holder, started by \`lab fault\` and tests inside a host'\''s namespace (not for people)' \
 'exec:Run a command on one host of a lab' \
     )
     _describe -t commands 'wirespeed help lab commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__lab__subcmd__delayer_commands] )) ||
+_wirespeed__subcmd__help__subcmd__lab__subcmd__delayer_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help lab delayer commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help__subcmd__lab__subcmd__demo_commands] )) ||
 _wirespeed__subcmd__help__subcmd__lab__subcmd__demo_commands() {
@@ -1974,6 +2024,11 @@ _wirespeed__subcmd__help__subcmd__lab__subcmd__down_commands() {
 _wirespeed__subcmd__help__subcmd__lab__subcmd__exec_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed help lab exec commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__help__subcmd__lab__subcmd__fault_commands] )) ||
+_wirespeed__subcmd__help__subcmd__lab__subcmd__fault_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed help lab fault commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__help__subcmd__lab__subcmd__up_commands] )) ||
 _wirespeed__subcmd__help__subcmd__lab__subcmd__up_commands() {
@@ -2275,10 +2330,17 @@ _wirespeed__subcmd__lab_commands() {
 'up:Build the lab a TOML file describes and keep it until \`lab down\`' \
 'down:Remove a lab built by \`lab up\`' \
 'demo:The demo\: report 2'\''s lab, doctor, tuning, the ladder, report.html' \
+'fault:Plant a fault (delay, loss or a rate cap) on one host of a lab made by \`lab up\`, until Ctrl-C or SIGTERM, which remove it' \
+'delayer:The delay fault'\''s packet holder, started by \`lab fault\` and tests inside a host'\''s namespace (not for people)' \
 'exec:Run a command on one host of a lab' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed lab commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__delayer_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__delayer_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab delayer commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__lab__subcmd__demo_commands] )) ||
 _wirespeed__subcmd__lab__subcmd__demo_commands() {
@@ -2295,16 +2357,28 @@ _wirespeed__subcmd__lab__subcmd__exec_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed lab exec commands' commands "$@"
 }
+(( $+functions[_wirespeed__subcmd__lab__subcmd__fault_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__fault_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab fault commands' commands "$@"
+}
 (( $+functions[_wirespeed__subcmd__lab__subcmd__help_commands] )) ||
 _wirespeed__subcmd__lab__subcmd__help_commands() {
     local commands; commands=(
 'up:Build the lab a TOML file describes and keep it until \`lab down\`' \
 'down:Remove a lab built by \`lab up\`' \
 'demo:The demo\: report 2'\''s lab, doctor, tuning, the ladder, report.html' \
+'fault:Plant a fault (delay, loss or a rate cap) on one host of a lab made by \`lab up\`, until Ctrl-C or SIGTERM, which remove it' \
+'delayer:The delay fault'\''s packet holder, started by \`lab fault\` and tests inside a host'\''s namespace (not for people)' \
 'exec:Run a command on one host of a lab' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'wirespeed lab help commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__help__subcmd__delayer_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__help__subcmd__delayer_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab help delayer commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__lab__subcmd__help__subcmd__demo_commands] )) ||
 _wirespeed__subcmd__lab__subcmd__help__subcmd__demo_commands() {
@@ -2320,6 +2394,11 @@ _wirespeed__subcmd__lab__subcmd__help__subcmd__down_commands() {
 _wirespeed__subcmd__lab__subcmd__help__subcmd__exec_commands() {
     local commands; commands=()
     _describe -t commands 'wirespeed lab help exec commands' commands "$@"
+}
+(( $+functions[_wirespeed__subcmd__lab__subcmd__help__subcmd__fault_commands] )) ||
+_wirespeed__subcmd__lab__subcmd__help__subcmd__fault_commands() {
+    local commands; commands=()
+    _describe -t commands 'wirespeed lab help fault commands' commands "$@"
 }
 (( $+functions[_wirespeed__subcmd__lab__subcmd__help__subcmd__help_commands] )) ||
 _wirespeed__subcmd__lab__subcmd__help__subcmd__help_commands() {

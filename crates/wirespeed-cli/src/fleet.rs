@@ -51,6 +51,22 @@ pub enum FleetCmd {
     /// and judged against its link's own baseline; incidents opened and
     /// closed, naming the link, pair, NIC, host or zone at fault and the
     /// facts that changed; a live page and Prometheus series on --listen.
+    ///
+    /// Each link (two host/NIC ends) keeps, per workload, a baseline of
+    /// its healthy tests, frozen while it is not healthy, and a state:
+    /// healthy, suspect (one test past its threshold), degraded (two of
+    /// three), healthy again after two clear tests. A latency floor is
+    /// past its threshold at --drift-ratio times its baseline median and
+    /// --min-change above it, and counts only with rr's floor past too or
+    /// far past alone; a loss (two retransmitted segments in a pair's
+    /// probes) and a goodput under half its median count alone. Tests on
+    /// a host whose CPUs are busy are not judged. The links that are not
+    /// healthy are explained by the smallest thing they share (a pair, a
+    /// NIC pair, one NIC of a host, a host, a zone's links, the links
+    /// between zones) and an incident opens for it, held until its links
+    /// recover: stdout, `fleet history --incidents`, /v1/watch and
+    /// wirespeed_watch_incident_open{scope,subject}. docs/fleet.md,
+    /// "Watching".
     Watch(Box<crate::watch::WatchArgs>),
 }
 

@@ -83,6 +83,8 @@ pub struct Topology {
     by_pair: HashMap<(String, String), Vec<usize>>,
     by_zone: HashMap<String, Vec<usize>>,
     cross: Vec<usize>,
+    /// The zones, sorted.
+    zone_names: Vec<String>,
 }
 
 impl Topology {
@@ -99,6 +101,8 @@ impl Topology {
                 t.add(l);
             }
         }
+        let z: BTreeSet<&String> = t.zones.values().collect();
+        t.zone_names = z.into_iter().cloned().collect();
         t
     }
 
@@ -134,15 +138,23 @@ impl Topology {
         self.links.is_empty()
     }
 
-    /// Every link of a scope.
-    pub fn links_of(&self, s: &Scope) -> Vec<Link> {
-        self.scope_links(s).into_iter().cloned().collect()
-    }
-
-    /// The zones, sorted.
-    fn zone_names(&self) -> Vec<String> {
-        let z: BTreeSet<&String> = self.zones.values().collect();
-        z.into_iter().cloned().collect()
+    /// Whether link `l` is in scope `s`.
+    pub fn contains(&self, s: &Scope, l: &Link) -> bool {
+        let zone = |h: &str| self.zones.get(h);
+        match s {
+            Scope::Host(h) => l.touches(h),
+            Scope::Nic(e) => l.0 == *e || l.1 == *e,
+            Scope::Pair(a, b) => l.0.host == *a && l.1.host == *b,
+            Scope::Link(x) => l == x,
+            Scope::Zone(z) => {
+                let (za, zb) = (zone(&l.0.host), zone(&l.1.host));
+                za.is_some() && zb.is_some() && za != zb && (za == Some(z) || zb == Some(z))
+            }
+            Scope::Fabric(_) => {
+                let (za, zb) = (zone(&l.0.host), zone(&l.1.host));
+                za.is_some() && zb.is_some() && za != zb
+            }
+        }
     }
 
     /// The links of a scope.
@@ -185,7 +197,7 @@ impl Topology {
         {
             out.insert(Scope::Zone(za.clone()));
             out.insert(Scope::Zone(zb.clone()));
-            out.insert(Scope::Fabric(self.zone_names()));
+            out.insert(Scope::Fabric(self.zone_names.clone()));
         }
     }
 }
@@ -199,8 +211,6 @@ pub struct Explanation {
     pub bad: Vec<Link>,
     /// Its links with a judged state (not learning).
     pub judged: usize,
-    /// Every link of its scope.
-    pub links: Vec<Link>,
     /// What supports it, in words.
     pub evidence: String,
 }
@@ -214,21 +224,25 @@ fn is_bad(h: Option<&Health>) -> bool {
 
 /// The bad links of `scope` and how many are judged; None when it does
 /// not hold.
-fn holds(t: &Topology, s: &Scope, st: &States) -> Option<(Vec<Link>, usize)> {
+fn holds<'t>(t: &'t Topology, s: &Scope, st: &States) -> Option<(Vec<&'t Link>, usize)> {
     let links = t.scope_links(s);
-    let judged: Vec<&&Link> = links
-        .iter()
-        .filter(|l| st.get(**l).is_some_and(|h| *h != Health::Learning))
-        .collect();
-    let bad: Vec<Link> = judged
-        .iter()
-        .filter(|l| is_bad(st.get(**l)))
-        .map(|l| (**l).clone())
-        .collect();
+    let mut judged = 0;
+    let mut bad: Vec<&Link> = Vec::new();
+    for l in links {
+        match st.get(l) {
+            None | Some(Health::Learning) => {}
+            Some(h) => {
+                judged += 1;
+                if is_bad(Some(h)) {
+                    bad.push(l);
+                }
+            }
+        }
+    }
     if bad.is_empty() {
         return None;
     }
-    let share = bad.len() as f64 / judged.len() as f64;
+    let share = bad.len() as f64 / judged as f64;
     let peers = |s: &str| -> usize {
         let p: BTreeSet<&str> = bad
             .iter()
@@ -239,12 +253,12 @@ fn holds(t: &Topology, s: &Scope, st: &States) -> Option<(Vec<Link>, usize)> {
     };
     let ok = match s {
         Scope::Link(_) => true,
-        Scope::Pair(..) => bad.len() == judged.len(),
-        Scope::Host(h) => bad.len() >= 2 && peers(h) >= 2 && share >= SHARE,
-        Scope::Nic(e) => bad.len() >= 2 && peers(&e.host) >= 2 && share >= SHARE,
+        Scope::Pair(..) => bad.len() == judged,
+        Scope::Host(h) => bad.len() >= 2 && share >= SHARE && peers(h) >= 2,
+        Scope::Nic(e) => bad.len() >= 2 && share >= SHARE && peers(&e.host) >= 2,
         Scope::Zone(_) | Scope::Fabric(_) => bad.len() >= 2 && share >= SHARE,
     };
-    ok.then_some((bad, judged.len()))
+    ok.then_some((bad, judged))
 }
 
 /// `c/eth1: 2 of 2 links over eth1 not healthy, 0 of 5 over eth0`, and
@@ -320,7 +334,7 @@ pub fn explain<'a>(
     for l in &bad {
         t.candidates(l, &mut cands);
     }
-    let holding: Vec<(Scope, Vec<Link>, usize)> = cands
+    let holding: Vec<(Scope, Vec<&Link>, usize)> = cands
         .into_iter()
         .filter_map(|s| holds(t, &s, st).map(|(b, j)| (s, b, j)))
         .collect();
@@ -329,19 +343,18 @@ pub fn explain<'a>(
     loop {
         let best = holding
             .iter()
-            .map(|(s, b, j)| (b.iter().filter(|l| left.contains(l)).count(), s, b, j))
+            .map(|(s, b, j)| (b.iter().filter(|l| left.contains(**l)).count(), s, b, j))
             .filter(|(n, ..)| *n > 0)
             .max_by(|x, y| x.0.cmp(&y.0).then(y.1.rank().cmp(&x.1.rank())));
         let Some((_, s, b, j)) = best else { break };
         for l in b {
             left.remove(l);
         }
-        if b.iter().any(|l| st.get(l) == Some(&Health::Degraded)) {
+        if b.iter().any(|l| st.get(*l) == Some(&Health::Degraded)) {
             out.push(Explanation {
                 scope: s.clone(),
-                bad: b.clone(),
+                bad: b.iter().map(|l| (*l).clone()).collect(),
                 judged: *j,
-                links: t.scope_links(s).into_iter().cloned().collect(),
                 evidence: evidence(t, s, b.len(), *j, st),
             });
         }
@@ -356,8 +369,6 @@ pub struct Open {
     pub id: u64,
     /// What it names.
     pub scope: Scope,
-    /// Every link of its scope.
-    pub links: BTreeSet<Link>,
     /// Its newest explanation.
     pub explanation: Explanation,
     /// When it opened, Unix seconds.
@@ -402,8 +413,15 @@ impl Incidents {
         self.open.values()
     }
 
-    /// Applies this moment's explanations and link states at `now`.
-    pub fn update(&mut self, found: Vec<Explanation>, st: &States, now: f64) -> Vec<Transition> {
+    /// Applies this moment's explanations and link states at `now`
+    /// (`t`: where the links sit).
+    pub fn update(
+        &mut self,
+        t: &Topology,
+        found: Vec<Explanation>,
+        st: &States,
+        now: f64,
+    ) -> Vec<Transition> {
         let mut out = Vec::new();
         let mut seen: HashSet<u64> = HashSet::new();
         for e in found {
@@ -418,15 +436,14 @@ impl Incidents {
             let covered = e
                 .bad
                 .iter()
-                .all(|l| self.open.values().any(|o| o.links.contains(l)));
+                .all(|l| self.open.values().any(|o| t.contains(&o.scope, l)));
             if covered {
                 continue;
             }
-            let links: BTreeSet<Link> = e.links.iter().cloned().collect();
             let taken: Vec<u64> = self
                 .open
                 .values()
-                .filter(|o| o.explanation.bad.iter().all(|l| links.contains(l)))
+                .filter(|o| o.explanation.bad.iter().all(|l| t.contains(&e.scope, l)))
                 .map(|o| o.id)
                 .collect();
             for id in taken {
@@ -437,7 +454,6 @@ impl Incidents {
             let o = Open {
                 id: self.next_id,
                 scope: e.scope.clone(),
-                links,
                 explanation: e,
                 opened_unix: now,
             };
@@ -450,7 +466,7 @@ impl Incidents {
             .open
             .values()
             .filter(|o| !seen.contains(&o.id))
-            .filter(|o| !o.links.iter().any(|l| is_bad(st.get(l))))
+            .filter(|o| !t.scope_links(&o.scope).iter().any(|l| is_bad(st.get(*l))))
             .map(|o| o.id)
             .collect();
         for id in done {
@@ -600,13 +616,13 @@ mod tests {
         let mut inc = Incidents::new(1);
         // A pair first (the host's other links not yet probed).
         let st = states(&t, |l| (l == &first).then_some(Health::Degraded));
-        let tr = inc.update(explain(&t, &st), &st, 10.0);
+        let tr = inc.update(&t, explain(&t, &st), &st, 10.0);
         assert!(
             matches!(&tr[..], [Transition::Opened(o)] if o.id == 1 && o.scope == Scope::Pair("a".into(), "c".into()))
         );
         // Then the host: the pair is taken in.
         let st = states(&t, |l| l.touches("c").then_some(Health::Degraded));
-        let tr = inc.update(explain(&t, &st), &st, 15.0);
+        let tr = inc.update(&t, explain(&t, &st), &st, 15.0);
         assert_eq!(tr.len(), 2, "{tr:?}");
         assert!(
             matches!(&tr[0], Transition::Closed(o, Some(Scope::Host(h))) if o.id == 1 && h == "c")
@@ -614,12 +630,12 @@ mod tests {
         assert!(matches!(&tr[1], Transition::Opened(o) if o.id == 2));
         // Recovering link by link: still the host, no pair opens.
         let st = states(&t, |l| (l == &first).then_some(Health::Degraded));
-        let tr = inc.update(explain(&t, &st), &st, 20.0);
+        let tr = inc.update(&t, explain(&t, &st), &st, 20.0);
         assert!(tr.is_empty(), "{tr:?}");
         assert_eq!(inc.open().count(), 1);
         // All healthy: closed as recovered.
         let st = states(&t, |_| None);
-        let tr = inc.update(explain(&t, &st), &st, 25.0);
+        let tr = inc.update(&t, explain(&t, &st), &st, 25.0);
         assert!(matches!(&tr[..], [Transition::Closed(o, None)] if o.id == 2));
         assert_eq!(inc.open().count(), 0);
     }

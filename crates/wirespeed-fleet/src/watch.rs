@@ -126,6 +126,10 @@ struct Loop {
     closed: Vec<Incident>,
     /// Agent index by name.
     index: HashMap<String, usize>,
+    /// A series changed health since the last localization.
+    unexplained: bool,
+    /// When the last localization ran.
+    localized_at: f64,
     /// Bandwidth tests out of turn: the last start, and per pair how many
     /// since it was last healthy.
     extra: Extra,
@@ -185,6 +189,9 @@ struct Extra {
 
 /// Closed incidents the live state keeps (those of the last day).
 const CLOSED_KEPT: usize = 200;
+
+/// Least time between two localizations, seconds.
+const LOCALIZE_EVERY_S: f64 = 1.0;
 
 /// A finished job: what it was, and its tests.
 type Done = (Job, Vec<LinkTest>);
@@ -262,6 +269,8 @@ pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Resul
             .enumerate()
             .map(|(i, a)| (a.name.clone(), i))
             .collect(),
+        unexplained: false,
+        localized_at: 0.0,
         extra: Extra::default(),
         live,
         opts: opts.clone(),
@@ -325,16 +334,13 @@ impl Loop {
             let Some(scope) = incident::scope_of(&e.scope, &e.subject) else {
                 continue;
             };
-            let links = self.topo.links_of(&scope);
             let o = localize::Open {
                 id: e.incident,
                 scope: scope.clone(),
-                links: links.iter().cloned().collect(),
                 explanation: localize::Explanation {
                     scope,
                     bad: Vec::new(),
                     judged: 0,
-                    links,
                     evidence: e.evidence.clone(),
                 },
                 opened_unix: e.at_unix,
@@ -497,6 +503,7 @@ impl Loop {
                     self.waiting.push_back((d.at, d.kind, job));
                 }
                 cursor = now;
+                self.localize_if_due(now).await?;
                 self.extra_bandwidth(now);
                 self.start_ready(now, &tx);
                 if now >= next_prune {
@@ -634,10 +641,22 @@ impl Loop {
                 .metrics
                 .series_health(&self.detector.states_of(&c.key.link), &c.key.workload);
         }
-        if !changed.is_empty() {
+        self.unexplained |= !changed.is_empty();
+        self.localize_if_due(now).await?;
+        self.publish();
+        Ok(())
+    }
+
+    /// Localizes when a series changed health since the last time and at
+    /// least [`LOCALIZE_EVERY_S`] has passed: with thousands of links
+    /// unhealthy (a zone of 1,000 agents) one pass costs about 40 ms of
+    /// CPU, and the results of a period come by the thousand.
+    async fn localize_if_due(&mut self, now: f64) -> Result<()> {
+        if self.unexplained && now - self.localized_at >= LOCALIZE_EVERY_S {
+            self.unexplained = false;
+            self.localized_at = now;
             self.localize(now).await?;
         }
-        self.publish();
         Ok(())
     }
 
@@ -645,7 +664,9 @@ impl Loop {
     /// closes incidents.
     async fn localize(&mut self, now: f64) -> Result<()> {
         let found = localize::explain(&self.topo, self.detector.links(), self.detector.bad_links());
-        let moves = self.incidents.update(found, self.detector.links(), now);
+        let moves = self
+            .incidents
+            .update(&self.topo, found, self.detector.links(), now);
         for t in moves {
             self.report(t, now).await?;
         }
@@ -827,7 +848,7 @@ impl Loop {
 /// The links the schedule probes (each NIC pair of each probed pair) and
 /// each host's zone (its `zone` label, or Kubernetes'
 /// `topology.kubernetes.io/zone`).
-fn topology(fleet: &Fleet, s: &Schedule) -> Topology {
+pub fn topology(fleet: &Fleet, s: &Schedule) -> Topology {
     let mut links = Vec::new();
     for &(a, b) in s.pairs() {
         let (x, y) = (&fleet.agents[a], &fleet.agents[b]);

@@ -389,7 +389,7 @@ fn watcher_replaced_keeps_history(c: &Cluster, ns: &str, s: &Scratch, nodes: &[S
     assert_eq!(
         st["events"].as_array().map(Vec::len),
         Some(0),
-        "no drift: {}",
+        "no incident: {}",
         st["events"]
     );
     assert_eq!(all_pairs(nodes).len(), 3);
@@ -441,7 +441,7 @@ fn api_server_out_a_minute(c: &Cluster, ns: &str, s: &Scratch) {
     assert_eq!(
         st["events"].as_array().map(Vec::len),
         Some(0),
-        "no drift: {}",
+        "no incident: {}",
         st["events"]
     );
     // A list the watcher started while the server was out ends only at
@@ -559,7 +559,7 @@ fn node_lost(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String]) {
     assert_eq!(
         st["events"].as_array().map(Vec::len),
         Some(0),
-        "no drift: {}",
+        "no incident: {}",
         st["events"]
     );
     let o = common::cluster::cs(&["node-up", &(i + 1).to_string(), "--name", &c.name]);
@@ -778,7 +778,7 @@ fn upgrade(c: &Cluster, ns: &str, s: &Scratch, nodes: &[String], old_image: &str
     assert_eq!(
         st["events"].as_array().map(Vec::len),
         Some(0),
-        "no drift: {}",
+        "no incident: {}",
         st["events"]
     );
 }
