@@ -386,7 +386,10 @@ gcc -Os -static -Wall -DVERSION="\"$KUBE_VERSION-wirespeed\"" -o "$new/pause" \
   "$kube/build/pause/linux/pause.c" || die "pause build failed"
 strip "$new/pause" 2>/dev/null || true
 
-"$new/etcd" --version | head -1
+# awk reads all of it: head would leave etcd a closed pipe, and under
+# pipefail its SIGPIPE (exit 141) ended the build after every binary was
+# built (2026-12-08).
+"$new/etcd" --version | awk 'NR == 1'
 for c in "${KUBE_CMDS[@]}"; do
   if [[ $c == kubectl ]]; then "$new/$c" version --client; else "$new/$c" --version; fi
 done

@@ -179,7 +179,10 @@ stop_processes() {
   # One scan of /proc: each process of the cluster with its program name.
   local -A prog=()
   for p in $(cluster_pids); do
-    a0=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -1)
+    # A process can exit between the scan and this read (kube-proxy's
+    # iptables, a shim's child): under pipefail the failed read ended
+    # down silently with every process still running (2026-12-03).
+    a0=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -1) || continue
     prog[$p]=${a0##*/}
   done
   for pat in kubelet dradriver kube-router flanneld kube-proxy containerd containerd-shim kube-controller-manager kube-scheduler docker-registry kube-apiserver etcd; do

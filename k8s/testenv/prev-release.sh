@@ -54,7 +54,7 @@ own=()
 if [[ ${PREV_RELEASE_SHARE_TARGET:-} == 1 ]]; then
   target=$repo/target
   for m in "$out"/src/crates/*/Cargo.toml; do
-    name=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$m" | head -n 1)
+    name=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$m" | awk 'NR == 1')
     own+=(--config "profile.release.package.\"$name\".codegen-units=15")
   done
   saved=$out/current-wirespeed

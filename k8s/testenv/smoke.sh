@@ -53,7 +53,7 @@ expect() { # CODE WHAT
 }
 # field NAME: the first string value of "NAME" in $out (common JSON escapes undone)
 field() {
-  grep -oE '"'"$1"'": *"([^"\\]|\\.)*"' "$out" | head -1 | sed -E 's/^"[^"]*": *"//; s/"$//; s/\\"/"/g; s/\\u003c/</g; s/\\u003e/>/g; s/\\u0026/\&/g; s/\\n/ /g'
+  grep -oE '"'"$1"'": *"([^"\\]|\\.)*"' "$out" | awk 'NR == 1' | sed -E 's/^"[^"]*": *"//; s/"$//; s/\\"/"/g; s/\\u003c/</g; s/\\u003e/>/g; s/\\u0026/\&/g; s/\\n/ /g'
 }
 
 ns=wirespeed-smoke

@@ -443,6 +443,7 @@ impl Incidents {
             let taken: Vec<u64> = self
                 .open
                 .values()
+                .filter(|o| !o.explanation.bad.is_empty())
                 .filter(|o| o.explanation.bad.iter().all(|l| t.contains(&e.scope, l)))
                 .map(|o| o.id)
                 .collect();
@@ -633,6 +634,37 @@ mod tests {
         let tr = inc.update(&t, explain(&t, &st), &st, 20.0);
         assert!(tr.is_empty(), "{tr:?}");
         assert_eq!(inc.open().count(), 1);
+        // A host taken back by a restarted watcher (no links known yet)
+        // is not taken in by an unrelated pair.
+        let mut back = Incidents::new(9);
+        back.reopen(Open {
+            id: 7,
+            scope: Scope::Host("c".into()),
+            explanation: Explanation {
+                scope: Scope::Host("c".into()),
+                bad: Vec::new(),
+                judged: 0,
+                evidence: String::new(),
+            },
+            opened_unix: 1.0,
+        });
+        let ab = link(("a", "eth0"), ("b", "eth0"));
+        let st2 = states(&t, |l| {
+            if l.touches("c") || l == &ab {
+                Some(Health::Degraded)
+            } else {
+                None
+            }
+        });
+        let tr = back.update(&t, explain(&t, &st2), &st2, 30.0);
+        assert!(
+            tr.iter().all(|x| !matches!(x, Transition::Closed(..))),
+            "{tr:?}"
+        );
+        assert!(
+            matches!(&tr[..], [Transition::Opened(o), Transition::Updated(u)] | [Transition::Updated(u), Transition::Opened(o)] if o.id == 9 && u.id == 7),
+            "{tr:?}"
+        );
         // All healthy: closed as recovered.
         let st = states(&t, |_| None);
         let tr = inc.update(&t, explain(&t, &st), &st, 25.0);

@@ -801,26 +801,31 @@ impl Loop {
     /// unhealthy (the first two confirm a suspect link, the later ones
     /// see a degraded goodput recover).
     fn extra_bandwidth(&mut self, now: f64) {
-        let bad: std::collections::BTreeSet<(usize, usize)> = self
-            .detector
-            .bad_links()
-            .into_iter()
-            .filter_map(|l| {
-                let (a, b) = (*self.index.get(&l.0.host)?, *self.index.get(&l.1.host)?);
-                Some((a.min(b), a.max(b)))
-            })
-            .collect();
-        self.extra.per_pair.retain(|p, _| bad.contains(p));
+        // Each pair with a series not healthy, and whether a probe's is
+        // (else only its goodput is: test soon, to see it recover).
+        let mut bad: BTreeMap<(usize, usize), bool> = BTreeMap::new();
+        for (k, _) in self.detector.unhealthy() {
+            let (Some(&a), Some(&b)) = (
+                self.index.get(&k.link.0.host),
+                self.index.get(&k.link.1.host),
+            ) else {
+                continue;
+            };
+            let probes = k.metric != health::Metric::Goodput;
+            *bad.entry((a.min(b), a.max(b))).or_default() |= probes;
+        }
+        self.extra.per_pair.retain(|p, _| bad.contains_key(p));
         let period = self.schedule.probe_period_s();
         if now - self.extra.last < period {
             return;
         }
-        for p in bad {
+        for (p, probes) in bad {
             let (n, last) = self.extra.per_pair.get(&p).copied().unwrap_or((0, 0.0));
-            let wait = period
+            let backoff = period
                 * 3f64
                     .powi(i32::try_from(n.min(4)).unwrap_or(4) - 1)
                     .min(27.0);
+            let wait = if probes { backoff } else { period };
             let waiting = self.waiting.iter().any(|w| {
                 w.1 == Kind::Bandwidth
                     && (w.2.client.min(w.2.server), w.2.client.max(w.2.server)) == p
