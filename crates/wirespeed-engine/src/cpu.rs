@@ -15,7 +15,9 @@ pub struct CpuSnapshot {
     cores: Vec<(u64, u64)>,
 }
 
-/// Parses the per-core lines of /proc/stat into (busy, total) jiffies.
+/// Parses the per-core lines of /proc/stat into (busy, total) jiffies
+/// (the fleet agent's facts sum them: how busy its host was between two
+/// readings).
 pub fn parse_proc_stat(text: &str) -> Vec<(u64, u64)> {
     text.lines()
         .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))

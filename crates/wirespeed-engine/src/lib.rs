@@ -81,6 +81,7 @@ mod workloads;
 use wirespeed_types::{result, spec};
 
 pub use client::{ClientConfig, DEFAULT_PORT, Family, Reach, run_test, run_test_via};
+pub use cpu::parse_proc_stat;
 pub use error::EngineError;
 pub use server::{
     KeyFile, Server, ServerConfig, ServerEvent, flow_limit_for, read_key_file, source_of,

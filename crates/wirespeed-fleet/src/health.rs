@@ -64,6 +64,11 @@ pub struct Rules {
     /// Probes whose floor never counts alone: crr's, the fastest of 20
     /// connections, rose 140x for single probes on the busy lab.
     pub weak: Vec<String>,
+    /// Probes whose median transaction is judged too: a shaper with a
+    /// burst of 64 KiB (the lab's htb caps, a policer) lets the first of
+    /// rr-64k's transactions through at line rate, so a 50 Mbit/s cap
+    /// moved its floor 1.5 ms and its median 21 ms.
+    pub medians: Vec<String>,
     /// Tests past the threshold that make a series degraded, among this
     /// many and one more (2: two of three, so a loss that shows in most
     /// probes, not all, is confirmed as fast as a step).
@@ -94,6 +99,7 @@ impl Default for Rules {
             anchor_alone_us: 2_000.0,
             alone_us: 5_000.0,
             weak: vec!["crr".into()],
+            medians: vec!["rr-64k".into()],
             confirm: 2,
             clear: 2,
             baseline: 30,
@@ -109,6 +115,8 @@ impl Default for Rules {
 pub enum Metric {
     /// The latency floor, microseconds (worse when higher).
     MinUs,
+    /// The median transaction, microseconds (worse when higher).
+    MedianUs,
     /// Segments retransmitted by both ends (worse when higher).
     Retransmits,
     /// Goodput, bits per second (worse when lower).
@@ -120,6 +128,7 @@ impl Metric {
     pub fn name(self) -> &'static str {
         match self {
             Metric::MinUs => "min_us",
+            Metric::MedianUs => "p50_us",
             Metric::Retransmits => "retransmits",
             Metric::Goodput => "throughput_bps",
         }
@@ -237,7 +246,7 @@ impl Series {
     fn excess(&self, rules: &Rules, m: Metric, v: f64) -> f64 {
         let (med, edge) = stats(&self.base, m);
         match m {
-            Metric::MinUs => {
+            Metric::MinUs | Metric::MedianUs => {
                 let need = rules
                     .min_change_us
                     .max((rules.ratio - 1.0) * med)
@@ -342,20 +351,27 @@ impl Series {
 }
 
 /// The figures of one link's rows of a job, with the series' workload
-/// and the row they stand for: each probe's latency floor, each
+/// and the row they stand for: each probe's latency floor (and the
+/// median of those in [`Rules::medians`]), each
 /// bandwidth test's goodput, and the segments all its probes
 /// retransmitted together (workload [`PROBES`]: 1% loss each way made
 /// rr retransmit 1-2 segments a test and rr-64k, at 45 wire packets a
 /// message, about 7; together they clear the threshold that a single
 /// spurious retransmission on a busy host does not). Failed tests have
 /// none.
-pub fn link_figures<'a>(rows: &[&'a HistoryRow]) -> Vec<(String, Metric, f64, &'a HistoryRow)> {
+pub fn link_figures<'a>(
+    rows: &[&'a HistoryRow],
+    rules: &Rules,
+) -> Vec<(String, Metric, f64, &'a HistoryRow)> {
     let mut out = Vec::new();
     let mut retx: Option<(f64, &HistoryRow)> = None;
     for r in rows.iter().copied().filter(|r| r.error.is_none()) {
         match r.min_us {
             Some(v) if v > 0.0 => {
                 out.push((r.workload.clone(), Metric::MinUs, v, r));
+                if let Some(p) = r.p50_us.filter(|_| rules.medians.contains(&r.workload)) {
+                    out.push((r.workload.clone(), Metric::MedianUs, p, r));
+                }
                 // A probe without TCP_INFO (crr: its connections are too
                 // short-lived to read) whose slowest transactions waited
                 // a retransmission timeout counts as one loss.
@@ -424,10 +440,14 @@ pub fn jobs(rows: &[HistoryRow]) -> Vec<Vec<HistoryRow>> {
 /// at least).
 pub const JOB_GAP_S: f64 = 2.0;
 
-/// How idle each host's CPUs were over its newest tests.
+/// How idle each host's CPUs were: over the last facts round (two
+/// readings of its CPU counters a probe period apart), else over its
+/// newest tests.
 #[derive(Debug, Clone, Default)]
 pub struct BusyHosts {
     idle: HashMap<String, VecDeque<f64>>,
+    /// Idle % of each host between its two newest facts readings.
+    host: HashMap<String, f64>,
 }
 
 /// Idle readings kept per host: a probe's window is milliseconds long,
@@ -452,8 +472,21 @@ impl BusyHosts {
         }
     }
 
-    /// The mean idle % of `host` over its newest tests (None before 4).
+    /// Notes `host`'s idle % over the last facts round.
+    pub fn set_host(&mut self, host: &str, idle_pct: f64) {
+        if idle_pct.is_finite() {
+            self.host.insert(host.to_string(), idle_pct);
+        }
+    }
+
+    /// How idle `host` was: over the last facts round where known (a
+    /// probe's window is milliseconds long and its reading says little:
+    /// under a busy loop per CPU the lab's crr and rr-64k probes read
+    /// 50-65% idle), else the mean over its newest tests (None before 4).
     pub fn idle(&self, host: &str) -> Option<f64> {
+        if let Some(v) = self.host.get(host) {
+            return Some(*v);
+        }
         let q = self.idle.get(host).filter(|q| q.len() >= 4)?;
         Some(q.iter().sum::<f64>() / q.len() as f64)
     }
@@ -468,6 +501,7 @@ impl BusyHosts {
         let mut v: Vec<String> = self
             .idle
             .keys()
+            .chain(self.host.keys().filter(|h| !self.idle.contains_key(*h)))
             .filter(|h| self.busy(h, rules))
             .cloned()
             .collect();
@@ -548,7 +582,7 @@ impl Detector {
         let r = &self.rules;
         let floors: Vec<(&Key, f64)> = items
             .iter()
-            .filter(|i| !i.3 && i.0.metric == Metric::MinUs)
+            .filter(|i| !i.3 && matches!(i.0.metric, Metric::MinUs | Metric::MedianUs))
             .filter_map(|i| i.4.map(|x| (&i.0, x)))
             .collect();
         let anchor = floors.iter().find(|(k, _)| k.workload == r.anchor);
@@ -575,7 +609,7 @@ impl Detector {
             };
             let ok = match key.metric {
                 Metric::Retransmits | Metric::Goodput => true,
-                Metric::MinUs => *x >= 1.0 && (above >= alone || corroborated),
+                Metric::MinUs | Metric::MedianUs => *x >= 1.0 && (above >= alone || corroborated),
             };
             if ok {
                 out.insert(key.clone());
@@ -590,7 +624,7 @@ impl Detector {
             d.busy.busy(&r.client, &d.rules) || d.busy.busy(&r.server, &d.rules)
         };
         let mut items: Vec<(Key, f64, f64, bool, Option<f64>)> = Vec::new();
-        for (workload, metric, v, r) in link_figures(rows) {
+        for (workload, metric, v, r) in link_figures(rows, &self.rules) {
             let contended = busy(self, r);
             let key = Key {
                 link: link.clone(),

@@ -359,10 +359,29 @@ impl AgentClient {
 
     /// `GET /v1/facts`: the agent's host snapshot.
     pub async fn facts(&self) -> Result<wirespeed_host::Snapshot> {
+        Ok(self.facts_with_cpu().await?.0)
+    }
+
+    /// `GET /v1/facts`: the agent's host snapshot and its CPU counters
+    /// read now (None from an agent of an earlier release).
+    pub async fn facts_with_cpu(
+        &self,
+    ) -> Result<(
+        wirespeed_host::Snapshot,
+        Option<wirespeed_types::fleet::CpuTicks>,
+    )> {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            #[serde(flatten)]
+            snapshot: wirespeed_host::Snapshot,
+            #[serde(default)]
+            cpu_ticks: Option<wirespeed_types::fleet::CpuTicks>,
+        }
         let r = self
             .call("read facts", "GET", "/v1/facts", Vec::new())
             .await?;
-        self.answer("read facts", r)
+        let a: Answer = self.answer("read facts", r)?;
+        Ok((a.snapshot, a.cpu_ticks))
     }
 
     /// `POST /v1/probe`: whether this agent reaches `peer`'s HTTP port

@@ -126,6 +126,8 @@ struct Loop {
     closed: Vec<Incident>,
     /// Agent index by name.
     index: HashMap<String, usize>,
+    /// Each agent's newest CPU counters (its facts).
+    cpu: Vec<Option<wirespeed_types::fleet::CpuTicks>>,
     /// A series changed health since the last localization.
     unexplained: bool,
     /// When the last localization ran.
@@ -269,6 +271,7 @@ pub async fn watch(fleet: &Fleet, opts: &WatchOptions, live: Arc<Live>) -> Resul
             .enumerate()
             .map(|(i, a)| (a.name.clone(), i))
             .collect(),
+        cpu: vec![None; fleet.agents.len()],
         unexplained: false,
         localized_at: 0.0,
         extra: Extra::default(),
@@ -594,15 +597,16 @@ impl Loop {
             crate::run::SETUP_AT_ONCE,
             which.iter().map(|&i| {
                 let c = &self.clients[i];
-                async move { c.facts().await.ok() }
+                async move { c.facts_with_cpu().await.ok() }
             }),
         )
         .await;
         let mut agents = Vec::new();
         let answered = got.iter().filter(|s| s.is_some()).count();
-        for (&i, snap) in which.iter().zip(got) {
-            self.answering[i] = snap.is_some();
-            let Some(snap) = snap else { continue };
+        for (&i, got) in which.iter().zip(got) {
+            self.answering[i] = got.is_some();
+            let Some((snap, ticks)) = got else { continue };
+            self.note_cpu(i, ticks);
             let f = crate::analyze::host_facts(&self.fleet.agents[i], &snap);
             if self.facts[i].as_ref() != Some(&f) {
                 agents.push(AgentStatus {
@@ -619,6 +623,18 @@ impl Loop {
                 .record("watch-facts", &results(now, agents, Vec::new()))?;
         }
         Ok(answered)
+    }
+
+    /// Notes agent `i`'s CPU counters: with its previous reading, how
+    /// idle its host was meanwhile (the detector does not judge a busy
+    /// host's tests).
+    fn note_cpu(&mut self, i: usize, ticks: Option<wirespeed_types::fleet::CpuTicks>) {
+        let Some(t) = ticks else { return };
+        if let Some(idle) = self.cpu[i].and_then(|p| t.idle_pct_since(&p)) {
+            let name = self.fleet.agents[i].name.clone();
+            self.detector.busy.set_host(&name, idle);
+        }
+        self.cpu[i] = Some(t);
     }
 
     /// Stores a job's tests, judges each against its series, and

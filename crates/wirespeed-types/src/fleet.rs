@@ -74,6 +74,27 @@ pub struct HostFacts {
     pub nics: Vec<NicFacts>,
 }
 
+/// A host's CPU counters, summed over its cores (/proc/stat), in ticks:
+/// two readings say how idle it was between them. The agent adds them to
+/// its facts (`cpu_ticks`), read anew on each request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTicks {
+    /// Ticks not idle (not idle nor iowait).
+    pub busy: u64,
+    /// All ticks.
+    pub total: u64,
+}
+
+impl CpuTicks {
+    /// Idle % of all CPUs from `earlier` to `self` (None when no tick
+    /// passed or the counters went back: a reboot).
+    pub fn idle_pct_since(&self, earlier: &CpuTicks) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total).filter(|t| *t > 0)?;
+        let busy = self.busy.checked_sub(earlier.busy)?;
+        Some((100.0 * (1.0 - busy as f64 / total as f64)).clamp(0.0, 100.0))
+    }
+}
+
 /// One NIC's settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NicFacts {
@@ -437,7 +458,8 @@ pub struct LinkHealth {
     pub b_nic: String,
     /// The workload.
     pub workload: String,
-    /// The figure judged: `min_us`, `retransmits` or `throughput_bps`.
+    /// The figure judged: `min_us`, `p50_us`, `retransmits` or
+    /// `throughput_bps`.
     pub metric: String,
     /// Where it stands.
     pub health: Health,
@@ -483,6 +505,9 @@ pub fn figure_text(workload: &str, metric: &str, before: f64, worst: f64) -> Str
         "retransmits" => {
             format!("{workload} retransmitted {worst:.0} segments a test (baseline {before:.0})")
         }
+        "p50_us" => format!(
+            "the median transaction of {workload} rose {x:.1}x ({before:.0} us -> {worst:.0} us)"
+        ),
         _ => format!(
             "the latency floor (fastest transaction) of {workload} rose {x:.1}x ({before:.0} us -> {worst:.0} us)"
         ),

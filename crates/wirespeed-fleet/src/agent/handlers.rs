@@ -58,10 +58,18 @@ async fn facts_json(st: &Arc<Shared>) -> Result<Arc<serde_json::Value>, FactsErr
     read
 }
 
-/// `GET /v1/facts`: the host's snapshot as JSON.
+/// `GET /v1/facts`: the host's snapshot as JSON, with its CPU counters
+/// read now (`cpu_ticks`: the watcher's busy hosts come from two
+/// readings a probe period apart, not from the snapshot's cache).
 pub(super) async fn facts(State(st): State<Arc<Shared>>) -> Response {
     match facts_json(&st).await {
-        Ok(j) => axum::Json(j.as_ref().clone()).into_response(),
+        Ok(j) => {
+            let mut v = j.as_ref().clone();
+            if let (Some(o), Some(t)) = (v.as_object_mut(), cpu_ticks()) {
+                o.insert("cpu_ticks".into(), serde_json::json!(t));
+            }
+            axum::Json(v).into_response()
+        }
         Err(e) => json_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("cannot read this host: {e}"),
@@ -183,4 +191,15 @@ fn install_fleet(st: &Shared, fleet: Fleet) -> Response {
     }
     *st.fleet.write().unwrap_or_else(|p| p.into_inner()) = Some(fleet);
     StatusCode::NO_CONTENT.into_response()
+}
+
+/// The host's CPU counters now, summed over its cores; None without
+/// /proc/stat.
+fn cpu_ticks() -> Option<wirespeed_types::fleet::CpuTicks> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let cores = wirespeed_engine::parse_proc_stat(&text);
+    (!cores.is_empty()).then(|| wirespeed_types::fleet::CpuTicks {
+        busy: cores.iter().map(|c| c.0).sum(),
+        total: cores.iter().map(|c| c.1).sum(),
+    })
 }

@@ -144,14 +144,53 @@ impl Bed {
     }
 }
 
-/// Polls `ok` every 200 ms until it gives a value or `within` passes.
-fn wait<T>(what: &str, within: Duration, mut ok: impl FnMut() -> Option<T>) -> T {
+/// Polls `ok` every 200 ms until it gives a value or `within` passes;
+/// on a timeout, says what the watch had (its events, the series not
+/// healthy, the last tests) before failing.
+fn wait<T>(bed: &Bed, what: &str, within: Duration, mut ok: impl FnMut() -> Option<T>) -> T {
     let end = Instant::now() + within;
     loop {
         if let Some(v) = ok() {
             return v;
         }
-        assert!(Instant::now() < end, "timed out waiting for {what}");
+        if Instant::now() >= end {
+            let events: Vec<String> = bed
+                .events()
+                .iter()
+                .map(|e| format!("{} {}: {}", e.incident, e.transition, e.message))
+                .collect();
+            let health = bed.state().map(|s| s.health).unwrap_or_default();
+            let rows = wirespeed_fleet::history::History::open_read(&bed.db())
+                .and_then(|h| {
+                    h.tests(&wirespeed_fleet::history::Query {
+                        limit: 60,
+                        ..Default::default()
+                    })
+                })
+                .unwrap_or_default();
+            let rows: Vec<String> = rows
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{:.1} {} {}->{} min {:?} p99 {:?} retx {:?} {:.0} bit/s {:?}",
+                        r.at_unix,
+                        r.workload,
+                        r.client,
+                        r.server,
+                        r.min_us,
+                        r.p99_us,
+                        r.retransmits,
+                        r.throughput_bps,
+                        r.error
+                    )
+                })
+                .collect();
+            panic!(
+                "timed out waiting for {what}\nevents:\n{}\nnot healthy:\n{health:#?}\nlast tests:\n{}",
+                events.join("\n"),
+                rows.join("\n")
+            );
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -176,6 +215,7 @@ fn step(
     let planted = plant();
     let t0 = now_unix();
     let opened = wait(
+        bed,
         &format!("{what}: an incident naming {} {}", want.0, want.1),
         Duration::from_secs_f64(6.0 * PERIOD_S),
         || {
@@ -199,6 +239,7 @@ fn step(
     }
     let t1 = now_unix();
     let closed = wait(
+        bed,
         &format!("{what}: the incident closed"),
         Duration::from_secs_f64(10.0 * PERIOD_S),
         || {
@@ -223,6 +264,7 @@ fn step(
     assert!(others.is_empty(), "{what}: others named: {others:#?}");
     // Every link back within its baseline before the next fault.
     wait(
+        bed,
         &format!("{what}: every link healthy again"),
         Duration::from_secs_f64(12.0 * PERIOD_S),
         || {
@@ -249,22 +291,27 @@ fn superseded(ev: &[DriftEvent], e: &DriftEvent, want: (&str, &str)) -> bool {
 
 /// Waits until every one of the lab's 18 links has `n` rr probes.
 fn wait_for_baselines(bed: &Bed, n: usize) {
-    wait("a baseline of every link", Duration::from_secs(120), || {
-        let rows = wirespeed_fleet::history::History::open_read(&bed.db())
-            .and_then(|h| h.tests(&Default::default()))
-            .ok()?;
-        let mut links: Vec<String> = rows
-            .iter()
-            .filter(|r| r.workload == "rr" && r.error.is_none())
-            .map(|r| wirespeed_fleet::health::Link::of(r).to_string())
-            .collect();
-        links.sort();
-        let enough = links
-            .chunk_by(|a, b| a == b)
-            .filter(|c| c.len() >= n)
-            .count();
-        (enough == 18).then_some(())
-    });
+    wait(
+        bed,
+        "a baseline of every link",
+        Duration::from_secs(120),
+        || {
+            let rows = wirespeed_fleet::history::History::open_read(&bed.db())
+                .and_then(|h| h.tests(&Default::default()))
+                .ok()?;
+            let mut links: Vec<String> = rows
+                .iter()
+                .filter(|r| r.workload == "rr" && r.error.is_none())
+                .map(|r| wirespeed_fleet::health::Link::of(r).to_string())
+                .collect();
+            links.sort();
+            let enough = links
+                .chunk_by(|a, b| a == b)
+                .filter(|c| c.len() >= n)
+                .count();
+            (enough == 18).then_some(())
+        },
+    );
 }
 
 #[test]
@@ -311,6 +358,7 @@ fn the_watch_finds_names_and_clears_each_planted_fault() {
         })
         .collect();
     let busy = wait(
+        &bed,
         "the hosts named busy",
         Duration::from_secs_f64(6.0 * PERIOD_S),
         || {
@@ -323,6 +371,7 @@ fn the_watch_finds_names_and_clears_each_planted_fault() {
     // Held while every link is probed three more times.
     let stored = bed.state().map_or(0, |s| s.tests_stored);
     wait(
+        &bed,
         "three probe periods under busy CPUs",
         Duration::from_secs(120),
         || {
