@@ -125,4 +125,11 @@ fn main() {
             bad.len()
         );
     }
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .map(|l| l.trim_start_matches("VmRSS:").trim().to_string())
+        .unwrap_or_default();
+    println!("{} series; resident {rss}", det.len());
 }

@@ -548,7 +548,7 @@ impl Detector {
 
     /// Judges the rows of one job (a pair's probes, or one bandwidth
     /// test), link by link: a test past its threshold counts as the
-    /// link's [`Detector::counting`] says (a delay moves every probe's
+    /// link's rules say ([`Rules::anchor`], [`Rules::alone_us`]: a delay moves every probe's
     /// floor, the anchor's among them; a busy host moves the floors of
     /// few transactions alone). The series whose health changed.
     pub fn observe_job(&mut self, rows: &[HistoryRow]) -> Vec<Change> {

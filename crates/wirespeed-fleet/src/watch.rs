@@ -658,21 +658,25 @@ impl Loop {
                 .series_health(&self.detector.states_of(&c.key.link), &c.key.workload);
         }
         self.unexplained |= !changed.is_empty();
-        self.localize_if_due(now).await?;
-        self.publish();
-        Ok(())
+        self.localize_if_due(now).await
     }
 
-    /// Localizes when a series changed health since the last time and at
-    /// least [`LOCALIZE_EVERY_S`] has passed: with thousands of links
-    /// unhealthy (a zone of 1,000 agents) one pass costs about 40 ms of
-    /// CPU, and the results of a period come by the thousand.
+    /// Localizes when a series changed health since the last time, and
+    /// publishes the live state, at most every [`LOCALIZE_EVERY_S`]: with
+    /// thousands of links unhealthy (a zone of 1,000 agents) one pass
+    /// costs about 40 ms of CPU, and the results of a period come by the
+    /// thousand.
     async fn localize_if_due(&mut self, now: f64) -> Result<()> {
-        if self.unexplained && now - self.localized_at >= LOCALIZE_EVERY_S {
-            self.unexplained = false;
-            self.localized_at = now;
+        if now - self.localized_at < LOCALIZE_EVERY_S {
+            return Ok(());
+        }
+        self.localized_at = now;
+        if std::mem::take(&mut self.unexplained) {
             self.localize(now).await?;
         }
+        // The live state's health, busy hosts and incidents too: with
+        // every host busy, every series is in it.
+        self.publish();
         Ok(())
     }
 
@@ -743,8 +747,14 @@ impl Loop {
         if let Some(f) = &self.opts.on_event {
             f(&e);
         }
-        let mut st = self.live.state.lock().unwrap_or_else(|p| p.into_inner());
-        st.events.push(e);
+        self.live
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .events
+            .push(e);
+        // Transitions are rare: the page shows each at once.
+        self.publish();
         Ok(())
     }
 

@@ -372,6 +372,21 @@ impl Drop for PairCap {
     }
 }
 
+/// What the watch holds, for a failure's message: its incidents, busy
+/// hosts, the series not healthy and its newest tests.
+fn watch_dump(c: &Cluster, s: &Scratch, ns: &str) -> String {
+    match status(c, s, ns) {
+        Ok(st) => format!(
+            "incidents: {}\nbusy hosts: {}\nnot healthy: {}\nnewest: {}",
+            st["incidents"],
+            st["busy_hosts"],
+            st["health"],
+            serde_json::to_string_pretty(&st["latest"]).unwrap_or_default()
+        ),
+        Err(e) => e,
+    }
+}
+
 /// The alert `name` firing in Prometheus, if it is.
 fn firing(p: &Prometheus, name: &str) -> Option<Value> {
     let r = p.get("/api/v1/alerts")?;
@@ -520,8 +535,8 @@ fn helm_installs_upgrades_and_uninstalls_a_watch_prometheus_scrapes() {
         let subject = pair.join(",");
         let cap = PairCap::on(&c, 1, 2);
         let planted = Instant::now();
-        let alert = wait_for("WirespeedIncident firing", 240, || {
-            firing(&p, "WirespeedIncident")
+        let alert = c.wait_explained(&ns, "WirespeedIncident firing", 240, || {
+            firing(&p, "WirespeedIncident").ok_or_else(|| watch_dump(&c, &s, &ns))
         });
         eprintln!(
             "WirespeedIncident fired {:?} after the cap: {alert}",
