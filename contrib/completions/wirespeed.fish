@@ -597,7 +597,6 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 reverse\t''
 bidir\t''"
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s d -l duration -l time -d 'Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)' -r
-complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s n -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G; with rr/crr requests and responses both count' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s k -l blocks -l blockcount -d 'End after this many messages (-l each) instead of after a time (iperf3\'s -k)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s O -l warmup -l omit -d 'Traffic before measuring, excluded from figures (iperf3\'s -O/--omit)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -s T -l threads -d 'Worker threads per side (each one event loop)' -r
@@ -634,6 +633,7 @@ complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l loaders -d 'Run this request/response test beside K loaders on the same server (report 3\'s interference): one stream of K flows on K threads, started first. In an experiment, sweep it (`arg = "--loaders"`)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l loaders-from -d 'Lab hosts the --loaders run from, K spread over them in turn (experiments only; default: the cell\'s own client host)' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l engine-paths -d 'Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2' -r
+complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l bytes -d 'End after this many bytes moved in the window instead of after a time (iperf3\'s -n), e.g. 1G; with rr/crr requests and responses both count' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l context -d 'The kubeconfig context to talk to, as kubectl\'s --context [default: the kubeconfig\'s current context]' -r
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l keep-ebpf -d 'dra: leave the NICs\' eBPF programs attached (DraNet detaches them by default here, as report 1 did)'
 complete -c wirespeed -n "__fish_wirespeed_using_subcommand k8s; and __fish_seen_subcommand_from run" -l tolerate-all -d 'Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name'

@@ -946,8 +946,6 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '-d+[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
 '--duration=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
 '--time=[Measured time, e.g. 10s (-t as in iperf3; a bare number is seconds)]:DURATION:_default' \
-'(-d --duration -k --blocks)-n+[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G; with rr/crr requests and responses both count]:BYTES:_default' \
-'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G; with rr/crr requests and responses both count]:BYTES:_default' \
 '(-d --duration)-k+[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blocks=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
 '(-d --duration)--blockcount=[End after this many messages (-l each) instead of after a time (iperf3'\''s -k)]:BLOCKS:_default' \
@@ -997,6 +995,7 @@ udp-rr\:"UDP request/response with a per-request timeout"))' \
 '--loaders=[Run this request/response test beside K loaders on the same server (report 3'\''s interference)\: one stream of K flows on K threads, started first. In an experiment, sweep it (\`arg = "--loaders"\`)]:K:_default' \
 '--loaders-from=[Lab hosts the --loaders run from, K spread over them in turn (experiments only; default\: the cell'\''s own client host)]:HOST,HOST,...:_default' \
 '--engine-paths=[Comma list of paths, e.g. 10.0.0.1=10.0.0.2,10.0.1.1=10.0.1.2]:PATHS:_default' \
+'(-d --duration -k --blocks)--bytes=[End after this many bytes moved in the window instead of after a time (iperf3'\''s -n), e.g. 1G; with rr/crr requests and responses both count]:BYTES:_default' \
 '--context=[The kubeconfig context to talk to, as kubectl'\''s --context \[default\: the kubeconfig'\''s current context\]]:NAME:_default' \
 '--keep-ebpf[dra\: leave the NICs'\'' eBPF programs attached (DraNet detaches them by default here, as report 1 did)]' \
 '--tolerate-all[Let agents run on nodes whatever their taints (a GPU or TPU pool); without it a tainted node is left out, by name]' \

@@ -166,6 +166,9 @@ pub struct ManifestArgs {
 // bench's --paths (engine paths between addresses) has no meaning here:
 // the run finds the addresses; --paths names the cluster paths instead.
 #[command(mut_arg("paths", |a| a.long("engine-paths").hide(true)))]
+// -n is kubectl's --namespace here, as in every k8s command: bench's
+// --bytes keeps its long name only.
+#[command(mut_arg("bytes", |a| a.short(None)))]
 pub struct RunArgs {
     /// What the objects are made of.
     #[command(flatten)]

@@ -257,6 +257,43 @@ mod tests {
 }
 
 #[cfg(test)]
+mod shorts_tests {
+    use clap::CommandFactory;
+
+    /// Each short flag means one thing in each subcommand, flattened
+    /// groups included (`k8s run -n` was both --namespace and bench's
+    /// --bytes: clap checks it only in debug builds, and a release build
+    /// read `-n 1G` as a namespace). Also every other debug assertion of
+    /// clap, which `debug_assert` runs in this test build.
+    #[test]
+    fn every_short_flag_has_one_meaning_in_each_command() {
+        fn walk(c: &clap::Command, path: &str, bad: &mut Vec<String>) {
+            let mut seen: std::collections::BTreeMap<char, String> = Default::default();
+            for a in c.get_arguments() {
+                let shorts = a
+                    .get_short()
+                    .into_iter()
+                    .chain(a.get_all_short_aliases().into_iter().flatten());
+                for s in shorts {
+                    let id = a.get_id().to_string();
+                    if let Some(other) = seen.insert(s, id.clone()) {
+                        bad.push(format!("{path}: -{s} is both --{other} and --{id}"));
+                    }
+                }
+            }
+            for sc in c.get_subcommands() {
+                walk(sc, &format!("{path} {}", sc.get_name()), bad);
+            }
+        }
+        let mut cmd = crate::Cli::command();
+        cmd.build();
+        let mut bad = Vec::new();
+        walk(&cmd, "wirespeed", &mut bad);
+        assert!(bad.is_empty(), "{bad:#?}");
+    }
+}
+
+#[cfg(test)]
 mod loaders_tests {
     use wirespeed_experiment::BenchArgs;
 
